@@ -1,0 +1,75 @@
+// swift-tools-version: 6.0
+//
+// Typeset: a pure-Swift LLM inference engine with a grammar compiler.
+//
+// Layers (one-way dependencies, bottom to top):
+//
+//     GGUF  <-  Kernels (+ COpenBLAS)  <-  Models  <-  Typeset  <-  typeset (CLI)
+//       ^---  Tokenizer  <-----------------'             |
+//                         Grammar  <---------------------'
+//
+// Grammar knows tokens only as byte strings and depends on nothing else.
+//
+// Target CPU: by default the package compiles for the toolchain's baseline (x86-64 with SSE2,
+// or the platform's baseline on arm64), so it stays usable as a dependency everywhere. Set
+// TYPESET_TARGET_CPU (for example `native`, `haswell`, `znver4`) when building Typeset itself
+// to let LLVM use AVX2/FMA/AVX-512 in the kernels. See docs/kernels.md.
+import Foundation
+import PackageDescription
+
+let targetCPU = ProcessInfo.processInfo.environment["TYPESET_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
+let kernelSettings: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0])] } ?? []
+
+let package = Package(
+    name: "Typeset",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Typeset", targets: ["Typeset"]),
+        .library(name: "GGUF", targets: ["GGUF"]),
+        .executable(name: "typeset", targets: ["TypesetCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // MARK: Layers
+        .target(name: "GGUF"),
+        .systemLibrary(
+            name: "COpenBLAS",
+            pkgConfig: "openblas",
+            providers: [.apt(["libopenblas-dev"])]
+        ),
+        .target(
+            name: "Kernels",
+            dependencies: [
+                "GGUF",
+                .target(name: "COpenBLAS", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: kernelSettings,
+            linkerSettings: [.linkedFramework("Accelerate", .when(platforms: [.macOS, .iOS]))]
+        ),
+        .target(name: "Tokenizer", dependencies: ["GGUF"]),
+        .target(name: "Grammar"),
+        .target(name: "Models", dependencies: ["GGUF", "Kernels", "Tokenizer"], swiftSettings: kernelSettings),
+        .target(name: "Typeset", dependencies: ["GGUF", "Kernels", "Tokenizer", "Grammar", "Models"]),
+
+        // MARK: Command line
+        .executableTarget(
+            name: "TypesetCLI",
+            dependencies: [
+                "Typeset",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // MARK: Tests
+        .target(name: "TestSupport", dependencies: ["GGUF"], path: "Tests/TestSupport"),
+        .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
+        .testTarget(name: "KernelsTests", dependencies: ["Kernels"]),
+        .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TestSupport"]),
+        .testTarget(name: "GrammarTests", dependencies: ["Grammar"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "TestSupport"]),
+        .testTarget(name: "TypesetTests", dependencies: ["Typeset", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

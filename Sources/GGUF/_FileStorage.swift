@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The immutable bytes a ``GGUFFile`` reads: either a read-only memory mapping of a file or a
+/// private heap copy of caller-supplied bytes. Views into it (tensor data, lazily decoded
+/// metadata arrays) keep a reference so the bytes outlive every view.
+///
+/// The memory is never written after initialisation, which is what makes sharing it across
+/// tasks sound.
+final class _FileStorage: @unchecked Sendable {
+    /// The whole file. Its base address is page-aligned for mappings and 64-byte aligned for
+    /// heap copies, so aligned tensor offsets stay aligned in memory.
+    let bytes: UnsafeRawBufferPointer
+    private let ownership: Ownership
+
+    private enum Ownership { case mapped, allocated, borrowed }
+
+    /// Maps `path` read-only. The mapping is private: later writes to the file by others are
+    /// not guaranteed to be seen, and truncating the file while it is mapped is undefined
+    /// (as for every memory-mapped reader).
+    init(mapping path: String) throws(GGUFError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .cannotOpen(path: path, reason: _systemError()) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .cannotOpen(path: path, reason: _systemError()) }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw .cannotOpen(path: path, reason: "not a regular file")
+        }
+        let size = Int(status.st_size)
+        if size == 0 {
+            bytes = UnsafeRawBufferPointer(start: nil, count: 0)
+            ownership = .borrowed
+            return
+        }
+        guard let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0),
+              address != MAP_FAILED
+        else { throw .cannotOpen(path: path, reason: _systemError()) }
+        bytes = UnsafeRawBufferPointer(start: address, count: size)
+        ownership = .mapped
+    }
+
+    /// Copies `source` into a private, 64-byte aligned allocation.
+    init(copying source: UnsafeRawBufferPointer) {
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(source.count, 1), alignment: 64)
+        if let base = source.baseAddress, source.count > 0 {
+            copy.baseAddress!.copyMemory(from: base, byteCount: source.count)
+        }
+        bytes = UnsafeRawBufferPointer(start: copy.baseAddress, count: source.count)
+        ownership = .allocated
+    }
+
+    /// Refers to memory the caller owns and keeps alive (see `GGUFFile.withBorrowedBytes`).
+    init(borrowing source: UnsafeRawBufferPointer) {
+        bytes = source
+        ownership = .borrowed
+    }
+
+    deinit {
+        guard let base = bytes.baseAddress else { return }
+        switch ownership {
+        case .mapped: munmap(UnsafeMutableRawPointer(mutating: base), bytes.count)
+        case .allocated: base.deallocate()
+        case .borrowed: break
+        }
+    }
+}
+
+func _systemError() -> String {
+    String(cString: strerror(errno))
+}

@@ -1,0 +1,42 @@
+#if canImport(Accelerate)
+import Accelerate
+#elseif canImport(COpenBLAS)
+import COpenBLAS
+#endif
+
+/// The bridge to the system BLAS: OpenBLAS on Linux (`libopenblas-dev`), Accelerate on Apple
+/// platforms. Only single-precision general matrix multiplication is needed; everything else
+/// in Typeset's kernels is its own code.
+public enum BLAS {
+    /// Computes `c = alpha * a · bᵀ + beta * c` for row-major matrices, the shape of a
+    /// transformer projection: `a` is `m × k` activations, `b` is `n × k` weights (one output
+    /// feature per row, as ggml stores them) and `c` is `m × n`.
+    ///
+    /// - Precondition: the buffers hold at least `m*k`, `n*k` and `m*n` floats.
+    /// - Complexity: `2·m·n·k` floating-point operations, run on BLAS's own threads.
+    public static func multiplyTransposed(
+        m: Int, n: Int, k: Int,
+        a: UnsafePointer<Float>, b: UnsafePointer<Float>, c: UnsafeMutablePointer<Float>,
+        alpha: Float = 1, beta: Float = 0
+    ) {
+        precondition(m >= 0 && n >= 0 && k >= 0, "negative matrix dimension")
+        guard m > 0, n > 0 else { return }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                    _blasInt(m), _blasInt(n), _blasInt(k),
+                    alpha, a, _blasInt(max(k, 1)), b, _blasInt(max(k, 1)),
+                    beta, c, _blasInt(n))
+    }
+
+    /// Sets the number of threads OpenBLAS may use (no effect with Accelerate).
+    public static func setThreadCount(_ count: Int) {
+        #if canImport(COpenBLAS) && !canImport(Accelerate)
+        openblas_set_num_threads(Int32(max(1, count)))
+        #endif
+    }
+}
+
+@inline(__always)
+private func _blasInt(_ value: Int) -> Int32 {
+    precondition(value <= Int(Int32.max), "matrix dimension \(value) exceeds the BLAS integer range")
+    return Int32(value)
+}

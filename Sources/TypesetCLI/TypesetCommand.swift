@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import Typeset
+
+@main
+struct TypesetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "typeset",
+        abstract: "A pure-Swift LLM inference engine with a grammar compiler.",
+        discussion: """
+        Models are GGUF files. Where a command takes a model, give a path or a known name \
+        (smollm2, gemma3); without one, $TYPESET_MODEL or the default model (SmolLM2-135M-Instruct \
+        Q4_1) in $TYPESET_CACHE/models is used. Fetch the models with Fixtures/fetch.sh.
+        """,
+        version: "0.1.0",
+        subcommands: [Demo.self, Inspect.self]
+    )
+
+    /// Runs the command line. Errors from Typeset (a missing model, a corrupt file) print as one
+    /// line, `error: …`, and exit with status 1; usage errors and help keep ArgumentParser's format.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as any UserFacingError {
+            writeError("error: \(error)")
+            exit(withError: ExitCode.failure)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// Errors reported to the user as one line, `error: <description>`.
+protocol UserFacingError: Error, CustomStringConvertible {}
+
+extension GGUFError: UserFacingError {}
+extension ModelLocationError: UserFacingError {}
+extension ModelConfigurationError: UserFacingError {}
+extension VocabularyError: UserFacingError {}
+
+func writeError(_ line: String) {
+    var standardError = StandardError()
+    print(line.replacingNewlines(), to: &standardError)
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) { FileHandle.standardError.write(Data(string.utf8)) }
+}
+
+extension String {
+    /// The string on one line (embedded newlines become spaces), for one-line error reports.
+    func replacingNewlines() -> String {
+        String(map { $0.isNewline ? " " : $0 })
+    }
+}

@@ -1,0 +1,83 @@
+import GGUF
+
+/// Shared checkers for hostile-input tests.
+enum GGUFErrorChecks {
+    /// The byte offset an error reports, when it reports one.
+    static func offset(of error: GGUFError) -> Int? {
+        switch error {
+        case let .truncated(_, offset, _, _), let .countExceedsFile(_, _, _, offset, _),
+             let .invalidUTF8(_, offset), let .unknownValueType(_, _, offset), let .arrayNestingTooDeep(_, offset),
+             let .duplicateKey(_, offset), let .invalidAlignment(_, offset), let .duplicateTensorName(_, offset),
+             let .unknownTensorType(_, _, offset), let .removedTensorType(_, _, _, offset),
+             let .tooManyDimensions(_, _, offset), let .invalidShape(_, _, _, offset), let .misalignedTensor(_, _, _, offset):
+            return offset
+        case .badMagic, .unsupportedVersion, .bigEndianFile:
+            return 0
+        default:
+            return nil
+        }
+    }
+
+    /// Replacement values tried at each byte position: zero, all ones, the high bit flipped,
+    /// off by one either way.
+    static func mutations(of byte: UInt8) -> [UInt8] {
+        Array(Set([0x00, 0xFF, byte ^ 0x80, byte &+ 1, byte &- 1]).subtracting([byte])).sorted()
+    }
+
+    enum Outcome { case accepted, rejected(GGUFError) }
+
+    /// Parses `bytes`; when the parse succeeds, touches everything a consumer could touch
+    /// (every array element, every tensor's first and last byte, every typed accessor), so a
+    /// validation gap would trap here instead of in a user's program.
+    static func parseAndExercise(_ bytes: [UInt8]) -> Outcome {
+        let file: GGUFFile
+        do {
+            file = try GGUFFile(bytes: bytes)
+        } catch {
+            return .rejected(error)
+        }
+        exercise(file, deep: true)
+        return .accepted
+    }
+
+    /// Touches every part of a parsed file. `deep` decodes every element of every array;
+    /// otherwise arrays longer than 4,096 elements are walked without decoding (string bytes,
+    /// raw floats), which reads the same memory at a fraction of the cost.
+    static func exercise(_ file: GGUFFile, deep: Bool) {
+        var checksum = 0
+        for entry in file.metadata {
+            checksum &+= entry.key.utf8.count
+            guard case let .array(array) = entry.value else { continue }
+            if deep || array.count <= 4096 {
+                checksum &+= walk(array)
+            } else {
+                array.forEachStringBytes { _, bytes in checksum &+= bytes.count }
+                checksum &+= array.floats()?.last.map { Int($0.bitPattern) } ?? 0
+            }
+        }
+        _ = try? file.metadata.architecture
+        _ = try? file.metadata.hyperparameters.contextLength
+        _ = try? file.metadata.tokenizer.scores
+        _ = try? file.metadata.tokenizer.tokenTypes
+        for tensor in file.tensors where tensor.bytes.count > 0 {
+            checksum &+= Int(tensor.bytes[0]) &+ Int(tensor.bytes[tensor.bytes.count - 1])
+            if tensor.info.rowCount > 0 { checksum &+= tensor.row(tensor.info.rowCount - 1).count }
+        }
+        precondition(checksum != Int.min)
+    }
+
+    private static func walk(_ array: GGUFArray) -> Int {
+        var total = 0
+        for element in array {
+            switch element {
+            case let .array(inner): total &+= walk(inner)
+            case let .string(string): total &+= string.utf8.count
+            default: total &+= 1
+            }
+        }
+        array.forEachStringBytes { _, bytes in total &+= bytes.count }
+        total &+= array.integers()?.count ?? 0
+        total &+= array.floats()?.count ?? 0
+        return total
+    }
+}
