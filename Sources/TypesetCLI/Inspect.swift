@@ -148,6 +148,7 @@ struct Inspect: ParsableCommand {
         case let .float32(float): text = "\(float)"
         case let .float64(double): text = "\(double)"
         case let .bool(bool): text = "\(bool)"
+        case let .uint64(integer): text = String(integer)
         default: text = value.integerValue.map(String.init) ?? "\(value)"
         }
         return text.count > limit ? String(text.prefix(limit - 1)) + "…" : text

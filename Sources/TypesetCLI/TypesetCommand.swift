@@ -30,7 +30,12 @@ struct TypesetCommand: AsyncParsableCommand {
             writeError("error: \(error)")
             exit(withError: ExitCode.failure)
         } catch {
-            exit(withError: error)
+            // Help and --version exit cleanly through ArgumentParser; usage errors become one line.
+            let code = exitCode(for: error)
+            guard code != .success else { exit(withError: error) }
+            let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            writeError("error: \(message) (see 'typeset help')")
+            exit(withError: code)
         }
     }
 }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the GGUF fuzz target with AddressSanitizer and libFuzzer's coverage instrumentation,
+# then fuzzes the reader for a bounded time.
+#
+#     bash Tests/Fuzz/run.sh [SECONDS]        # default 60
+#
+# The corpus grows in $TYPESET_CACHE/fuzz-corpus (kept between runs), seeded from
+# Fixtures/fuzz-seeds (files written by gguf-py's writer). A crash leaves a reproducer
+# `crash-*` in the current directory and exits non-zero; replay it with
+#     Tests/Fuzz/.build/release/FuzzGGUF crash-<hash>
+#
+# Why not `-sanitize=fuzzer`: that flag links libFuzzer's own `main` whole-archive, which
+# collides with the entry point SwiftPM gives every executable. So the target keeps its
+# `main` and calls libFuzzer's driver (LLVMFuzzerRunDriver) from libclang_rt.fuzzer_no_main.
+set -euo pipefail
+seconds="${1:-60}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cache="${TYPESET_CACHE:-$HOME/.cache/typeset}"
+
+toolchain="$(dirname "$(readlink -f "$(command -v swiftc)")")/.."
+runtime="$(ls "$toolchain"/lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-"$(uname -m)".a 2>/dev/null | head -n 1)"
+[[ -f "$runtime" ]] || { echo "error: libFuzzer runtime not found under $toolchain/lib/clang" >&2; exit 1; }
+
+cd "$here"
+swift build -c release \
+  -Xswiftc -sanitize=address \
+  -Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table \
+  -Xlinker "$runtime" -Xlinker -lstdc++
+
+mkdir -p "$cache/fuzz-corpus"
+"$here/.build/release/FuzzGGUF" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 \
+  -print_final_stats=1 "$cache/fuzz-corpus" "$root/Fixtures/fuzz-seeds"

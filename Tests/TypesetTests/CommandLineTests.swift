@@ -1,0 +1,126 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// End-to-end tests of the `typeset` executable, run as a subprocess the way users and
+/// scripts run it.
+@Suite struct CommandLineTests {
+    struct Result {
+        var status: Int32
+        var standardOutput: String
+        var standardError: String
+    }
+
+    /// The `typeset` binary built beside this test bundle.
+    static var executable: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("typeset")
+    }
+
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe(), error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus,
+                      standardOutput: String(decoding: outputData, as: UTF8.self),
+                      standardError: String(decoding: errorData, as: UTF8.self))
+    }
+
+    static func temporaryFile(_ bytes: [UInt8]) throws -> String {
+        let path = NSTemporaryDirectory() + "typeset-test-\(UUID().uuidString).gguf"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// A failing command prints exactly one line, `error: …`, and exits with status 1.
+    static func expectOneLineError(_ result: Result, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == 1, sourceLocation: sourceLocation)
+        let lines = result.standardError.split(separator: "\n", omittingEmptySubsequences: true)
+        #expect(lines.count == 1, "\(result.standardError)", sourceLocation: sourceLocation)
+        #expect(lines.first?.hasPrefix("error: ") == true, "\(result.standardError)", sourceLocation: sourceLocation)
+        #expect(result.standardError.contains(text), "\(result.standardError)", sourceLocation: sourceLocation)
+    }
+
+    @Test func executableIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the package first: \(Self.executable.path)")
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName) && TestModels.shouldRun(TestModels.gemma3FileName)),
+          arguments: TestModels.realModels.map(\.fileName))
+    func inspectJSONMatchesGGUFPy(fileName: String) throws {
+        let result = try Self.run(["inspect", TestModels.path(of: fileName), "--json"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        let expected = try #require(try JSONSerialization.jsonObject(with: Fixtures.data("expected/\(fileName).gguf-py.json")) as? [String: Any])
+        for key in ["version", "tensor_count", "kv_count", "alignment", "data_offset"] {
+            #expect(report[key] as? Int == expected[key] as? Int, "\(key)")
+        }
+        let tensors = try #require(report["tensors"] as? [[String: Any]])
+        let expectedTensors = try #require(expected["tensors"] as? [[String: Any]])
+        #expect(tensors.count == expectedTensors.count)
+        for (tensor, reference) in zip(tensors, expectedTensors) {
+            #expect(tensor["name"] as? String == reference["name"] as? String)
+            #expect(tensor["type"] as? String == reference["type"] as? String)
+            #expect(tensor["shape"] as? [Int] == reference["shape"] as? [Int])
+            #expect(tensor["offset"] as? Int == reference["offset"] as? Int)
+            #expect(tensor["file_offset"] as? Int == reference["file_offset"] as? Int)
+            #expect(tensor["n_bytes"] as? Int == reference["n_bytes"] as? Int)
+        }
+        let metadata = try #require(report["metadata"] as? [[String: Any]])
+        let expectedMetadata = try #require(expected["metadata"] as? [[String: Any]])
+        #expect(metadata.map { $0["key"] as? String } == expectedMetadata.map { $0["key"] as? String })
+        #expect(metadata.map { $0["type"] as? String } == expectedMetadata.map { $0["type"] as? String })
+        #expect(metadata.map { $0["count"] as? Int } == expectedMetadata.map { $0["count"] as? Int })
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func inspectTextFindsTheDefaultModel() throws {
+        let result = try Self.run(["inspect"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("GGUF v3, 272 tensors, 33 metadata entries"))
+        #expect(result.standardOutput.contains("tokenizer.ggml.tokens"))
+        #expect(result.standardOutput.contains("49152 × [\"<|endoftext|>\""))
+        #expect(result.standardOutput.contains("token_embd.weight"))
+        // A known name resolves in the cache too.
+        #expect(try Self.run(["inspect", "gemma3"]).standardOutput.contains("GGUF v3, 236 tensors"))
+    }
+
+    @Test func missingModelSaysWhatToRun() throws {
+        let result = try Self.run(["demo"], environment: ["TYPESET_CACHE": "/nonexistent/typeset-cache", "TYPESET_MODEL": ""])
+        Self.expectOneLineError(result, containing: "Fixtures/fetch.sh")
+        Self.expectOneLineError(try Self.run(["inspect", "/nonexistent/model.gguf"]), containing: "no model file at /nonexistent/model.gguf")
+        Self.expectOneLineError(try Self.run(["inspect"], environment: ["TYPESET_MODEL": "/nonexistent/x.gguf"]),
+                                containing: "TYPESET_MODEL is set to /nonexistent/x.gguf")
+    }
+
+    @Test func corruptFilesAreOneLineErrors() throws {
+        let notGGUF = try Self.temporaryFile(Array("PK\u{3}\u{4} this is a zip".utf8))
+        defer { try? FileManager.default.removeItem(atPath: notGGUF) }
+        Self.expectOneLineError(try Self.run(["inspect", notGGUF]), containing: "not a GGUF file")
+
+        var truncated = Array("GGUF".utf8) + [3, 0, 0, 0] + [1, 0, 0, 0, 0, 0, 0, 0]
+        truncated += [0, 0, 0, 0, 0, 0, 0, 0x10]   // 2^60 metadata entries
+        let hostile = try Self.temporaryFile(truncated)
+        defer { try? FileManager.default.removeItem(atPath: hostile) }
+        Self.expectOneLineError(try Self.run(["inspect", hostile, "--json"]), containing: "at byte 16")
+
+        Self.expectOneLineError(try Self.run(["inspect", NSTemporaryDirectory()]), containing: "not a regular file")
+        let empty = try Self.temporaryFile([])
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        Self.expectOneLineError(try Self.run(["inspect", empty]), containing: "truncated file")
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func demoChecksTheDefaultModel() throws {
+        let result = try Self.run(["demo"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("llama, 30 blocks, width 576, 9 heads (3 KV), vocabulary 49152 (gpt2/smollm)"))
+    }
+}
