@@ -13,7 +13,7 @@
 // Target CPU: by default the package compiles for the toolchain's baseline (x86-64 with SSE2,
 // or the platform's baseline on arm64), so it stays usable as a dependency everywhere. Set
 // TYPESET_TARGET_CPU (for example `native`, `haswell`, `znver4`) when building Typeset itself
-// to let LLVM use AVX2/FMA/AVX-512 in the kernels. See docs/kernels.md.
+// to let LLVM use AVX2/FMA/AVX-512 in the kernels. See docs/architecture.md.
 import Foundation
 import PackageDescription
 

@@ -57,7 +57,19 @@ with zipfile.ZipFile(archive) as z, open(output, "ab") as out:
 PY
 }
 
+ensure_pip() {
+  "$PYTHON" -m pip --version >/dev/null 2>&1 && return
+  [[ "${TYPESET_SKIP_APT:-0}" == 1 ]] && die "$PYTHON has no pip; install python3-pip"
+  log "installing python3-pip"
+  local sudo=""
+  [[ "$(id -u)" == 0 ]] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq python3-pip >/dev/null
+}
+
 pip_download() { # pip_download DEST ARGS...
+  ensure_pip
   local dest="$1"; shift
   "$PYTHON" -m pip download --no-deps --disable-pip-version-check -q -d "$dest" "$@"
 }
