@@ -27,6 +27,9 @@ let package = Package(
         .library(name: "Typeset", targets: ["Typeset"]),
         .library(name: "GGUF", targets: ["GGUF"]),
         .executable(name: "typeset", targets: ["TypesetCLI"]),
+        // Test helpers (model locations, hostile-input checkers), for Typeset's own test
+        // targets and its fuzzer package; not part of the API.
+        .library(name: "TypesetTestSupport", targets: ["TypesetTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -63,13 +66,13 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "TestSupport", dependencies: ["GGUF"], path: "Tests/TestSupport"),
-        .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
+        .target(name: "TypesetTestSupport", dependencies: ["GGUF"], path: "Tests/TypesetTestSupport"),
+        .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TypesetTestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["Kernels"]),
-        .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TestSupport"]),
+        .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar"]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "TestSupport"]),
-        .testTarget(name: "TypesetTests", dependencies: ["Typeset", "TestSupport"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
+        .testTarget(name: "TypesetTests", dependencies: ["Typeset", "TypesetTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

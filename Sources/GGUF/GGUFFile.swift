@@ -151,9 +151,11 @@ struct _Parser {
         try reader.requireFits(count: metadataCount, minimumItemSize: 13, "metadata count", countOffset: metadataCountOffset)
         try reader.requireFits(count: tensorCount, minimumItemSize: 24, "tensor count", countOffset: tensorCountOffset)
 
+        // Counts are bounded by the file, but a hostile one can still be far larger than what
+        // is really there: reserve modestly and let storage grow with what actually parses.
         var entries: [GGUFMetadataEntry] = []
-        entries.reserveCapacity(Int(metadataCount))
-        var seenKeys = Set<String>(minimumCapacity: Int(metadataCount))
+        entries.reserveCapacity(Self.initialCapacity(metadataCount))
+        var seenKeys = Set<String>(minimumCapacity: Self.initialCapacity(metadataCount))
         for entryIndex in 0 ..< Int(metadataCount) {
             let entryOffset = reader.offset
             let key = try reader.readString("key of metadata entry \(entryIndex)")
@@ -172,10 +174,10 @@ struct _Parser {
         }
 
         var tensors: [GGUFTensorInfo] = []
-        tensors.reserveCapacity(Int(tensorCount))
-        var seenNames = Set<String>(minimumCapacity: Int(tensorCount))
+        tensors.reserveCapacity(Self.initialCapacity(tensorCount))
+        var seenNames = Set<String>(minimumCapacity: Self.initialCapacity(tensorCount))
         var pending: [PendingTensor] = []
-        pending.reserveCapacity(Int(tensorCount))
+        pending.reserveCapacity(Self.initialCapacity(tensorCount))
         for tensorIndex in 0 ..< Int(tensorCount) {
             let infoOffset = reader.offset
             let tensor = try readTensorInfo(index: tensorIndex, alignment: alignment)
@@ -205,6 +207,12 @@ struct _Parser {
         }
         return _ParsedHeader(version: version, metadata: metadata, tensors: tensors,
                              alignment: alignment, dataSectionOffset: dataSectionOffset)
+    }
+
+    /// Storage reserved up front for `count` items read from the file: all of them when few,
+    /// otherwise a first slice (growth is amortised as real items parse).
+    static func initialCapacity(_ count: UInt64) -> Int {
+        Int(min(count, 4096))
     }
 
     // MARK: Values
@@ -251,7 +259,7 @@ struct _Parser {
         case .array:
             // Each inner array is at least 12 bytes, so `count` is bounded by the file.
             var elements: [GGUFValue] = []
-            elements.reserveCapacity(count)
+            elements.reserveCapacity(Self.initialCapacity(rawCount))
             for element in 0 ..< count {
                 elements.append(.array(try readArray("element \(element) of \(what())", depth: depth + 1)))
             }

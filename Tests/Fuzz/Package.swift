@@ -13,7 +13,11 @@ let package = Package(
     dependencies: [.package(name: "Typeset", path: "../..")],
     targets: [
         .target(name: "CLibFuzzer"),
-        .executableTarget(name: "FuzzGGUF", dependencies: ["CLibFuzzer", .product(name: "GGUF", package: "Typeset")]),
+        .executableTarget(name: "FuzzGGUF", dependencies: [
+            "CLibFuzzer",
+            .product(name: "GGUF", package: "Typeset"),
+            .product(name: "TypesetTestSupport", package: "Typeset"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

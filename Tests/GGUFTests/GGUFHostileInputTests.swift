@@ -1,5 +1,6 @@
 import GGUF
 import Testing
+import TypesetTestSupport
 
 /// Corrupt and hostile files: each must produce a typed `GGUFError` that names the problem and
 /// its byte offset, without trapping or allocating beyond what the file can justify.
@@ -188,7 +189,7 @@ import Testing
                 _ = try GGUFFile(bytes: Array(bytes[..<length]))
                 Issue.record("a \(length)-byte prefix of a \(bytes.count)-byte file was accepted")
             } catch {
-                #expect(GGUFErrorChecks.offset(of: error).map { $0 <= length } ?? true, "\(error)")
+                #expect(GGUFChecks.offset(of: error).map { $0 <= length } ?? true, "\(error)")
             }
         }
     }
@@ -200,9 +201,9 @@ import Testing
         var accepted = 0, rejected = 0
         for position in bytes.indices {
             let original = bytes[position]
-            for replacement in GGUFErrorChecks.mutations(of: original) {
+            for replacement in GGUFChecks.mutations(of: original) {
                 bytes[position] = replacement
-                switch GGUFErrorChecks.parseAndExercise(bytes) {
+                switch GGUFChecks.parseAndExercise(bytes) {
                 case .accepted: accepted += 1
                 case .rejected: rejected += 1
                 }

@@ -1,5 +1,5 @@
 import GGUF
-import TestSupport
+import TypesetTestSupport
 import Testing
 
 /// Files written by gguf-py's `GGUFWriter` (an implementation independent of Typeset's),

@@ -1,6 +1,6 @@
 import Foundation
 import GGUF
-import TestSupport
+import TypesetTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -166,12 +166,12 @@ import Glibc
                 mapping.bytes[position] = replacement
                 do {
                     try GGUFFile.withBorrowedBytes(UnsafeRawBufferPointer(mapping.bytes)) { file in
-                        GGUFErrorChecks.exercise(file, deep: false)
+                        GGUFChecks.exercise(file, deep: false)
                     }
                     outcomes.accepted += 1
                 } catch {
                     #expect(error is GGUFError)
-                    if let error = error as? GGUFError, let offset = GGUFErrorChecks.offset(of: error) {
+                    if let error = error as? GGUFError, let offset = GGUFChecks.offset(of: error) {
                         #expect(offset <= mapping.bytes.count, "\(error)")
                     }
                     outcomes.rejected += 1

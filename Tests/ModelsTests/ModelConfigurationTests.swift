@@ -1,6 +1,6 @@
 import GGUF
 import Models
-import TestSupport
+import TypesetTestSupport
 import Testing
 
 @Suite struct ModelConfigurationTests {

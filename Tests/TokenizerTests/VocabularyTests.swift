@@ -1,5 +1,5 @@
 import GGUF
-import TestSupport
+import TypesetTestSupport
 import Testing
 import Tokenizer
 

@@ -1,5 +1,5 @@
 import Foundation
-import TestSupport
+import TypesetTestSupport
 import Testing
 
 /// End-to-end tests of the `typeset` executable, run as a subprocess the way users and

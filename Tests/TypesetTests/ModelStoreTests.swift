@@ -1,4 +1,4 @@
-import TestSupport
+import TypesetTestSupport
 import Testing
 import Typeset
 

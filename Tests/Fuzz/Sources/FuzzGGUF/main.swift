@@ -1,5 +1,6 @@
 import CLibFuzzer
 import GGUF
+import TypesetTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -17,39 +18,6 @@ var argumentCount = CommandLine.argc
 var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
 exit(LLVMFuzzerRunDriver(&argumentCount, &arguments) { data, size in
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
-    _ = try? GGUFFile.withBorrowedBytes(bytes) { file in exercise(file) }
+    _ = try? GGUFFile.withBorrowedBytes(bytes) { file in GGUFChecks.exercise(file, deep: true) }
     return 0
 })
-
-private func exercise(_ file: GGUFFile) {
-    var checksum = file.dataSectionOffset &+ file.alignment
-    for entry in file.metadata {
-        checksum &+= entry.key.utf8.count
-        if case let .array(array) = entry.value { checksum &+= walk(array) }
-    }
-    _ = try? file.metadata.architecture
-    _ = try? file.metadata.hyperparameters.contextLength
-    _ = try? file.metadata.tokenizer.scores
-    _ = try? file.metadata.tokenizer.tokenTypes
-    _ = try? file.metadata.tokenizer.merges?.strings()
-    for tensor in file.tensors where tensor.bytes.count > 0 {
-        checksum &+= Int(tensor.bytes[0]) &+ Int(tensor.bytes[tensor.bytes.count - 1])
-        if tensor.info.rowCount > 0 { checksum &+= tensor.row(tensor.info.rowCount - 1).count }
-    }
-    if checksum == 0x5eed { print("") }   // keep the work observable
-}
-
-private func walk(_ array: GGUFArray) -> Int {
-    var total = 0
-    for element in array {
-        switch element {
-        case let .array(inner): total &+= walk(inner)
-        case let .string(string): total &+= string.utf8.count
-        default: total &+= 1
-        }
-    }
-    array.forEachStringBytes { _, bytes in total &+= bytes.count }
-    total &+= array.integers()?.count ?? 0
-    total &+= array.floats()?.count ?? 0
-    return total
-}

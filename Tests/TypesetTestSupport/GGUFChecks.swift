@@ -1,9 +1,9 @@
 import GGUF
 
-/// Shared checkers for hostile-input tests.
-enum GGUFErrorChecks {
+/// Shared checkers for hostile-input tests and the fuzzer.
+public enum GGUFChecks {
     /// The byte offset an error reports, when it reports one.
-    static func offset(of error: GGUFError) -> Int? {
+    public static func offset(of error: GGUFError) -> Int? {
         switch error {
         case let .truncated(_, offset, _, _), let .countExceedsFile(_, _, _, offset, _),
              let .invalidUTF8(_, offset), let .unknownValueType(_, _, offset), let .arrayNestingTooDeep(_, offset),
@@ -20,16 +20,16 @@ enum GGUFErrorChecks {
 
     /// Replacement values tried at each byte position: zero, all ones, the high bit flipped,
     /// off by one either way.
-    static func mutations(of byte: UInt8) -> [UInt8] {
+    public static func mutations(of byte: UInt8) -> [UInt8] {
         Array(Set([0x00, 0xFF, byte ^ 0x80, byte &+ 1, byte &- 1]).subtracting([byte])).sorted()
     }
 
-    enum Outcome { case accepted, rejected(GGUFError) }
+    public enum Outcome { case accepted, rejected(GGUFError) }
 
     /// Parses `bytes`; when the parse succeeds, touches everything a consumer could touch
     /// (every array element, every tensor's first and last byte, every typed accessor), so a
     /// validation gap would trap here instead of in a user's program.
-    static func parseAndExercise(_ bytes: [UInt8]) -> Outcome {
+    public static func parseAndExercise(_ bytes: [UInt8]) -> Outcome {
         let file: GGUFFile
         do {
             file = try GGUFFile(bytes: bytes)
@@ -43,7 +43,7 @@ enum GGUFErrorChecks {
     /// Touches every part of a parsed file. `deep` decodes every element of every array;
     /// otherwise arrays longer than 4,096 elements are walked without decoding (string bytes,
     /// raw floats), which reads the same memory at a fraction of the cost.
-    static func exercise(_ file: GGUFFile, deep: Bool) {
+    public static func exercise(_ file: GGUFFile, deep: Bool) {
         var checksum = 0
         for entry in file.metadata {
             checksum &+= entry.key.utf8.count
