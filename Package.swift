@@ -68,7 +68,7 @@ let package = Package(
         // MARK: Tests
         .target(name: "TypesetTestSupport", dependencies: ["GGUF"], path: "Tests/TypesetTestSupport"),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TypesetTestSupport"]),
-        .testTarget(name: "KernelsTests", dependencies: ["Kernels"]),
+        .testTarget(name: "KernelsTests", dependencies: ["Kernels", "TypesetTestSupport"]),
         .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),

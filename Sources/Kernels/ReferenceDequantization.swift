@@ -1,0 +1,195 @@
+import GGUF
+
+// Scalar reference decoders, one per block format: the oracle every fast path is tested
+// against, and bit-exact with gguf-py's `gguf.quants.dequantize` (same operations, same order,
+// float32 throughout, no fused multiply-add).
+//
+// Each decodes one block at `block` into `type.blockSize` floats at `output`. Layouts are
+// ggml's block structs (ggml-common.h); all multi-byte fields are little-endian. "d" is the
+// block scale, "m"/"dmin" the block minimum, both IEEE half precision unless noted.
+
+@inline(__always)
+func _half(_ block: UnsafeRawPointer, _ offset: Int) -> Float {
+    floatFromHalf(UInt16(littleEndian: block.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+}
+
+@inline(__always)
+func _byte(_ block: UnsafeRawPointer, _ offset: Int) -> UInt8 {
+    block.load(fromByteOffset: offset, as: UInt8.self)
+}
+
+// MARK: - 32-element blocks
+
+/// Q4_0, 18 bytes: `d` (f16) | 16 bytes of nibbles.
+/// Element `j` (0..<16) is the low nibble of byte `j`, element `j + 16` its high nibble;
+/// value = d × (nibble − 8).
+func _dequantizeQ4_0Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 0)
+    for j in 0..<16 {
+        let byte = _byte(block, 2 + j)
+        output[j] = d * Float(Int(byte & 0x0F) - 8)
+        output[j + 16] = d * Float(Int(byte >> 4) - 8)
+    }
+}
+
+/// Q4_1, 20 bytes: `d` (f16) | `m` (f16) | 16 bytes of nibbles (ordered as Q4_0);
+/// value = d × nibble + m.
+func _dequantizeQ4_1Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 0), m = _half(block, 2)
+    for j in 0..<16 {
+        let byte = _byte(block, 4 + j)
+        output[j] = d * Float(byte & 0x0F) + m
+        output[j + 16] = d * Float(byte >> 4) + m
+    }
+}
+
+/// Q5_0, 22 bytes: `d` (f16) | `qh` (u32: bit `i` is the fifth bit of element `i`) | 16 bytes
+/// of nibbles (ordered as Q4_0); value = d × (nibble | fifth bit << 4 − 16).
+func _dequantizeQ5_0Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 0)
+    let high = UInt32(littleEndian: block.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+    for j in 0..<16 {
+        let byte = _byte(block, 6 + j)
+        let low = Int(byte & 0x0F) | Int((high >> UInt32(j)) & 1) << 4
+        let upper = Int(byte >> 4) | Int((high >> UInt32(j + 16)) & 1) << 4
+        output[j] = d * Float(low - 16)
+        output[j + 16] = d * Float(upper - 16)
+    }
+}
+
+/// Q5_1, 24 bytes: `d` (f16) | `m` (f16) | `qh` (u32) | 16 bytes of nibbles;
+/// value = d × (nibble | fifth bit << 4) + m.
+func _dequantizeQ5_1Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 0), m = _half(block, 2)
+    let high = UInt32(littleEndian: block.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+    for j in 0..<16 {
+        let byte = _byte(block, 8 + j)
+        let low = UInt32(byte & 0x0F) | ((high >> UInt32(j)) & 1) << 4
+        let upper = UInt32(byte >> 4) | ((high >> UInt32(j + 16)) & 1) << 4
+        output[j] = d * Float(low) + m
+        output[j + 16] = d * Float(upper) + m
+    }
+}
+
+/// Q8_0, 34 bytes: `d` (f16) | 32 × int8; value = int8 × d.
+func _dequantizeQ8_0Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 0)
+    for j in 0..<32 {
+        output[j] = Float(block.load(fromByteOffset: 2 + j, as: Int8.self)) * d
+    }
+}
+
+// MARK: - 256-element "K" super-blocks
+
+/// Q2_K, 84 bytes: 16 scale bytes (low nibble: scale, high nibble: minimum, one pair per 16
+/// elements) | 64 bytes of 2-bit quants | `d` (f16) | `dmin` (f16).
+/// Element `128h + 32s + l` is bits `2s…2s+1` of quant byte `32h + l`;
+/// value = (d × scale) × q − (dmin × min) for its group of 16.
+func _dequantizeQ2_KReference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 80), dmin = _half(block, 82)
+    for index in 0..<256 {
+        let half = index / 128, shift = (index % 128) / 32, lane = index % 32
+        let q = (_byte(block, 16 + 32 * half + lane) >> UInt8(2 * shift)) & 3
+        let scale = _byte(block, index / 16)
+        let dl = d * Float(scale & 0x0F)
+        let ml = dmin * Float(scale >> 4)
+        output[index] = dl * Float(q) - ml
+    }
+}
+
+/// Q3_K, 110 bytes: 32 bytes high-bit mask | 64 bytes of 2-bit quants | 12 bytes of sixteen
+/// 6-bit signed scales | `d` (f16).
+/// Element `128h + 32s + l`: low bits are bits `2s…2s+1` of quant byte `32h + l`; its high bit
+/// is bit `(index / 32)` of mask byte `l`, and subtracts 4 when it is *clear*.
+/// Scale `i` (per 16 elements): low 4 bits from byte `i % 8` (nibble `i / 8`), high 2 bits from
+/// byte `8 + i % 4` (bits `2(i / 4)…`); scale − 32. Value = (d × scale) × q.
+func _dequantizeQ3_KReference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 108)
+    for index in 0..<256 {
+        let group = index / 16
+        let low = (_byte(block, 96 + group % 8) >> UInt8(4 * (group / 8))) & 0x0F
+        let high = (_byte(block, 104 + group % 4) >> UInt8(2 * (group / 4))) & 0x03
+        let scale = Int(Int8(bitPattern: low | high << 4)) - 32
+        let dl = d * Float(scale)
+        let half = index / 128, shift = (index % 128) / 32, lane = index % 32
+        let q2 = Int((_byte(block, 32 + 32 * half + lane) >> UInt8(2 * shift)) & 3)
+        let maskBit = Int((_byte(block, lane) >> UInt8(index / 32)) & 1)
+        output[index] = dl * Float(q2 - ((maskBit ^ 1) << 2))
+    }
+}
+
+/// The eight 6-bit scales and minimums of Q4_K and Q5_K, packed in 12 bytes:
+/// for `j < 4`, scale = byte[j] & 63 and min = byte[j + 4] & 63; for `j >= 4`, the low four
+/// bits come from byte[j + 4] (scale: low nibble, min: high nibble) and the top two from the
+/// spare bits of byte[j − 4] (scale) and byte[j] (min).
+@inline(__always)
+func _scaleAndMinimum(_ scales: UnsafeRawPointer, _ j: Int) -> (scale: UInt8, minimum: UInt8) {
+    if j < 4 {
+        return (_byte(scales, j) & 63, _byte(scales, j + 4) & 63)
+    }
+    let packed = _byte(scales, j + 4)
+    return ((packed & 0x0F) | ((_byte(scales, j - 4) >> 2) & 0x30),
+            (packed >> 4) | ((_byte(scales, j) >> 2) & 0x30))
+}
+
+/// Q4_K, 144 bytes: `d` (f16) | `dmin` (f16) | 12 scale bytes | 128 bytes of nibbles.
+/// Group `g` of 32 elements (`g = 2c + k`) takes nibble `k` of bytes `32c …< 32c + 32`;
+/// value = (d × scale_g) × q − (dmin × min_g).
+func _dequantizeQ4_KReference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 0), dmin = _half(block, 2)
+    for group in 0..<8 {
+        let (scale, minimum) = _scaleAndMinimum(block + 4, group)
+        let dl = d * Float(scale), ml = dmin * Float(minimum)
+        let chunk = group / 2, nibble = UInt8(4 * (group % 2))
+        for lane in 0..<32 {
+            let q = (_byte(block, 16 + 32 * chunk + lane) >> nibble) & 0x0F
+            output[32 * group + lane] = dl * Float(q) - ml
+        }
+    }
+}
+
+/// Q5_K, 176 bytes: `d` | `dmin` | 12 scale bytes | 32 bytes of fifth bits | 128 bytes of
+/// nibbles. As Q4_K, with bit `g` of high byte `lane` as the fifth bit of group `g`.
+func _dequantizeQ5_KReference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 0), dmin = _half(block, 2)
+    for group in 0..<8 {
+        let (scale, minimum) = _scaleAndMinimum(block + 4, group)
+        let dl = d * Float(scale), ml = dmin * Float(minimum)
+        let chunk = group / 2, nibble = UInt8(4 * (group % 2))
+        for lane in 0..<32 {
+            let low = (_byte(block, 48 + 32 * chunk + lane) >> nibble) & 0x0F
+            let high = (_byte(block, 16 + lane) >> UInt8(group)) & 1
+            output[32 * group + lane] = dl * Float(low | high << 4) - ml
+        }
+    }
+}
+
+/// Q6_K, 210 bytes: 128 bytes of low nibbles | 64 bytes of high 2-bit pairs | 16 int8 scales |
+/// `d` (f16). Element `128h + 64k + m` takes nibble `k` of low byte `64h + m`; element
+/// `128h + 32s + l` takes bits `2s…2s+1` of high byte `32h + l`; value = (d × scale) × (q − 32)
+/// for its group of 16.
+func _dequantizeQ6_KReference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _half(block, 208)
+    for index in 0..<256 {
+        let half = index / 128, within = index % 128
+        let low = (_byte(block, 64 * half + within % 64) >> UInt8(4 * (within / 64))) & 0x0F
+        let high = (_byte(block, 128 + 32 * half + within % 32) >> UInt8(2 * (within / 32))) & 0x03
+        let q = Int(Int8(bitPattern: low | high << 4)) - 32
+        let scale = Float(block.load(fromByteOffset: 192 + index / 16, as: Int8.self))
+        output[index] = (d * scale) * Float(q)
+    }
+}
+
+// MARK: - Plain element types
+
+func _dequantizeF32Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    output[0] = Float(bitPattern: UInt32(littleEndian: block.loadUnaligned(as: UInt32.self)))
+}
+
+func _dequantizeF16Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    output[0] = _half(block, 0)
+}
+
+func _dequantizeBF16Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    output[0] = floatFromBFloat16(UInt16(littleEndian: block.loadUnaligned(as: UInt16.self)))
+}
