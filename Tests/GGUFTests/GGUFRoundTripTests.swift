@@ -1,5 +1,6 @@
 import GGUF
 import Testing
+import TypesetTestSupport
 
 /// Writer → reader round trips: every metadata type, nested arrays, both versions, custom
 /// alignment, tensors of every type, and randomly generated files.
@@ -199,18 +200,5 @@ import Testing
         case .float64: return .float64(Double.random(in: -1e12...1e12, using: &generator))
         case .bool: return .bool(Bool.random(using: &generator))
         }
-    }
-}
-
-/// A small, fast, seedable generator so random tests are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,0 +1,112 @@
+import Dispatch
+import GGUF
+
+/// `y = W · x` for a weight matrix stored as a GGUF tensor: the decode-time product.
+///
+/// `W` has `rowCount` rows of `rowLength` elements (ggml's `[rowLength, rowCount]` shape);
+/// `x` is an ``ActivationVector`` of `rowLength` elements; `y` receives `rowCount` floats.
+/// Rows are split into `threadCount` contiguous ranges computed concurrently. The weights are
+/// read in place from the mapping: nothing is dequantized into memory.
+public enum MatrixVectorProduct {
+    /// Whether `type` has an integer SIMD fast path (the others decode block by block).
+    public static func hasIntegerFastPath(_ type: GGMLType) -> Bool {
+        _integerFastPath(for: type) != nil
+    }
+
+    /// Computes `output = weights · input`.
+    ///
+    /// - Throws: ``KernelError/unsupportedType(_:operation:)`` for a type Typeset cannot
+    ///   decode, ``KernelError/sizeMismatch(what:expected:actual:)`` when the shapes disagree.
+    /// - Complexity: O(rowCount × rowLength) over `threadCount` threads.
+    public static func multiply(
+        _ weights: GGUFTensor, by input: ActivationVector, into output: UnsafeMutableBufferPointer<Float>,
+        threadCount: Int = 1
+    ) throws(KernelError) {
+        let info = weights.info
+        guard Dequantization.supportedTypes.contains(info.type) else {
+            throw .unsupportedType(info.type, operation: "matrix-vector product")
+        }
+        guard info.rowLength == input.count else {
+            throw .sizeMismatch(what: "input length for '\(info.name)'", expected: info.rowLength, actual: input.count)
+        }
+        guard output.count == info.rowCount else {
+            throw .sizeMismatch(what: "output length for '\(info.name)'", expected: info.rowCount, actual: output.count)
+        }
+        guard info.rowCount > 0, let rows = weights.bytes.baseAddress, let destination = output.baseAddress else { return }
+
+        let type = info.type
+        input.withPointers { activations in
+            let job = _RowProductJob(
+                type: type, rows: rows, rowBytes: info.rowByteCount, rowLength: info.rowLength,
+                fastPath: _integerFastPath(for: type), activations: activations, output: destination)
+            let threads = max(1, min(threadCount, info.rowCount))
+            if threads == 1 {
+                job.compute(rows: 0 ..< info.rowCount)
+            } else {
+                let rowsPerThread = (info.rowCount + threads - 1) / threads
+                let rowCount = info.rowCount
+                DispatchQueue.concurrentPerform(iterations: threads) { thread in
+                    let lower = thread * rowsPerThread
+                    job.compute(rows: lower ..< min(lower + rowsPerThread, rowCount))
+                }
+            }
+        }
+    }
+
+    /// The scalar oracle for one row: Σ dequantized weight × activation in `Double` (see
+    /// ``multiply(_:by:into:threadCount:)`` for which activations each type sees).
+    public static func referenceDot(row index: Int, of weights: GGUFTensor, with input: ActivationVector) throws(KernelError) -> Double {
+        let info = weights.info
+        guard Dequantization.supportedTypes.contains(info.type) else {
+            throw .unsupportedType(info.type, operation: "matrix-vector product")
+        }
+        guard info.rowLength == input.count, index >= 0, index < info.rowCount else {
+            throw .sizeMismatch(what: "row \(index) of '\(info.name)' against \(input.count) inputs", expected: info.rowLength, actual: input.count)
+        }
+        let row = weights.row(index).baseAddress!
+        return input.withPointers { _dotReference(info.type, row, info.rowLength, $0) }
+    }
+}
+
+/// One matrix-vector product, shared by the threads that compute it.
+///
+/// `@unchecked Sendable` is sound because the pointed-to memory (the weight mapping, the
+/// activation arrays, the output buffer) outlives the synchronous `concurrentPerform` call
+/// that uses the job, the inputs are only read, and each thread writes a disjoint range of
+/// output rows.
+struct _RowProductJob: @unchecked Sendable {
+    let type: GGMLType
+    let rows: UnsafeRawPointer
+    let rowBytes: Int
+    let rowLength: Int
+    let fastPath: _RowDot?
+    let activations: _Activations
+    let output: UnsafeMutablePointer<Float>
+
+    func compute(rows range: Range<Int>) {
+        let units = rowLength / (type.blockSize == 256 ? 256 : 32)
+        for row in range {
+            let start = rows + row * rowBytes
+            if let fastPath {
+                output[row] = fastPath(start, units, activations)
+            } else {
+                output[row] = _dotDequantizedRow(type, start, rowLength, activations)
+            }
+        }
+    }
+}
+
+extension ActivationVector {
+    func withPointers<Result>(_ body: (_Activations) -> Result) -> Result {
+        values.withUnsafeBufferPointer { values in
+            scales.withUnsafeBufferPointer { scales in
+                codes.withUnsafeBufferPointer { codes in
+                    halfSums.withUnsafeBufferPointer { sums in
+                        body(_Activations(values: values.baseAddress!, scales: scales.baseAddress!,
+                                          codes: codes.baseAddress!, halfSums: sums.baseAddress!))
+                    }
+                }
+            }
+        }
+    }
+}
