@@ -18,7 +18,7 @@ import Foundation
 import PackageDescription
 
 let targetCPU = ProcessInfo.processInfo.environment["TYPESET_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
-let kernelSettings: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0])] } ?? []
+let kernelSettings: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0]), .define("TYPESET_TUNED_CPU")] } ?? []
 
 let package = Package(
     name: "Typeset",
@@ -56,13 +56,20 @@ let package = Package(
         .target(name: "Models", dependencies: ["GGUF", "Kernels", "Tokenizer"], swiftSettings: kernelSettings),
         .target(name: "Typeset", dependencies: ["GGUF", "Kernels", "Tokenizer", "Grammar", "Models"]),
 
-        // MARK: Command line
+        // MARK: Command line and benchmarks
         .executableTarget(
             name: "TypesetCLI",
             dependencies: [
                 "Typeset",
+                "KernelBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .target(
+            name: "KernelBenchmarks",
+            dependencies: ["GGUF", "Kernels", "TypesetTestSupport"],
+            path: "Benchmarks/KernelBenchmarks",
+            swiftSettings: kernelSettings
         ),
 
         // MARK: Tests

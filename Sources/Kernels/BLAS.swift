@@ -27,6 +27,15 @@ public enum BLAS {
                     beta, c, _blasInt(n))
     }
 
+    /// Computes `y = a · x` for a row-major `m × n` matrix `a` (single precision).
+    public static func multiply(
+        m: Int, n: Int, a: UnsafePointer<Float>, x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>
+    ) {
+        precondition(m >= 0 && n >= 0, "negative matrix dimension")
+        guard m > 0, n > 0 else { return }
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, _blasInt(m), _blasInt(n), 1, a, _blasInt(n), x, 1, 0, y, 1)
+    }
+
     /// Sets the number of threads OpenBLAS may use (no effect with Accelerate).
     public static func setThreadCount(_ count: Int) {
         #if canImport(COpenBLAS) && !canImport(Accelerate)

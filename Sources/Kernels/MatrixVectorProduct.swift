@@ -8,6 +8,14 @@ import GGUF
 /// Rows are split into `threadCount` contiguous ranges computed concurrently. The weights are
 /// read in place from the mapping: nothing is dequantized into memory.
 public enum MatrixVectorProduct {
+    /// Which code computes the row dot products.
+    public enum Implementation: String, Sendable, CaseIterable {
+        /// Integer SIMD fast paths where the type has one, else block decoding with f32 SIMD.
+        case simd
+        /// Reference decoders and one multiply-add at a time, for comparison.
+        case scalar
+    }
+
     /// Whether `type` has an integer SIMD fast path (the others decode block by block).
     public static func hasIntegerFastPath(_ type: GGMLType) -> Bool {
         _integerFastPath(for: type) != nil
@@ -20,7 +28,7 @@ public enum MatrixVectorProduct {
     /// - Complexity: O(rowCount × rowLength) over `threadCount` threads.
     public static func multiply(
         _ weights: GGUFTensor, by input: ActivationVector, into output: UnsafeMutableBufferPointer<Float>,
-        threadCount: Int = 1
+        threadCount: Int = 1, implementation: Implementation = .simd
     ) throws(KernelError) {
         let info = weights.info
         guard Dequantization.supportedTypes.contains(info.type) else {
@@ -38,7 +46,8 @@ public enum MatrixVectorProduct {
         input.withPointers { activations in
             let job = _RowProductJob(
                 type: type, rows: rows, rowBytes: info.rowByteCount, rowLength: info.rowLength,
-                fastPath: _integerFastPath(for: type), activations: activations, output: destination)
+                fastPath: implementation == .simd ? _integerFastPath(for: type) : nil,
+                scalar: implementation == .scalar, activations: activations, output: destination)
             let threads = max(1, min(threadCount, info.rowCount))
             if threads == 1 {
                 job.compute(rows: 0 ..< info.rowCount)
@@ -80,6 +89,7 @@ struct _RowProductJob: @unchecked Sendable {
     let rowBytes: Int
     let rowLength: Int
     let fastPath: _RowDot?
+    let scalar: Bool
     let activations: _Activations
     let output: UnsafeMutablePointer<Float>
 
@@ -89,6 +99,8 @@ struct _RowProductJob: @unchecked Sendable {
             let start = rows + row * rowBytes
             if let fastPath {
                 output[row] = fastPath(start, units, activations)
+            } else if scalar {
+                output[row] = _dotScalarRow(type, start, rowLength, activations)
             } else {
                 output[row] = _dotDequantizedRow(type, start, rowLength, activations)
             }

@@ -18,51 +18,49 @@ struct _Activations {
     let halfSums: UnsafePointer<Int32>
 
     @inline(__always)
-    func codes(block: Int) -> SIMD32<Int16> {
-        SIMD32<Int16>(truncatingIfNeeded: UnsafeRawPointer(codes + 32 * block).loadUnaligned(as: SIMD32<Int8>.self))
-    }
+    func codes(block: Int) -> UnsafePointer<Int8> { codes + 32 * block }
 
     @inline(__always)
     func sum(block: Int) -> Int32 { halfSums[2 * block] &+ halfSums[2 * block + 1] }
 }
 
-/// Σ a[i] × b[i] over 32 lanes, products in Int16 (callers keep |a × b| < 2^15), sums in Int32.
+// The integer kernels are plain loops with constant trip counts over pointers: LLVM's loop
+// vectorizer turns them into packed multiply-adds (pmaddwd on SSE2, vpmaddwd/vpdpbusd with
+// TYPESET_TARGET_CPU). Swift's SIMD-type conversions between lane widths
+// (`SIMD32<Int16>(truncatingIfNeeded: SIMD32<Int8>)`) are not used here: they lower lane by
+// lane through the stack and were measured 100× slower.
+
+/// Σ a[i] × b[i] for 32 int8 pairs, in Int32.
 @inline(__always)
-func _sumOfProducts(_ a: SIMD32<Int16>, _ b: SIMD32<Int16>) -> Int32 {
-    SIMD32<Int32>(truncatingIfNeeded: a &* b).wrappedSum()
+func _dot32(_ a: UnsafePointer<Int8>, _ b: UnsafePointer<Int8>) -> Int32 {
+    var sum: Int32 = 0
+    for i in 0..<32 { sum &+= Int32(a[i]) &* Int32(b[i]) }
+    return sum
 }
 
-/// The low and high 16-lane halves of Σ a[i] × b[i], for formats with a scale per 16 elements.
+/// Σ over 16 nibble bytes of (low nibble − offset) × a[j] + (high nibble − offset) × a[j + 16]:
+/// the integer dot of a Q4_0/Q4_1 block (offset 8 or 0) with 32 activation codes.
 @inline(__always)
-func _halfSumsOfProducts(_ a: SIMD32<Int16>, _ b: SIMD32<Int16>) -> (Int32, Int32) {
-    let products = SIMD32<Int32>(truncatingIfNeeded: a &* b)
-    return (products.lowHalf.wrappedSum(), products.highHalf.wrappedSum())
-}
-
-/// Sixteen nibble bytes → 32 lanes: low nibbles first, then high nibbles (Q4_0/Q4_1/Q5 order).
-@inline(__always)
-func _nibbles(_ bytes: SIMD16<UInt8>) -> SIMD32<Int16> {
-    SIMD32<Int16>(lowHalf: SIMD16<Int16>(truncatingIfNeeded: bytes & 0x0F),
-                  highHalf: SIMD16<Int16>(truncatingIfNeeded: bytes &>> 4))
-}
-
-/// Bit `i` of `bits` in lane `i`, shifted left by 4 (the fifth bit of Q5 codes).
-@inline(__always)
-func _fifthBits(_ bits: UInt32) -> SIMD32<Int16> {
-    let lanes = SIMD16<UInt32>(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-    let low = (SIMD16<UInt32>(repeating: bits) &>> lanes) & 1
-    let high = (SIMD16<UInt32>(repeating: bits) &>> (lanes &+ 16)) & 1
-    return SIMD32<Int16>(lowHalf: SIMD16<Int16>(truncatingIfNeeded: low), highHalf: SIMD16<Int16>(truncatingIfNeeded: high)) &<< 4
+func _dotNibbles(_ bytes: UnsafeRawPointer, _ offset: Int32, _ a: UnsafePointer<Int8>) -> Int32 {
+    var sum: Int32 = 0
+    for j in 0..<16 {
+        let byte = bytes.load(fromByteOffset: j, as: UInt8.self)
+        sum &+= (Int32(byte & 0x0F) &- offset) &* Int32(a[j])
+        sum &+= (Int32(byte >> 4) &- offset) &* Int32(a[j + 16])
+    }
+    return sum
 }
 
 // MARK: - Fast paths
+//
+// Each fuses unpacking with the multiply-add: writing unpacked codes to a scratch buffer and
+// reading them back as a vector stalls on store forwarding (measured 5× slower).
 
 func _dotQ4_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + 18 * block
-        let weights = _nibbles(base.loadUnaligned(fromByteOffset: 2, as: SIMD16<UInt8>.self)) &- 8
-        sum += (_half(base, 0) * x.scales[block]) * Float(_sumOfProducts(weights, x.codes(block: block)))
+        sum += (_half(base, 0) * x.scales[block]) * Float(_dotNibbles(base + 2, 8, x.codes(block: block)))
     }
     return sum
 }
@@ -71,9 +69,8 @@ func _dotQ4_1(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + 20 * block
-        let weights = _nibbles(base.loadUnaligned(fromByteOffset: 4, as: SIMD16<UInt8>.self))
         let scale = x.scales[block]
-        sum += (_half(base, 0) * scale) * Float(_sumOfProducts(weights, x.codes(block: block)))
+        sum += (_half(base, 0) * scale) * Float(_dotNibbles(base + 4, 0, x.codes(block: block)))
         sum += (_half(base, 2) * scale) * Float(x.sum(block: block))
     }
     return sum
@@ -83,9 +80,16 @@ func _dotQ5_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + 22 * block
-        let high = _fifthBits(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: 2, as: UInt32.self)))
-        let weights = (_nibbles(base.loadUnaligned(fromByteOffset: 6, as: SIMD16<UInt8>.self)) | high) &- 16
-        sum += (_half(base, 0) * x.scales[block]) * Float(_sumOfProducts(weights, x.codes(block: block)))
+        let high = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+        let a = x.codes(block: block)
+        var product: Int32 = 0
+        for j in 0..<16 {
+            let byte = base.load(fromByteOffset: 6 + j, as: UInt8.self)
+            let low = Int32(byte & 0x0F) | Int32((high >> UInt32(j)) & 1) << 4
+            let upper = Int32(byte >> 4) | Int32((high >> UInt32(j + 16)) & 1) << 4
+            product &+= (low &- 16) &* Int32(a[j]) &+ (upper &- 16) &* Int32(a[j + 16])
+        }
+        sum += (_half(base, 0) * x.scales[block]) * Float(product)
     }
     return sum
 }
@@ -94,29 +98,34 @@ func _dotQ8_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + 34 * block
-        let weights = SIMD32<Int16>(truncatingIfNeeded: base.loadUnaligned(fromByteOffset: 2, as: SIMD32<Int8>.self))
-        sum += (_half(base, 0) * x.scales[block]) * Float(_sumOfProducts(weights, x.codes(block: block)))
+        let weights = (base + 2).assumingMemoryBound(to: Int8.self)
+        sum += (_half(base, 0) * x.scales[block]) * Float(_dot32(weights, x.codes(block: block)))
     }
     return sum
 }
 
 /// Q4_K: per 32-element group g, (d × scale_g) × Σ q·a − (dmin × min_g) × Σ a, each times the
-/// activation block's scale.
+/// activation block's scale. Group 2c takes the low nibbles of bytes 32c ..< 32c + 32, group
+/// 2c + 1 their high nibbles.
 func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for superBlock in 0..<superBlockCount {
         let base = row + 144 * superBlock
         let d = _half(base, 0), dmin = _half(base, 2)
         for chunk in 0..<4 {
-            let bytes = base.loadUnaligned(fromByteOffset: 16 + 32 * chunk, as: SIMD32<UInt8>.self)
-            for nibble in 0..<2 {
-                let group = 2 * chunk + nibble
-                let codes = nibble == 0 ? bytes & 0x0F : bytes &>> 4
-                let block = 8 * superBlock + group
-                let (scale, minimum) = _scaleAndMinimum(base + 4, group)
-                let product = _sumOfProducts(SIMD32<Int16>(truncatingIfNeeded: codes), x.codes(block: block))
-                sum += x.scales[block] * ((d * Float(scale)) * Float(product) - (dmin * Float(minimum)) * Float(x.sum(block: block)))
+            let bytes = base + 16 + 32 * chunk
+            let lowBlock = 8 * superBlock + 2 * chunk, highBlock = lowBlock + 1
+            let a = x.codes(block: lowBlock), b = x.codes(block: highBlock)
+            var low: Int32 = 0, high: Int32 = 0
+            for lane in 0..<32 {
+                let byte = bytes.load(fromByteOffset: lane, as: UInt8.self)
+                low &+= Int32(byte & 0x0F) &* Int32(a[lane])
+                high &+= Int32(byte >> 4) &* Int32(b[lane])
             }
+            let (scaleLow, minimumLow) = _scaleAndMinimum(base + 4, 2 * chunk)
+            let (scaleHigh, minimumHigh) = _scaleAndMinimum(base + 4, 2 * chunk + 1)
+            sum += x.scales[lowBlock] * ((d * Float(scaleLow)) * Float(low) - (dmin * Float(minimumLow)) * Float(x.sum(block: lowBlock)))
+            sum += x.scales[highBlock] * ((d * Float(scaleHigh)) * Float(high) - (dmin * Float(minimumHigh)) * Float(x.sum(block: highBlock)))
         }
     }
     return sum
@@ -133,13 +142,22 @@ func _dotQ6_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations
         let d = _half(base, 208)
         for j in 0..<8 {
             let half = j / 4, quarter = j % 4
-            let lowBytes = base.loadUnaligned(fromByteOffset: 64 * half + 32 * (quarter % 2), as: SIMD32<UInt8>.self)
-            let highBytes = base.loadUnaligned(fromByteOffset: 128 + 32 * half, as: SIMD32<UInt8>.self)
-            let low = (lowBytes &>> UInt8(4 * (quarter / 2))) & 0x0F
-            let high = (highBytes &>> UInt8(2 * quarter)) & 0x03
-            let weights = SIMD32<Int16>(truncatingIfNeeded: low | (high &<< 4)) &- 32
+            let lowBytes = base + 64 * half + 32 * (quarter % 2)
+            let highBytes = base + 128 + 32 * half
+            let lowShift = UInt8(4 * (quarter / 2)), highShift = UInt8(2 * quarter)
             let block = 8 * superBlock + j
-            let (first, second) = _halfSumsOfProducts(weights, x.codes(block: block))
+            let a = x.codes(block: block)
+            var first: Int32 = 0, second: Int32 = 0
+            for lane in 0..<16 {
+                let low = (lowBytes.load(fromByteOffset: lane, as: UInt8.self) >> lowShift) & 0x0F
+                let high = (highBytes.load(fromByteOffset: lane, as: UInt8.self) >> highShift) & 0x03
+                first &+= (Int32(low | high << 4) &- 32) &* Int32(a[lane])
+            }
+            for lane in 16..<32 {
+                let low = (lowBytes.load(fromByteOffset: lane, as: UInt8.self) >> lowShift) & 0x0F
+                let high = (highBytes.load(fromByteOffset: lane, as: UInt8.self) >> highShift) & 0x03
+                second &+= (Int32(low | high << 4) &- 32) &* Int32(a[lane])
+            }
             let scale0 = Float(base.load(fromByteOffset: 192 + 2 * j, as: Int8.self))
             let scale1 = Float(base.load(fromByteOffset: 193 + 2 * j, as: Int8.self))
             sum += x.scales[block] * ((d * scale0) * Float(first) + (d * scale1) * Float(second))
@@ -174,6 +192,21 @@ func _dotDequantizedRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCoun
             start += blockElements
         }
         return accumulator.sum()
+    }
+}
+
+/// The scalar path: decode each block with the reference decoder, multiply-add one float at a
+/// time. No SIMD types; what `typeset bench kernels` reports as "scalar".
+func _dotScalarRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: Int, _ x: _Activations) -> Float {
+    guard let decode = Dequantization.referenceDecoder(for: type) else { preconditionFailure("unsupported \(type)") }
+    return withUnsafeTemporaryAllocation(of: Float.self, capacity: type.blockSize) { buffer in
+        let scratch = buffer.baseAddress!
+        var sum: Float = 0
+        for block in 0 ..< elementCount / type.blockSize {
+            decode(row + block * type.blockByteCount, scratch)
+            for lane in 0 ..< type.blockSize { sum += scratch[lane] * x.values[block * type.blockSize + lane] }
+        }
+        return sum
     }
 }
 

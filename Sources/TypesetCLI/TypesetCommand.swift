@@ -13,7 +13,7 @@ struct TypesetCommand: AsyncParsableCommand {
         Q4_1) in $TYPESET_CACHE/models is used. Fetch the models with Fixtures/fetch.sh.
         """,
         version: "0.1.0",
-        subcommands: [Demo.self, Inspect.self]
+        subcommands: [Demo.self, Inspect.self, Bench.self]
     )
 
     /// Runs the command line. Errors from Typeset (a missing model, a corrupt file) print as one

@@ -4,43 +4,6 @@ import Testing
 import TypesetTestSupport
 
 @Suite struct MatrixVectorProductTests {
-    /// Byte offsets of the f16 scale fields in one block, so random blocks get finite scales.
-    static let halfFieldOffsets: [GGMLType: [Int]] = [
-        .q4_0: [0], .q4_1: [0, 2], .q5_0: [0], .q5_1: [0, 2], .q8_0: [0],
-        .q2_K: [80, 82], .q3_K: [108], .q4_K: [0, 2], .q5_K: [0, 2], .q6_K: [208],
-    ]
-
-    /// Random encoded blocks of `type` with finite scales (small, so products stay moderate).
-    static func randomBlocks(_ type: GGMLType, elements: Int, using generator: inout some RandomNumberGenerator) -> [UInt8] {
-        let blocks = elements / type.blockSize
-        switch type {
-        case .f32:
-            return (0..<elements).flatMap { _ in withUnsafeBytes(of: Float.random(in: -1...1, using: &generator).bitPattern.littleEndian) { Array($0) } }
-        case .f16, .bf16:
-            return (0..<elements).flatMap { _ -> [UInt8] in
-                let value = Float.random(in: -1...1, using: &generator)
-                let bits = type == .bf16 ? UInt16(value.bitPattern >> 16) : Float16(value).bitPattern
-                return [UInt8(bits & 0xFF), UInt8(bits >> 8)]
-            }
-        default:
-            var bytes = (0..<blocks * type.blockByteCount).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            for block in 0..<blocks {
-                for offset in halfFieldOffsets[type] ?? [] {
-                    let bits = Float16(Float.random(in: -0.05...0.05, using: &generator)).bitPattern
-                    bytes[block * type.blockByteCount + offset] = UInt8(bits & 0xFF)
-                    bytes[block * type.blockByteCount + offset + 1] = UInt8(bits >> 8)
-                }
-            }
-            return bytes
-        }
-    }
-
-    static func tensor(_ type: GGMLType, rowLength: Int, rows: Int, data: [UInt8]) throws -> GGUFTensor {
-        var writer = GGUFWriter()
-        try writer.addTensor(name: "w", shape: [rowLength, rows], type: type, data: data)
-        return try GGUFFile(bytes: try writer.encoded()).tensor(named: "w")
-    }
-
     /// Checks every row of `weights · input` against the oracle, and against the exact product
     /// with unquantized inputs within the activation quantization's error bound.
     static func check(_ weights: GGUFTensor, _ input: ActivationVector, threads: [Int], sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -84,8 +47,8 @@ import TypesetTestSupport
         var generator = SplitMix64(seed: UInt64(type.rawValue) + 1)
         for (blocks, rows) in [(1, 1), (3, 7), (2, 33)] {
             let rowLength = max(type.blockSize, 32) * blocks
-            let data = Self.randomBlocks(type, elements: rowLength * rows, using: &generator)
-            let weights = try Self.tensor(type, rowLength: rowLength, rows: rows, data: data)
+            let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
+            let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
             let input = ActivationVector((0..<rowLength).map { _ in Float.random(in: -2...2, using: &generator) })
             try Self.check(weights, input, threads: [1, 2, 3])
         }
@@ -140,7 +103,7 @@ import TypesetTestSupport
     }
 
     @Test func mismatchedShapesAndTypesAreTypedErrors() throws {
-        let weights = try Self.tensor(.q8_0, rowLength: 64, rows: 2, data: Array(repeating: 0, count: 136))
+        let weights = try SyntheticWeights.tensor(.q8_0, rowLength: 64, rows: 2, data: Array(repeating: 0, count: 136))
         var output = [Float](repeating: 0, count: 2)
         output.withUnsafeMutableBufferPointer { buffer in
             #expect(throws: KernelError.sizeMismatch(what: "input length for 'w'", expected: 64, actual: 32)) {
@@ -151,7 +114,7 @@ import TypesetTestSupport
                                                  into: UnsafeMutableBufferPointer(rebasing: buffer[0..<1]))
             }
         }
-        let iq = try Self.tensor(.iq4_NL, rowLength: 32, rows: 1, data: Array(repeating: 0, count: 18))
+        let iq = try SyntheticWeights.tensor(.iq4_NL, rowLength: 32, rows: 1, data: Array(repeating: 0, count: 18))
         var one = [Float](repeating: 0, count: 1)
         _ = one.withUnsafeMutableBufferPointer { buffer in
             #expect(throws: KernelError.unsupportedType(.iq4_NL, operation: "matrix-vector product")) {

@@ -1,0 +1,102 @@
+import Dispatch
+import GGUF
+
+/// `Y = X · Wᵀ` for a batch of inputs: the prefill-time product.
+///
+/// `X` is `batch × rowLength` (row-major `Float`), `W` a GGUF weight tensor of `rowCount` rows,
+/// `Y` is `batch × rowCount`. Two strategies, chosen by ``Strategy``:
+///
+/// - ``Strategy/blasTiles``: rows of `W` are dequantized a tile at a time (``tileRows`` rows,
+///   so scratch memory stays at `tileRows × rowLength` floats, never a dequantized copy of the
+///   model) and multiplied with OpenBLAS `sgemm`.
+/// - ``Strategy/integerRows``: each input row is quantized once (``ActivationVector``) and every
+///   weight row multiplied with it by the integer SIMD path, threads splitting weight rows.
+///
+/// `.automatic` takes the integer path for small batches and BLAS tiles for larger ones;
+/// `typeset bench kernels` measures both per shape.
+public enum MatrixMultiplication {
+    public enum Strategy: String, Sendable, CaseIterable {
+        case automatic
+        case blasTiles
+        case integerRows
+    }
+
+    /// Rows of the weight matrix dequantized per BLAS call.
+    public static let tileRows = 256
+
+    /// Batches at or below this size use the integer path under `.automatic`.
+    public static let integerBatchLimit = 4
+
+    /// Computes `output = inputs · weightsᵀ`.
+    ///
+    /// - Parameters:
+    ///   - inputs: `batch × rowLength` floats, row-major.
+    ///   - output: `batch × rowCount` floats, row-major.
+    /// - Throws: ``KernelError`` for an unsupported type or mismatched sizes.
+    public static func multiply(
+        _ weights: GGUFTensor, inputs: UnsafeBufferPointer<Float>, batch: Int,
+        into output: UnsafeMutableBufferPointer<Float>, threadCount: Int = 1, strategy: Strategy = .automatic
+    ) throws(KernelError) {
+        let info = weights.info
+        guard Dequantization.supportedTypes.contains(info.type) else {
+            throw .unsupportedType(info.type, operation: "matrix multiplication")
+        }
+        guard batch >= 0, inputs.count == batch * info.rowLength else {
+            throw .sizeMismatch(what: "inputs for '\(info.name)' (batch \(batch))", expected: batch * info.rowLength, actual: inputs.count)
+        }
+        guard output.count == batch * info.rowCount else {
+            throw .sizeMismatch(what: "output for '\(info.name)' (batch \(batch))", expected: batch * info.rowCount, actual: output.count)
+        }
+        guard batch > 0, info.rowCount > 0 else { return }
+
+        let useIntegerRows: Bool
+        switch strategy {
+        case .automatic: useIntegerRows = batch <= integerBatchLimit && info.rowLength % 32 == 0
+        case .integerRows: useIntegerRows = true
+        case .blasTiles: useIntegerRows = false
+        }
+        if useIntegerRows {
+            var column = [Float](repeating: 0, count: info.rowCount)
+            for item in 0..<batch {
+                let input = ActivationVector(Array(inputs[item * info.rowLength ..< (item + 1) * info.rowLength]))
+                try column.withUnsafeMutableBufferPointer { (buffer) throws(KernelError) in
+                    try MatrixVectorProduct.multiply(weights, by: input, into: buffer, threadCount: threadCount)
+                }
+                for row in 0..<info.rowCount { output[item * info.rowCount + row] = column[row] }
+            }
+            return
+        }
+        try multiplyWithBLASTiles(weights, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
+    }
+
+    private static func multiplyWithBLASTiles(
+        _ weights: GGUFTensor, inputs: UnsafeBufferPointer<Float>, batch: Int,
+        into output: UnsafeMutableBufferPointer<Float>, threadCount: Int
+    ) throws(KernelError) {
+        let info = weights.info
+        let tileRows = min(Self.tileRows, info.rowCount)
+        var tile = [Float](repeating: 0, count: tileRows * info.rowLength)
+        var tileOutput = [Float](repeating: 0, count: batch * tileRows)
+        BLAS.setThreadCount(threadCount)
+        var firstRow = 0
+        while firstRow < info.rowCount {
+            let rows = min(tileRows, info.rowCount - firstRow)
+            try tile.withUnsafeMutableBufferPointer { (buffer) throws(KernelError) in
+                let bytes = UnsafeRawBufferPointer(rebasing: weights.bytes[firstRow * info.rowByteCount ..< (firstRow + rows) * info.rowByteCount])
+                try Dequantization.dequantize(info.type, from: bytes, into: UnsafeMutableBufferPointer(rebasing: buffer[0 ..< rows * info.rowLength]))
+            }
+            tile.withUnsafeBufferPointer { tileBuffer in
+                tileOutput.withUnsafeMutableBufferPointer { result in
+                    BLAS.multiplyTransposed(m: batch, n: rows, k: info.rowLength,
+                                            a: inputs.baseAddress!, b: tileBuffer.baseAddress!, c: result.baseAddress!)
+                }
+            }
+            for item in 0..<batch {
+                for row in 0..<rows {
+                    output[item * info.rowCount + firstRow + row] = tileOutput[item * rows + row]
+                }
+            }
+            firstRow += rows
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import KernelBenchmarks
+import Typeset
+
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure Typeset's kernels and pipelines.",
+        subcommands: [BenchKernels.self]
+    )
+}
+
+struct BenchKernels: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kernels",
+        abstract: "Scalar vs SIMD vs BLAS: matvec GB/s and matmul GFLOP/s per type and shape, with a memory-bandwidth reference.",
+        discussion: """
+        Weights are synthetic blocks in the real shapes of SmolLM2 and Gemma 3. Matvec GB/s \
+        counts the quantized weight bytes streamed (BLAS: the f32 matrix). Matmul GFLOP/s is \
+        2·batch·n·k per second. Every figure is a median. Build with TYPESET_TARGET_CPU=native \
+        for tuned kernels.
+        """
+    )
+
+    @Option(help: "Timed runs per measurement (after one warm-up).")
+    var runs = 5
+
+    @Option(help: "Comma-separated thread counts.")
+    var threads = "1,2"
+
+    @Option(help: "Comma-separated tensor types to measure (default: all supported), e.g. q4_0,q4_K.")
+    var types: String?
+
+    @Flag(help: "Skip the 262,144-row output shape and the scalar path.")
+    var quick = false
+
+    @Flag(help: "Print JSON instead of tables.")
+    var json = false
+
+    func run() throws {
+        var options = KernelBenchmark.Options()
+        options.runs = max(1, runs)
+        options.threadCounts = threads.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
+        guard !options.threadCounts.isEmpty else { throw ValidationError("--threads needs at least one positive count") }
+        if let types {
+            var selected: [GGMLType] = []
+            for name in types.split(separator: ",") {
+                let wanted = name.trimmingCharacters(in: .whitespaces).uppercased()
+                guard let type = GGMLType.allCases.first(where: { $0.name == wanted }) else {
+                    throw ValidationError("unknown tensor type '\(name)'")
+                }
+                selected.append(type)
+            }
+            options.matrixVectorTypes = options.matrixVectorTypes.filter(selected.contains)
+            options.matrixMultiplyTypes = options.matrixMultiplyTypes.filter(selected.contains)
+        }
+        if quick {
+            options.matrixVectorShapes.removeAll { $0.n > 100_000 }
+            options.includeScalar = false
+        }
+        let report = try KernelBenchmark(options: options).run { line in
+            if !json { writeError(line) }
+        }
+        if json {
+            print(jsonReport(report).encoded(indent: nil))
+        } else {
+            printTables(report)
+        }
+    }
+
+    private func jsonReport(_ report: KernelBenchmark.Report) -> JSONText {
+        func rounded(_ value: Double) -> JSONText { .number((value * 100).rounded() / 100) }
+        return .object([
+            ("cpu", .string(report.cpu)),
+            ("build", .string(report.build)),
+            ("memory_read_gb_s", .object(report.memory.map { ("\($0.threads)", rounded($0.readGBPerSecond)) })),
+            ("matvec", .array(report.matrixVector.map { result in
+                .object([
+                    ("type", .string(result.type.name)), ("k", .integer(result.k)), ("n", .integer(result.n)),
+                    ("threads", .integer(result.threads)), ("weight_bytes", .integer(result.weightBytes)),
+                    ("scalar_gb_s", result.scalarGBPerSecond.map(rounded) ?? .null),
+                    ("simd_gb_s", rounded(result.simdGBPerSecond)),
+                    ("blas_f32_gb_s", rounded(result.blasF32GBPerSecond)),
+                    ("simd_us", rounded(result.simdMicroseconds)),
+                    ("blas_f32_us", rounded(result.blasF32Microseconds)),
+                ])
+            })),
+            ("matmul", .array(report.matrixMultiply.map { result in
+                .object([
+                    ("type", .string(result.type.name)), ("k", .integer(result.k)), ("n", .integer(result.n)),
+                    ("batch", .integer(result.batch)), ("threads", .integer(result.threads)),
+                    ("blas_tiles_gflop_s", rounded(result.blasTilesGFLOPPerSecond)),
+                    ("integer_rows_gflop_s", rounded(result.integerRowsGFLOPPerSecond)),
+                    ("sgemm_f32_gflop_s", rounded(result.sgemmF32GFLOPPerSecond)),
+                ])
+            })),
+        ])
+    }
+
+    private func printTables(_ report: KernelBenchmark.Report) {
+        func format(_ value: Double?) -> String { value.map { String(format1: $0) } ?? "–" }
+        print("CPU: \(report.cpu)")
+        print("build: \(report.build)")
+        print("memory read: " + report.memory.map { "\(format($0.readGBPerSecond)) GB/s at \($0.threads) thread(s)" }.joined(separator: ", "))
+        print("\nmatvec (GB/s of weights streamed; BLAS streams the f32 matrix)")
+        print("| type | k × n | threads | scalar | SIMD | BLAS f32 | SIMD µs | BLAS µs |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for r in report.matrixVector {
+            print("| \(r.type.name) | \(r.k)×\(r.n) | \(r.threads) | \(format(r.scalarGBPerSecond)) | \(format(r.simdGBPerSecond)) | \(format(r.blasF32GBPerSecond)) | \(format(r.simdMicroseconds)) | \(format(r.blasF32Microseconds)) |")
+        }
+        print("\nmatmul (GFLOP/s)")
+        print("| type | k × n | batch | threads | BLAS tiles | integer rows | sgemm f32 (peak) | best / sgemm |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for r in report.matrixMultiply {
+            let best = max(r.blasTilesGFLOPPerSecond, r.integerRowsGFLOPPerSecond)
+            print("| \(r.type.name) | \(r.k)×\(r.n) | \(r.batch) | \(r.threads) | \(format(r.blasTilesGFLOPPerSecond)) | \(format(r.integerRowsGFLOPPerSecond)) | \(format(r.sgemmF32GFLOPPerSecond)) | \(String(format: "%.2f", best / r.sgemmF32GFLOPPerSecond)) |")
+        }
+    }
+}

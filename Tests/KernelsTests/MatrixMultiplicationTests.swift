@@ -1,0 +1,76 @@
+import GGUF
+import Kernels
+import Testing
+import TypesetTestSupport
+
+@Suite struct MatrixMultiplicationTests {
+    /// Σ over k in Double, with the dequantized weights: the oracle for both strategies.
+    static func reference(_ weights: GGUFTensor, _ inputs: [Float], batch: Int) throws -> (values: [Double], magnitudes: [Double]) {
+        let dequantized = try Dequantization.dequantize(weights)
+        let n = weights.info.rowCount, k = weights.info.rowLength
+        var values = [Double](repeating: 0, count: batch * n), magnitudes = values
+        for item in 0..<batch {
+            for row in 0..<n {
+                var sum = 0.0, magnitude = 0.0
+                for inner in 0..<k {
+                    let product = Double(inputs[item * k + inner]) * Double(dequantized[row * k + inner])
+                    sum += product
+                    magnitude += abs(product)
+                }
+                values[item * n + row] = sum
+                magnitudes[item * n + row] = magnitude
+            }
+        }
+        return (values, magnitudes)
+    }
+
+    static func check(_ weights: GGUFTensor, batch: Int, seed: UInt64) throws {
+        var generator = SplitMix64(seed: seed)
+        let k = weights.info.rowLength, n = weights.info.rowCount
+        let inputs = (0 ..< batch * k).map { _ in Float.random(in: -1...1, using: &generator) }
+        let (expected, magnitudes) = try reference(weights, inputs, batch: batch)
+        for strategy in MatrixMultiplication.Strategy.allCases {
+            var output = [Float](repeating: .nan, count: batch * n)
+            try inputs.withUnsafeBufferPointer { input in
+                try output.withUnsafeMutableBufferPointer { result in
+                    try MatrixMultiplication.multiply(weights, inputs: input, batch: batch, into: result, threadCount: 2, strategy: strategy)
+                }
+            }
+            for index in output.indices {
+                // Integer rows see inputs quantized to 8 bits (relative error ≤ 1/254 per term);
+                // BLAS tiles see them exactly.
+                let tolerance = (strategy == .blasTiles ? 1e-5 : 1.0 / 127) * magnitudes[index] + 1e-5
+                #expect(abs(Double(output[index]) - expected[index]) <= tolerance,
+                        "\(weights.type) \(strategy) element \(index): \(output[index]) vs \(expected[index])")
+            }
+        }
+    }
+
+    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_1, .q8_0, .q3_K, .q4_K, .q6_K, .f16])
+    func syntheticWeights(type: GGMLType) throws {
+        var generator = SplitMix64(seed: UInt64(type.rawValue) &* 31)
+        let rowLength = max(type.blockSize, 32) * 2, rows = 300   // more rows than one BLAS tile
+        let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
+        let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
+        for batch in [1, 5, 33] { try Self.check(weights, batch: batch, seed: UInt64(batch)) }
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func realWeights() throws {
+        let weights = try GGUFFile(contentsOf: TestModels.smolLM2Path).tensor(named: "blk.3.ffn_up.weight")
+        try Self.check(weights, batch: 17, seed: 3)
+    }
+
+    @Test func sizesAreChecked() throws {
+        let weights = try SyntheticWeights.tensor(.q8_0, rowLength: 32, rows: 2, data: Array(repeating: 0, count: 68))
+        let inputs = [Float](repeating: 1, count: 64)
+        var output = [Float](repeating: 0, count: 3)
+        inputs.withUnsafeBufferPointer { input in
+            _ = output.withUnsafeMutableBufferPointer { result in
+                #expect(throws: KernelError.sizeMismatch(what: "output for 'w' (batch 2)", expected: 4, actual: 3)) {
+                    try MatrixMultiplication.multiply(weights, inputs: input, batch: 2, into: result)
+                }
+            }
+        }
+    }
+}
