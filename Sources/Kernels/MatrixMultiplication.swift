@@ -81,9 +81,19 @@ public enum MatrixMultiplication {
         var firstRow = 0
         while firstRow < info.rowCount {
             let rows = min(tileRows, info.rowCount - firstRow)
-            try tile.withUnsafeMutableBufferPointer { (buffer) throws(KernelError) in
-                let bytes = UnsafeRawBufferPointer(rebasing: weights.bytes[firstRow * info.rowByteCount ..< (firstRow + rows) * info.rowByteCount])
-                try Dequantization.dequantize(info.type, from: bytes, into: UnsafeMutableBufferPointer(rebasing: buffer[0 ..< rows * info.rowLength]))
+            tile.withUnsafeMutableBufferPointer { buffer in
+                let job = _TileDecodeJob(
+                    type: info.type, source: weights.bytes.baseAddress! + firstRow * info.rowByteCount,
+                    rowBytes: info.rowByteCount, rowLength: info.rowLength, destination: buffer.baseAddress!)
+                let parts = max(1, min(threadCount, rows))
+                if parts == 1 {
+                    job.decode(rows: 0 ..< rows)
+                } else {
+                    let rowsPerPart = (rows + parts - 1) / parts
+                    DispatchQueue.concurrentPerform(iterations: parts) { part in
+                        job.decode(rows: part * rowsPerPart ..< min((part + 1) * rowsPerPart, rows))
+                    }
+                }
             }
             tile.withUnsafeBufferPointer { tileBuffer in
                 tileOutput.withUnsafeMutableBufferPointer { result in
@@ -97,6 +107,30 @@ public enum MatrixMultiplication {
                 }
             }
             firstRow += rows
+        }
+    }
+}
+
+/// Decoding one tile of weight rows, shared by the threads that split it.
+///
+/// `@unchecked Sendable` is sound because the source (the weight mapping) and the destination
+/// (the tile buffer) outlive the synchronous `concurrentPerform` call that uses the job, and
+/// each thread writes a disjoint range of rows.
+struct _TileDecodeJob: @unchecked Sendable {
+    let type: GGMLType
+    let source: UnsafeRawPointer
+    let rowBytes: Int
+    let rowLength: Int
+    let destination: UnsafeMutablePointer<Float>
+
+    func decode(rows range: Range<Int>) {
+        guard let decodeBlock = Dequantization.referenceDecoder(for: type), !range.isEmpty else { return }
+        let blocksPerRow = rowLength / type.blockSize
+        for row in range {
+            for block in 0 ..< blocksPerRow {
+                decodeBlock(source + row * rowBytes + block * type.blockByteCount,
+                            destination + row * rowLength + block * type.blockSize)
+            }
         }
     }
 }
