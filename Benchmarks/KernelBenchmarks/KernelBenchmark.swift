@@ -19,8 +19,9 @@ public struct KernelBenchmark {
         public var matrixVectorTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K, .q5_1, .q2_K, .q3_K, .q5_K, .f16, .bf16, .f32]
         public var matrixMultiplyTypes: [GGMLType] = [.q4_0, .q4_1, .q8_0, .q4_K, .q6_K]
         /// (row length k, rows n): the projections of SmolLM2 (576, 1536) and Gemma 3 (640, 2048),
-        /// and Gemma 3's output layer.
-        public var matrixVectorShapes: [(k: Int, n: Int)] = [(576, 1536), (1536, 576), (640, 2048), (2048, 640), (640, 262_144)]
+        /// Gemma 3's output layer, and 2048×32768, a synthetic shape beyond the last-level cache
+        /// whose rows are whole 256-element super-blocks, so the K-quants are measured there too.
+        public var matrixVectorShapes: [(k: Int, n: Int)] = [(576, 1536), (1536, 576), (640, 2048), (2048, 640), (640, 262_144), (2048, 32_768)]
         public var matrixMultiplyShapes: [(k: Int, n: Int)] = [(576, 1536), (1536, 576), (640, 2048), (2048, 640)]
         public var batches = [1, 32, 128]
         public var includeScalar = true

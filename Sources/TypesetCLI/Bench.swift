@@ -31,7 +31,7 @@ struct BenchKernels: ParsableCommand {
     @Option(help: "Comma-separated tensor types to measure (default: all supported), e.g. q4_0,q4_K.")
     var types: String?
 
-    @Flag(help: "Skip the 262,144-row output shape and the scalar path.")
+    @Flag(help: "Skip the shapes beyond the last-level cache and the scalar path.")
     var quick = false
 
     @Flag(help: "Print JSON instead of tables.")
@@ -55,7 +55,7 @@ struct BenchKernels: ParsableCommand {
             options.matrixMultiplyTypes = options.matrixMultiplyTypes.filter(selected.contains)
         }
         if quick {
-            options.matrixVectorShapes.removeAll { $0.n > 100_000 }
+            options.matrixVectorShapes.removeAll { $0.k * $0.n > 32 << 20 }
             options.includeScalar = false
         }
         let report = try KernelBenchmark(options: options).run { line in
