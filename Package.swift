@@ -22,7 +22,7 @@ let kernelSettings: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu
 
 let package = Package(
     name: "Typeset",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],   // Synchronization (atomics) on Apple platforms
     products: [
         .library(name: "Typeset", targets: ["Typeset"]),
         .library(name: "GGUF", targets: ["GGUF"]),

@@ -1,4 +1,3 @@
-import Dispatch
 import GGUF
 
 /// `Y = X · Wᵀ` for a batch of inputs: the prefill-time product.
@@ -85,12 +84,13 @@ public enum MatrixMultiplication {
                 let job = _TileDecodeJob(
                     type: info.type, source: weights.bytes.baseAddress! + firstRow * info.rowByteCount,
                     rowBytes: info.rowByteCount, rowLength: info.rowLength, destination: buffer.baseAddress!)
-                let parts = max(1, min(threadCount, rows))
+                let pool = KernelThreadPool.shared
+                let parts = max(1, min(threadCount, rows, pool.threadCount))
                 if parts == 1 {
                     job.decode(rows: 0 ..< rows)
                 } else {
                     let rowsPerPart = (rows + parts - 1) / parts
-                    DispatchQueue.concurrentPerform(iterations: parts) { part in
+                    pool.run(parts: parts) { part in
                         job.decode(rows: part * rowsPerPart ..< min((part + 1) * rowsPerPart, rows))
                     }
                 }
@@ -114,7 +114,7 @@ public enum MatrixMultiplication {
 /// Decoding one tile of weight rows, shared by the threads that split it.
 ///
 /// `@unchecked Sendable` is sound because the source (the weight mapping) and the destination
-/// (the tile buffer) outlive the synchronous `concurrentPerform` call that uses the job, and
+/// (the tile buffer) outlive the synchronous `KernelThreadPool.run` call that uses the job, and
 /// each thread writes a disjoint range of rows.
 struct _TileDecodeJob: @unchecked Sendable {
     let type: GGMLType

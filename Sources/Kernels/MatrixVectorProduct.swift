@@ -1,11 +1,11 @@
-import Dispatch
 import GGUF
 
 /// `y = W · x` for a weight matrix stored as a GGUF tensor: the decode-time product.
 ///
 /// `W` has `rowCount` rows of `rowLength` elements (ggml's `[rowLength, rowCount]` shape);
 /// `x` is an ``ActivationVector`` of `rowLength` elements; `y` receives `rowCount` floats.
-/// Rows are split into `threadCount` contiguous ranges computed concurrently. The weights are
+/// Rows are split into `threadCount` contiguous ranges computed concurrently on
+/// ``KernelThreadPool/shared`` (at most one range per processor). The weights are
 /// read in place from the mapping: nothing is dequantized into memory.
 public enum MatrixVectorProduct {
     /// Which code computes the row dot products.
@@ -48,15 +48,16 @@ public enum MatrixVectorProduct {
                 type: type, rows: rows, rowBytes: info.rowByteCount, rowLength: info.rowLength,
                 fastPath: implementation == .simd ? _integerFastPath(for: type) : nil,
                 scalar: implementation == .scalar, activations: activations, output: destination)
-            let threads = max(1, min(threadCount, info.rowCount))
-            if threads == 1 {
+            let pool = KernelThreadPool.shared
+            let parts = max(1, min(threadCount, info.rowCount, pool.threadCount))
+            if parts == 1 {
                 job.compute(rows: 0 ..< info.rowCount)
             } else {
-                let rowsPerThread = (info.rowCount + threads - 1) / threads
+                let rowsPerPart = (info.rowCount + parts - 1) / parts
                 let rowCount = info.rowCount
-                DispatchQueue.concurrentPerform(iterations: threads) { thread in
-                    let lower = thread * rowsPerThread
-                    job.compute(rows: lower ..< min(lower + rowsPerThread, rowCount))
+                pool.run(parts: parts) { part in
+                    let lower = part * rowsPerPart
+                    job.compute(rows: lower ..< min(lower + rowsPerPart, rowCount))
                 }
             }
         }
@@ -80,7 +81,7 @@ public enum MatrixVectorProduct {
 /// One matrix-vector product, shared by the threads that compute it.
 ///
 /// `@unchecked Sendable` is sound because the pointed-to memory (the weight mapping, the
-/// activation arrays, the output buffer) outlives the synchronous `concurrentPerform` call
+/// activation arrays, the output buffer) outlives the synchronous `KernelThreadPool.run` call
 /// that uses the job, the inputs are only read, and each thread writes a disjoint range of
 /// output rows.
 struct _RowProductJob: @unchecked Sendable {

@@ -1,0 +1,56 @@
+import Kernels
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@Suite struct KernelThreadPoolTests {
+    /// Every part runs exactly once per call, its writes are visible when `run` returns, and
+    /// this holds over many back-to-back calls (workers spinning) and after pauses (workers
+    /// asleep).
+    @Test(arguments: [1, 2, 3, 5])
+    func everyPartRunsOncePerCall(threadCount: Int) throws {
+        let pool = KernelThreadPool(threadCount: threadCount)
+        let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: threadCount)
+        defer { counts.deallocate() }
+        let shared = _Counts(base: counts.baseAddress!)
+        for call in 0 ..< 2_000 {
+            counts.initialize(repeating: 0)
+            let parts = call % threadCount + 1
+            pool.run(parts: parts) { part in shared.base[part] += 1 }
+            #expect(Array(counts.prefix(parts)) == Array(repeating: 1, count: parts), "call \(call)")
+            #expect(counts.dropFirst(parts).allSatisfy { $0 == 0 })
+            if call % 500 == 499 { usleep(20_000) }   // long enough for workers to fall asleep
+        }
+    }
+
+    @Test func callsFromSeveralThreadsAreSerialised() async {
+        let pool = KernelThreadPool(threadCount: 2)
+        let total = _Total()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0 ..< 4 {
+                group.addTask {
+                    for _ in 0 ..< 500 {
+                        pool.run(parts: 2) { _ in total.increment() }
+                    }
+                }
+            }
+        }
+        #expect(total.value == 4 * 500 * 2)
+    }
+}
+
+/// A raw counter array shared with pool parts; each part writes only its own element.
+private struct _Counts: @unchecked Sendable {
+    let base: UnsafeMutablePointer<Int>
+}
+
+private final class _Total: Sendable {
+    private let count = Atomic<Int>(0)
+    func increment() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
