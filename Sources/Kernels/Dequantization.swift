@@ -7,10 +7,8 @@ import GGUF
 /// both real models and on synthetic blocks of every type). Other types throw
 /// ``KernelError/unsupportedType(_:operation:)``.
 public enum Dequantization {
-    /// The types this module can decode.
-    public static let supportedTypes: Set<GGMLType> = [
-        .f32, .f16, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K,
-    ]
+    /// The types this module can decode: those with a reference decoder.
+    public static let supportedTypes: Set<GGMLType> = Set(GGMLType.allCases.filter { referenceDecoder(for: $0) != nil })
 
     typealias BlockDecoder = (UnsafeRawPointer, UnsafeMutablePointer<Float>) -> Void
 
@@ -51,9 +49,17 @@ public enum Dequantization {
             throw .sizeMismatch(what: "\(type.name) bytes for \(output.count) elements", expected: byteCount, actual: source.count)
         }
         guard let input = source.baseAddress, let destination = output.baseAddress else { return }
-        let blockCount = output.count / type.blockSize
-        for block in 0 ..< blockCount {
-            decode(input + block * type.blockByteCount, destination + block * type.blockSize)
+        _decodeBlocks(0 ..< output.count / type.blockSize, of: type, with: decode, from: input, into: destination)
+    }
+
+    /// Decodes blocks `blocks` of a run of `type` blocks starting at `source` into the
+    /// matching elements of `destination`. Callers have checked the sizes.
+    static func _decodeBlocks(
+        _ blocks: Range<Int>, of type: GGMLType, with decode: BlockDecoder,
+        from source: UnsafeRawPointer, into destination: UnsafeMutablePointer<Float>
+    ) {
+        for block in blocks {
+            decode(source + block * type.blockByteCount, destination + block * type.blockSize)
         }
     }
 

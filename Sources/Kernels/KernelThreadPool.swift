@@ -92,6 +92,20 @@ public final class KernelThreadPool: @unchecked Sendable {
         }
     }
 
+    /// Splits `0 ..< count` into at most `parts` contiguous ranges (never more than
+    /// `threadCount`) and runs `body` on each, concurrently when there is more than one.
+    public func forEachRange(of count: Int, parts: Int, _ body: @Sendable (Range<Int>) -> Void) {
+        let parts = max(1, min(parts, count, threadCount))
+        guard parts > 1 else {
+            if count > 0 { body(0 ..< count) }
+            return
+        }
+        let perPart = (count + parts - 1) / parts
+        run(parts: parts) { part in
+            body(part * perPart ..< min((part + 1) * perPart, count))
+        }
+    }
+
     /// The loop of worker `index`.
     private func work(index: Int) {
         var seen = 0
@@ -101,12 +115,10 @@ public final class KernelThreadPool: @unchecked Sendable {
             while current == seen {
                 spins += 1
                 if spins >= Self.spinLimit {
-                    current = sleep.wait { self.generation.load(ordering: .acquiring) != seen }
-                        ? generation.load(ordering: .acquiring) : seen
+                    sleep.wait { self.generation.load(ordering: .acquiring) != seen }
                     spins = 0
-                } else {
-                    current = generation.load(ordering: .acquiring)
                 }
+                current = generation.load(ordering: .acquiring)
             }
             seen = current
             if stopping.load(ordering: .acquiring) { return }
@@ -162,12 +174,11 @@ final class _SleepState: @unchecked Sendable {
         condition.deallocate()
     }
 
-    /// Sleeps until `ready()` holds; returns `true` then.
-    func wait(until ready: () -> Bool) -> Bool {
+    /// Sleeps until `ready()` holds.
+    func wait(until ready: () -> Bool) {
         pthread_mutex_lock(mutex)
         while !ready() { pthread_cond_wait(condition, mutex) }
         pthread_mutex_unlock(mutex)
-        return true
     }
 
     func wakeAll() {

@@ -83,17 +83,8 @@ public enum MatrixMultiplication {
             tile.withUnsafeMutableBufferPointer { buffer in
                 let job = _TileDecodeJob(
                     type: info.type, source: weights.bytes.baseAddress! + firstRow * info.rowByteCount,
-                    rowBytes: info.rowByteCount, rowLength: info.rowLength, destination: buffer.baseAddress!)
-                let pool = KernelThreadPool.shared
-                let parts = max(1, min(threadCount, rows, pool.threadCount))
-                if parts == 1 {
-                    job.decode(rows: 0 ..< rows)
-                } else {
-                    let rowsPerPart = (rows + parts - 1) / parts
-                    pool.run(parts: parts) { part in
-                        job.decode(rows: part * rowsPerPart ..< min((part + 1) * rowsPerPart, rows))
-                    }
-                }
+                    rowLength: info.rowLength, destination: buffer.baseAddress!)
+                KernelThreadPool.shared.forEachRange(of: rows, parts: threadCount) { job.decode(rows: $0) }
             }
             tile.withUnsafeBufferPointer { tileBuffer in
                 tileOutput.withUnsafeMutableBufferPointer { result in
@@ -119,18 +110,15 @@ public enum MatrixMultiplication {
 struct _TileDecodeJob: @unchecked Sendable {
     let type: GGMLType
     let source: UnsafeRawPointer
-    let rowBytes: Int
     let rowLength: Int
     let destination: UnsafeMutablePointer<Float>
 
+    /// Rows are contiguous runs of blocks, so rows `range` are blocks
+    /// `range × blocksPerRow` of the tile.
     func decode(rows range: Range<Int>) {
-        guard let decodeBlock = Dequantization.referenceDecoder(for: type), !range.isEmpty else { return }
+        guard let decodeBlock = Dequantization.referenceDecoder(for: type) else { return }
         let blocksPerRow = rowLength / type.blockSize
-        for row in range {
-            for block in 0 ..< blocksPerRow {
-                decodeBlock(source + row * rowBytes + block * type.blockByteCount,
-                            destination + row * rowLength + block * type.blockSize)
-            }
-        }
+        Dequantization._decodeBlocks(range.lowerBound * blocksPerRow ..< range.upperBound * blocksPerRow,
+                                     of: type, with: decodeBlock, from: source, into: destination)
     }
 }

@@ -48,18 +48,7 @@ public enum MatrixVectorProduct {
                 type: type, rows: rows, rowBytes: info.rowByteCount, rowLength: info.rowLength,
                 fastPath: implementation == .simd ? _integerFastPath(for: type) : nil,
                 scalar: implementation == .scalar, activations: activations, output: destination)
-            let pool = KernelThreadPool.shared
-            let parts = max(1, min(threadCount, info.rowCount, pool.threadCount))
-            if parts == 1 {
-                job.compute(rows: 0 ..< info.rowCount)
-            } else {
-                let rowsPerPart = (info.rowCount + parts - 1) / parts
-                let rowCount = info.rowCount
-                pool.run(parts: parts) { part in
-                    let lower = part * rowsPerPart
-                    job.compute(rows: lower ..< min(lower + rowsPerPart, rowCount))
-                }
-            }
+            KernelThreadPool.shared.forEachRange(of: info.rowCount, parts: threadCount) { job.compute(rows: $0) }
         }
     }
 

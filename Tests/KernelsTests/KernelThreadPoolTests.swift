@@ -54,3 +54,22 @@ private final class _Total: Sendable {
     func increment() { count.add(1, ordering: .relaxed) }
     var value: Int { count.load(ordering: .relaxed) }
 }
+
+@Suite struct KernelThreadPoolRangeTests {
+    /// `forEachRange` covers `0 ..< count` exactly once with contiguous ranges, for counts
+    /// smaller than, equal to and larger than the part count (including 0).
+    @Test(arguments: [0, 1, 2, 3, 7, 64, 1001])
+    func rangesCoverEveryIndexOnce(count: Int) {
+        let pool = KernelThreadPool(threadCount: 3)
+        for parts in 1 ... 5 {
+            let hits = UnsafeMutableBufferPointer<Int>.allocate(capacity: max(count, 1))
+            defer { hits.deallocate() }
+            hits.initialize(repeating: 0)
+            let shared = _Counts(base: hits.baseAddress!)
+            pool.forEachRange(of: count, parts: parts) { range in
+                for index in range { shared.base[index] += 1 }
+            }
+            #expect(hits.prefix(count).allSatisfy { $0 == 1 }, "count \(count), parts \(parts)")
+        }
+    }
+}
