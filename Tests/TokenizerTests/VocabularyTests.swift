@@ -65,6 +65,7 @@ import Tokenizer
         let metadata = try Self.metadata { writer in
             writer.setValue(.string("gpt2"), forKey: "tokenizer.ggml.model")
             writer.setValue(try Self.strings(alphabet), forKey: "tokenizer.ggml.tokens")
+            writer.setValue(try Self.strings([]), forKey: "tokenizer.ggml.merges")
         }
         let vocabulary = try Vocabulary(metadata: metadata)
         for byte in 0..<256 { #expect(vocabulary.bytes(of: byte) == [UInt8(byte)]) }
@@ -88,7 +89,23 @@ import Tokenizer
             try Vocabulary(metadata: try Self.metadata { writer in
                 writer.setValue(.string("gpt2"), forKey: "tokenizer.ggml.model")
                 writer.setValue(try Self.strings(["a", "b"]), forKey: "tokenizer.ggml.tokens")
+                writer.setValue(try Self.strings([]), forKey: "tokenizer.ggml.merges")
                 writer.setValue(.uint32(7), forKey: "tokenizer.ggml.eos_token_id")
+            })
+        }
+        #expect(throws: VocabularyError.unsupportedModel("bert")) {
+            try Vocabulary(metadata: try Self.metadata { $0.setValue(.string("bert"), forKey: "tokenizer.ggml.model") })
+        }
+        #expect(throws: VocabularyError.missing("tokenizer.ggml.merges")) {
+            try Vocabulary(metadata: try Self.metadata { writer in
+                writer.setValue(.string("gpt2"), forKey: "tokenizer.ggml.model")
+                writer.setValue(try Self.strings(["a", "b"]), forKey: "tokenizer.ggml.tokens")
+            })
+        }
+        #expect(throws: VocabularyError.duplicateToken("a", firstID: 0, secondID: 2)) {
+            try Vocabulary(metadata: try Self.metadata { writer in
+                writer.setValue(.string("llama"), forKey: "tokenizer.ggml.model")
+                writer.setValue(try Self.strings(["a", "b", "a"]), forKey: "tokenizer.ggml.tokens")
             })
         }
         #expect(throws: VocabularyError.metadata(.typeMismatch(key: "tokenizer.ggml.model", expected: "string", found: "uint32"))) {

@@ -55,3 +55,48 @@ public enum Fixtures {
         try Data(contentsOf: URL(fileURLWithPath: path(relative)))
     }
 }
+
+/// The tokenizer parity corpus: documents built by `Fixtures/make_tokenizer_corpus.py` (run by
+/// `Fixtures/fetch.sh`) from pinned PyPI packages, listed with their SHA-256 in
+/// `Fixtures/tokenizer/corpus.json`.
+public enum TokenizerCorpus {
+    public struct Document: Sendable {
+        public let index: Int
+        public let name: String
+        public let bytes: [UInt8]
+    }
+
+    public static var directory: String { TestModels.cacheDirectory + "/tokenizer-corpus" }
+
+    /// Whether corpus tests should run: the corpus is present, or models are required.
+    public static var shouldRun: Bool {
+        TestModels.modelsRequired || FileManager.default.fileExists(atPath: directory)
+    }
+
+    public enum LoadError: Error, CustomStringConvertible {
+        case missing(String)
+        case digestMismatch(String)
+        public var description: String {
+            switch self {
+            case let .missing(file): "corpus document \(file) is missing; run bash Fixtures/fetch.sh"
+            case let .digestMismatch(file): "corpus document \(file) differs from Fixtures/tokenizer/corpus.json"
+            }
+        }
+    }
+
+    /// Every document, checked against its recorded SHA-256.
+    public static func documents() throws -> [Document] {
+        let manifest = try JSONSerialization.jsonObject(with: Fixtures.data("tokenizer/corpus.json")) as! [String: Any]
+        var result: [Document] = []
+        for (index, entry) in (manifest["documents"] as! [[String: Any]]).enumerated() {
+            let file = entry["file"] as! String
+            guard let data = FileManager.default.contents(atPath: directory + "/" + file) else { throw LoadError.missing(file) }
+            let bytes = [UInt8](data)
+            var digest = SHA256Digest()
+            digest.update(bytes)
+            guard digest.finalize() == entry["sha256"] as! String else { throw LoadError.digestMismatch(file) }
+            result.append(Document(index: index, name: entry["name"] as! String, bytes: bytes))
+        }
+        return result
+    }
+}

@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import Typeset
+
+struct Tokenize: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the token ids of a text as a JSON array.",
+        discussion: """
+        Ids are those llama.cpp gives for the same model. By default the model's BOS/EOS are \
+        added when it asks for them and control tokens written in the text are plain text.
+        """
+    )
+
+    @Option(help: "A GGUF file or known model name.")
+    var model: String?
+
+    @Flag(help: "Do not add the BOS/EOS tokens the model asks for.")
+    var noBOS = false
+
+    @Flag(help: "Read control tokens written in the text (<|im_start|>, <start_of_turn>) as those tokens.")
+    var parseSpecial = false
+
+    @Option(help: "The text to tokenize.")
+    var text: String?
+
+    @Option(help: "A file whose bytes to tokenize.")
+    var file: String?
+
+    @Flag(help: "Print each token's id and text, one per line, instead of the JSON array.")
+    var verbose = false
+
+    func validate() throws {
+        guard (text == nil) != (file == nil) else { throw ValidationError("give exactly one of --text and --file") }
+    }
+
+    func run() throws {
+        let tokenizer = try loadTokenizer(model)
+        let bytes = try text.map { Array($0.utf8) } ?? readInput(file!)
+        let ids = bytes.withUnsafeBufferPointer {
+            tokenizer.encode(bytes: $0, addingSpecialTokens: !noBOS, parsingSpecialTokens: parseSpecial)
+        }
+        if verbose {
+            for id in ids {
+                let piece = String(decoding: tokenizer.vocabulary.piece(of: id, rendersSpecialTokens: true), as: UTF8.self)
+                print("\(id)\t\(piece.debugDescription)")
+            }
+        } else {
+            print("[" + ids.map(String.init).joined(separator: ",") + "]")
+        }
+    }
+}
+
+struct BenchTokenize: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokenize",
+        abstract: "Measure encoding throughput (MB/s, one thread) on a file.",
+        discussion: "The figure is the median of --runs timed encodings of the whole file after one warm-up; MB is 10^6 bytes."
+    )
+
+    @Option(help: "A GGUF file or known model name.")
+    var model: String?
+
+    @Option(help: "The file to encode.")
+    var file: String
+
+    @Option(help: "Timed runs (after one warm-up).")
+    var runs = 5
+
+    @Flag(help: "Parse control tokens written in the text.")
+    var parseSpecial = false
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let loadStart = ContinuousClock.now
+        let tokenizer = try loadTokenizer(model)
+        let loadSeconds = (ContinuousClock.now - loadStart).seconds
+        let bytes = try readInput(file)
+        var tokenCount = 0
+        var seconds: [Double] = []
+        for run in 0 ... max(1, runs) {
+            let start = ContinuousClock.now
+            let ids = bytes.withUnsafeBufferPointer {
+                tokenizer.encode(bytes: $0, addingSpecialTokens: false, parsingSpecialTokens: parseSpecial)
+            }
+            let elapsed = (ContinuousClock.now - start).seconds
+            tokenCount = ids.count
+            if run > 0 { seconds.append(elapsed) }
+        }
+        let median = seconds.sorted()[seconds.count / 2]
+        let megabytesPerSecond = Double(bytes.count) / 1e6 / median
+        if json {
+            let report: JSONText = .object([
+                ("mb_s", .number(megabytesPerSecond)),
+                ("tokens", .integer(tokenCount)),
+                ("bytes", .integer(bytes.count)),
+                ("runs_s", .array(seconds.map { .number($0) })),
+                ("load_s", .number(loadSeconds)),
+            ])
+            print(report.encoded(indent: nil))
+        } else {
+            print(String(format: "%.2f MB/s  (%d bytes → %d tokens, median of %d runs; tokenizer built in %.0f ms)",
+                         megabytesPerSecond, bytes.count, tokenCount, seconds.count, loadSeconds * 1000))
+        }
+    }
+}
+
+/// The tokenizer of a model given by path or name.
+func loadTokenizer(_ model: String?) throws -> Tokenizer {
+    let path = try ModelStore.resolve(model)
+    return try Tokenizer(metadata: try GGUFFile(contentsOf: path).metadata)
+}
+
+/// The bytes of a file named on the command line (`-` for standard input).
+func readInput(_ path: String) throws -> [UInt8] {
+    if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
+    guard let data = FileManager.default.contents(atPath: path) else { throw InputError.unreadable(path) }
+    return Array(data)
+}
+
+enum InputError: UserFacingError {
+    case unreadable(String)
+    var description: String {
+        switch self {
+        case let .unreadable(path): "cannot read '\(path)'"
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import GGUF
+import Testing
+import Tokenizer
+import TypesetTestSupport
+
+/// Token ids, pieces and special-token sets compared with llama.cpp's, as recorded once by
+/// `Fixtures/make_tokenizer_fixtures.py` (llama-cpp-python 0.3.36) in `Fixtures/tokenizer/expected/`.
+///
+/// Each fixture key is a model: the two real ones, and SmolLM2's vocabulary under each other
+/// pre-tokenizer (the same metadata with only `tokenizer.ggml.pre` changed), which exercises the
+/// splitters on a vocabulary llama.cpp can load.
+@Suite struct LlamaCppParityTests {
+    static let keys = ["smollm2", "gemma3", "smollm2-pre-default", "smollm2-pre-gpt-2", "smollm2-pre-llama-bpe",
+                       "smollm2-pre-qwen2", "smollm2-pre-deepseek-llm", "smollm2-pre-gpt-4o"]
+
+    /// The expectation files of one key.
+    struct Expected {
+        let json: [String: Any]
+        /// Per document index: (plain ids, ids with special tokens added and parsed).
+        let ids: [Int: (plain: [Int], special: [Int])]
+
+        init(key: String) throws {
+            json = try JSONSerialization.jsonObject(with: Fixtures.data("tokenizer/expected/\(key).json")) as! [String: Any]
+            ids = try Self.readIDs(Fixtures.data("tokenizer/expected/\(key).ids"))
+        }
+
+        /// `TSID`, u32 version 1, u32 document count; per document u32 index, u32 count and
+        /// LEB128 ids (plain), then u8 1 ("same as plain") or 0 + u32 count + ids (special).
+        static func readIDs(_ data: Data) throws -> [Int: (plain: [Int], special: [Int])] {
+            let bytes = [UInt8](data)
+            var offset = 0
+            func u32() -> Int {
+                defer { offset += 4 }
+                return Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+            }
+            func varint() -> Int {
+                var value = 0, shift = 0
+                while true {
+                    let byte = bytes[offset]
+                    offset += 1
+                    value |= Int(byte & 0x7F) << shift
+                    if byte & 0x80 == 0 { return value }
+                    shift += 7
+                }
+            }
+            func list() -> [Int] { (0 ..< u32()).map { _ in varint() } }
+            try #require(Array(bytes.prefix(4)) == Array("TSID".utf8))
+            offset = 4
+            try #require(u32() == 1)
+            var result: [Int: (plain: [Int], special: [Int])] = [:]
+            for _ in 0 ..< u32() {
+                let index = u32()
+                let plain = list()
+                let same = bytes[offset] == 1
+                offset += 1
+                result[index] = (plain, same ? plain : list())
+            }
+            try #require(offset == bytes.count)
+            return result
+        }
+    }
+
+    /// The tokenizer for a fixture key.
+    static func tokenizer(for key: String) throws -> Tokenizer {
+        if key == "gemma3" { return try Tokenizer(metadata: try GGUFFile(contentsOf: TestModels.gemma3Path).metadata) }
+        let metadata = try GGUFFile(contentsOf: TestModels.smolLM2Path).metadata
+        guard key.hasPrefix("smollm2-pre-") else { return try Tokenizer(metadata: metadata) }
+        let pre = String(key.dropFirst("smollm2-pre-".count))
+        let entries = metadata.entries.map { entry in
+            entry.key == "tokenizer.ggml.pre" ? GGUFMetadataEntry(key: entry.key, value: .string(pre)) : entry
+        }
+        return try Tokenizer(metadata: try GGUFMetadata(entries))
+    }
+
+    static func hex(_ text: String) -> [UInt8] {
+        var result: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let high = iterator.next(), let low = iterator.next() {
+            result.append(UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)!)
+        }
+        return result
+    }
+
+    static func sha256(_ bytes: [UInt8]) -> String {
+        var digest = SHA256Digest()
+        digest.update(bytes)
+        return digest.finalize()
+    }
+
+    @Test(.enabled(if: TokenizerCorpus.shouldRun && TestModels.shouldRun(TestModels.gemma3FileName)), arguments: keys)
+    func corpusIDsMatch(key: String) throws {
+        let tokenizer = try Self.tokenizer(for: key)
+        let expected = try Expected(key: key)
+        let documents = try TokenizerCorpus.documents()
+        let recorded = expected.json["documents"] as! [[String: Any]]
+        #expect(!recorded.isEmpty)
+        var compared = 0
+        for record in recorded {
+            let document = documents[record["index"] as! Int]
+            let ids = try #require(expected.ids[document.index])
+            let plain = document.bytes.withUnsafeBufferPointer {
+                tokenizer.encode(bytes: $0, addingSpecialTokens: false, parsingSpecialTokens: false)
+            }
+            let special = document.bytes.withUnsafeBufferPointer {
+                tokenizer.encode(bytes: $0, addingSpecialTokens: true, parsingSpecialTokens: true)
+            }
+            for (mode, ours, theirs) in [("plain", plain, ids.plain), ("special", special, ids.special)] where ours != theirs {
+                let at = (0 ..< min(ours.count, theirs.count)).first { ours[$0] != theirs[$0] } ?? min(ours.count, theirs.count)
+                Issue.record("\(key) \(document.name) (\(mode)): first difference at token \(at) of \(theirs.count): ours \(Array(ours[at...].prefix(8))), llama.cpp \(Array(theirs[at...].prefix(8)))")
+            }
+            let decoded = try tokenizer.decodeBytes(ids.plain)
+            #expect(Self.sha256(decoded) == record["detokenized_sha256"] as! String, "\(key) \(document.name): detokenized text differs")
+            compared += ids.plain.count + ids.special.count
+        }
+        #expect(compared > 100_000)
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.gemma3FileName)), arguments: ["smollm2", "gemma3"])
+    func vocabularyMatches(key: String) throws {
+        let tokenizer = try Self.tokenizer(for: key)
+        let vocabulary = tokenizer.vocabulary
+        let json = try Expected(key: key).json
+        #expect(vocabulary.count == json["n_vocab"] as! Int)
+        #expect(vocabulary.bosTokenID == json["bos"] as? Int)
+        #expect(vocabulary.eosTokenID == json["eos"] as? Int)
+        #expect(vocabulary.eotTokenID == json["eot"] as? Int)
+        #expect(vocabulary.addBOS == json["add_bos"] as! Bool)
+        #expect(vocabulary.endOfGenerationTokenIDs == json["eog_ids"] as! [Int])
+        // Attributes of every token that is not plainly normal, and its rendered piece.
+        let nonNormal = json["non_normal_tokens"] as! [[Any]]
+        var listed = Set<Int>()
+        for entry in nonNormal {
+            let id = entry[0] as! Int
+            listed.insert(id)
+            #expect(vocabulary.attributes[id].rawValue == UInt32(entry[1] as! Int), "attributes of \(id)")
+            #expect(vocabulary.piece(of: id, rendersSpecialTokens: true) == Self.hex(entry[2] as! String), "piece of \(id)")
+        }
+        for id in 0 ..< vocabulary.count where !listed.contains(id) {
+            #expect(vocabulary.attributes[id] == .normal, "token \(id) should be normal")
+        }
+        // Every piece, in both renderings, digested in chunks of 4,096 ids.
+        let pieces = json["pieces"] as! [String: [String: Any]]
+        for (mode, renders) in [("special", true), ("plain", false)] {
+            let chunks = pieces[mode]!["chunks"] as! [String]
+            let chunkSize = Int("\(pieces[mode]!["chunk_ids"]!)")!
+            var whole = SHA256Digest()
+            for (chunk, expectedDigest) in chunks.enumerated() {
+                var digest = SHA256Digest()
+                for id in chunk * chunkSize ..< min((chunk + 1) * chunkSize, vocabulary.count) {
+                    let piece = vocabulary.piece(of: id, rendersSpecialTokens: renders)
+                    let record = withUnsafeBytes(of: UInt32(piece.count).littleEndian, Array.init) + piece
+                    digest.update(record)
+                    whole.update(record)
+                }
+                #expect(digest.finalize() == expectedDigest, "\(key) pieces (\(mode)) ids \(chunk * chunkSize)…")
+            }
+            #expect(whole.finalize() == pieces[mode]!["sha256"] as! String)
+        }
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.gemma3FileName)), arguments: ["smollm2", "gemma3"])
+    func probesMatch(key: String) throws {
+        let tokenizer = try Self.tokenizer(for: key)
+        let probes = try Expected(key: key).json["probes"] as! [[String: Any]]
+        #expect(probes.count >= 15)
+        for probe in probes {
+            let bytes = Self.hex(probe["hex"] as! String)
+            let plain = bytes.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) }
+            let special = bytes.withUnsafeBufferPointer {
+                tokenizer.encode(bytes: $0, addingSpecialTokens: true, parsingSpecialTokens: true)
+            }
+            #expect(plain == probe["plain"] as! [Int], "\(key) probe \(String(decoding: bytes.prefix(40), as: UTF8.self).debugDescription)")
+            #expect(special == probe["special"] as! [Int], "\(key) probe \(String(decoding: bytes.prefix(40), as: UTF8.self).debugDescription) (special)")
+        }
+    }
+}
