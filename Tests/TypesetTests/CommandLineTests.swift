@@ -123,4 +123,48 @@ import Testing
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.contains("llama, 30 blocks, width 576, 9 heads (3 KV), vocabulary 49152 (gpt2/smollm)"))
     }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName) && TestModels.shouldRun(TestModels.gemma3FileName)))
+    func tokenizePrintsLlamaCppIDs() throws {
+        // Ids recorded from llama.cpp (Fixtures/tokenizer/expected/*.json probes).
+        let chat = "<|im_start|>user\nHi<|im_end|>"
+        let parsed = try Self.run(["tokenize", "--model", "smollm2", "--parse-special", "--text", chat])
+        #expect(parsed.status == 0, "\(parsed.standardError)")
+        #expect(parsed.standardOutput == "[1,4093,198,26843,2]\n")
+        let gemma = try Self.run(["tokenize", "--model", "gemma3", "--text", "<eos>"])
+        #expect(gemma.standardOutput == "[2,236820,211827,236813]\n")
+        let gemmaSpecial = try Self.run(["tokenize", "--model", "gemma3", "--no-bos", "--parse-special", "--text", "<eos>"])
+        #expect(gemmaSpecial.standardOutput == "[1]\n")
+        // From a file, and the same bytes on standard input's stand-in.
+        let file = try Self.temporaryFile(Array("naïve café 日本 🙂".utf8))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let fromFile = try Self.run(["tokenize", "--model", "smollm2", "--file", file])
+        let fromText = try Self.run(["tokenize", "--model", "smollm2", "--text", "naïve café 日本 🙂"])
+        #expect(fromFile.status == 0 && fromFile.standardOutput == fromText.standardOutput)
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func tokenizeErrorsAreOneLine() throws {
+        // A usage error: one line too, with ArgumentParser's usage status (64).
+        let usage = try Self.run(["tokenize", "--model", "smollm2"])
+        #expect(usage.status == 64)
+        #expect(usage.standardError.hasPrefix("error: ") && usage.standardError.contains("exactly one of --text and --file"))
+        #expect(usage.standardError.split(separator: "\n").count == 1)
+        Self.expectOneLineError(try Self.run(["tokenize", "--model", "smollm2", "--file", "/nonexistent/input.txt"]),
+                                containing: "cannot read '/nonexistent/input.txt'")
+        Self.expectOneLineError(try Self.run(["bench", "tokenize", "--model", "smollm2", "--file", "/nonexistent/input.txt"]),
+                                containing: "cannot read")
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func benchTokenizeReportsThroughput() throws {
+        let file = try Self.temporaryFile(Array(String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 2000).utf8))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let result = try Self.run(["bench", "tokenize", "--model", "smollm2", "--file", file, "--runs", "2", "--json"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        #expect((report["mb_s"] as? Double ?? 0) > 0)
+        #expect((report["tokens"] as? Int ?? 0) > 15_000)
+        #expect(report["bytes"] as? Int == 90_000)
+    }
 }
