@@ -22,6 +22,6 @@ struct Demo: ParsableCommand {
         print("model: \(path)")
         print("  \(configuration.architecture.rawValue), \(configuration.blockCount) blocks, width \(configuration.embeddingLength), \(configuration.headCount) heads (\(configuration.headCountKV) KV), vocabulary \(vocabulary.count) (\(vocabulary.model)/\(vocabulary.preTokenizer)), \(file.tensorInfos.count) tensors")
         print("typed generation (BrewSummary) is not available yet: it arrives with the forward pass, grammar compiler and @Generable work.")
-        print("meanwhile: typeset inspect \(path)")
+        print("meanwhile, plain generation works: typeset run --model \(path) \"What is the capital of France?\"")
     }
 }

@@ -168,3 +168,32 @@ import Testing
         #expect(report["bytes"] as? Int == 90_000)
     }
 }
+
+extension CommandLineTests {
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func runAnswersThroughTheChatTemplate() throws {
+        let result = try Self.run(["run", "--model", "smollm2", "What is the capital of France?"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput == "The capital of France is Paris.\n")
+        #expect(result.standardError.contains("stop: endOfGeneration"))
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func perplexityAndBenchDecodeReportJSON() throws {
+        let text = try Self.temporaryFile(Array(String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 60).utf8))
+        defer { try? FileManager.default.removeItem(atPath: text) }
+        let perplexity = try Self.run(["perplexity", "--model", "smollm2", "--file", text, "--ctx", "128", "--json"])
+        #expect(perplexity.status == 0, "\(perplexity.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(perplexity.standardOutput.utf8)) as? [String: Any])
+        // A repeated sentence is easy to predict once seen.
+        #expect((report["ppl"] as? Double ?? 0) > 1 && (report["ppl"] as? Double ?? 99) < 3)
+        #expect(report["tokens"] as? Int == report["chunks"] as! Int * 63)
+        Self.expectOneLineError(try Self.run(["perplexity", "--model", "smollm2", "--file", text, "--ctx", "4096"]), containing: "needs at least one chunk")
+
+        let bench = try Self.run(["bench", "decode", "--model", "smollm2", "--prompt-tokens", "16", "--gen-tokens", "8", "--runs", "1", "--json"])
+        #expect(bench.status == 0, "\(bench.standardError)")
+        let figures = try #require(try JSONSerialization.jsonObject(with: Data(bench.standardOutput.utf8)) as? [String: Any])
+        for key in ["prefill_tok_s", "decode_tok_s", "first_token_s"] { #expect((figures[key] as? Double ?? 0) > 0, "\(key)") }
+        #expect((figures["resident_bytes"] as? Int ?? 0) > 0)
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import Typeset
+
+struct Perplexity: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Perplexity of a text, computed as llama.cpp's llama-perplexity does.",
+        discussion: """
+        The text is tokenized (with BOS if the model adds one) and cut into chunks of --ctx \
+        tokens that do not overlap; each chunk starts with BOS when the model uses one and is \
+        evaluated from an empty cache; only the second half of each chunk is scored.
+        """
+    )
+
+    @Option(help: "A GGUF file or known model name.")
+    var model: String?
+
+    @Option(help: "The text file.")
+    var file: String
+
+    @Option(help: "Tokens per chunk.")
+    var ctx = 512
+
+    @Option(help: "Score at most this many chunks.")
+    var chunks: Int?
+
+    @Option(help: "Threads for the matrix products.")
+    var threads = 2
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func validate() throws {
+        guard ctx >= 4 else { throw ValidationError("--ctx must be at least 4") }
+    }
+
+    func run() throws {
+        let started = ContinuousClock.now
+        let loaded = try LoadedModel(model)
+        let bytes = try readInput(file)
+        let vocabulary = loaded.tokenizer.vocabulary
+        let tokens = bytes.withUnsafeBufferPointer {
+            loaded.tokenizer.encode(bytes: $0, addingSpecialTokens: vocabulary.addBOS, parsingSpecialTokens: false)
+        }
+        var chunkCount = tokens.count / ctx
+        if let chunks { chunkCount = min(chunkCount, max(0, chunks)) }
+        guard chunkCount > 0 else { throw PerplexityError.tooShort(tokens: tokens.count, ctx: ctx) }
+        let cache = loaded.model.makeCache(contextLength: ctx)
+        let width = loaded.model.configuration.vocabularySize
+        var negativeLogLikelihood = 0.0
+        var scored = 0
+        for chunk in 0 ..< chunkCount {
+            var input = Array(tokens[chunk * ctx ..< (chunk + 1) * ctx])
+            if vocabulary.addBOS, let bos = vocabulary.bosTokenID { input[0] = bos }
+            cache.clear()
+            let logits = try loaded.model.evaluate(input, cache: cache, threadCount: threads, logits: .all)
+            for position in ctx / 2 ..< ctx - 1 {
+                let row = logits[position * width ..< (position + 1) * width]
+                let maximum = Double(row.max()!)
+                var total = 0.0
+                for value in row { total += exp(Double(value) - maximum) }
+                let target = tokens[chunk * ctx + position + 1]
+                negativeLogLikelihood -= Double(row[row.startIndex + target]) - maximum - log(total)
+                scored += 1
+            }
+            if !json {
+                writeError(String(format: "[chunk %d/%d] perplexity so far %.4f", chunk + 1, chunkCount, exp(negativeLogLikelihood / Double(scored))))
+            }
+        }
+        let perplexity = exp(negativeLogLikelihood / Double(scored))
+        let seconds = (ContinuousClock.now - started).seconds
+        if json {
+            let report: JSONText = .object([
+                ("ppl", .number(perplexity)), ("tokens", .integer(scored)), ("chunks", .integer(chunkCount)),
+                ("ctx", .integer(ctx)), ("seconds", .number(seconds)),
+            ])
+            print(report.encoded(indent: nil))
+        } else {
+            print(String(format: "perplexity %.4f over %d scored tokens (%d chunks of %d), %.1f s", perplexity, scored, chunkCount, ctx, seconds))
+        }
+    }
+}
+
+enum PerplexityError: UserFacingError {
+    case tooShort(tokens: Int, ctx: Int)
+    var description: String {
+        switch self {
+        case let .tooShort(tokens, ctx): "the text has \(tokens) tokens; perplexity needs at least one chunk of \(ctx)"
+        }
+    }
+}
