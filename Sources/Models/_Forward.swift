@@ -64,9 +64,22 @@ extension TransformerModel {
         for (block, layer) in layers.enumerated() {
             // Attention.
             normalize(residual, layer.attentionNorm, into: &normalized, rowWidth: width)
-            try multiply(layer.query, normalized, into: &queries)
-            try multiply(layer.key, normalized, into: &keys)
-            try multiply(layer.value, normalized, into: &values)
+            if count == 1 {
+                // Decode: one quantization of the input and one dispatch for all three.
+                let input = ActivationVector(normalized)
+                try queries.withUnsafeMutableBufferPointer { (query) throws(KernelError) in
+                    try keys.withUnsafeMutableBufferPointer { (key) throws(KernelError) in
+                        try values.withUnsafeMutableBufferPointer { (value) throws(KernelError) in
+                            try MatrixVectorProduct.multiply(
+                                [(layer.query, query), (layer.key, key), (layer.value, value)], by: input, threadCount: threadCount)
+                        }
+                    }
+                }
+            } else {
+                try multiply(layer.query, normalized, into: &queries)
+                try multiply(layer.key, normalized, into: &keys)
+                try multiply(layer.value, normalized, into: &values)
+            }
             if let queryNorm = layer.queryNorm, let keyNorm = layer.keyNorm {
                 normalizeInPlace(&queries, queryNorm, rowWidth: headWidth)
                 normalizeInPlace(&keys, keyNorm, rowWidth: headWidth)
@@ -125,8 +138,17 @@ extension TransformerModel {
 
             // Feed-forward.
             normalize(residual, layer.feedForwardNorm, into: &normalized, rowWidth: width)
-            try multiply(layer.gate, normalized, into: &gates)
-            try multiply(layer.up, normalized, into: &ups)
+            if count == 1 {
+                let input = ActivationVector(normalized)
+                try gates.withUnsafeMutableBufferPointer { (gate) throws(KernelError) in
+                    try ups.withUnsafeMutableBufferPointer { (up) throws(KernelError) in
+                        try MatrixVectorProduct.multiply([(layer.gate, gate), (layer.up, up)], by: input, threadCount: threadCount)
+                    }
+                }
+            } else {
+                try multiply(layer.gate, normalized, into: &gates)
+                try multiply(layer.up, normalized, into: &ups)
+            }
             let activation = traits.activation
             for index in gates.indices { gates[index] = activation(gates[index]) * ups[index] }
             try multiply(layer.down, gates, into: &projected)

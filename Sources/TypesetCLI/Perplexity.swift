@@ -53,9 +53,19 @@ struct Perplexity: ParsableCommand {
             var input = Array(tokens[chunk * ctx ..< (chunk + 1) * ctx])
             if vocabulary.addBOS, let bos = vocabulary.bosTokenID { input[0] = bos }
             cache.clear()
-            let logits = try loaded.model.evaluate(input, cache: cache, threadCount: threads, logits: .all)
+            // The unscored first half needs no logits; the rest is evaluated in slices so the
+            // logits buffer stays small (Gemma 3: 262,144 floats per position).
+            _ = try loaded.model.evaluate(Array(input[..<(ctx / 2)]), cache: cache, threadCount: threads)
+            var logits: [Float] = []
+            var sliceStart = ctx / 2
             for position in ctx / 2 ..< ctx - 1 {
-                let row = logits[position * width ..< (position + 1) * width]
+                if position - sliceStart >= 64 || logits.isEmpty {
+                    sliceStart = position
+                    logits = try loaded.model.evaluate(Array(input[position ..< min(position + 64, ctx)]), cache: cache,
+                                                       threadCount: threads, logits: .all)
+                }
+                let offset = position - sliceStart
+                let row = logits[offset * width ..< (offset + 1) * width]
                 let maximum = Double(row.max()!)
                 var total = 0.0
                 for value in row { total += exp(Double(value) - maximum) }
