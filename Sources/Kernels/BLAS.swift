@@ -12,19 +12,24 @@ public enum BLAS {
     /// transformer projection: `a` is `m × k` activations, `b` is `n × k` weights (one output
     /// feature per row, as ggml stores them) and `c` is `m × n`.
     ///
-    /// - Precondition: the buffers hold at least `m*k`, `n*k` and `m*n` floats.
+    /// `c`'s rows are `ldc` floats apart (default `n`), so a product can fill a band of
+    /// columns of a wider matrix.
+    ///
+    /// - Precondition: the buffers hold at least `m*k`, `n*k` and `(m-1)*ldc + n` floats;
+    ///   `ldc >= n`.
     /// - Complexity: `2·m·n·k` floating-point operations, run on BLAS's own threads.
     public static func multiplyTransposed(
         m: Int, n: Int, k: Int,
         a: UnsafePointer<Float>, b: UnsafePointer<Float>, c: UnsafeMutablePointer<Float>,
-        alpha: Float = 1, beta: Float = 0
+        ldc: Int? = nil, alpha: Float = 1, beta: Float = 0
     ) {
         precondition(m >= 0 && n >= 0 && k >= 0, "negative matrix dimension")
+        precondition((ldc ?? n) >= n, "ldc smaller than n")
         guard m > 0, n > 0 else { return }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
                     _blasInt(m), _blasInt(n), _blasInt(k),
                     alpha, a, _blasInt(max(k, 1)), b, _blasInt(max(k, 1)),
-                    beta, c, _blasInt(n))
+                    beta, c, _blasInt(max(ldc ?? n, 1)))
     }
 
     /// Computes `y = a · x` for a row-major `m × n` matrix `a` (single precision).

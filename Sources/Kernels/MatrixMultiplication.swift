@@ -68,36 +68,52 @@ public enum MatrixMultiplication {
         try multiplyWithBLASTiles(weights, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
     }
 
+    /// Tiles are split across threads, each decoding its own tiles into its own buffer and
+    /// running a single-threaded `sgemm` that writes its band of output columns in place
+    /// (`ldc = rowCount`). OpenBLAS's own thread pool stays at one thread: two pools spinning
+    /// on two cores cost more than they bring.
     private static func multiplyWithBLASTiles(
         _ weights: GGUFTensor, inputs: UnsafeBufferPointer<Float>, batch: Int,
         into output: UnsafeMutableBufferPointer<Float>, threadCount: Int
     ) throws(KernelError) {
         let info = weights.info
         let tileRows = min(Self.tileRows, info.rowCount)
-        var tile = [Float](repeating: 0, count: tileRows * info.rowLength)
-        var tileOutput = [Float](repeating: 0, count: batch * tileRows)
-        BLAS.setThreadCount(threadCount)
-        var firstRow = 0
-        while firstRow < info.rowCount {
-            let rows = min(tileRows, info.rowCount - firstRow)
-            tile.withUnsafeMutableBufferPointer { buffer in
-                let job = _TileDecodeJob(
-                    type: info.type, source: weights.bytes.baseAddress! + firstRow * info.rowByteCount,
-                    rowLength: info.rowLength, destination: buffer.baseAddress!)
-                KernelThreadPool.shared.forEachRange(of: rows, parts: threadCount) { job.decode(rows: $0) }
+        let tileCount = (info.rowCount + tileRows - 1) / tileRows
+        BLAS.setThreadCount(1)
+        let job = _TileProductJob(
+            type: info.type, source: weights.bytes.baseAddress!, rowBytes: info.rowByteCount, rowLength: info.rowLength,
+            rowCount: info.rowCount, tileRows: tileRows, batch: batch, inputs: inputs.baseAddress!, output: output.baseAddress!)
+        KernelThreadPool.shared.forEachRange(of: tileCount, parts: threadCount) { job.compute(tiles: $0) }
+    }
+}
+
+/// Tiles of one BLAS-tiled product, shared by the threads that split them.
+///
+/// `@unchecked Sendable` is sound because the weights, inputs and output outlive the
+/// synchronous `KernelThreadPool` call, the inputs are only read, and each tile writes its own
+/// columns of the output.
+struct _TileProductJob: @unchecked Sendable {
+    let type: GGMLType
+    let source: UnsafeRawPointer
+    let rowBytes: Int
+    let rowLength: Int
+    let rowCount: Int
+    let tileRows: Int
+    let batch: Int
+    let inputs: UnsafePointer<Float>
+    let output: UnsafeMutablePointer<Float>
+
+    func compute(tiles: Range<Int>) {
+        var tile = [Float](repeating: 0, count: tileRows * rowLength)
+        tile.withUnsafeMutableBufferPointer { buffer in
+            for index in tiles {
+                let firstRow = index * tileRows
+                let rows = min(tileRows, rowCount - firstRow)
+                _TileDecodeJob(type: type, source: source + firstRow * rowBytes, rowLength: rowLength,
+                               destination: buffer.baseAddress!).decode(rows: 0 ..< rows)
+                BLAS.multiplyTransposed(m: batch, n: rows, k: rowLength, a: inputs, b: buffer.baseAddress!,
+                                        c: output + firstRow, ldc: rowCount)
             }
-            tile.withUnsafeBufferPointer { tileBuffer in
-                tileOutput.withUnsafeMutableBufferPointer { result in
-                    BLAS.multiplyTransposed(m: batch, n: rows, k: info.rowLength,
-                                            a: inputs.baseAddress!, b: tileBuffer.baseAddress!, c: result.baseAddress!)
-                }
-            }
-            for item in 0..<batch {
-                for row in 0..<rows {
-                    output[item * info.rowCount + firstRow + row] = tileOutput[item * rows + row]
-                }
-            }
-            firstRow += rows
         }
     }
 }
