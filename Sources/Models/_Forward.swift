@@ -60,7 +60,6 @@ extension TransformerModel {
             }
         }
 
-        var scores = [Float](repeating: 0, count: cache.contextLength)
         for (block, layer) in layers.enumerated() {
             // Attention.
             normalize(residual, layer.attentionNorm, into: &normalized, rowWidth: width)
@@ -99,32 +98,19 @@ extension TransformerModel {
                 cache.values[block].withUnsafeBufferPointer { cachedValues in
                     queries.withUnsafeBufferPointer { queries in
                         attended.withUnsafeMutableBufferPointer { attended in
-                            scores.withUnsafeMutableBufferPointer { scores in
-                                for row in 0 ..< count {
-                                    let position = start + row
-                                    let first = window == Int.max ? 0 : max(0, position - window + 1)
-                                    for head in 0 ..< headCount {
-                                        let query = queries.baseAddress! + (row * headCount + head) * headWidth
-                                        let group = head / groupSize
-                                        var maximum = -Float.infinity
-                                        for past in first ... position {
-                                            let key = cachedKeys.baseAddress! + past * keyWidth + group * headWidth
-                                            let score = _dot(query, key, headWidth) * scale
-                                            scores[past] = score
-                                            maximum = max(maximum, score)
-                                        }
-                                        var total: Float = 0
-                                        for past in first ... position {
-                                            let weight = expf(scores[past] - maximum)
-                                            scores[past] = weight
-                                            total += weight
-                                        }
-                                        let output = attended.baseAddress! + (row * headCount + head) * headWidth
-                                        output.update(repeating: 0, count: headWidth)
-                                        for past in first ... position {
-                                            _addScaled(output, cachedValues.baseAddress! + past * keyWidth + group * headWidth,
-                                                       scores[past] / total, headWidth)
-                                        }
+                            let job = _AttentionJob(
+                                queries: queries.baseAddress!, keys: cachedKeys.baseAddress!, values: cachedValues.baseAddress!,
+                                output: attended.baseAddress!, start: start, headCount: headCount, headWidth: headWidth,
+                                groupSize: groupSize, keyWidth: keyWidth, window: window, scale: scale)
+                            // Work grows with the position, so (row, head) pairs are dealt out
+                            // round-robin rather than in contiguous ranges.
+                            let pairs = count * headCount
+                            let parts = pairs >= 8 ? threadCount : 1
+                            KernelThreadPool.shared.run(parts: parts) { part in
+                                var scores = [Float](repeating: 0, count: start + count)
+                                scores.withUnsafeMutableBufferPointer { scores in
+                                    for pair in stride(from: part, to: pairs, by: max(1, min(parts, KernelThreadPool.shared.threadCount))) {
+                                        job.attend(row: pair / headCount, head: pair % headCount, scores: scores.baseAddress!)
                                     }
                                 }
                             }
@@ -169,5 +155,50 @@ extension TransformerModel {
             }
         }
         return result
+    }
+}
+
+/// Causal attention for one (row, head) pair at a time, shared by the threads that split them.
+///
+/// `@unchecked Sendable` is sound because the buffers outlive the synchronous
+/// `KernelThreadPool.run` call that uses the job, queries, keys and values are only read, and
+/// each (row, head) pair writes its own `headWidth` floats of output.
+struct _AttentionJob: @unchecked Sendable {
+    let queries: UnsafePointer<Float>
+    let keys: UnsafePointer<Float>
+    let values: UnsafePointer<Float>
+    let output: UnsafeMutablePointer<Float>
+    let start: Int
+    let headCount: Int
+    let headWidth: Int
+    let groupSize: Int
+    let keyWidth: Int
+    let window: Int
+    let scale: Float
+
+    /// Softmax(q·kᵀ · scale) · v over the positions `row` may see; `scores` has room for
+    /// every position.
+    func attend(row: Int, head: Int, scores: UnsafeMutablePointer<Float>) {
+        let position = start + row
+        let first = window == Int.max ? 0 : max(0, position - window + 1)
+        let query = queries + (row * headCount + head) * headWidth
+        let group = (head / groupSize) * headWidth
+        var maximum = -Float.infinity
+        for past in first ... position {
+            let score = _dot(query, keys + past * keyWidth + group, headWidth) * scale
+            scores[past] = score
+            maximum = max(maximum, score)
+        }
+        var total: Float = 0
+        for past in first ... position {
+            let weight = expf(scores[past] - maximum)
+            scores[past] = weight
+            total += weight
+        }
+        let destination = output + (row * headCount + head) * headWidth
+        destination.update(repeating: 0, count: headWidth)
+        for past in first ... position {
+            _addScaled(destination, values + past * keyWidth + group, scores[past] / total, headWidth)
+        }
     }
 }

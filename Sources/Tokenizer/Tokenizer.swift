@@ -27,7 +27,7 @@ public struct Tokenizer: Sendable {
     ///
     /// - Throws: `TokenizerError.unsupportedPreTokenizer` for a byte-level BPE vocabulary whose
     ///   pre-tokenizer Typeset does not know.
-    /// - Complexity: O(vocabulary size + merge count); about 10–40 ms for the real models.
+    /// - Complexity: O(vocabulary size + merge count); about 20–60 ms for the real models (GGUF parsing included).
     public init(vocabulary: Vocabulary) throws(TokenizerError) {
         self.vocabulary = vocabulary
         switch vocabulary.kind {
