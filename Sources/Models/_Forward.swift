@@ -42,6 +42,14 @@ extension TransformerModel {
         }
 
         func multiply(_ weights: GGUFTensor, _ input: [Float], into output: inout [Float]) throws(KernelError) {
+            if count == 1 {
+                // Decode: straight to the matrix-vector kernel, no staging buffers.
+                let activations = ActivationVector(input)
+                try output.withUnsafeMutableBufferPointer { (output) throws(KernelError) in
+                    try MatrixVectorProduct.multiply(weights, by: activations, into: output, threadCount: threadCount)
+                }
+                return
+            }
             try input.withUnsafeBufferPointer { (input) throws(KernelError) in
                 try output.withUnsafeMutableBufferPointer { (output) throws(KernelError) in
                     try MatrixMultiplication.multiply(weights, inputs: input, batch: count, into: output, threadCount: threadCount)
