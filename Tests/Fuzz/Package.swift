@@ -1,9 +1,10 @@
 // swift-tools-version: 6.0
 //
-// libFuzzer target for Typeset's GGUF reader. Kept out of the main package because it links
-// libFuzzer's runtime, which ordinary builds must not. Build and run it with
+// libFuzzer targets for Typeset's GGUF reader (FuzzGGUF) and tokenizers (FuzzTokenizer). Kept
+// out of the main package because they link libFuzzer's runtime, which ordinary builds must
+// not. Build and run them with
 //
-//     bash Tests/Fuzz/run.sh [SECONDS]
+//     bash Tests/Fuzz/run.sh [SECONDS] [FuzzGGUF|FuzzTokenizer]
 //
 // (the flags it passes are explained there). See docs/gguf.md.
 import PackageDescription
@@ -16,6 +17,11 @@ let package = Package(
         .executableTarget(name: "FuzzGGUF", dependencies: [
             "CLibFuzzer",
             .product(name: "GGUF", package: "Typeset"),
+            .product(name: "TypesetTestSupport", package: "Typeset"),
+        ]),
+        .executableTarget(name: "FuzzTokenizer", dependencies: [
+            "CLibFuzzer",
+            .product(name: "Typeset", package: "Typeset"),
             .product(name: "TypesetTestSupport", package: "Typeset"),
         ]),
     ],

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Builds the GGUF fuzz target with AddressSanitizer and libFuzzer's coverage instrumentation,
-# then fuzzes the reader for a bounded time.
+# Builds a fuzz target with AddressSanitizer and libFuzzer's coverage instrumentation, then
+# fuzzes for a bounded time.
 #
-#     bash Tests/Fuzz/run.sh [SECONDS]        # default 60
+#     bash Tests/Fuzz/run.sh [SECONDS] [TARGET]   # default 60 s, FuzzGGUF
 #
-# The corpus grows in $TYPESET_CACHE/fuzz-corpus (kept between runs), seeded from
-# Fixtures/fuzz-seeds (files written by gguf-py's writer). A crash leaves a reproducer
-# `crash-*` in the current directory and exits non-zero; replay it with
-#     Tests/Fuzz/.build/release/FuzzGGUF crash-<hash>
+# FuzzGGUF fuzzes the GGUF reader; its corpus grows in $TYPESET_CACHE/fuzz-corpus (kept between
+# runs), seeded from Fixtures/fuzz-seeds (files written by gguf-py's writer). FuzzTokenizer
+# fuzzes both real tokenizers (models from $TYPESET_CACHE); its corpus grows in
+# $TYPESET_CACHE/fuzz-corpus-tokenizer, seeded from a few tokenizer corpus documents. A crash
+# leaves a reproducer `crash-*` in the current directory and exits non-zero; replay it with
+#     Tests/Fuzz/.build/release/<TARGET> crash-<hash>
 #
 # Why not `-sanitize=fuzzer`: that flag links libFuzzer's own `main` whole-archive, which
 # collides with the entry point SwiftPM gives every executable. So the target keeps its
 # `main` and calls libFuzzer's driver (LLVMFuzzerRunDriver) from libclang_rt.fuzzer_no_main.
 set -euo pipefail
 seconds="${1:-60}"
+target="${2:-FuzzGGUF}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="${TYPESET_CACHE:-$HOME/.cache/typeset}"
@@ -28,6 +31,17 @@ swift build -c release \
   -Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table \
   -Xlinker "$runtime" -Xlinker -lstdc++
 
-mkdir -p "$cache/fuzz-corpus"
-"$here/.build/release/FuzzGGUF" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 \
-  -print_final_stats=1 "$cache/fuzz-corpus" "$root/Fixtures/fuzz-seeds"
+if [[ "$target" == FuzzTokenizer ]]; then
+  corpus="$cache/fuzz-corpus-tokenizer"
+  mkdir -p "$corpus"
+  # Seeds: the first 4 KB of a few corpus documents (code, scripts, emoji, binary).
+  for document in 03-jquery-js 08-django-po-ar 13-django-po-ja 28-demoji-codes-zwj-flags-json 37-django-ja-mo-binary; do
+    [[ -f "$cache/tokenizer-corpus/$document.txt" ]] && head -c 4096 "$cache/tokenizer-corpus/$document.txt" > "$corpus/seed-$document"
+  done
+  "$here/.build/release/FuzzTokenizer" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len=4096 \
+    -print_final_stats=1 "$corpus"
+else
+  mkdir -p "$cache/fuzz-corpus"
+  "$here/.build/release/FuzzGGUF" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 \
+    -print_final_stats=1 "$cache/fuzz-corpus" "$root/Fixtures/fuzz-seeds"
+fi
