@@ -30,16 +30,8 @@ public enum MatrixVectorProduct {
         _ weights: GGUFTensor, by input: ActivationVector, into output: UnsafeMutableBufferPointer<Float>,
         threadCount: Int = 1, implementation: Implementation = .simd
     ) throws(KernelError) {
+        try _check(weights, input, output)
         let info = weights.info
-        guard Dequantization.supportedTypes.contains(info.type) else {
-            throw .unsupportedType(info.type, operation: "matrix-vector product")
-        }
-        guard info.rowLength == input.count else {
-            throw .sizeMismatch(what: "input length for '\(info.name)'", expected: info.rowLength, actual: input.count)
-        }
-        guard output.count == info.rowCount else {
-            throw .sizeMismatch(what: "output length for '\(info.name)'", expected: info.rowCount, actual: output.count)
-        }
         guard info.rowCount > 0, let rows = weights.bytes.baseAddress, let destination = output.baseAddress else { return }
 
         let type = info.type
@@ -66,16 +58,8 @@ public enum MatrixVectorProduct {
         var jobs: [(job: Int, rows: Range<Int>)] = []
         var firstRow = 0
         for (index, product) in products.enumerated() {
+            try _check(product.weights, input, product.output)
             let info = product.weights.info
-            guard Dequantization.supportedTypes.contains(info.type) else {
-                throw .unsupportedType(info.type, operation: "matrix-vector product")
-            }
-            guard info.rowLength == input.count else {
-                throw .sizeMismatch(what: "input length for '\(info.name)'", expected: info.rowLength, actual: input.count)
-            }
-            guard product.output.count == info.rowCount else {
-                throw .sizeMismatch(what: "output length for '\(info.name)'", expected: info.rowCount, actual: product.output.count)
-            }
             guard info.rowCount > 0, product.weights.bytes.baseAddress != nil, product.output.baseAddress != nil else { continue }
             jobs.append((index, firstRow ..< firstRow + info.rowCount))
             firstRow += info.rowCount
@@ -91,6 +75,23 @@ public enum MatrixVectorProduct {
             }
             let group = _RowProductGroup(jobs: rowJobs)
             KernelThreadPool.shared.forEachRange(of: firstRow, parts: threadCount) { group.compute(rows: $0) }
+        }
+    }
+
+    /// The checks every product makes before touching memory: a type Typeset can compute
+    /// with, an input as long as a row, an output with one float per row.
+    private static func _check(
+        _ weights: GGUFTensor, _ input: ActivationVector, _ output: UnsafeMutableBufferPointer<Float>
+    ) throws(KernelError) {
+        let info = weights.info
+        guard Dequantization.supportedTypes.contains(info.type) else {
+            throw .unsupportedType(info.type, operation: "matrix-vector product")
+        }
+        guard info.rowLength == input.count else {
+            throw .sizeMismatch(what: "input length for '\(info.name)'", expected: info.rowLength, actual: input.count)
+        }
+        guard output.count == info.rowCount else {
+            throw .sizeMismatch(what: "output length for '\(info.name)'", expected: info.rowCount, actual: output.count)
         }
     }
 

@@ -92,14 +92,6 @@ public final class TransformerModel: Sendable {
         try self.init(file: file)
     }
 
-    /// Bytes of weights the model streams per decoded token (every matrix once, plus the norms).
-    public var weightByteCount: Int {
-        layers.reduce(output.info.byteCount) { total, layer in
-            total + [layer.query, layer.key, layer.value, layer.attentionOutput, layer.gate, layer.up, layer.down]
-                .reduce(0) { $0 + $1.info.byteCount }
-        }
-    }
-
     /// A cache for up to `contextLength` tokens (clamped to the trained context length).
     public func makeCache(contextLength: Int) -> KVCache {
         KVCache(

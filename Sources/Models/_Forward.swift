@@ -41,8 +41,8 @@ extension TransformerModel {
             }
         }
 
-        func multiply(_ weights: GGUFTensor, _ input: [Float], into output: inout [Float]) throws(KernelError) {
-            if count == 1 {
+        func multiply(_ weights: GGUFTensor, _ input: [Float], into output: inout [Float], rows: Int = count) throws(KernelError) {
+            if rows == 1 {
                 // Decode: straight to the matrix-vector kernel, no staging buffers.
                 let activations = ActivationVector(input)
                 try output.withUnsafeMutableBufferPointer { (output) throws(KernelError) in
@@ -52,7 +52,7 @@ extension TransformerModel {
             }
             try input.withUnsafeBufferPointer { (input) throws(KernelError) in
                 try output.withUnsafeMutableBufferPointer { (output) throws(KernelError) in
-                    try MatrixMultiplication.multiply(weights, inputs: input, batch: count, into: output, threadCount: threadCount)
+                    try MatrixMultiplication.multiply(weights, inputs: input, batch: rows, into: output, threadCount: threadCount)
                 }
             }
         }
@@ -157,11 +157,7 @@ extension TransformerModel {
         var final = rows
         normalizeInPlace(&final, outputNorm, rowWidth: width)
         var result = [Float](repeating: 0, count: rowCount * configuration.vocabularySize)
-        try final.withUnsafeBufferPointer { (input) throws(KernelError) in
-            try result.withUnsafeMutableBufferPointer { (logits) throws(KernelError) in
-                try MatrixMultiplication.multiply(output, inputs: input, batch: rowCount, into: logits, threadCount: threadCount)
-            }
-        }
+        try multiply(output, final, into: &result, rows: rowCount)
         return result
     }
 }

@@ -149,7 +149,7 @@ private func _mergeWithHeap(_ count: Int, _ merges: _MergeTable, _ scratch: inou
         guard right >= 0 else { return }
         let leftToken = scratch.tokens[left], rightToken = scratch.tokens[right]
         guard leftToken >= 0, rightToken >= 0, let merge = merges.merge(leftToken, rightToken) else { return }
-        scratch.results[left] = merge.result  // valid while both sides are unchanged
+        // The result is looked up again when the candidate is popped and found still valid.
         _CandidateHeap.push(
             _PairCandidate(priority: Int64(merge.rank), left: Int32(left), right: Int32(right),
                            leftToken: leftToken, rightToken: rightToken),

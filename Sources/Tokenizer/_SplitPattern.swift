@@ -19,6 +19,9 @@ struct _SplitPattern: Sendable {
     let usesCategories: Bool
     fileprivate let nodes: [_Node]
     fileprivate let root: Int
+    /// Per node, whether it always consumes exactly one unit (so repetitions of it can be
+    /// counted iteratively). Derived from `nodes` once.
+    fileprivate let consumesOneUnit: [Bool]
 
     init(_ source: String) throws(TokenizerError) {
         var parser = _PatternParser(source)
@@ -28,12 +31,13 @@ struct _SplitPattern: Sendable {
         self.usesCategories = parser.usesCategories
         self.nodes = parser.nodes
         self.root = root
+        self.consumesOneUnit = _consumesOneUnit(parser.nodes)
     }
 
     /// Splits the units `range` of `units` the way llama.cpp's `std::regex` path does: every
     /// match is a piece, and so is every stretch between matches. Appends piece lengths.
     func split(_ units: UnsafeBufferPointer<UInt32>, range: Range<Int>, into lengths: inout [Int32]) {
-        let matcher = _Matcher(nodes: nodes, units: units, end: range.upperBound)
+        let matcher = _Matcher(nodes: nodes, consumesOneUnit: consumesOneUnit, units: units, end: range.upperBound)
         var pieceStart = range.lowerBound
         var position = range.lowerBound
         while position < range.upperBound {
@@ -95,6 +99,7 @@ fileprivate enum _Node: Sendable {
 
 fileprivate struct _Matcher {
     let nodes: [_Node]
+    let consumesOneUnit: [Bool]
     let units: UnsafeBufferPointer<UInt32>
     let end: Int
 
@@ -124,18 +129,6 @@ fileprivate struct _Matcher {
         }
     }
 
-    func isSingleUnit(_ node: Int) -> Bool {
-        switch nodes[node] {
-        case .unit, .set: true
-        case let .sequence(items):
-            items.last.map(isSingleUnit) == true && items.dropLast().allSatisfy {
-                if case .lookahead = nodes[$0] { true } else { false }
-            }
-        case let .alternation(items): items.count == 1 && isSingleUnit(items[0])
-        default: false
-        }
-    }
-
     func match(_ node: Int, _ position: Int, _ next: (Int) -> Bool) -> Bool {
         switch nodes[node] {
         case let .unit(unit):
@@ -153,7 +146,7 @@ fileprivate struct _Matcher {
         case .endOfInput:
             return position == end && next(position)
         case let .repetition(inner, minimum, maximum):
-            if isSingleUnit(inner) {
+            if consumesOneUnit[inner] {
                 // Count the longest run iteratively (no recursion per unit), then give back.
                 var count = 0
                 while count < maximum, matchesOne(inner, position + count) == true { count += 1 }
@@ -186,6 +179,27 @@ fileprivate struct _Matcher {
         }
         return count >= minimum && next(position)
     }
+}
+
+/// Whether each node always consumes exactly one unit: units, sets, and sequences of
+/// lookaheads ending in one. Children precede their parents in `nodes`, so one pass suffices.
+fileprivate func _consumesOneUnit(_ nodes: [_Node]) -> [Bool] {
+    var result = [Bool](repeating: false, count: nodes.count)
+    for (index, node) in nodes.enumerated() {
+        switch node {
+        case .unit, .set:
+            result[index] = true
+        case let .sequence(items):
+            result[index] = items.last.map { result[$0] } == true && items.dropLast().allSatisfy {
+                if case .lookahead = nodes[$0] { true } else { false }
+            }
+        case let .alternation(items):
+            result[index] = items.count == 1 && result[items[0]]
+        default:
+            break
+        }
+    }
+    return result
 }
 
 // MARK: - Parsing

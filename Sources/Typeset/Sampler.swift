@@ -66,7 +66,7 @@ public struct Sampler: Sendable {
         // Candidates, most likely first. Tokens more than 40·max(1, T) below the best carry
         // less than e⁻⁴⁰ of its weight each after temperature, so they are left out before
         // sorting (Gemma's vocabulary has 262,144 entries).
-        guard let maximum = logits.filter({ $0 > -.infinity }).max() else { return nil }
+        guard let maximum = logits.lazy.filter({ $0 > -.infinity }).max() else { return nil }
         let floor = maximum - 40 * max(1, options.temperature)
         var candidates = logits.indices.filter { logits[$0] >= floor }
         candidates.sort { logits[$0] != logits[$1] ? logits[$0] > logits[$1] : $0 < $1 }

@@ -50,7 +50,6 @@ struct BenchDecode: ParsableCommand {
         while prompt.count < promptTokens { prompt += body }
         prompt = Array(prompt.prefix(promptTokens))
         let cache = loaded.model.makeCache(contextLength: promptTokens + genTokens)
-        let width = loaded.model.configuration.vocabularySize
         var prefill: [Double] = [], decode: [Double] = []
         var firstTokenSeconds = 0.0
         var generated: [Int] = []
@@ -61,9 +60,9 @@ struct BenchDecode: ParsableCommand {
             let prefillSeconds = (ContinuousClock.now - start).seconds
             var tokens: [Int] = []
             let decodeStart = ContinuousClock.now
+            var sampler = Sampler(options: .greedy)
             for step in 0 ..< genTokens {
-                var best = 0
-                for index in 1 ..< width where logits[index] > logits[best] { best = index }
+                guard let best = sampler.sample(logits, history: []) else { break }
                 tokens.append(best)
                 if run == 0 && step == 0 { firstTokenSeconds = processSeconds() }
                 logits = try loaded.model.evaluate([best], cache: cache, threadCount: threads)
