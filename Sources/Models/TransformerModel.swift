@@ -221,12 +221,15 @@ public enum ModelLoadError: Error, Sendable, Equatable, CustomStringConvertible 
 public enum ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The tokens do not fit in the cache: `needed` positions, `available` in all.
     case contextOverflow(needed: Int, available: Int)
+    /// Generation was asked to continue a prompt with no tokens.
+    case emptyPrompt
     case tokenOutOfRange(Int, position: Int)
     case kernel(KernelError)
 
     public var description: String {
         switch self {
         case let .contextOverflow(needed, available): "the input needs \(needed) positions but the context holds \(available)"
+        case .emptyPrompt: "the prompt has no tokens"
         case let .tokenOutOfRange(token, position): "token \(token) at position \(position) is outside the vocabulary"
         case let .kernel(error): "\(error)"
         }

@@ -57,12 +57,12 @@ public final class TextGenerator {
     ///   - onToken: called with each generated token (end-of-generation excluded); return
     ///     `false` to stop.
     /// - Throws: ``ModelError/contextOverflow(needed:available:)`` before any work when the
-    ///   prompt alone does not fit the context.
+    ///   prompt alone does not fit the context, ``ModelError/emptyPrompt`` for no tokens.
     public func generate(
         prompt: [Int], maxTokens: Int, sampling: SamplingOptions = .greedy,
         logitsProcessor: ((inout [Float]) -> Void)? = nil, onToken: (Int) -> Bool = { _ in true }
     ) throws(ModelError) -> Result {
-        guard !prompt.isEmpty else { throw .contextOverflow(needed: 0, available: cache.contextLength) }
+        guard !prompt.isEmpty else { throw .emptyPrompt }
         guard prompt.count <= cache.contextLength else {
             throw .contextOverflow(needed: prompt.count, available: cache.contextLength)
         }

@@ -101,6 +101,7 @@ import TypesetTestSupport
             try generator.generate(prompt: long, maxTokens: 4)
         }
         #expect(generator.cache.count == 0)  // nothing was computed
+        #expect(throws: ModelError.emptyPrompt) { try generator.generate(prompt: [], maxTokens: 4) }
         let result = try generator.generate(prompt: Array(long.prefix(20)), maxTokens: 100)
         #expect(result.stopReason == .contextFull)
         #expect(result.tokens.count == 5)  // positions 20…23 evaluated, the fifth token sampled last
