@@ -1,0 +1,107 @@
+/// A set of byte values, 256 bits in four words. The label of a byte transition.
+public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
+    @usableFromInline var words: (UInt64, UInt64, UInt64, UInt64)
+
+    /// The empty set.
+    public init() { words = (0, 0, 0, 0) }
+
+    /// The set of the given bytes.
+    public init(_ bytes: some Sequence<UInt8>) {
+        self.init()
+        for byte in bytes { insert(byte) }
+    }
+
+    /// The bytes `range.lowerBound ... range.upperBound`.
+    public init(_ range: ClosedRange<UInt8>) {
+        self.init()
+        for byte in range { insert(byte) }
+    }
+
+    /// Every byte.
+    public static let all: ByteSet = ByteSet(0 ... 255)
+
+    @inlinable
+    public func contains(_ byte: UInt8) -> Bool {
+        let bit = UInt64(1) << UInt64(byte & 63)
+        switch byte >> 6 {
+        case 0: return words.0 & bit != 0
+        case 1: return words.1 & bit != 0
+        case 2: return words.2 & bit != 0
+        default: return words.3 & bit != 0
+        }
+    }
+
+    public mutating func insert(_ byte: UInt8) {
+        let bit = UInt64(1) << UInt64(byte & 63)
+        switch byte >> 6 {
+        case 0: words.0 |= bit
+        case 1: words.1 |= bit
+        case 2: words.2 |= bit
+        default: words.3 |= bit
+        }
+    }
+
+    public var isEmpty: Bool { words.0 | words.1 | words.2 | words.3 == 0 }
+    public var count: Int {
+        words.0.nonzeroBitCount + words.1.nonzeroBitCount + words.2.nonzeroBitCount + words.3.nonzeroBitCount
+    }
+
+    public func union(_ other: ByteSet) -> ByteSet {
+        var result = self
+        result.words = (words.0 | other.words.0, words.1 | other.words.1, words.2 | other.words.2, words.3 | other.words.3)
+        return result
+    }
+
+    public func intersection(_ other: ByteSet) -> ByteSet {
+        var result = self
+        result.words = (words.0 & other.words.0, words.1 & other.words.1, words.2 & other.words.2, words.3 & other.words.3)
+        return result
+    }
+
+    public func subtracting(_ other: ByteSet) -> ByteSet {
+        var result = self
+        result.words = (words.0 & ~other.words.0, words.1 & ~other.words.1, words.2 & ~other.words.2, words.3 & ~other.words.3)
+        return result
+    }
+
+    public mutating func formUnion(_ other: ByteSet) { self = union(other) }
+
+    /// The members in increasing order.
+    public var bytes: [UInt8] { (0 ... 255).compactMap { contains(UInt8($0)) ? UInt8($0) : nil } }
+
+    public static func == (a: ByteSet, b: ByteSet) -> Bool {
+        a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0); hasher.combine(words.1); hasher.combine(words.2); hasher.combine(words.3)
+    }
+
+    /// Ranges in GBNF-like notation: `[0-9A-Fa-f]`, printable ASCII as itself, others as `\xNN`.
+    public var description: String {
+        var ranges: [ClosedRange<UInt8>] = []
+        var start: Int? = nil
+        for value in 0 ... 256 {
+            let inside = value < 256 && contains(UInt8(value))
+            if inside, start == nil { start = value }
+            if !inside, let first = start {
+                ranges.append(UInt8(first) ... UInt8(value - 1))
+                start = nil
+            }
+        }
+        func render(_ byte: UInt8) -> String {
+            switch byte {
+            case 0x21 ... 0x7E where !"[]\\-^".utf8.contains(byte): return String(UnicodeScalar(byte))
+            default: return "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        if ranges.count == 1, ranges[0].count == 1 { return "'" + render(ranges[0].lowerBound) + "'" }
+        return "[" + ranges.map { $0.count == 1 ? render($0.lowerBound) : render($0.lowerBound) + "-" + render($0.upperBound) }.joined() + "]"
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+}

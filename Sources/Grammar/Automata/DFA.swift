@@ -1,0 +1,319 @@
+/// A deterministic automaton over bytes whose edges may also be labelled by rules: the
+/// compiled form of one grammar rule, and of every regular language the compiler combines.
+///
+/// State 0 is the start. `transitions[state << 8 | byte]` is the next state or -1. Rule
+/// edges say "match rule `rule` here, then continue at `target`"; there is at most one edge
+/// per rule from a state. A trimmed automaton has no state from which no final state can
+/// be reached.
+struct _DFA: Sendable {
+    struct RuleEdge: Hashable, Sendable {
+        var rule: Int32
+        var target: Int32
+    }
+
+    var transitions: [Int32]
+    var ruleEdges: [[RuleEdge]]
+    var isFinal: [Bool]
+
+    var stateCount: Int { isFinal.count }
+    var hasRuleEdges: Bool { ruleEdges.contains { !$0.isEmpty } }
+
+    @inline(__always)
+    func next(_ state: Int32, _ byte: UInt8) -> Int32 {
+        transitions[Int(state) << 8 | Int(byte)]
+    }
+
+    /// The bytes with an edge out of `state`.
+    func outgoingBytes(_ state: Int32) -> ByteSet {
+        var set = ByteSet()
+        let base = Int(state) << 8
+        for byte in 0 ..< 256 where transitions[base + byte] >= 0 { set.insert(UInt8(byte)) }
+        return set
+    }
+
+    /// The language with no string at all.
+    static let empty = _DFA(transitions: [Int32](repeating: -1, count: 256), ruleEdges: [[]], isFinal: [false])
+
+    // MARK: Construction
+
+    /// Subset construction from `part` of `automaton`, then trimming and minimisation.
+    ///
+    /// - Throws: `_DFA.TooLarge` past `stateLimit` states.
+    init(_ part: _Fragment, of automaton: _ByteNFA, stateLimit: Int = 1 << 16) throws(TooLarge) {
+        var transitions: [Int32] = []
+        var ruleEdges: [[RuleEdge]] = []
+        var isFinal: [Bool] = []
+        var index: [[Int32]: Int32] = [:]
+        var queue: [[Int32]] = []
+        func intern(_ set: [Int32]) throws(TooLarge) -> Int32 {
+            if let known = index[set] { return known }
+            if queue.count >= stateLimit { throw TooLarge() }
+            let id = Int32(queue.count)
+            index[set] = id
+            queue.append(set)
+            return id
+        }
+        _ = try intern(automaton.epsilonClosure([part.start]))
+        var cursor = 0
+        var buckets = [[Int32]](repeating: [], count: 256)
+        while cursor < queue.count {
+            let set = queue[cursor]
+            cursor += 1
+            for byte in 0 ..< 256 { buckets[byte].removeAll(keepingCapacity: true) }
+            var rules: [Int32: [Int32]] = [:]
+            for state in set {
+                for edge in automaton.edges[Int(state)] {
+                    switch edge.label {
+                    case .bytes(let bytes)?:
+                        for byte in bytes.bytes { buckets[Int(byte)].append(edge.target) }
+                    case .rule(let rule)?:
+                        rules[rule, default: []].append(edge.target)
+                    case nil:
+                        break
+                    }
+                }
+            }
+            var row = [Int32](repeating: -1, count: 256)
+            var closures: [[Int32]: Int32] = [:]
+            for byte in 0 ..< 256 where !buckets[byte].isEmpty {
+                let targets = buckets[byte]
+                if let known = closures[targets] { row[byte] = known; continue }
+                let id = try intern(automaton.epsilonClosure(targets))
+                closures[targets] = id
+                row[byte] = id
+            }
+            transitions += row
+            var edges: [RuleEdge] = []
+            for (rule, targets) in rules.sorted(by: { $0.key < $1.key }) {
+                edges.append(RuleEdge(rule: rule, target: try intern(automaton.epsilonClosure(targets))))
+            }
+            ruleEdges.append(edges)
+            isFinal.append(set.contains(part.end))
+        }
+        self.init(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal)
+        self = trimmed(productiveRules: nil).minimized()
+    }
+
+    init(transitions: [Int32], ruleEdges: [[RuleEdge]], isFinal: [Bool]) {
+        self.transitions = transitions
+        self.ruleEdges = ruleEdges
+        self.isFinal = isFinal
+    }
+
+    struct TooLarge: Error {}
+
+    // MARK: Trimming and minimisation
+
+    /// Keeps the states reachable from the start and from which a final state is reachable,
+    /// renumbered in breadth-first order; edges to rules outside `productiveRules` (when
+    /// given) are dropped first. The result of an empty language is `_DFA.empty`.
+    func trimmed(productiveRules: Set<Int32>?) -> _DFA {
+        let count = stateCount
+        var edgesOut = ruleEdges
+        if let productiveRules {
+            for state in 0 ..< count { edgesOut[state].removeAll { !productiveRules.contains($0.rule) } }
+        }
+        // Co-reachability through reversed edges.
+        var reverse = [[Int32]](repeating: [], count: count)
+        for state in 0 ..< count {
+            for byte in 0 ..< 256 {
+                let target = transitions[state << 8 | byte]
+                if target >= 0 { reverse[Int(target)].append(Int32(state)) }
+            }
+            for edge in edgesOut[state] { reverse[Int(edge.target)].append(Int32(state)) }
+        }
+        var alive = [Bool](repeating: false, count: count)
+        var stack: [Int32] = []
+        for state in 0 ..< count where isFinal[state] { alive[state] = true; stack.append(Int32(state)) }
+        while let state = stack.popLast() {
+            for source in reverse[Int(state)] where !alive[Int(source)] {
+                alive[Int(source)] = true
+                stack.append(source)
+            }
+        }
+        guard count > 0, alive[0] else { return .empty }
+        var renumber = [Int32](repeating: -1, count: count)
+        var order: [Int32] = [0]
+        renumber[0] = 0
+        var cursor = 0
+        while cursor < order.count {
+            let state = Int(order[cursor])
+            cursor += 1
+            func visit(_ target: Int32) {
+                if target >= 0, alive[Int(target)], renumber[Int(target)] < 0 {
+                    renumber[Int(target)] = Int32(order.count)
+                    order.append(target)
+                }
+            }
+            for byte in 0 ..< 256 { visit(transitions[state << 8 | byte]) }
+            for edge in edgesOut[state] { visit(edge.target) }
+        }
+        var newTransitions = [Int32](repeating: -1, count: order.count << 8)
+        var newRules = [[RuleEdge]](repeating: [], count: order.count)
+        var newFinal = [Bool](repeating: false, count: order.count)
+        for (newState, old) in order.enumerated() {
+            let oldState = Int(old)
+            newFinal[newState] = isFinal[oldState]
+            for byte in 0 ..< 256 {
+                let target = transitions[oldState << 8 | byte]
+                if target >= 0, renumber[Int(target)] >= 0 { newTransitions[newState << 8 | byte] = renumber[Int(target)] }
+            }
+            newRules[newState] = edgesOut[oldState].compactMap {
+                renumber[Int($0.target)] >= 0 ? RuleEdge(rule: $0.rule, target: renumber[Int($0.target)]) : nil
+            }
+        }
+        return _DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
+    }
+
+    /// Merges equivalent states (Moore's partition refinement). States keep breadth-first
+    /// order from the start, so equal languages give equal automata.
+    func minimized() -> _DFA {
+        let count = stateCount
+        guard count > 1 else { return self }
+        var classes = isFinal.map { $0 ? Int32(1) : 0 }
+        var classCount = Set(classes).count
+        while true {
+            struct Signature: Hashable {
+                var own: Int32
+                var bytes: [Int32]
+                var rules: [RuleEdge]
+            }
+            var signatures: [Signature: Int32] = [:]
+            var refined = [Int32](repeating: 0, count: count)
+            for state in 0 ..< count {
+                var row = [Int32](repeating: -1, count: 256)
+                for byte in 0 ..< 256 {
+                    let target = transitions[state << 8 | byte]
+                    if target >= 0 { row[byte] = classes[Int(target)] }
+                }
+                let rules = ruleEdges[state].map { RuleEdge(rule: $0.rule, target: classes[Int($0.target)]) }
+                let signature = Signature(own: classes[state], bytes: row, rules: rules)
+                if let known = signatures[signature] {
+                    refined[state] = known
+                } else {
+                    let id = Int32(signatures.count)
+                    signatures[signature] = id
+                    refined[state] = id
+                }
+            }
+            classes = refined
+            if signatures.count == classCount { break }
+            classCount = signatures.count
+        }
+        // Rebuild on classes, numbered breadth-first from the start's class.
+        var representative = [Int](repeating: -1, count: classCount)
+        for state in 0 ..< count where representative[Int(classes[state])] < 0 { representative[Int(classes[state])] = state }
+        var renumber = [Int32](repeating: -1, count: classCount)
+        var order: [Int32] = [classes[0]]
+        renumber[Int(classes[0])] = 0
+        var cursor = 0
+        while cursor < order.count {
+            let state = representative[Int(order[cursor])]
+            cursor += 1
+            func visit(_ target: Int32) {
+                guard target >= 0 else { return }
+                let cls = classes[Int(target)]
+                if renumber[Int(cls)] < 0 {
+                    renumber[Int(cls)] = Int32(order.count)
+                    order.append(cls)
+                }
+            }
+            for byte in 0 ..< 256 { visit(transitions[state << 8 | byte]) }
+            for edge in ruleEdges[state] { visit(edge.target) }
+        }
+        var newTransitions = [Int32](repeating: -1, count: order.count << 8)
+        var newRules = [[RuleEdge]](repeating: [], count: order.count)
+        var newFinal = [Bool](repeating: false, count: order.count)
+        for (newState, cls) in order.enumerated() {
+            let state = representative[Int(cls)]
+            newFinal[newState] = isFinal[state]
+            for byte in 0 ..< 256 {
+                let target = transitions[state << 8 | byte]
+                if target >= 0 { newTransitions[newState << 8 | byte] = renumber[Int(classes[Int(target)])] }
+            }
+            newRules[newState] = ruleEdges[state].map { RuleEdge(rule: $0.rule, target: renumber[Int(classes[Int($0.target)])]) }
+        }
+        return _DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
+    }
+
+    // MARK: Regular-language operations (automata without rule edges)
+
+    /// Whether the language is empty (after trimming, only `_DFA.empty` is).
+    var isEmptyLanguage: Bool { !isFinal.contains(true) }
+
+    /// Whether the whole of `bytes` is in the language.
+    func accepts(_ bytes: some Sequence<UInt8>) -> Bool {
+        var state: Int32 = 0
+        for byte in bytes {
+            state = next(state, byte)
+            if state < 0 { return false }
+        }
+        return isFinal[Int(state)]
+    }
+
+    /// The product automaton: strings in both (`keepBoth`) or in `self` but not `other`.
+    private func product(_ other: _DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int) throws(TooLarge) -> _DFA {
+        precondition(!hasRuleEdges && !other.hasRuleEdges, "products are for regular automata")
+        struct Pair: Hashable { var a: Int32; var b: Int32 }   // b == -1: `other` is dead
+        var index: [Pair: Int32] = [Pair(a: 0, b: 0): 0]
+        var queue = [Pair(a: 0, b: 0)]
+        var transitions: [Int32] = []
+        var isFinal: [Bool] = []
+        var cursor = 0
+        while cursor < queue.count {
+            let pair = queue[cursor]
+            cursor += 1
+            isFinal.append(final(self.isFinal[Int(pair.a)], pair.b >= 0 && other.isFinal[Int(pair.b)]))
+            var row = [Int32](repeating: -1, count: 256)
+            for byte in 0 ..< 256 {
+                let a = next(pair.a, UInt8(byte))
+                guard a >= 0 else { continue }
+                let b = pair.b >= 0 ? other.next(pair.b, UInt8(byte)) : -1
+                if b < 0 && !keepOnlyIfSelf { continue }
+                let target = Pair(a: a, b: b)
+                if let known = index[target] {
+                    row[byte] = known
+                } else {
+                    if queue.count >= stateLimit { throw TooLarge() }
+                    let id = Int32(queue.count)
+                    index[target] = id
+                    queue.append(target)
+                    row[byte] = id
+                }
+            }
+            transitions += row
+        }
+        return _DFA(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
+            .trimmed(productiveRules: nil).minimized()
+    }
+
+    func intersection(_ other: _DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> _DFA {
+        try product(other, final: { $0 && $1 }, keepOnlyIfSelf: false, stateLimit: stateLimit)
+    }
+
+    func subtracting(_ other: _DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> _DFA {
+        try product(other, final: { $0 && !$1 }, keepOnlyIfSelf: true, stateLimit: stateLimit)
+    }
+
+    /// Copies the automaton into `automaton` as a fragment (one NFA state per DFA state).
+    func embed(into automaton: inout _ByteNFA) -> _Fragment {
+        let base = automaton.stateCount
+        for _ in 0 ..< stateCount { _ = automaton.addState() }
+        let end = automaton.addState()
+        for state in 0 ..< stateCount {
+            var byTarget: [Int32: ByteSet] = [:]
+            for byte in 0 ..< 256 {
+                let target = transitions[state << 8 | byte]
+                if target >= 0 { byTarget[target, default: ByteSet()].insert(UInt8(byte)) }
+            }
+            for (target, bytes) in byTarget.sorted(by: { $0.key < $1.key }) {
+                automaton.addEdge(from: Int32(base + state), to: Int32(base) + target, label: .bytes(bytes))
+            }
+            for edge in ruleEdges[state] {
+                automaton.addEdge(from: Int32(base + state), to: Int32(base) + edge.target, label: .rule(edge.rule))
+            }
+            if isFinal[state] { automaton.addEdge(from: Int32(base + state), to: end, label: nil) }
+        }
+        return _Fragment(start: Int32(base), end: end)
+    }
+}

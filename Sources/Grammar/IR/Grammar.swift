@@ -1,0 +1,63 @@
+/// A context-free grammar over bytes: Typeset's grammar IR.
+///
+/// Each rule's body is a regular expression over bytes and references to rules, kept as a
+/// fragment of one shared nondeterministic automaton. JSON Schemas, regular expressions and
+/// GBNF-style grammar texts all compile to this form; `CompiledGrammar` then turns every
+/// rule into a deterministic automaton (the pushdown automaton's states) and precomputes
+/// token masks against a vocabulary.
+///
+///     root   ::= "{" "\"name\"" ":" string "}"
+///     string ::= "\"" ( [^"\\\x00-\x1F] | "\\" escape )* "\""
+///
+/// The root rule matches the whole output; generation may end exactly when it is complete.
+public struct Grammar: Sendable {
+    struct Rule: Sendable {
+        var name: String
+        var body: _Fragment
+    }
+
+    var automaton = _ByteNFA()
+    var rules: [Rule] = []
+    /// The index of the start rule.
+    var root: Int32 = 0
+
+    /// Keywords a lenient JSON Schema compilation did not enforce (empty otherwise).
+    public internal(set) var droppedKeywords: [DroppedKeyword] = []
+
+    /// Number of rules.
+    public var ruleCount: Int { rules.count }
+    /// The rules' names, in index order (the root is `rootName`).
+    public var ruleNames: [String] { rules.map(\.name) }
+    public var rootName: String { rules[Int(root)].name }
+
+    init() {}
+
+    // MARK: Building
+
+    /// Declares a rule whose body is defined later (so rules can refer to each other).
+    mutating func declareRule(_ name: String) -> Int32 {
+        let placeholder = automaton.nothing()
+        rules.append(Rule(name: name, body: placeholder))
+        return Int32(rules.count - 1)
+    }
+
+    mutating func define(_ rule: Int32, as body: _Fragment) {
+        rules[Int(rule)].body = body
+    }
+
+    /// Declares and defines a rule in one step.
+    mutating func addRule(_ name: String, build: (inout _ByteNFA) -> _Fragment) -> Int32 {
+        let rule = declareRule(name)
+        define(rule, as: build(&automaton))
+        return rule
+    }
+
+    /// A name not used by any rule yet, `base` or `base-2`, `base-3`, …
+    func uniqueName(_ base: String) -> String {
+        let used = Set(rules.map(\.name))
+        if !used.contains(base) { return base }
+        var suffix = 2
+        while used.contains("\(base)-\(suffix)") { suffix += 1 }
+        return "\(base)-\(suffix)"
+    }
+}

@@ -1,0 +1,123 @@
+import Dispatch
+
+/// A grammar compiled against a vocabulary: the pushdown automaton plus, for every
+/// position a matcher can stand at, the precomputed token mask. Immutable and shareable:
+/// any number of `GrammarMatcher`s (one per generation) can run on one compiled grammar.
+public final class CompiledGrammar: Sendable {
+    /// Limits on what compilation may cost.
+    public struct Budget: Sendable {
+        /// Deterministic automaton states over all rules.
+        public var automatonStates: Int
+        /// Wall-clock time for the mask precomputation, in seconds.
+        public var seconds: Double
+
+        public init(automatonStates: Int = 1 << 16, seconds: Double = 30) {
+            self.automatonStates = automatonStates
+            self.seconds = seconds
+        }
+    }
+
+    /// Sizes and timings, for `typeset grammar compile` and the benchmarks.
+    public struct Statistics: Sendable {
+        public var rules: Int
+        public var automatonStates: Int
+        /// Positions with a precomputed mask (states a matcher can stand at).
+        public var positions: Int
+        public var acceptedTokens: Int
+        public var rejectedTokens: Int
+        public var undecidedTokens: Int
+        /// Bytes of all stored masks.
+        public var maskBytes: Int
+        public var automatonSeconds: Double
+        public var maskSeconds: Double
+    }
+
+    /// One position's counts, for researchers (`typeset grammar compile --json`).
+    public struct PositionSummary: Sendable {
+        public var rule: String
+        public var state: Int
+        public var accepted: Int
+        public var rejected: Int
+        public var undecided: Int
+        public var storageBytes: Int
+        /// "listed", "allExcept" or "bitset".
+        public var form: String
+    }
+
+    public let vocabulary: GrammarVocabulary
+    public let statistics: Statistics
+    let automaton: _PushdownAutomaton
+    /// `masks[rule][state]`, nil where a matcher never stands.
+    let masks: [[_PositionMask?]]
+
+    /// Compiles `grammar`'s automaton and precomputes its token masks over `vocabulary`.
+    ///
+    /// - Throws: `GrammarError.budgetExceeded`, `.leftRecursion`, `.emptyLanguage`.
+    /// - Complexity: one vocabulary-trie walk per position, pruned at the first rejected byte.
+    public init(_ grammar: Grammar, vocabulary: GrammarVocabulary, budget: Budget = Budget()) throws(GrammarError) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
+        let automaton = try _PushdownAutomaton(grammar, stateLimit: budget.automatonStates)
+        let automatonSeconds = elapsed()
+        // A matcher stands at the root's start, at targets of byte edges and at return
+        // states of calls; never at another rule's start unless something loops back to it.
+        var masks: [[_PositionMask?]] = []
+        var accepted = 0, rejected = 0, undecided = 0, bytes = 0, positions = 0
+        for (index, dfa) in automaton.rules.enumerated() {
+            var standing = [Bool](repeating: false, count: dfa.stateCount)
+            if automaton.reachable[index] {
+                if index == Int(automaton.root) { standing[0] = true }
+                for state in 0 ..< dfa.stateCount {
+                    for byte in 0 ..< 256 {
+                        let target = dfa.transitions[state << 8 | byte]
+                        if target >= 0 { standing[Int(target)] = true }
+                    }
+                    for edge in dfa.ruleEdges[state] { standing[Int(edge.target)] = true }
+                }
+            }
+            var row: [_PositionMask?] = []
+            for state in 0 ..< dfa.stateCount {
+                guard standing[state], dfa.outgoingBytes(Int32(state)) != ByteSet() || !dfa.ruleEdges[state].isEmpty else {
+                    row.append(nil)
+                    continue
+                }
+                if elapsed() > budget.seconds { throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(budget.seconds)) }
+                let mask = _PositionMask.compute(rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary)
+                accepted += mask.acceptedCount
+                rejected += mask.rejectedCount
+                undecided += mask.undecided.count
+                bytes += mask.storageBytes
+                positions += 1
+                row.append(mask)
+            }
+            masks.append(row)
+        }
+        self.vocabulary = vocabulary
+        self.automaton = automaton
+        self.masks = masks
+        self.statistics = Statistics(
+            rules: automaton.rules.count, automatonStates: automaton.stateCount, positions: positions,
+            acceptedTokens: accepted, rejectedTokens: rejected, undecidedTokens: undecided, maskBytes: bytes,
+            automatonSeconds: automatonSeconds, maskSeconds: elapsed() - automatonSeconds)
+    }
+
+    /// Every precomputed position, in rule and state order.
+    public var positionSummaries: [PositionSummary] {
+        var result: [PositionSummary] = []
+        for (rule, row) in masks.enumerated() {
+            for (state, mask) in row.enumerated() {
+                guard let mask else { continue }
+                let form: String
+                switch mask.accepted {
+                case .listed: form = "listed"
+                case .allExcept: form = "allExcept"
+                case .bitset: form = "bitset"
+                }
+                result.append(PositionSummary(
+                    rule: automaton.names[rule], state: state, accepted: mask.acceptedCount, rejected: mask.rejectedCount,
+                    undecided: mask.undecided.count, storageBytes: mask.storageBytes, form: form))
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,231 @@
+/// Runs a compiled grammar alongside generation: says which tokens may come next, accepts
+/// the token that was sampled, and can step back.
+///
+///     var matcher = GrammarMatcher(compiled)
+///     var mask = TokenBitmask(vocabularySize: compiled.vocabulary.size)
+///     while !matcher.isTerminated {
+///         matcher.fillNextTokenMask(into: &mask)      // then mask the logits and sample
+///         guard matcher.accept(token: sampled) else { … }
+///     }
+///
+/// The state is a set of pushdown configurations (stacks of rule positions). A mask is the
+/// union, over the configurations, of the position's precomputed accepted tokens plus those
+/// of its few undecided tokens that the real stack accepts.
+///
+/// A matcher is a value owned by one generation; it is not shared between threads.
+public struct GrammarMatcher: Sendable {
+    public let grammar: CompiledGrammar
+    private var frames = _InternedFrames()
+    private var configurations: [_Frame]
+    private var roots: [Bool]
+    private var completed: Bool
+    private var terminated = false
+    /// Earlier states, for `rollback`.
+    private var history: [(configurations: [_Frame], roots: [Bool], completed: Bool, terminated: Bool, frameCount: Int)] = []
+
+    /// A matcher at the start of the grammar.
+    public init(_ grammar: CompiledGrammar) {
+        self.grammar = grammar
+        var configurations = [_Frame(rule: grammar.automaton.root, state: 0, parent: -1)]
+        var roots = [true]
+        completed = grammar.automaton.close(&configurations, roots: &roots, from: 0, store: &frames)
+        self.configurations = configurations
+        self.roots = roots
+    }
+
+    /// Whether the output so far is a complete sentence of the grammar (end-of-generation
+    /// tokens are allowed exactly then).
+    public var canTerminate: Bool { completed && !terminated }
+
+    /// Whether an end-of-generation token has been accepted.
+    public var isTerminated: Bool { terminated }
+
+    /// Tokens accepted so far that `rollback` can undo.
+    public var acceptedTokenCount: Int { history.count }
+
+    // MARK: Accepting
+
+    /// Accepts `token` if the grammar allows it here and returns true; otherwise leaves the
+    /// state unchanged and returns false. An end-of-generation token is accepted only when
+    /// `canTerminate`, and terminates the matcher.
+    @discardableResult
+    public mutating func accept(token: Int) -> Bool {
+        guard !terminated, token >= 0, token < grammar.vocabulary.size else { return false }
+        if grammar.vocabulary.endOfGenerationTokens.contains(token) {
+            guard completed else { return false }
+            saveState()
+            terminated = true
+            return true
+        }
+        let bytes = grammar.vocabulary.tokenBytes[token]
+        guard !bytes.isEmpty else { return false }
+        return accept(bytes: bytes)
+    }
+
+    /// Accepts `bytes` as one step (one entry for `rollback`) if the grammar allows all of
+    /// them here; otherwise leaves the state unchanged and returns false.
+    @discardableResult
+    public mutating func accept(bytes: [UInt8]) -> Bool {
+        guard !terminated else { return false }
+        let frameCount = frames.frames.count
+        var current = configurations, currentRoots = roots, currentCompleted = completed
+        for byte in bytes {
+            guard step(&current, &currentRoots, &currentCompleted, byte) else {
+                discardFrames(after: frameCount)
+                return false
+            }
+        }
+        history.append((configurations, roots, completed, terminated, frameCount))
+        configurations = current
+        roots = currentRoots
+        completed = currentCompleted
+        return true
+    }
+
+    /// Whether `bytes` could be accepted now, without changing the state.
+    public func allows(bytes: [UInt8]) -> Bool {
+        var copy = self
+        return copy.accept(bytes: bytes)
+    }
+
+    private mutating func step(_ current: inout [_Frame], _ currentRoots: inout [Bool], _ currentCompleted: inout Bool, _ byte: UInt8) -> Bool {
+        let automaton = grammar.automaton
+        var next: [_Frame] = []
+        var nextRoots: [Bool] = []
+        for configuration in current {
+            let target = automaton.rules[Int(configuration.rule)].next(configuration.state, byte)
+            guard target >= 0 else { continue }
+            let moved = _Frame(rule: configuration.rule, state: target, parent: configuration.parent)
+            if !next.contains(moved) {
+                next.append(moved)
+                nextRoots.append(true)
+            }
+        }
+        guard !next.isEmpty else { return false }
+        currentCompleted = automaton.close(&next, roots: &nextRoots, from: 0, store: &frames)
+        current = next
+        currentRoots = nextRoots
+        return true
+    }
+
+    private mutating func saveState() {
+        history.append((configurations, roots, completed, terminated, frames.frames.count))
+    }
+
+    private mutating func discardFrames(after count: Int) {
+        guard frames.frames.count > count else { return }
+        for frame in frames.frames[count...] { frames.index[frame] = nil }
+        frames.frames.removeSubrange(count...)
+    }
+
+    /// Undoes the last `count` accepted steps (tokens or byte strings).
+    ///
+    /// - Precondition: `0 <= count <= acceptedTokenCount`.
+    public mutating func rollback(_ count: Int) {
+        precondition(count >= 0 && count <= history.count, "cannot roll back \(count) of \(history.count) steps")
+        guard count > 0 else { return }
+        let target = history[history.count - count]
+        history.removeLast(count)
+        configurations = target.configurations
+        roots = target.roots
+        completed = target.completed
+        terminated = target.terminated
+        discardFrames(after: target.frameCount)
+    }
+
+    /// Back to the start of the grammar.
+    public mutating func reset() {
+        if !history.isEmpty { rollback(history.count) }
+    }
+
+    // MARK: Masks
+
+    /// Fills `mask` with the tokens allowed next: set bits for allowed tokens, all others
+    /// cleared. End-of-generation tokens are allowed exactly when `canTerminate`.
+    ///
+    /// - Precondition: `mask.vocabularySize == grammar.vocabulary.size`.
+    /// - Complexity: O(vocabulary / 32) for the precomputed part, plus one stack check per
+    ///   undecided token of the current positions.
+    public func fillNextTokenMask(into mask: inout TokenBitmask) {
+        let vocabulary = grammar.vocabulary
+        precondition(mask.vocabularySize == vocabulary.size, "the mask and the grammar have different vocabularies")
+        let automaton = grammar.automaton
+        mask._words.withUnsafeMutableBufferPointer { words in
+            for index in words.indices { words[index] = 0 }
+            guard !terminated else { return }
+            var store = _ScratchFrames()
+            store.frames = frames.frames
+            let persistent = store.frames.count
+            var seen: [_Frame] = []
+            for (index, configuration) in configurations.enumerated() where roots[index] {
+                guard let position = grammar.masks[Int(configuration.rule)][Int(configuration.state)], !seen.contains(configuration) else { continue }
+                seen.append(configuration)
+                switch position.accepted {
+                case .listed(let tokens):
+                    for token in tokens { words[Int(token) >> 5] |= 1 << UInt32(token & 31) }
+                case .bitset(let bits):
+                    for index in words.indices { words[index] |= bits[index] }
+                case .allExcept(let tokens):
+                    // text tokens minus `tokens`, merged into what other positions allowed.
+                    var cursor = 0
+                    vocabulary.textTokens._words.withUnsafeBufferPointer { text in
+                        for wordIndex in words.indices {
+                            var word = text[wordIndex]
+                            while cursor < tokens.count, Int(tokens[cursor]) >> 5 == wordIndex {
+                                word &= ~(1 << UInt32(tokens[cursor] & 31))
+                                cursor += 1
+                            }
+                            words[wordIndex] |= word
+                        }
+                    }
+                }
+                for token in position.undecided {
+                    let bit: UInt32 = 1 << UInt32(token & 31)
+                    if words[Int(token) >> 5] & bit != 0 { continue }
+                    let found = vocabulary.tokenBytes[Int(token)].withUnsafeBufferPointer { bytes in
+                        automaton.accepts(bytes, from: 0, rule: configuration.rule, state: configuration.state,
+                                          parent: configuration.parent, store: &store)
+                    }
+                    store.frames.removeSubrange(persistent...)
+                    if found { words[Int(token) >> 5] |= bit }
+                }
+            }
+            if completed {
+                for token in vocabulary.endOfGenerationTokens { words[token >> 5] |= 1 << UInt32(token & 31) }
+            }
+        }
+    }
+
+    /// The bytes every continuation must start with: while exactly one byte can come next
+    /// and the grammar cannot end here, that byte (at most `limit` bytes). Generation can
+    /// append them without sampling ("jump forward").
+    public func forcedBytes(limit: Int = 1024) -> [UInt8] {
+        var copy = self
+        var result: [UInt8] = []
+        while result.count < limit, !copy.completed {
+            var next = ByteSet()
+            for configuration in copy.configurations {
+                next.formUnion(grammar.automaton.rules[Int(configuration.rule)].outgoingBytes(configuration.state))
+                if next.count > 1 { return result }
+            }
+            guard next.count == 1, let byte = next.bytes.first, copy.accept(bytes: [byte]) else { return result }
+            result.append(byte)
+        }
+        return result
+    }
+}
+
+extension Grammar {
+    /// Whether `text` (its UTF-8 bytes) is a complete sentence of the grammar.
+    ///
+    /// Compiles the automaton on each call (no vocabulary, no masks): for tests and tools.
+    public func matches(_ text: String) throws(GrammarError) -> Bool {
+        try matches(bytes: Array(text.utf8))
+    }
+
+    public func matches(bytes: [UInt8]) throws(GrammarError) -> Bool {
+        let compiled = try CompiledGrammar(self, vocabulary: GrammarVocabulary(tokens: [], endOfGeneration: []))
+        var matcher = GrammarMatcher(compiled)
+        return matcher.accept(bytes: bytes) && matcher.canTerminate
+    }
+}

@@ -1,0 +1,273 @@
+/// The pushdown automaton of a grammar: one `_DFA` per rule plus the facts about rules the
+/// matcher and the mask precomputation use (which rules can match nothing, which bytes can
+/// start or follow each rule).
+///
+/// A configuration is a stack of frames. The top frame says "inside rule `rule`, at state
+/// `state` of its automaton"; each frame below says where its rule continues once the rule
+/// above it completes. A byte moves the top frame along a byte edge; a rule edge pushes the
+/// called rule's start; reaching a final state may pop. The automaton is nondeterministic
+/// (alternatives can call different rules), so the matcher tracks a set of configurations.
+struct _PushdownAutomaton: Sendable {
+    var rules: [_DFA]
+    var names: [String]
+    var root: Int32
+    /// Whether rule `r` matches the empty string.
+    var nullable: [Bool]
+    /// The bytes that can start a non-empty match of rule `r`.
+    var first: [ByteSet]
+    /// The bytes that can follow a complete match of rule `r`, anywhere in the grammar
+    /// (an over-approximation: used only to reject, never to accept).
+    var follow: [ByteSet]
+    /// Whether `r` has no rule edges (its automaton alone decides it).
+    var isTerminal: [Bool]
+    /// Rules reachable from the root.
+    var reachable: [Bool]
+
+    init(_ grammar: Grammar, stateLimit: Int) throws(GrammarError) {
+        names = grammar.rules.map(\.name)
+        root = grammar.root
+        var compiled: [_DFA] = []
+        var total = 0
+        for rule in grammar.rules {
+            do {
+                let dfa = try _DFA(rule.body, of: grammar.automaton, stateLimit: stateLimit)
+                total += dfa.stateCount
+                guard total <= stateLimit else { throw _DFA.TooLarge() }
+                compiled.append(dfa)
+            } catch {
+                throw .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
+            }
+        }
+        // Productive rules: those that match at least one string, given the others.
+        var productive = Set<Int32>()
+        while true {
+            var next = productive
+            for (index, dfa) in compiled.enumerated() where !dfa.trimmed(productiveRules: productive).isEmptyLanguage {
+                next.insert(Int32(index))
+            }
+            if next == productive { break }
+            productive = next
+        }
+        guard productive.contains(root) else { throw .emptyLanguage(pointer: "#") }
+        let rules = compiled.map { $0.trimmed(productiveRules: productive).minimized() }
+        self.rules = rules
+        let count = rules.count
+        var nullable: [Bool], first: [ByteSet], follow: [ByteSet]
+        // Nullable rules (fixpoint).
+        nullable = [Bool](repeating: false, count: count)
+        var changed = true
+        while changed {
+            changed = false
+            for index in 0 ..< count where !nullable[index] {
+                if Self.statesReachedWithoutBytes(rules[index], from: 0, nullable: nullable).contains(where: { rules[index].isFinal[Int($0)] }) {
+                    nullable[index] = true
+                    changed = true
+                }
+            }
+        }
+        // Left recursion: rule r calls s before consuming anything.
+        var calls = [[Int32]](repeating: [], count: count)
+        for index in 0 ..< count {
+            for state in Self.statesReachedWithoutBytes(rules[index], from: 0, nullable: nullable) {
+                calls[index] += rules[index].ruleEdges[Int(state)].map(\.rule)
+            }
+        }
+        if let cycle = Self.findCycle(calls) { throw .leftRecursion(rule: grammar.rules[Int(cycle)].name) }
+        // First bytes (fixpoint).
+        first = [ByteSet](repeating: ByteSet(), count: count)
+        changed = true
+        while changed {
+            changed = false
+            for index in 0 ..< count {
+                let bytes = Self.firstBytes(rules[index], from: 0, nullable: nullable, first: first)
+                if bytes != first[index] { first[index] = bytes; changed = true }
+            }
+        }
+        // Follow bytes (fixpoint over every call site).
+        follow = [ByteSet](repeating: ByteSet(), count: count)
+        changed = true
+        while changed {
+            changed = false
+            for caller in 0 ..< count {
+                let dfa = rules[caller]
+                for state in 0 ..< dfa.stateCount {
+                    for edge in dfa.ruleEdges[state] {
+                        var bytes = Self.firstBytes(dfa, from: edge.target, nullable: nullable, first: first)
+                        if Self.statesReachedWithoutBytes(dfa, from: edge.target, nullable: nullable).contains(where: { dfa.isFinal[Int($0)] }) {
+                            bytes.formUnion(follow[caller])
+                        }
+                        let merged = follow[Int(edge.rule)].union(bytes)
+                        if merged != follow[Int(edge.rule)] { follow[Int(edge.rule)] = merged; changed = true }
+                    }
+                }
+            }
+        }
+        self.nullable = nullable
+        self.first = first
+        self.follow = follow
+        isTerminal = rules.map { !$0.hasRuleEdges }
+        reachable = [Bool](repeating: false, count: count)
+        var stack = [root]
+        reachable[Int(root)] = true
+        while let rule = stack.popLast() {
+            for edges in rules[Int(rule)].ruleEdges {
+                for edge in edges where !reachable[Int(edge.rule)] {
+                    reachable[Int(edge.rule)] = true
+                    stack.append(edge.rule)
+                }
+            }
+        }
+    }
+
+    /// States of `dfa` reachable from `state` through edges of nullable rules only.
+    static func statesReachedWithoutBytes(_ dfa: _DFA, from state: Int32, nullable: [Bool]) -> [Int32] {
+        var seen: Set<Int32> = [state]
+        var stack = [state]
+        while let current = stack.popLast() {
+            for edge in dfa.ruleEdges[Int(current)] where nullable[Int(edge.rule)] && seen.insert(edge.target).inserted {
+                stack.append(edge.target)
+            }
+        }
+        return Array(seen)
+    }
+
+    static func firstBytes(_ dfa: _DFA, from state: Int32, nullable: [Bool], first: [ByteSet]) -> ByteSet {
+        var bytes = ByteSet()
+        for current in statesReachedWithoutBytes(dfa, from: state, nullable: nullable) {
+            bytes.formUnion(dfa.outgoingBytes(current))
+            for edge in dfa.ruleEdges[Int(current)] { bytes.formUnion(first[Int(edge.rule)]) }
+        }
+        return bytes
+    }
+
+    /// A rule on a cycle of `graph`, if any.
+    static func findCycle(_ graph: [[Int32]]) -> Int32? {
+        var color = [UInt8](repeating: 0, count: graph.count)  // 0 new, 1 on stack, 2 done
+        for start in graph.indices where color[start] == 0 {
+            var stack: [(node: Int, next: Int)] = [(start, 0)]
+            color[start] = 1
+            while let top = stack.last {
+                if top.next < graph[top.node].count {
+                    stack[stack.count - 1].next += 1
+                    let target = Int(graph[top.node][top.next])
+                    if color[target] == 1 { return Int32(target) }
+                    if color[target] == 0 { color[target] = 1; stack.append((target, 0)) }
+                } else {
+                    color[top.node] = 2
+                    stack.removeLast()
+                }
+            }
+        }
+        return nil
+    }
+
+    var stateCount: Int { rules.reduce(0) { $0 + $1.stateCount } }
+}
+
+// MARK: - Configurations
+
+/// One frame of a stack: inside `rule` at `state`, below it `parent` (-1: the bottom).
+struct _Frame: Hashable, Sendable {
+    var rule: Int32
+    var state: Int32
+    var parent: Int32
+}
+
+/// Where frames live while configurations are stepped: interned for the matcher (equal
+/// stacks share one index, so sets of configurations deduplicate), or a scratch stack for
+/// mask precomputation and one-token checks (truncated when the walk backs up).
+protocol _FrameStore {
+    mutating func push(_ frame: _Frame) -> Int32
+    func frame(_ index: Int32) -> _Frame
+}
+
+struct _InternedFrames: _FrameStore, Sendable {
+    var frames: [_Frame] = []
+    var index: [_Frame: Int32] = [:]
+
+    mutating func push(_ frame: _Frame) -> Int32 {
+        if let known = index[frame] { return known }
+        let id = Int32(frames.count)
+        frames.append(frame)
+        index[frame] = id
+        return id
+    }
+
+    func frame(_ index: Int32) -> _Frame { frames[Int(index)] }
+}
+
+struct _ScratchFrames: _FrameStore {
+    var frames: [_Frame] = []
+
+    mutating func push(_ frame: _Frame) -> Int32 {
+        frames.append(frame)
+        return Int32(frames.count - 1)
+    }
+
+    func frame(_ index: Int32) -> _Frame { frames[Int(index)] }
+}
+
+extension _PushdownAutomaton {
+    /// Adds to `configurations` (from `start` on) everything reachable without consuming a
+    /// byte: calls push the called rule, final states pop into the frame below. Returns
+    /// whether some configuration completed the bottom frame (popped past `parent == -1`).
+    ///
+    /// Configurations are frames whose `parent` is the rest of the stack. `isRoot[i]` marks
+    /// those not produced by a push (the ones whose precomputed mask covers the others).
+    @inline(__always)
+    func close<Store: _FrameStore>(_ configurations: inout [_Frame], roots isRoot: inout [Bool], from start: Int,
+                                   store: inout Store, limit: Int = 4096) -> Bool {
+        var completed = false
+        var cursor = start
+        while cursor < configurations.count {
+            let configuration = configurations[cursor]
+            cursor += 1
+            let dfa = rules[Int(configuration.rule)]
+            if dfa.isFinal[Int(configuration.state)] {
+                if configuration.parent < 0 {
+                    completed = true
+                } else {
+                    let below = store.frame(configuration.parent)
+                    if !configurations[start...].contains(below), configurations.count < limit {
+                        configurations.append(below)
+                        isRoot.append(true)
+                    }
+                }
+            }
+            for edge in dfa.ruleEdges[Int(configuration.state)] {
+                guard configurations.count < limit else { break }
+                let returnFrame = store.push(_Frame(rule: configuration.rule, state: edge.target, parent: configuration.parent))
+                let called = _Frame(rule: edge.rule, state: 0, parent: returnFrame)
+                if !configurations[start...].contains(called) {
+                    configurations.append(called)
+                    isRoot.append(false)
+                }
+            }
+        }
+        return completed
+    }
+
+    /// Whether `bytes[index...]` can be consumed starting from the configuration
+    /// `(rule, state)` over the stack `parent` (depth-first, scratch frames).
+    func accepts(_ bytes: UnsafeBufferPointer<UInt8>, from index: Int, rule: Int32, state: Int32, parent: Int32,
+                 store: inout _ScratchFrames, emptyMoves: Int = 0) -> Bool {
+        if index == bytes.count { return true }
+        guard emptyMoves < 256 else { return false }
+        let byte = bytes[index]
+        let dfa = rules[Int(rule)]
+        let next = dfa.next(state, byte)
+        if next >= 0, accepts(bytes, from: index + 1, rule: rule, state: next, parent: parent, store: &store) { return true }
+        for edge in dfa.ruleEdges[Int(state)] where first[Int(edge.rule)].contains(byte) || nullable[Int(edge.rule)] {
+            let mark = store.frames.count
+            let returnFrame = store.push(_Frame(rule: rule, state: edge.target, parent: parent))
+            let found = accepts(bytes, from: index, rule: edge.rule, state: 0, parent: returnFrame, store: &store, emptyMoves: emptyMoves + 1)
+            store.frames.removeSubrange(mark...)
+            if found { return true }
+        }
+        if dfa.isFinal[Int(state)], parent >= 0 {
+            let below = store.frame(parent)
+            return accepts(bytes, from: index, rule: below.rule, state: below.state, parent: below.parent, store: &store, emptyMoves: emptyMoves + 1)
+        }
+        return false
+    }
+}

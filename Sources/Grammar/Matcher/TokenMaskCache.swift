@@ -1,0 +1,147 @@
+/// What one automaton position decides about every token, computed once per compiled
+/// grammar: the context-independent part of the next-token mask.
+///
+/// For position `(rule, state)` each token is
+/// - **accepted** when its bytes can be consumed without popping `rule`'s frame, whatever
+///   lies below it on the stack;
+/// - **rejected** when no path consumes its bytes and the rule cannot end before a byte
+///   that may follow the rule somewhere in the grammar;
+/// - **undecided** otherwise: the rule can end inside the token and what comes next depends
+///   on the stack. The matcher checks these few tokens against the real stack.
+///
+/// Accepted tokens are stored in whichever form is smallest: their list, the list of the
+/// other tokens (rejected), or a bitset.
+struct _PositionMask: Sendable {
+    enum Accepted: Sendable {
+        case listed([Int32])
+        /// Every text token except these (the rejected and undecided ones).
+        case allExcept([Int32])
+        case bitset([UInt32])
+    }
+
+    var accepted: Accepted
+    var undecided: [Int32]
+    var acceptedCount: Int
+    var rejectedCount: Int
+
+    var storageBytes: Int {
+        let body: Int
+        switch accepted {
+        case .listed(let list), .allExcept(let list): body = list.count * 4
+        case .bitset(let words): body = words.count * 4
+        }
+        return body + undecided.count * 4
+    }
+}
+
+extension _PositionMask {
+    /// Walks the vocabulary trie from position `(rule, state)` with `rule`'s frame at the
+    /// bottom of a scratch stack; popping past it is the "frontier".
+    static func compute(rule: Int32, state: Int32, automaton: _PushdownAutomaton, vocabulary: GrammarVocabulary) -> _PositionMask {
+        let trie = vocabulary.trie
+        var accepted: [Int32] = []
+        var undecided: [Int32] = []
+        func markSubtree(_ node: Int, into list: inout [Int32]) {
+            let end = Int(trie.subtreeEnds[node])
+            list.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[end])])
+        }
+        let follow = automaton.follow[Int(rule)]
+        let nodeCount = trie.nodeCount
+        let depthLimit = trie.maximumDepth + 1
+        if automaton.isTerminal[Int(rule)] {
+            // One deterministic automaton, no stack: one state per depth.
+            let dfa = automaton.rules[Int(rule)]
+            var states = [Int32](repeating: -1, count: depthLimit)
+            var undecidedBelow = [Bool](repeating: false, count: depthLimit)
+            states[0] = state
+            dfa.transitions.withUnsafeBufferPointer { transitions in
+                dfa.isFinal.withUnsafeBufferPointer { isFinal in
+                    var node = 0
+                    while node < nodeCount {
+                        let depth = Int(trie.depths[node])
+                        let parentState = states[depth - 1]
+                        let byte = trie.nodeBytes[node]
+                        let undecidedHere = undecidedBelow[depth - 1] || (isFinal[Int(parentState)] && follow.contains(byte))
+                        let next = transitions[Int(parentState) << 8 | Int(byte)]
+                        if next < 0 {
+                            if undecidedHere { markSubtree(node, into: &undecided) }
+                            node = Int(trie.subtreeEnds[node])
+                            continue
+                        }
+                        states[depth] = next
+                        undecidedBelow[depth] = undecidedHere
+                        accepted.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])])
+                        node += 1
+                    }
+                }
+            }
+        } else {
+            var configurations: [_Frame] = [_Frame(rule: rule, state: state, parent: -1)]
+            var roots: [Bool] = [true]
+            var store = _ScratchFrames()
+            var completed = [Bool](repeating: false, count: depthLimit)
+            var undecidedBelow = [Bool](repeating: false, count: depthLimit)
+            var rangeStart = [Int](repeating: 0, count: depthLimit)
+            var rangeEnd = [Int](repeating: 0, count: depthLimit)
+            var frameMark = [Int](repeating: 0, count: depthLimit)
+            completed[0] = automaton.close(&configurations, roots: &roots, from: 0, store: &store)
+            rangeEnd[0] = configurations.count
+            frameMark[0] = store.frames.count
+            var node = 0
+            while node < nodeCount {
+                let depth = Int(trie.depths[node])
+                let byte = trie.nodeBytes[node]
+                configurations.removeSubrange(rangeEnd[depth - 1]...)
+                roots.removeSubrange(rangeEnd[depth - 1]...)
+                store.frames.removeSubrange(frameMark[depth - 1]...)
+                let undecidedHere = undecidedBelow[depth - 1] || (completed[depth - 1] && follow.contains(byte))
+                let start = configurations.count
+                for index in rangeStart[depth - 1] ..< rangeEnd[depth - 1] {
+                    let configuration = configurations[index]
+                    let next = automaton.rules[Int(configuration.rule)].next(configuration.state, byte)
+                    guard next >= 0 else { continue }
+                    let moved = _Frame(rule: configuration.rule, state: next, parent: configuration.parent)
+                    if !configurations[start...].contains(moved) {
+                        configurations.append(moved)
+                        roots.append(true)
+                    }
+                }
+                guard configurations.count > start else {
+                    if undecidedHere { markSubtree(node, into: &undecided) }
+                    node = Int(trie.subtreeEnds[node])
+                    continue
+                }
+                completed[depth] = automaton.close(&configurations, roots: &roots, from: start, store: &store)
+                rangeStart[depth] = start
+                rangeEnd[depth] = configurations.count
+                frameMark[depth] = store.frames.count
+                undecidedBelow[depth] = undecidedHere
+                accepted.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])])
+                node += 1
+            }
+        }
+        return make(accepted: accepted, undecided: undecided, vocabulary: vocabulary)
+    }
+
+    /// Picks the smallest storage for the accepted set.
+    static func make(accepted: [Int32], undecided: [Int32], vocabulary: GrammarVocabulary) -> _PositionMask {
+        let textCount = vocabulary.tokenBytes.count - vocabulary.trie.emptyTokens.count
+        let rejectedCount = textCount - accepted.count - undecided.count
+        let bitsetBytes = (vocabulary.size + 31) / 32 * 4
+        let form: Accepted
+        if accepted.count * 4 <= min(bitsetBytes, (rejectedCount + undecided.count) * 4) {
+            form = .listed(accepted.sorted())
+        } else if (rejectedCount + undecided.count) * 4 <= bitsetBytes {
+            var isAccepted = [Bool](repeating: false, count: vocabulary.size)
+            for token in accepted { isAccepted[Int(token)] = true }
+            var others: [Int32] = []
+            for (id, bytes) in vocabulary.tokenBytes.enumerated() where !bytes.isEmpty && !isAccepted[id] { others.append(Int32(id)) }
+            form = .allExcept(others)
+        } else {
+            var words = [UInt32](repeating: 0, count: (vocabulary.size + 31) / 32)
+            for token in accepted { words[Int(token) >> 5] |= 1 << UInt32(token & 31) }
+            form = .bitset(words)
+        }
+        return _PositionMask(accepted: form, undecided: undecided.sorted(), acceptedCount: accepted.count, rejectedCount: rejectedCount)
+    }
+}

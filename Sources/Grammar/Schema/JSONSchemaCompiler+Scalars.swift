@@ -1,0 +1,194 @@
+// MARK: Strings and numbers
+
+extension _SchemaCompiler {
+    /// `"` content `"`, the content a terminal automaton of canonical JSON string text.
+    mutating func stringFragment(_ node: _SchemaNode) throws(GrammarError) -> _Fragment {
+        let language = try quotedStringLanguage(node)
+        return language.embed(into: &grammar.automaton)
+    }
+
+    /// The quoted canonical JSON strings satisfying the node's string keywords: the first
+    /// pattern (or any text) bounded in length, intersected with the other patterns and the
+    /// formats.
+    mutating func quotedStringLanguage(_ node: _SchemaNode) throws(GrammarError) -> _DFA {
+        var characters = _CharacterNFA()
+        var remaining = node.patterns
+        var base: _Fragment? = nil
+        while base == nil, !remaining.isEmpty {
+            let first = remaining.removeFirst()
+            base = try characterLanguage(first.pattern, search: true, pointer: first.pointer, into: &characters)
+        }
+        let content = base ?? characters.star(characters.symbol(.all))
+        var bounded = content
+        if node.minimumLength > 0 || node.maximumLength != nil {
+            let bound = node.maximumLength ?? node.minimumLength
+            guard bound <= options.repetitionLimit else {
+                throw .budgetExceeded(what: "string length bound at \(node.pointer)", limit: options.repetitionLimit)
+            }
+            bounded = characters.boundingLength(content, minimum: node.minimumLength, maximum: node.maximumLength)
+        }
+        var language = try quoted(bounded, of: characters)
+        var constraints: [(pattern: String, pointer: String, search: Bool)] = remaining.map { ($0.pattern, $0.pointer, true) }
+        for (format, pointer) in node.formats {
+            guard let pattern = _Formats.pattern(for: format) else {
+                try report("format", pointer.replacingAll("/format", with: ""), "unknown format '\(format)'")
+                continue
+            }
+            constraints.append((pattern, pointer, false))
+        }
+        for constraint in constraints {
+            var automaton = _CharacterNFA()
+            guard let fragment = try characterLanguage(constraint.pattern, search: constraint.search, pointer: constraint.pointer, into: &automaton) else { continue }
+            let other = try quoted(fragment, of: automaton)
+            language = try budgeted { () throws(_DFA.TooLarge) in try language.intersection(other) }
+        }
+        return language
+    }
+
+    /// A pattern's character automaton; `nil` when a lenient compilation drops it.
+    mutating func characterLanguage(_ pattern: String, search: Bool, pointer: String, into automaton: inout _CharacterNFA) throws(GrammarError) -> _Fragment? {
+        do {
+            return try _RegularExpression.build(pattern, search: search, into: &automaton, repetitionLimit: options.repetitionLimit)
+        } catch {
+            if case .invalidRegex(_, _, let message) = error, options.lenient {
+                try report(pointer.hasSuffix("/format") ? "format" : "pattern", pointer, message)
+                return nil
+            }
+            throw error
+        }
+    }
+
+    func quoted(_ content: _Fragment, of characters: _CharacterNFA) throws(GrammarError) -> _DFA {
+        var bytes = _ByteNFA()
+        let lowered = _Lowering.lower(content, of: characters, into: &bytes) { set, automaton in
+            _Lowering.jsonStringCharacter(set, into: &automaton)
+        }
+        let quote = bytes.literal([0x22]), closing = bytes.literal([0x22])
+        let whole = bytes.sequence([quote, lowered, closing])
+        return try budgeted { () throws(_DFA.TooLarge) in try _DFA(whole, of: bytes) }
+    }
+
+    /// Numbers (or integers) within the node's bounds and `multipleOf`.
+    mutating func numberFragment(_ node: _SchemaNode, integer: Bool) throws(GrammarError) -> _Fragment {
+        func tightest(_ texts: [String], lower: Bool) throws(GrammarError) -> _Decimal? {
+            var best: _Decimal? = nil
+            for text in texts {
+                guard let value = _Decimal(text) else { throw .invalidSchema(pointer: node.pointer, message: "bad number \(text)") }
+                if let current = best { best = lower ? max(current, value) : min(current, value) } else { best = value }
+            }
+            return best
+        }
+        var multiple: _Decimal? = nil
+        if node.multipleOf.count > 1 {
+            // Several divisors: only when one is a multiple of all the others.
+            let divisors = node.multipleOf.compactMap { _Decimal($0) }
+            multiple = divisors.first { candidate in divisors.allSatisfy { candidate.isMultiple(of: $0) } }
+            if multiple == nil { try report("multipleOf", node.pointer, "several multipleOf values without a common one in the schema") }
+        } else if let only = node.multipleOf.first {
+            multiple = _Decimal(only)
+        }
+        let minimum = try tightest(node.minimum, lower: true), exclusiveMinimum = try tightest(node.exclusiveMinimum, lower: true)
+        let maximum = try tightest(node.maximum, lower: false), exclusiveMaximum = try tightest(node.exclusiveMaximum, lower: false)
+        do {
+            if integer {
+                return try _NumberLanguage.integer(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
+                                                   exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, into: &grammar.automaton)
+            }
+            return try _NumberLanguage.number(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
+                                              exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, into: &grammar.automaton)
+        } catch {
+            if case .unsupportedKeyword(let keyword, _, let reason) = error {
+                try report(keyword, node.pointer, reason)
+                return try numberFragment({ var copy = node; copy.multipleOf = []; return copy }(), integer: integer)
+            }
+            throw error
+        }
+    }
+}
+
+/// Regular expressions (whole-match) for the `format`s the compiler enforces. Each accepts
+/// a subset of the format's valid strings — never an invalid one — documented per format.
+enum _Formats {
+    static func pattern(for format: String) -> String? {
+        switch format {
+        case "date": return date
+        case "time": return time
+        case "date-time": return date + "[Tt]" + time
+        case "duration": return duration
+        case "email": return email
+        case "uuid": return "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+        case "uri": return uri
+        case "ipv4": return ipv4
+        case "ipv6": return ipv6
+        case "hostname": return hostname
+        default: return nil
+        }
+    }
+
+    /// RFC 3339 full-date with the real day count of each month (leap years by the
+    /// Gregorian rule).
+    static let date: String = {
+        let common = "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+        let leapYear = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+        return "(?:" + common + "|" + leapYear + "-02-29)"
+    }()
+
+    /// RFC 3339 full-time with an offset. Leap seconds (`:60`) are left out: their validity
+    /// depends on the offset.
+    static let time = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+
+    /// ISO 8601 durations as RFC 3339 appendix A writes them (`P3Y6M4DT12H30M5S`, `P4W`).
+    static let duration: String = {
+        let time = "T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
+        let day = "[0-9]+D(?:" + time + ")?"
+        let month = "[0-9]+M(?:" + day + "|" + time + ")?"
+        let year = "[0-9]+Y(?:" + month + "|" + day + "|" + time + ")?"
+        return "P(?:[0-9]+W|" + year + "|" + month + "|" + day + "|" + time + ")"
+    }()
+
+    /// A dot-atom local part and a domain of letter-digit-hyphen labels (no quoted local
+    /// parts, no address literals).
+    static let email = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@" + label + "(?:\\." + label + ")*"
+
+    static let label = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+
+    /// RFC 1123 host names: labels of at most 62 characters, at most four of them (so the
+    /// whole name stays under 253 characters without counting).
+    static let hostname = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,60}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,60}[A-Za-z0-9])?){0,3}"
+
+    static let ipv4 = "(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+
+    /// RFC 4291 text forms: eight groups, or fewer around one `::` (no embedded IPv4).
+    static let ipv6: String = {
+        let group = "[0-9A-Fa-f]{1,4}"
+        func groups(_ count: Int) -> String {
+            count == 0 ? "" : group + String(repeating: ":" + group, count: count - 1)
+        }
+        var forms = [groups(8)]
+        for before in 0 ... 7 {
+            for after in 0 ... (7 - before) {
+                forms.append(groups(before) + "::" + groups(after))
+            }
+        }
+        return "(?:" + forms.joined(separator: "|") + ")"
+    }()
+
+    /// RFC 3986 absolute URIs: scheme, optional authority (user info, registered-name or
+    /// IPv4 host, numeric port), path, query and fragment, with percent-escapes. IP-literal
+    /// hosts (`[::1]`) are left out.
+    static let uri: String = {
+        let unreserved = "A-Za-z0-9\\-._~"
+        let subDelimiters = "!$&'()*+,;="
+        let percent = "%[0-9A-Fa-f]{2}"
+        let pchar = "(?:[" + unreserved + subDelimiters + ":@]|" + percent + ")"
+        let userInfo = "(?:(?:[" + unreserved + subDelimiters + ":]|" + percent + ")*@)?"
+        let host = "(?:[" + unreserved + subDelimiters + "]|" + percent + ")*"
+        let authority = "//" + userInfo + host + "(?::[0-9]*)?"
+        let pathAbsoluteOrEmpty = "(?:/" + pchar + "*)*"
+        let pathRootless = pchar + "+(?:/" + pchar + "*)*"
+        let pathAbsolute = "/(?:" + pchar + "+(?:/" + pchar + "*)*)?"
+        let hierarchy = "(?:" + authority + pathAbsoluteOrEmpty + "|" + pathAbsolute + "|" + pathRootless + ")?"
+        let tail = "(?:[" + unreserved + subDelimiters + ":@/?]|" + percent + ")*"
+        return "[A-Za-z][A-Za-z0-9+.\\-]*:" + hierarchy + "(?:\\?" + tail + ")?(?:#" + tail + ")?"
+    }()
+}

@@ -1,0 +1,226 @@
+// MARK: Arrays and objects
+
+extension _SchemaCompiler {
+    /// The rule of "all of these schemas" (any value when empty).
+    mutating func valueRule(_ schemas: [_Subschema]) throws(GrammarError) -> Int32 {
+        schemas.isEmpty ? try anyValue() : try rule(for: _Subschema.all(schemas))
+    }
+
+    /// `[` items `]` with `prefixItems`, `items`, `minItems` and `maxItems`.
+    ///
+    /// States count the items so far: `after[i]` follows the i-th item. Past the prefix and
+    /// the minimum, an unbounded array loops on one state.
+    mutating func arrayFragment(_ node: _SchemaNode) throws(GrammarError) -> _Fragment {
+        let prefixCount = node.prefixItems.count
+        let itemsForbidden = node.items.contains { $0.value == .bool(false) }
+        var maximum = node.maximumItems
+        if itemsForbidden { maximum = min(maximum ?? prefixCount, prefixCount) }
+        let minimum = node.minimumItems
+        if let maximum, maximum < minimum { return grammar.automaton.nothing() }
+        let unrolled = max(prefixCount, minimum, maximum ?? 0)
+        guard unrolled <= options.repetitionLimit else {
+            throw .budgetExceeded(what: "array items to unroll at \(node.pointer)", limit: options.repetitionLimit)
+        }
+        let states = maximum ?? max(prefixCount, minimum, 1)
+        var itemRules: [Int32] = []
+        for index in 0 ..< min(prefixCount, states) { itemRules.append(try valueRule(node.prefixItems[index])) }
+        let restRule = (maximum == nil || states > prefixCount) && !itemsForbidden ? try valueRule(node.items) : nil
+        let open = grammar.automaton.sequence([punctuation("["), whitespace()])
+        let close = grammar.automaton.sequence([punctuation("]")])
+        var after: [Int32] = [open.end]
+        func item(_ index: Int, _ rule: Int32) -> _Fragment {
+            var parts: [_Fragment] = []
+            if index > 0 { parts += [punctuation(","), whitespace()] }
+            parts += [grammar.automaton.rule(rule), whitespace()]
+            return grammar.automaton.sequence(parts)
+        }
+        for index in 0 ..< states {
+            guard let rule = index < prefixCount ? itemRules[index] : restRule else { break }
+            let piece = item(index, rule)
+            grammar.automaton.addEdge(from: after[index], to: piece.start, label: nil)
+            after.append(piece.end)
+        }
+        if maximum == nil, let restRule {
+            // Loop: more items of the rest schema after the last unrolled state.
+            let last = after.count - 1
+            let piece = item(max(last, 1), restRule)
+            grammar.automaton.addEdge(from: after[last], to: piece.start, label: nil)
+            grammar.automaton.addEdge(from: piece.end, to: after[last], label: nil)
+        }
+        for count in minimum ..< after.count {
+            grammar.automaton.addEdge(from: after[count], to: close.start, label: nil)
+        }
+        return _Fragment(start: open.start, end: close.end)
+    }
+
+    /// `{` members `}`: declared properties in declaration order (required ones mandatory),
+    /// then any number of other members allowed by `patternProperties` and
+    /// `additionalProperties`, with `minProperties`/`maxProperties` counted in the states.
+    mutating func objectFragment(_ node: _SchemaNode) throws(GrammarError) -> _Fragment {
+        // Names matched by a pattern also take the pattern's schema.
+        var patternKeys: [(dfa: _DFA, schemas: [_Subschema])] = []
+        for (pattern, schemas) in node.patternProperties {
+            patternKeys.append((try keyLanguage(pattern: pattern, pointer: node.pointer + "/patternProperties"), schemas))
+        }
+        let nameFilter = try propertyNameLanguage(node)
+        var declared: [(name: String, schemas: [_Subschema], required: Bool)] = []
+        var names = node.properties.map(\.name)
+        for name in node.required where !names.contains(name) { names.append(name) }
+        for name in names {
+            let literal = _Lowering.jsonStringLiteral(name)
+            let isRequired = node.required.contains(name)
+            if let nameFilter, !nameFilter.accepts(literal) {
+                if isRequired { return grammar.automaton.nothing() }
+                continue
+            }
+            var schemas: [_Subschema] = node.properties.first(where: { $0.name == name })?.schemas ?? []
+            let matched = patternKeys.filter { $0.dfa.accepts(literal) }
+            schemas += matched.flatMap(\.schemas)
+            if node.properties.first(where: { $0.name == name }) == nil, matched.isEmpty {
+                schemas += node.additionalProperties ?? []
+            }
+            if schemas.contains(where: { $0.value == .bool(false) }) {
+                if isRequired { return grammar.automaton.nothing() }
+                continue
+            }
+            declared.append((name, schemas, isRequired))
+        }
+        // Other members: keys outside the declared names, grouped by the schema they get.
+        var extraGroups: [(key: _DFA, schemas: [_Subschema])] = []
+        let declaredNames = try literalsLanguage(declared.map { _Lowering.jsonStringLiteral($0.name) } + names.map { _Lowering.jsonStringLiteral($0) })
+        var claimed = declaredNames
+        for (index, pattern) in patternKeys.enumerated() {
+            var key = try budgeted { () throws(_DFA.TooLarge) in try pattern.dfa.subtracting(claimed) }
+            // Keys matching several patterns would need all their schemas: left out.
+            for (otherIndex, other) in patternKeys.enumerated() where otherIndex != index {
+                key = try budgeted { () throws(_DFA.TooLarge) in try key.subtracting(other.dfa) }
+            }
+            if let nameFilter { key = try budgeted { () throws(_DFA.TooLarge) in try key.intersection(nameFilter) } }
+            if !key.isEmptyLanguage, !pattern.schemas.contains(where: { $0.value == .bool(false) }) { extraGroups.append((key, pattern.schemas)) }
+        }
+        for pattern in patternKeys { claimed = try budgeted { () throws(_DFA.TooLarge) in try _DFA.union(claimed, pattern.dfa) } }
+        if node.additionalProperties?.contains(where: { $0.value == .bool(false) }) != true {
+            let anyKey = try anyKeyLanguage()
+            var key = try budgeted { () throws(_DFA.TooLarge) in try anyKey.subtracting(claimed) }
+            if let nameFilter { key = try budgeted { () throws(_DFA.TooLarge) in try key.intersection(nameFilter) } }
+            if !key.isEmptyLanguage { extraGroups.append((key, node.additionalProperties ?? [])) }
+        }
+
+        let minimum = node.minimumProperties
+        let maximum = node.maximumProperties
+        if let maximum, maximum < minimum { return grammar.automaton.nothing() }
+        let saturation = maximum ?? max(minimum, 1)
+        guard saturation <= options.repetitionLimit else {
+            throw .budgetExceeded(what: "property counts at \(node.pointer)", limit: options.repetitionLimit)
+        }
+        // State (next declared index, members so far).
+        var states: [_LengthKey: Int32] = [:]
+        func state(_ index: Int, _ count: Int) -> Int32 {
+            let key = _LengthKey(state: Int32(index), count: count)
+            if let known = states[key] { return known }
+            let created = grammar.automaton.addState()
+            states[key] = created
+            return created
+        }
+        let open = grammar.automaton.sequence([punctuation("{"), whitespace()])
+        let close = punctuation("}")
+        grammar.automaton.addEdge(from: open.end, to: state(0, 0), label: nil)
+        var valueRules: [Int32] = []
+        for member in declared { valueRules.append(try valueRule(member.schemas)) }
+        var extraMembers: [(key: _DFA, rule: Int32)] = []
+        for group in extraGroups { extraMembers.append((group.key, try valueRule(group.schemas))) }
+        func member(key: (inout _ByteNFA) -> _Fragment, rule: Int32, first: Bool) -> _Fragment {
+            var parts: [_Fragment] = []
+            if !first { parts += [punctuation(","), whitespace()] }
+            parts.append(key(&grammar.automaton))
+            parts += [whitespace(), punctuation(":"), whitespace(), grammar.automaton.rule(rule), whitespace()]
+            return grammar.automaton.sequence(parts)
+        }
+        var work: [(Int, Int)] = [(0, 0)]
+        var visited: Set<_LengthKey> = []
+        while let (index, count) = work.popLast() {
+            guard visited.insert(_LengthKey(state: Int32(index), count: count)).inserted else { continue }
+            let source = state(index, count)
+            let nextCount = maximum == nil ? min(count + 1, saturation) : count + 1
+            let canAdd = maximum.map { count < $0 } ?? true
+            if index < declared.count {
+                if canAdd {
+                    let literal = _Lowering.jsonStringLiteral(declared[index].name)
+                    let piece = member(key: { $0.literal(literal) }, rule: valueRules[index], first: count == 0)
+                    grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                    grammar.automaton.addEdge(from: piece.end, to: state(index + 1, nextCount), label: nil)
+                    work.append((index + 1, nextCount))
+                }
+                if !declared[index].required {
+                    grammar.automaton.addEdge(from: source, to: state(index + 1, count), label: nil)
+                    work.append((index + 1, count))
+                }
+            } else {
+                if canAdd {
+                    for extra in extraMembers {
+                        let piece = member(key: { extra.key.embed(into: &$0) }, rule: extra.rule, first: count == 0)
+                        grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                        grammar.automaton.addEdge(from: piece.end, to: state(index, nextCount), label: nil)
+                        work.append((index, nextCount))
+                    }
+                }
+                if count >= minimum { grammar.automaton.addEdge(from: source, to: close.start, label: nil) }
+            }
+        }
+        return _Fragment(start: open.start, end: close.end)
+    }
+
+    func budgeted<T>(_ body: () throws(_DFA.TooLarge) -> T) throws(GrammarError) -> T {
+        do { return try body() } catch { throw .budgetExceeded(what: "automaton states", limit: 1 << 16) }
+    }
+
+    /// The quoted keys (canonical JSON strings) in `literals`.
+    func literalsLanguage(_ literals: [[UInt8]]) throws(GrammarError) -> _DFA {
+        var automaton = _ByteNFA()
+        let pieces = literals.map { automaton.literal($0) }
+        let union = pieces.isEmpty ? automaton.nothing() : automaton.union(pieces)
+        return try budgeted { () throws(_DFA.TooLarge) in try _DFA(union, of: automaton) }
+    }
+
+    /// Every quoted key.
+    mutating func anyKeyLanguage() throws(GrammarError) -> _DFA {
+        try quotedStringLanguage(_SchemaNode(pointer: "#"))
+    }
+
+    /// Quoted keys matching `pattern` (search semantics).
+    mutating func keyLanguage(pattern: String, pointer: String) throws(GrammarError) -> _DFA {
+        var node = _SchemaNode(pointer: pointer)
+        node.patterns = [(pattern, pointer + "/" + _Pointer.escape(pattern))]
+        return try quotedStringLanguage(node)
+    }
+
+    /// What `propertyNames` allows, as quoted keys; `nil` without `propertyNames`.
+    mutating func propertyNameLanguage(_ node: _SchemaNode) throws(GrammarError) -> _DFA? {
+        guard !node.propertyNames.isEmpty else { return nil }
+        guard let names = try resolvedNode(_Subschema.all(node.propertyNames), depth: 1) else { return .empty }
+        if let values = names.values {
+            var rest = names
+            rest.values = nil
+            var literals: [[UInt8]] = []
+            for value in values {
+                if case .string(let text) = value, try admits(value, rest, depth: 1) == true { literals.append(_Lowering.jsonStringLiteral(text)) }
+            }
+            return try literalsLanguage(literals)
+        }
+        guard names.anyOf.isEmpty, names.oneOf.isEmpty else {
+            try report("propertyNames", node.pointer, "combinators inside propertyNames are not supported")
+            return nil
+        }
+        if let types = names.types, !types.contains(.string) { return .empty }
+        return try quotedStringLanguage(names)
+    }
+}
+
+extension _DFA {
+    /// Strings in either language (regular automata).
+    static func union(_ a: _DFA, _ b: _DFA) throws(TooLarge) -> _DFA {
+        var automaton = _ByteNFA()
+        let first = a.embed(into: &automaton), second = b.embed(into: &automaton)
+        return try _DFA(automaton.union([first, second]), of: automaton)
+    }
+}

@@ -1,0 +1,302 @@
+extension Grammar {
+    /// Compiles a JSON Schema (draft 2020-12, and draft-07 spellings) into a grammar whose
+    /// sentences are exactly JSON texts valid against the schema, written compactly (or
+    /// with bounded whitespace) and with object properties in declaration order.
+    ///
+    /// Soundness first: every keyword that constrains values is enforced, or compilation
+    /// fails with `GrammarError.unsupportedKeyword` naming it and its JSON pointer (with
+    /// `options.lenient`, it is dropped and listed in `droppedKeywords` instead).
+    public init(jsonSchema text: String, options: JSONSchemaOptions = JSONSchemaOptions()) throws(GrammarError) {
+        try self.init(jsonSchema: try JSONValue(parsing: text), options: options)
+    }
+
+    public init(jsonSchema document: JSONValue, options: JSONSchemaOptions = JSONSchemaOptions()) throws(GrammarError) {
+        var compiler = _SchemaCompiler(document: document, options: options)
+        self = try compiler.compile()
+    }
+}
+
+/// Builds the grammar of a schema: one rule per distinct subschema (so identical and
+/// recursive subschemas share a rule), terminal rules for strings and numbers, and object
+/// and array rules that call their members' rules.
+struct _SchemaCompiler {
+    let document: JSONValue
+    let options: JSONSchemaOptions
+    var grammar = Grammar()
+    var rulesBySchema: [String: Int32] = [:]
+    var anyValueRule: Int32?
+    var anyStringRule: Int32?
+
+    init(document: JSONValue, options: JSONSchemaOptions) {
+        self.document = document
+        self.options = options
+    }
+
+    mutating func compile() throws(GrammarError) -> Grammar {
+        grammar.root = try rule(for: _Subschema(value: document, pointer: "#"), name: "root")
+        return grammar
+    }
+
+    // MARK: Rules
+
+    /// The rule matching `schema`'s values (shared by every equal subschema).
+    mutating func rule(for schema: _Subschema, name: String? = nil) throws(GrammarError) -> Int32 {
+        let key = schema.value.compactText
+        if let known = rulesBySchema[key] { return known }
+        if schema.value == .bool(true) || schema.value == .object([]) { return try anyValue() }
+        let rule = grammar.declareRule(grammar.uniqueName(name ?? Self.ruleName(schema.pointer)))
+        rulesBySchema[key] = rule
+        let body = try fragment(for: schema, depth: 0)
+        grammar.define(rule, as: body)
+        return rule
+    }
+
+    static func ruleName(_ pointer: String) -> String {
+        let parts = pointer.split(separator: "/").filter { !["#", "properties", "items", "$defs", "definitions", "anyOf", "oneOf", "allOf", "prefixItems"].contains($0) }
+        let name = parts.suffix(2).joined(separator: "-")
+        let cleaned = String(name.unicodeScalars.map { CodePointSet([0x30 ... 0x39, 0x41 ... 0x5A, 0x61 ... 0x7A]).contains($0.value) ? Character($0) : "-" })
+        return cleaned.isEmpty ? "value" : cleaned
+    }
+
+    /// Reports a keyword that cannot be enforced: fails, or records it when lenient.
+    mutating func report(_ keyword: String, _ pointer: String, _ reason: String) throws(GrammarError) {
+        guard options.lenient else { throw .unsupportedKeyword(keyword: keyword, pointer: pointer, reason: reason) }
+        let entry = DroppedKeyword(keyword: keyword, pointer: pointer, reason: reason)
+        if !grammar.droppedKeywords.contains(entry) { grammar.droppedKeywords.append(entry) }
+    }
+
+    // MARK: Schema nodes
+
+    /// Parses `schema`, then inlines its `$ref` and `allOf` members into one node.
+    /// `nil` for the `false` schema.
+    mutating func resolvedNode(_ schema: _Subschema, depth: Int) throws(GrammarError) -> _SchemaNode? {
+        guard depth <= options.referenceDepthLimit else {
+            throw .budgetExceeded(what: "nested $ref/allOf inlining at \(schema.pointer)", limit: options.referenceDepthLimit)
+        }
+        switch schema.value {
+        case .bool(true): return _SchemaNode(pointer: schema.pointer)
+        case .bool(false): return nil
+        case .object(let members):
+            var reports: [(String, String, String)] = []
+            var node = try _SchemaNode(parsing: members, pointer: schema.pointer) { keyword, pointer, reason throws(GrammarError) in
+                reports.append((keyword, pointer, reason))
+            }
+            for (keyword, pointer, reason) in reports { try report(keyword, pointer, reason) }
+            if let reference = node.reference {
+                node.reference = nil
+                let target = try resolve(reference.target, at: reference.pointer)
+                guard let targetNode = try resolvedNode(target, depth: depth + 1) else { return nil }
+                node = try merge(node, targetNode)
+            }
+            let parts = node.allOf
+            node.allOf = []
+            for part in parts {
+                guard let partNode = try resolvedNode(part, depth: depth + 1) else { return nil }
+                node = try merge(node, partNode)
+            }
+            return node
+        default:
+            throw .invalidSchema(pointer: schema.pointer, message: "a schema must be an object or a boolean")
+        }
+    }
+
+    mutating func merge(_ a: _SchemaNode, _ b: _SchemaNode) throws(GrammarError) -> _SchemaNode {
+        let aObject = !a.properties.isEmpty || a.constrainsUndeclaredProperties
+        let bObject = !b.properties.isEmpty || b.constrainsUndeclaredProperties
+        if (!a.patternProperties.isEmpty && bObject) || (!b.patternProperties.isEmpty && aObject) {
+            try report("patternProperties", a.pointer, "allOf of object schemas with patternProperties cannot be merged")
+        }
+        return a.merged(with: b)
+    }
+
+    /// The subschema a `$ref` points to (JSON pointers within this document only).
+    func resolve(_ reference: String, at pointer: String) throws(GrammarError) -> _Subschema {
+        guard reference.hasPrefix("#") else { throw .unresolvedReference(reference: reference, pointer: pointer) }
+        var value = document
+        let path = _Pointer.percentDecoded(String(reference.dropFirst()))
+        if !path.isEmpty {
+            guard path.hasPrefix("/") else { throw .unresolvedReference(reference: reference, pointer: pointer) }
+            for token in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map({ _Pointer.unescape(String($0)) }) {
+                switch value {
+                case .object:
+                    guard let next = value[token] else { throw .unresolvedReference(reference: reference, pointer: pointer) }
+                    value = next
+                case .array(let items):
+                    guard let index = Int(token), items.indices.contains(index) else { throw .unresolvedReference(reference: reference, pointer: pointer) }
+                    value = items[index]
+                default:
+                    throw .unresolvedReference(reference: reference, pointer: pointer)
+                }
+            }
+        }
+        return _Subschema(value: value, pointer: reference)
+    }
+
+    // MARK: Fragments
+
+    mutating func fragment(for schema: _Subschema, depth: Int) throws(GrammarError) -> _Fragment {
+        // A bare reference is a call: recursion stays finite and the target's rule is shared.
+        if case .object(let members) = schema.value, let target = members.first(where: { $0.0 == "$ref" })?.1,
+           case .string(let reference) = target,
+           members.allSatisfy({ $0.0 == "$ref" || _SchemaNode.annotations.contains($0.0) }) {
+            let resolved = try resolve(reference, at: schema.pointer + "/$ref")
+            let called = try rule(for: resolved)
+            return grammar.automaton.rule(called)
+        }
+        guard let node = try resolvedNode(schema, depth: depth) else { return grammar.automaton.nothing() }
+        return try fragment(for: node, depth: depth)
+    }
+
+    mutating func fragment(for node: _SchemaNode, depth: Int) throws(GrammarError) -> _Fragment {
+        var node = node
+        // Distribute combinators: (rest ∧ (a ∨ b)) = (rest ∧ a) ∨ (rest ∧ b).
+        if !node.anyOf.isEmpty || !node.oneOf.isEmpty {
+            let isOneOf = node.anyOf.isEmpty
+            let alternatives = isOneOf ? node.oneOf.removeFirst() : node.anyOf.removeFirst()
+            if isOneOf { try checkDisjoint(alternatives, pointer: node.pointer, depth: depth) }
+            var pieces: [_Fragment] = []
+            if node.isUnconstrained {
+                for alternative in alternatives { pieces.append(grammar.automaton.rule(try rule(for: alternative))) }
+            } else {
+                for alternative in alternatives {
+                    guard let alternativeNode = try resolvedNode(alternative, depth: depth + 1) else { continue }
+                    pieces.append(try fragment(for: try merge(node, alternativeNode), depth: depth + 1))
+                }
+            }
+            return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
+        }
+        if let values = node.values {
+            var rest = node
+            rest.values = nil
+            var pieces: [_Fragment] = []
+            for value in values where try admits(value, rest, depth: depth) == true {
+                pieces.append(literal(value))
+            }
+            return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
+        }
+        let types = node.types ?? Set(_JSONType.allCases)
+        var pieces: [_Fragment] = []
+        if types.contains(.null) { pieces.append(grammar.automaton.literal(Array("null".utf8))) }
+        if types.contains(.boolean) {
+            pieces.append(grammar.automaton.union([grammar.automaton.literal(Array("true".utf8)), grammar.automaton.literal(Array("false".utf8))]))
+        }
+        if types.contains(.number) {
+            pieces.append(try numberFragment(node, integer: false))
+        } else if types.contains(.integer) {
+            pieces.append(try numberFragment(node, integer: true))
+        }
+        if types.contains(.string) { pieces.append(try stringFragment(node)) }
+        if types.contains(.array) { pieces.append(try arrayFragment(node)) }
+        if types.contains(.object) { pieces.append(try objectFragment(node)) }
+        return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
+    }
+
+    /// The compact JSON text of `value`, as a literal.
+    mutating func literal(_ value: JSONValue) -> _Fragment {
+        if case .number(let text) = value, let decimal = _Decimal(text) {
+            // Equal numbers are equal values whatever their spelling: accept the canonical ones.
+            return grammar.automaton.union(decimal.spellings.map { grammar.automaton.literal(Array($0.utf8)) })
+        }
+        switch value {
+        case .array(let items):
+            var parts = [grammar.automaton.literal([UInt8(ascii: "[")]), whitespace()]
+            for (index, item) in items.enumerated() {
+                if index > 0 { parts += [grammar.automaton.literal([UInt8(ascii: ",")]), whitespace()] }
+                parts += [literal(item), whitespace()]
+            }
+            parts.append(grammar.automaton.literal([UInt8(ascii: "]")]))
+            return grammar.automaton.sequence(parts)
+        case .object(let members):
+            var parts = [grammar.automaton.literal([UInt8(ascii: "{")]), whitespace()]
+            for (index, (name, item)) in members.enumerated() {
+                if index > 0 { parts += [grammar.automaton.literal([UInt8(ascii: ",")]), whitespace()] }
+                parts += [grammar.automaton.literal(_Lowering.jsonStringLiteral(name)), whitespace(),
+                          grammar.automaton.literal([UInt8(ascii: ":")]), whitespace(), literal(item), whitespace()]
+            }
+            parts.append(grammar.automaton.literal([UInt8(ascii: "}")]))
+            return grammar.automaton.sequence(parts)
+        default:
+            return grammar.automaton.literal(Array(value.compactText.utf8))
+        }
+    }
+
+    mutating func whitespace() -> _Fragment {
+        switch options.whitespace {
+        case .compact: return grammar.automaton.empty()
+        case .flexible(let maximum):
+            let space = grammar.automaton.bytes(ByteSet(" \t\n\r".utf8))
+            return grammar.automaton.repeating(space, minimum: 0, maximum: max(0, maximum))
+        }
+    }
+
+    mutating func punctuation(_ character: Character) -> _Fragment {
+        grammar.automaton.literal(Array(String(character).utf8))
+    }
+
+    /// `oneOf` is compiled as `anyOf` only when no value can match two alternatives.
+    mutating func checkDisjoint(_ alternatives: [_Subschema], pointer: String, depth: Int) throws(GrammarError) {
+        var footprints: [Set<_JSONType>] = []
+        for alternative in alternatives {
+            guard let node = try resolvedNode(alternative, depth: depth + 1) else { footprints.append([]); continue }
+            var types = node.types ?? Set(_JSONType.allCases)
+            if let values = node.values { types = Set(values.map { _JSONType(rawValue: $0.typeName) ?? .number }) }
+            if types.contains(.number) { types.insert(.integer) }
+            if types.contains(.integer) { types.insert(.number) }
+            if !node.anyOf.isEmpty || !node.oneOf.isEmpty { types = Set(_JSONType.allCases) }
+            footprints.append(types)
+        }
+        for i in footprints.indices {
+            for j in footprints.indices where j > i && !footprints[i].isDisjoint(with: footprints[j]) {
+                try report("oneOf", pointer, "alternatives \(i) and \(j) may both match a value, and 'exactly one' cannot be enforced")
+                return
+            }
+        }
+    }
+
+    // MARK: Any value
+
+    /// The rule of every JSON value (`true` / `{}` schemas).
+    mutating func anyValue() throws(GrammarError) -> Int32 {
+        if let anyValueRule { return anyValueRule }
+        let value = grammar.declareRule(grammar.uniqueName("value"))
+        anyValueRule = value
+        let string = try anyString()
+        var pieces: [_Fragment] = []
+        pieces.append(grammar.automaton.literal(Array("null".utf8)))
+        pieces.append(grammar.automaton.literal(Array("true".utf8)))
+        pieces.append(grammar.automaton.literal(Array("false".utf8)))
+        pieces.append(try numberFragment(_SchemaNode(pointer: "#"), integer: false))
+        pieces.append(grammar.automaton.rule(string))
+        // Arrays: "[" (value ("," value)*)? "]"
+        let element = grammar.automaton.sequence([whitespace(), grammar.automaton.rule(value), whitespace()])
+        let more = grammar.automaton.star(grammar.automaton.sequence([punctuation(","), grammar.automaton.duplicate(element)]))
+        pieces.append(grammar.automaton.sequence([punctuation("["), grammar.automaton.union([grammar.automaton.sequence([element, more]), whitespace()]), punctuation("]")]))
+        // Objects: "{" (string ":" value ("," string ":" value)*)? "}"
+        let member = grammar.automaton.sequence([whitespace(), grammar.automaton.rule(string), whitespace(), punctuation(":"),
+                                                 whitespace(), grammar.automaton.rule(value), whitespace()])
+        let moreMembers = grammar.automaton.star(grammar.automaton.sequence([punctuation(","), grammar.automaton.duplicate(member)]))
+        pieces.append(grammar.automaton.sequence([punctuation("{"), grammar.automaton.union([grammar.automaton.sequence([member, moreMembers]), whitespace()]), punctuation("}")]))
+        grammar.define(value, as: grammar.automaton.union(pieces))
+        return value
+    }
+
+    mutating func anyString() throws(GrammarError) -> Int32 {
+        if let anyStringRule { return anyStringRule }
+        let rule = grammar.declareRule(grammar.uniqueName("string"))
+        anyStringRule = rule
+        grammar.define(rule, as: try stringFragment(_SchemaNode(pointer: "#")))
+        return rule
+    }
+}
+
+extension _SchemaNode {
+    /// Whether the node asserts nothing (so a combinator can call alternatives' rules as is).
+    var isUnconstrained: Bool {
+        types == nil && values == nil && minimumLength == 0 && maximumLength == nil && patterns.isEmpty && formats.isEmpty
+            && minimum.isEmpty && exclusiveMinimum.isEmpty && maximum.isEmpty && exclusiveMaximum.isEmpty && multipleOf.isEmpty
+            && prefixItems.isEmpty && items.isEmpty && minimumItems == 0 && maximumItems == nil
+            && properties.isEmpty && required.isEmpty && patternProperties.isEmpty && additionalProperties == nil
+            && propertyNames.isEmpty && minimumProperties == 0 && maximumProperties == nil
+            && anyOf.isEmpty && oneOf.isEmpty && allOf.isEmpty && reference == nil
+    }
+}

@@ -1,0 +1,35 @@
+/// How a JSON Schema becomes a grammar.
+public struct JSONSchemaOptions: Sendable {
+    /// Whitespace the output may contain between tokens of JSON.
+    public enum Whitespace: Sendable, Equatable {
+        /// None at all: `{"a":1,"b":[true]}`. What models are prompted with, and the fastest.
+        case compact
+        /// Spaces, tabs and newlines between structural characters, at most `maximum` bytes
+        /// in a row, so a model cannot loop on whitespace.
+        case flexible(maximum: Int)
+    }
+
+    public var whitespace: Whitespace = .compact
+    /// Drop keywords the compiler cannot enforce instead of failing, and list them in
+    /// `Grammar.droppedKeywords`. The grammar then accepts a superset of the schema.
+    public var lenient = false
+    /// Repetition bounds (`maxLength`, `maxItems`, `{n,m}`…) above this are a budget error.
+    public var repetitionLimit = 2000
+    /// How many `$ref`s deep `allOf` merging may inline before giving up.
+    public var referenceDepthLimit = 32
+
+    public init(whitespace: Whitespace = .compact, lenient: Bool = false) {
+        self.whitespace = whitespace
+        self.lenient = lenient
+    }
+}
+
+/// A keyword the lenient option dropped: the grammar does not enforce it.
+public struct DroppedKeyword: Sendable, Equatable, CustomStringConvertible {
+    public var keyword: String
+    /// JSON pointer of the schema object holding the keyword.
+    public var pointer: String
+    public var reason: String
+
+    public var description: String { "\(pointer)/\(keyword): \(reason)" }
+}

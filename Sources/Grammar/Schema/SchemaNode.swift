@@ -1,0 +1,335 @@
+/// A subschema not compiled yet, with where it is.
+struct _Subschema: Sendable {
+    var value: JSONValue
+    var pointer: String
+
+    /// The conjunction of several subschemas as one (`allOf`), or the single one.
+    static func all(_ parts: [_Subschema]) -> _Subschema {
+        if parts.count == 1 { return parts[0] }
+        return _Subschema(value: .object([("allOf", .array(parts.map(\.value)))]), pointer: parts.first?.pointer ?? "#")
+    }
+}
+
+/// The JSON types a schema can admit. `integer` values are also `number`s.
+enum _JSONType: String, CaseIterable, Sendable {
+    case null, boolean, integer, number, string, array, object
+}
+
+/// One schema object's assertions, parsed and typed, so that `allOf` can merge several into
+/// one (bounds tighten, property sets combine) before the grammar is built.
+///
+/// Subschemas stay as `_Subschema` lists meaning "all of these": merging two nodes that
+/// both constrain property `a` lists both schemas for `a`.
+struct _SchemaNode: Sendable {
+    var pointer: String
+    /// `nil`: every type.
+    var types: Set<_JSONType>?
+    /// `enum`/`const` values, already intersected when merged.
+    var values: [JSONValue]?
+
+    // Strings
+    var minimumLength = 0
+    var maximumLength: Int?
+    var patterns: [(pattern: String, pointer: String)] = []
+    var formats: [(format: String, pointer: String)] = []
+
+    // Numbers (JSON number text of each bound; the compiler compares them exactly)
+    var minimum: [String] = []
+    var exclusiveMinimum: [String] = []
+    var maximum: [String] = []
+    var exclusiveMaximum: [String] = []
+    var multipleOf: [String] = []
+
+    // Arrays
+    var prefixItems: [[_Subschema]] = []
+    /// Schemas for items past `prefixItems` (empty: any value).
+    var items: [_Subschema] = []
+    var minimumItems = 0
+    var maximumItems: Int?
+
+    // Objects
+    var properties: [(name: String, schemas: [_Subschema])] = []
+    var required: [String] = []
+    var patternProperties: [(pattern: String, schemas: [_Subschema])] = []
+    /// `nil`: no `additionalProperties` (any value); else all of these.
+    var additionalProperties: [_Subschema]?
+    var propertyNames: [_Subschema] = []
+    var minimumProperties = 0
+    var maximumProperties: Int?
+
+    // Combinators kept for distribution: all of these lists must hold, one member of each.
+    var anyOf: [[_Subschema]] = []
+    var oneOf: [[_Subschema]] = []
+    var allOf: [_Subschema] = []
+    var reference: (target: String, pointer: String)?
+
+    init(pointer: String) { self.pointer = pointer }
+
+    /// Keywords with no effect on validity.
+    static let annotations: Set<String> = [
+        "title", "description", "$comment", "examples", "example", "default", "deprecated", "readOnly", "writeOnly",
+        "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$vocabulary", "contentMediaType", "contentEncoding",
+        "contentSchema", "$defs", "definitions", "discriminator", "xml", "externalDocs", "markdownDescription",
+    ]
+
+    /// Keywords that constrain values in ways a context-free grammar cannot (or this compiler
+    /// does not) enforce.
+    static let unsupported: [String: String] = [
+        "not": "negation of a schema is not a grammar operation",
+        "if": "conditional schemas are not supported",
+        "dependentRequired": "dependencies between properties are not supported",
+        "dependentSchemas": "dependencies between properties are not supported",
+        "dependencies": "dependencies between properties are not supported",
+        "contains": "'contains' is not supported",
+        "unevaluatedProperties": "'unevaluatedProperties' is not supported",
+        "unevaluatedItems": "'unevaluatedItems' is not supported",
+        "$dynamicRef": "dynamic references are not supported",
+        "$recursiveRef": "recursive references are not supported",
+        "uniqueItems": "unique items cannot be enforced by a context-free grammar",
+    ]
+
+    /// Parses one schema object. `report` receives each keyword that cannot be enforced;
+    /// it throws (strict) or records and returns (lenient).
+    init(parsing members: [(String, JSONValue)], pointer: String,
+         report: (String, String, String) throws(GrammarError) -> Void) throws(GrammarError) {
+        self.init(pointer: pointer)
+        func invalid(_ keyword: String, _ message: String) -> GrammarError {
+            .invalidSchema(pointer: pointer + "/" + _Pointer.escape(keyword), message: message)
+        }
+        func count(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> Int {
+            guard case .number(let text) = value, let decimal = _Decimal(text), let integer = decimal.exactInteger, integer >= 0 else {
+                throw invalid(keyword, "expected a non-negative integer")
+            }
+            return integer
+        }
+        func schema(_ keyword: String, _ value: JSONValue, _ suffix: String = "") -> _Subschema {
+            _Subschema(value: value, pointer: pointer + "/" + _Pointer.escape(keyword) + suffix)
+        }
+        func schemaList(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> [_Subschema] {
+            guard case .array(let list) = value, !list.isEmpty else { throw invalid(keyword, "expected a non-empty array of schemas") }
+            return list.enumerated().map { schema(keyword, $0.element, "/\($0.offset)") }
+        }
+        func number(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> String {
+            guard case .number(let text) = value else { throw invalid(keyword, "expected a number") }
+            return text
+        }
+        let keywords = Set(members.map(\.0))
+        for (keyword, value) in members {
+            switch keyword {
+            case "type":
+                var set = Set<_JSONType>()
+                let names: [JSONValue]
+                if case .array(let list) = value { names = list } else { names = [value] }
+                for name in names {
+                    guard case .string(let text) = name, let type = _JSONType(rawValue: text) else {
+                        throw invalid(keyword, "unknown type \(name.compactText)")
+                    }
+                    set.insert(type)
+                }
+                types = set
+            case "nullable":
+                break  // applied after the loop
+            case "enum":
+                guard case .array(let list) = value else { throw invalid(keyword, "expected an array") }
+                values = values.map { existing in existing.filter { list.contains($0) } } ?? list
+            case "const":
+                values = values.map { existing in existing.filter { $0 == value } } ?? [value]
+            case "minLength": minimumLength = try count(keyword, value)
+            case "maxLength": maximumLength = try count(keyword, value)
+            case "pattern":
+                guard case .string(let text) = value else { throw invalid(keyword, "expected a string") }
+                patterns.append((text, pointer + "/pattern"))
+            case "format":
+                guard case .string(let text) = value else { throw invalid(keyword, "expected a string") }
+                formats.append((text, pointer + "/format"))
+            case "minimum": minimum.append(try number(keyword, value))
+            case "maximum": maximum.append(try number(keyword, value))
+            case "exclusiveMinimum":
+                if case .bool(let flag) = value {  // draft 4
+                    if flag, case .number(let bound)? = members.last(where: { $0.0 == "minimum" })?.1 { exclusiveMinimum.append(bound) }
+                } else {
+                    exclusiveMinimum.append(try number(keyword, value))
+                }
+            case "exclusiveMaximum":
+                if case .bool(let flag) = value {
+                    if flag, case .number(let bound)? = members.last(where: { $0.0 == "maximum" })?.1 { exclusiveMaximum.append(bound) }
+                } else {
+                    exclusiveMaximum.append(try number(keyword, value))
+                }
+            case "multipleOf":
+                let text = try number(keyword, value)
+                guard let decimal = _Decimal(text), decimal.isPositive else { throw invalid(keyword, "expected a positive number") }
+                multipleOf.append(text)
+            case "prefixItems":
+                prefixItems = try schemaList(keyword, value).map { [$0] }
+            case "items":
+                if case .array(let list) = value {  // draft 2019-09 and earlier: tuple form
+                    prefixItems = list.enumerated().map { [schema(keyword, $0.element, "/\($0.offset)")] }
+                    if let additional = members.last(where: { $0.0 == "additionalItems" })?.1 {
+                        items = [schema("additionalItems", additional)]
+                    }
+                } else {
+                    items = [schema(keyword, value)]
+                }
+            case "additionalItems":
+                break  // read with the tuple form of `items`; ignored otherwise, as the drafts say
+            case "minItems": minimumItems = try count(keyword, value)
+            case "maxItems": maximumItems = try count(keyword, value)
+            case "properties":
+                guard case .object(let list) = value else { throw invalid(keyword, "expected an object") }
+                properties = list.map { ($0.0, [schema(keyword, $0.1, "/" + _Pointer.escape($0.0))]) }
+            case "required":
+                guard case .array(let list) = value else { throw invalid(keyword, "expected an array of names") }
+                for name in list {
+                    guard case .string(let text) = name else { throw invalid(keyword, "expected an array of names") }
+                    if !required.contains(text) { required.append(text) }
+                }
+            case "patternProperties":
+                guard case .object(let list) = value else { throw invalid(keyword, "expected an object") }
+                patternProperties = list.map { ($0.0, [schema(keyword, $0.1, "/" + _Pointer.escape($0.0))]) }
+            case "additionalProperties":
+                additionalProperties = [schema(keyword, value)]
+            case "propertyNames":
+                propertyNames = [schema(keyword, value)]
+            case "minProperties": minimumProperties = try count(keyword, value)
+            case "maxProperties": maximumProperties = try count(keyword, value)
+            case "anyOf": anyOf.append(try schemaList(keyword, value))
+            case "oneOf": oneOf.append(try schemaList(keyword, value))
+            case "allOf": allOf += try schemaList(keyword, value)
+            case "$ref":
+                guard case .string(let target) = value else { throw invalid(keyword, "expected a string") }
+                reference = (target, pointer + "/$ref")
+            case "then", "else":
+                if keywords.contains("if") { try report("if", pointer, Self.unsupported["if"]!) }
+            case "minContains", "maxContains":
+                if keywords.contains("contains") { try report(keyword, pointer, Self.unsupported["contains"]!) }
+            case "uniqueItems":
+                if value == .bool(true) { try report(keyword, pointer, Self.unsupported[keyword]!) }
+            case "if":
+                if keywords.contains("then") || keywords.contains("else") {} // reported once, with then/else
+            default:
+                if let reason = Self.unsupported[keyword] { try report(keyword, pointer, reason) }
+                // Anything else is an annotation or an unknown keyword: no effect on validity.
+            }
+        }
+        if members.contains(where: { $0.0 == "nullable" && $0.1 == .bool(true) }), var set = types {
+            set.insert(.null)
+            types = set
+        }
+    }
+
+    /// The node holding both nodes' assertions (`allOf` of two). Combinators are collected,
+    /// not merged; `reference`s must have been resolved by the caller.
+    func merged(with other: _SchemaNode) -> _SchemaNode {
+        var result = self
+        if let otherTypes = other.types {
+            var mine = types ?? Set(_JSONType.allCases)
+            // `integer` within `number`: number ∧ integer = integer.
+            if mine.contains(.number), otherTypes.contains(.integer) { mine.insert(.integer) }
+            var theirs = otherTypes
+            if theirs.contains(.number), mine.contains(.integer) { theirs.insert(.integer) }
+            result.types = mine.intersection(theirs)
+        }
+        if let otherValues = other.values {
+            result.values = values.map { mine in mine.filter { otherValues.contains($0) } } ?? otherValues
+        }
+        result.minimumLength = max(minimumLength, other.minimumLength)
+        result.maximumLength = [maximumLength, other.maximumLength].compactMap { $0 }.min()
+        result.patterns += other.patterns
+        result.formats += other.formats
+        result.minimum += other.minimum
+        result.exclusiveMinimum += other.exclusiveMinimum
+        result.maximum += other.maximum
+        result.exclusiveMaximum += other.exclusiveMaximum
+        result.multipleOf += other.multipleOf
+        // Arrays: item i must satisfy both nodes' schemas for position i.
+        let prefixCount = max(prefixItems.count, other.prefixItems.count)
+        result.prefixItems = (0 ..< prefixCount).map { index in
+            (index < prefixItems.count ? prefixItems[index] : items) + (index < other.prefixItems.count ? other.prefixItems[index] : other.items)
+        }
+        result.items = items + other.items
+        result.minimumItems = max(minimumItems, other.minimumItems)
+        result.maximumItems = [maximumItems, other.maximumItems].compactMap { $0 }.min()
+        // Objects: each name gets what each node says about that name.
+        var names = properties.map(\.name)
+        for (name, _) in other.properties where !names.contains(name) { names.append(name) }
+        result.properties = names.map { name in (name, schemas(forProperty: name) + other.schemas(forProperty: name)) }
+        for name in other.required where !result.required.contains(name) { result.required.append(name) }
+        result.patternProperties = patternProperties + other.patternProperties
+        if additionalProperties != nil || other.additionalProperties != nil {
+            result.additionalProperties = (additionalProperties ?? []) + (other.additionalProperties ?? [])
+        }
+        result.propertyNames = propertyNames + other.propertyNames
+        result.minimumProperties = max(minimumProperties, other.minimumProperties)
+        result.maximumProperties = [maximumProperties, other.maximumProperties].compactMap { $0 }.min()
+        result.anyOf += other.anyOf
+        result.oneOf += other.oneOf
+        result.allOf += other.allOf
+        return result
+    }
+
+    /// What this node requires of the value of property `name`: its `properties` entry, or
+    /// the `patternProperties` it matches (decided by the caller), or `additionalProperties`.
+    /// Pattern matching needs compiled patterns, so here a name only covered by patterns
+    /// keeps the pattern schemas' pointers for the compiler to resolve.
+    func schemas(forProperty name: String) -> [_Subschema] {
+        if let declared = properties.first(where: { $0.name == name }) { return declared.schemas }
+        return additionalProperties ?? []
+    }
+
+    /// Whether merging with another node changes the meaning of properties this node leaves
+    /// to `additionalProperties`/`patternProperties` (so the merge above is not exact).
+    var constrainsUndeclaredProperties: Bool { additionalProperties != nil || !patternProperties.isEmpty }
+}
+
+/// JSON Pointer helpers (RFC 6901).
+enum _Pointer {
+    static func escape(_ token: String) -> String {
+        token.replacingAll("~", with: "~0").replacingAll("/", with: "~1")
+    }
+
+    static func unescape(_ token: String) -> String {
+        token.replacingAll("~1", with: "/").replacingAll("~0", with: "~")
+    }
+
+    /// Percent-decoding of a URI fragment (`#/$defs/a%20b`).
+    static func percentDecoded(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
+               let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) {
+                bytes.append(value)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var result = ""
+        var rest = self[...]
+        while let range = rest.range(of: target) {
+            result += rest[..<range.lowerBound]
+            result += replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}
+
+extension Substring {
+    func range(of target: String) -> Range<Index>? {
+        guard !target.isEmpty else { return nil }
+        var index = startIndex
+        while index < endIndex {
+            if self[index...].hasPrefix(target) { return index ..< self.index(index, offsetBy: target.count) }
+            index = self.index(after: index)
+        }
+        return nil
+    }
+}
