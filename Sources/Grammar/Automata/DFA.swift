@@ -165,26 +165,33 @@ struct _DFA: Sendable {
         return _DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
     }
 
-    /// Merges equivalent states (Moore's partition refinement). States keep breadth-first
-    /// order from the start, so equal languages give equal automata.
+    /// Merges equivalent states (Moore's partition refinement over byte classes: bytes
+    /// that every state treats alike are one symbol). States keep breadth-first order from
+    /// the start, so equal languages give equal automata.
+    ///
+    /// Moore needs one round per state of the longest distinguishing chain, so automata of
+    /// more than `minimizationLimit` states are left as they are (still deterministic and
+    /// trimmed; only possibly larger than necessary).
     func minimized() -> _DFA {
         let count = stateCount
-        guard count > 1 else { return self }
+        guard count > 1, count <= Self.minimizationLimit else { return self }
+        let representatives = byteClassRepresentatives()
         var classes = isFinal.map { $0 ? Int32(1) : 0 }
         var classCount = Set(classes).count
+        struct Signature: Hashable {
+            var own: Int32
+            var bytes: [Int32]
+            var rules: [RuleEdge]
+        }
+        var row = [Int32](repeating: -1, count: representatives.count)
         while true {
-            struct Signature: Hashable {
-                var own: Int32
-                var bytes: [Int32]
-                var rules: [RuleEdge]
-            }
             var signatures: [Signature: Int32] = [:]
+            signatures.reserveCapacity(classCount * 2)
             var refined = [Int32](repeating: 0, count: count)
             for state in 0 ..< count {
-                var row = [Int32](repeating: -1, count: 256)
-                for byte in 0 ..< 256 {
+                for (index, byte) in representatives.enumerated() {
                     let target = transitions[state << 8 | byte]
-                    if target >= 0 { row[byte] = classes[Int(target)] }
+                    row[index] = target >= 0 ? classes[Int(target)] : -1
                 }
                 let rules = ruleEdges[state].map { RuleEdge(rule: $0.rule, target: classes[Int($0.target)]) }
                 let signature = Signature(own: classes[state], bytes: row, rules: rules)
@@ -234,6 +241,23 @@ struct _DFA: Sendable {
             newRules[newState] = ruleEdges[state].map { RuleEdge(rule: $0.rule, target: renumber[Int(classes[Int($0.target)])]) }
         }
         return _DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
+    }
+
+    static let minimizationLimit = 2048
+
+    /// One byte of each class of bytes that every state sends to the same place.
+    func byteClassRepresentatives() -> [Int] {
+        var seen: [[Int32]: Int] = [:]
+        var representatives: [Int] = []
+        for byte in 0 ..< 256 {
+            var column = [Int32](repeating: -1, count: stateCount)
+            for state in 0 ..< stateCount { column[state] = transitions[state << 8 | byte] }
+            if seen[column] == nil {
+                seen[column] = byte
+                representatives.append(byte)
+            }
+        }
+        return representatives
     }
 
     // MARK: Regular-language operations (automata without rule edges)

@@ -61,3 +61,17 @@ public struct Grammar: Sendable {
         return "\(base)-\(suffix)"
     }
 }
+
+extension Grammar {
+    /// A grammar whose sentences are the strings `pattern` matches entirely (an ECMAScript
+    /// regular expression, the subset documented on `_RegularExpression`), in UTF-8.
+    public init(regex pattern: String, repetitionLimit: Int = 1000) throws(GrammarError) {
+        self.init()
+        var characters = _CharacterNFA()
+        let fragment = try _RegularExpression.build(pattern, search: false, into: &characters, repetitionLimit: repetitionLimit)
+        let rule = declareRule("root")
+        let body = _Lowering.lower(fragment, of: characters, into: &automaton) { set, target in _Lowering.utf8(set, into: &target) }
+        define(rule, as: body)
+        root = rule
+    }
+}

@@ -101,6 +101,34 @@ public final class CompiledGrammar: Sendable {
             automatonSeconds: automatonSeconds, maskSeconds: elapsed() - automatonSeconds)
     }
 
+    /// One rule of the pushdown automaton, for researchers.
+    public struct RuleSummary: Sendable {
+        public var name: String
+        /// States of the rule's deterministic automaton.
+        public var states: Int
+        /// Rules it calls.
+        public var calls: [String]
+        /// Whether it calls no rule (its automaton alone decides it).
+        public var isTerminal: Bool
+        public var isNullable: Bool
+        /// The bytes that can start it and follow it, as byte classes.
+        public var first: String
+        public var follow: String
+    }
+
+    public var ruleSummaries: [RuleSummary] {
+        automaton.rules.indices.filter { automaton.reachable[$0] }.map { index in
+            let dfa = automaton.rules[index]
+            var calls: [String] = []
+            for edges in dfa.ruleEdges {
+                for edge in edges where !calls.contains(automaton.names[Int(edge.rule)]) { calls.append(automaton.names[Int(edge.rule)]) }
+            }
+            return RuleSummary(name: automaton.names[index], states: dfa.stateCount, calls: calls, isTerminal: automaton.isTerminal[index],
+                               isNullable: automaton.nullable[index], first: automaton.first[index].description,
+                               follow: automaton.follow[index].description)
+        }
+    }
+
     /// Every precomputed position, in rule and state order.
     public var positionSummaries: [PositionSummary] {
         var result: [PositionSummary] = []

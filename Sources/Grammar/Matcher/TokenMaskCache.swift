@@ -88,15 +88,58 @@ extension _PositionMask {
             rangeEnd[0] = configurations.count
             frameMark[0] = store.frames.count
             var node = 0
+            var cachedRule: Int32 = -1
+            var dfa = _DFA.empty
             while node < nodeCount {
                 let depth = Int(trie.depths[node])
                 let byte = trie.nodeBytes[node]
-                configurations.removeSubrange(rangeEnd[depth - 1]...)
-                roots.removeSubrange(rangeEnd[depth - 1]...)
-                store.frames.removeSubrange(frameMark[depth - 1]...)
                 let undecidedHere = undecidedBelow[depth - 1] || (completed[depth - 1] && follow.contains(byte))
+                let parentStart = rangeStart[depth - 1], parentEnd = rangeEnd[depth - 1]
+                // Fast path: one configuration that moves to a state with no call and no pop
+                // (inside a string, a number, a literal): no closure to compute.
+                if parentEnd - parentStart == 1 {
+                    let configuration = configurations[parentStart]
+                    if configuration.rule != cachedRule {
+                        cachedRule = configuration.rule
+                        dfa = automaton.rules[Int(cachedRule)]
+                    }
+                    let next = dfa.next(configuration.state, byte)
+                    if next < 0 {
+                        if undecidedHere { markSubtree(node, into: &undecided) }
+                        node = Int(trie.subtreeEnds[node])
+                        continue
+                    }
+                    let final = dfa.isFinal[Int(next)]
+                    if dfa.ruleEdges[Int(next)].isEmpty && !(final && configuration.parent >= 0) {
+                        let slot = parentEnd
+                        let moved = _Frame(rule: configuration.rule, state: next, parent: configuration.parent)
+                        if configurations.count > slot {
+                            configurations[slot] = moved
+                            roots[slot] = true
+                            if configurations.count > slot + 1 {
+                                configurations.removeLast(configurations.count - slot - 1)
+                                roots.removeLast(roots.count - slot - 1)
+                            }
+                        } else {
+                            configurations.append(moved)
+                            roots.append(true)
+                        }
+                        if store.frames.count > frameMark[depth - 1] { store.frames.removeSubrange(frameMark[depth - 1]...) }
+                        completed[depth] = final
+                        rangeStart[depth] = slot
+                        rangeEnd[depth] = slot + 1
+                        frameMark[depth] = frameMark[depth - 1]
+                        undecidedBelow[depth] = undecidedHere
+                        accepted.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])])
+                        node += 1
+                        continue
+                    }
+                }
+                configurations.removeSubrange(parentEnd...)
+                roots.removeSubrange(parentEnd...)
+                if store.frames.count > frameMark[depth - 1] { store.frames.removeSubrange(frameMark[depth - 1]...) }
                 let start = configurations.count
-                for index in rangeStart[depth - 1] ..< rangeEnd[depth - 1] {
+                for index in parentStart ..< parentEnd {
                     let configuration = configurations[index]
                     let next = automaton.rules[Int(configuration.rule)].next(configuration.state, byte)
                     guard next >= 0 else { continue }

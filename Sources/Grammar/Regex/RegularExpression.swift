@@ -437,6 +437,8 @@ struct _RegularExpressionParser {
         case ("<", _):
             position += 1
             try parseGroupName(open: open)
+        case ("P", "<"):
+            throw error("Python-style named groups (?P<name>…) are not supported: use (?<name>…)", at: open)
         case let (scalar?, _) where ("a" ... "z").contains(scalar) || ("A" ... "Z").contains(scalar) || scalar == "-":
             throw error("inline modifiers (flags) such as (?i) are not supported", at: open)
         default:

@@ -301,8 +301,11 @@ enum _NumberLanguage {
     static let stateLimit = 1 << 16
 
     /// Bounds are tightened, never loosened, to at most this many digits after the point
-    /// and to magnitudes of at most `10^digitLimit`, so automata stay a few thousand states.
-    static let digitLimit = 1000
+    /// and to magnitudes of at most `10^digitLimit`, so automata stay a few hundred states.
+    /// (Minimising a chain of n states takes n refinement rounds, so longer bounds would
+    /// cost quadratic time.) Bounds such as ±1.7976931348623157e308 are thus moved in to
+    /// ±10^100, and 5e-324 as an exclusive minimum up to 10^-100.
+    static let digitLimit = 100
 
     /// JSON integers written `-?(0|[1-9][0-9]*)` (not "-0") whose value satisfies every
     /// given keyword, as a fragment of `automaton`.
@@ -317,8 +320,10 @@ enum _NumberLanguage {
     /// remainder digit by digit.
     ///
     /// Not accepted although the value qualifies: spellings with a fraction or an exponent
-    /// ("3.0", "3e0"), "-0", and integers below `-10^digitLimit` or above `10^digitLimit`
-    /// (bounds further out are moved in to those values).
+    /// ("3.0", "3e0"), "-0", and, when a lower bound is below `-10^digitLimit` (an upper
+    /// bound above `10^digitLimit`), the integers beyond `-10^digitLimit` (`10^digitLimit`):
+    /// such a bound is moved in to that value. Without a bound on a side, any length is
+    /// accepted.
     ///
     /// - Throws: `.invalidSchema` for a `multipleOf` that is not positive;
     ///   `.unsupportedKeyword("multipleOf")` when `p` (after factors of 10) needs more than
@@ -366,7 +371,8 @@ enum _NumberLanguage {
     /// on the fraction length: "0.50000" is a multiple of 0.25.
     ///
     /// Not accepted although the value qualifies, when a keyword is given: spellings with an
-    /// exponent ("1e2", "1.5E-3"); values beyond ±`10^digitLimit`; and, when a bound has more
+    /// exponent ("1e2", "1.5E-3"); values beyond ±`10^digitLimit` on the side of a bound
+    /// that lies beyond it (the bound is moved in to `±10^digitLimit`); and, when a bound has more
     /// than `digitLimit` digits after the point, the values between that bound and the bound
     /// rounded inward to `digitLimit` fraction digits (all of which have more than
     /// `digitLimit` significant fraction digits).
@@ -936,13 +942,13 @@ struct _Divisibility: Hashable, Sendable {
 
 extension _NFA where Label == _ByteLabel {
     /// `-?[1-9][0-9]*` or "0": JSON integers without exponent or fraction, and not "-0".
-    mutating func integerSyntax() -> _Fragment {
+    fileprivate mutating func integerSyntax() -> _Fragment {
         let nonzero = sequence([optional(literal("-".utf8)), bytes(ByteSet(0x31 ... 0x39)), star(bytes(ByteSet(0x30 ... 0x39)))])
         return union([literal("0".utf8), nonzero])
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?`, then `([eE][+-]?[0-9]+)?` when `allowsExponent`.
-    mutating func numberSyntax(allowsExponent: Bool) -> _Fragment {
+    fileprivate mutating func numberSyntax(allowsExponent: Bool) -> _Fragment {
         let digit = ByteSet(0x30 ... 0x39)
         let integerPart = union([literal("0".utf8), sequence([bytes(ByteSet(0x31 ... 0x39)), star(bytes(digit))])])
         let fraction = optional(sequence([literal(".".utf8), plus(bytes(digit))]))

@@ -1,0 +1,379 @@
+import ArgumentParser
+import Foundation
+import Typeset
+
+// MARK: - typeset grammar
+
+struct GrammarCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "grammar",
+        abstract: "Look inside the grammar compiler: rules, automaton, token masks.",
+        subcommands: [GrammarCompile.self, GrammarTrace.self]
+    )
+}
+
+/// Where a constraint comes from: a JSON Schema file, a regular expression or a GBNF text.
+struct ConstraintOptions: ParsableArguments {
+    @Option(help: "A JSON Schema file.")
+    var schema: String?
+
+    @Option(help: "A regular expression the whole output must match.")
+    var regex: String?
+
+    @Option(help: "A GBNF grammar file (root rule 'root').")
+    var ebnf: String?
+
+    @Option(help: "Whitespace in JSON: compact, or flexible[:N] (at most N bytes in a row, default 4).")
+    var whitespace = "compact"
+
+    @Flag(help: "Drop JSON Schema keywords that cannot be enforced instead of failing (and list them).")
+    var lenient = false
+
+    func validate() throws {
+        guard [schema, regex, ebnf].compactMap({ $0 }).count == 1 else {
+            throw ValidationError("give exactly one of --schema, --regex and --ebnf")
+        }
+    }
+
+    var schemaOptions: JSONSchemaOptions {
+        get throws {
+            var options = JSONSchemaOptions(lenient: lenient)
+            if whitespace == "compact" { return options }
+            let parts = whitespace.split(separator: ":")
+            guard parts.first == "flexible", parts.count <= 2, let maximum = parts.count == 2 ? Int(parts[1]) : 4 else {
+                throw ValidationError("--whitespace must be compact or flexible[:N]")
+            }
+            options.whitespace = .flexible(maximum: maximum)
+            return options
+        }
+    }
+
+    func grammar() throws -> Grammar {
+        if let schema { return try Grammar(jsonSchema: String(decoding: readInput(schema), as: UTF8.self), options: schemaOptions) }
+        if let regex { return try Grammar(regex: regex) }
+        return try Grammar(ebnf: String(decoding: readInput(ebnf!), as: UTF8.self))
+    }
+}
+
+struct GrammarCompile: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compile",
+        abstract: "Compile a constraint against a model's vocabulary and show what was built.",
+        discussion: """
+        Shows the grammar's rules, the pushdown automaton's size, for each position the \
+        matcher can stand at the number of accepted, rejected and undecided tokens and how \
+        its mask is stored, the mask cache's bytes and the compile time.
+        """
+    )
+
+    @OptionGroup var constraint: ConstraintOptions
+
+    @Option(help: "A GGUF file or known model name.")
+    var model: String?
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let tokenizer = try loadTokenizer(model)
+        let vocabulary = GrammarVocabulary(tokenizer.vocabulary)
+        let start = ContinuousClock.now
+        let grammar = try constraint.grammar()
+        let compiled = try CompiledGrammar(grammar, vocabulary: vocabulary)
+        let seconds = (ContinuousClock.now - start).seconds
+        let statistics = compiled.statistics
+        let positions = compiled.positionSummaries
+        if json {
+            let output = JSONText.object([
+                ("rules", .array(compiled.ruleSummaries.map { rule in
+                    .object([("name", .string(rule.name)), ("states", .integer(rule.states)), ("terminal", .bool(rule.isTerminal)),
+                             ("nullable", .bool(rule.isNullable)), ("first", .string(rule.first)), ("follow", .string(rule.follow)),
+                             ("calls", .array(rule.calls.map { .string($0) }))])
+                })),
+                ("root", .string(grammar.rootName)),
+                ("automaton_states", .integer(statistics.automatonStates)),
+                ("positions", .integer(statistics.positions)),
+                ("accepted_tokens", .integer(statistics.acceptedTokens)),
+                ("rejected_tokens", .integer(statistics.rejectedTokens)),
+                ("undecided_tokens", .integer(statistics.undecidedTokens)),
+                ("mask_bytes", .integer(statistics.maskBytes)),
+                ("compile_ms", .number(seconds * 1000)),
+                ("automaton_ms", .number(statistics.automatonSeconds * 1000)),
+                ("masks_ms", .number(statistics.maskSeconds * 1000)),
+                ("dropped_keywords", .array(grammar.droppedKeywords.map { .string($0.description) })),
+                ("per_position", .array(positions.map { position in
+                    .object([("rule", .string(position.rule)), ("state", .integer(position.state)),
+                             ("accepted", .integer(position.accepted)), ("rejected", .integer(position.rejected)),
+                             ("undecided", .integer(position.undecided)), ("form", .string(position.form)),
+                             ("bytes", .integer(position.storageBytes))])
+                })),
+            ])
+            print(output.encoded())
+            return
+        }
+        print("rules (root '\(grammar.rootName)'):")
+        for rule in compiled.ruleSummaries {
+            print("  \(rule.name): \(rule.states) states\(rule.isTerminal ? ", terminal" : "")\(rule.isNullable ? ", nullable" : ""); "
+                  + "first \(rule.first), follow \(rule.follow)\(rule.calls.isEmpty ? "" : "; calls " + rule.calls.joined(separator: ", "))")
+        }
+        print("automaton: \(statistics.rules) rules, \(statistics.automatonStates) states; \(statistics.positions) positions with a mask")
+        print("vocabulary: \(vocabulary.size) tokens")
+        print("position                         accepted   rejected  undecided  form        bytes")
+        for position in positions {
+            let name = "\(position.rule)@\(position.state)"
+            print(name.padding(toLength: 30, withPad: " ", startingAt: 0)
+                  + String(format: " %10d %10d %10d  %-9@ %7d", position.accepted, position.rejected, position.undecided, position.form, position.storageBytes))
+        }
+        print(String(format: "mask cache: %d bytes; compile %.2f ms (automaton %.2f ms, masks %.2f ms)",
+                     statistics.maskBytes, seconds * 1000, statistics.automatonSeconds * 1000, statistics.maskSeconds * 1000))
+        for dropped in grammar.droppedKeywords { print("dropped (lenient): \(dropped)") }
+    }
+}
+
+struct GrammarTrace: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trace",
+        abstract: "Run an instance through the matcher token by token: each step's token, allowed-token count and mask time."
+    )
+
+    @OptionGroup var constraint: ConstraintOptions
+
+    @Option(help: "A GGUF file or known model name.")
+    var model: String?
+
+    @Option(help: "The instance text (for a schema: JSON, written compactly before tokenizing).")
+    var instance: String
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let tokenizer = try loadTokenizer(model)
+        let vocabulary = GrammarVocabulary(tokenizer.vocabulary)
+        let compiled = try CompiledGrammar(try constraint.grammar(), vocabulary: vocabulary)
+        var text = Array(instance.utf8)
+        if constraint.schema != nil { text = Array(try JSONValue(parsing: instance).compactText.utf8) }
+        let tokens = text.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) }
+        var matcher = GrammarMatcher(compiled)
+        var mask = TokenBitmask(vocabularySize: vocabulary.size)
+        var steps: [JSONText] = []
+        var accepted = true
+        for token in tokens + [-1] {
+            let start = ContinuousClock.now
+            matcher.fillNextTokenMask(into: &mask)
+            let microseconds = (ContinuousClock.now - start).seconds * 1e6
+            let allowed = mask.allowedCount
+            let forced = String(decoding: matcher.forcedBytes(), as: UTF8.self)
+            if token < 0 {
+                let canEnd = matcher.canTerminate
+                if json {
+                    steps.append(.object([("token", .string("<end>")), ("allowed", .integer(allowed)), ("mask_us", .number(microseconds)), ("ok", .bool(canEnd))]))
+                } else {
+                    print(String(format: "%5@ %-24@ allowed %7d  mask %8.2f µs  %@", "end", "<end of generation>", allowed, microseconds, canEnd ? "ok" : "REJECTED"))
+                }
+                accepted = accepted && canEnd
+                break
+            }
+            let ok = mask[token] && matcher.accept(token: token)
+            let piece = String(decoding: vocabulary.tokenBytes[token], as: UTF8.self).debugDescription
+            if json {
+                steps.append(.object([("token", .integer(token)), ("piece", .string(piece)), ("allowed", .integer(allowed)),
+                                      ("mask_us", .number(microseconds)), ("forced", .string(forced)), ("ok", .bool(ok))]))
+            } else {
+                print(String(format: "%5d %-24@ allowed %7d  mask %8.2f µs  %@%@", token, piece, allowed, microseconds, ok ? "ok" : "REJECTED",
+                             forced.isEmpty ? "" : "  forced \(forced.debugDescription)"))
+            }
+            if !ok { accepted = false; break }
+        }
+        if json {
+            print(JSONText.object([("accepted", .bool(accepted)), ("steps", .array(steps))]).encoded())
+        } else {
+            print(accepted ? "accepted" : "rejected")
+        }
+        if !accepted { throw ExitCode(1) }
+    }
+}
+
+// MARK: - typeset bench masks
+
+struct BenchMasks: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "masks",
+        abstract: "MaskBench-style run: compile each schema, then mask and accept each test instance token by token.",
+        discussion: """
+        The procedure of ../shared/peers/mask_bench.py, single-threaded: compile time per \
+        schema, the time of every full-vocabulary mask, and whether each valid instance is \
+        accepted and each invalid one rejected. Instances are serialized as json.dumps does \
+        (compact, ensure_ascii=False) and tokenized without BOS or special tokens.
+        """
+    )
+
+    @Option(help: "A GGUF file or known model name.")
+    var model: String?
+
+    @Argument(help: "MaskBench files or directories of them (default ../shared/maskbench-dev).")
+    var paths: [String] = []
+
+    @Option(help: "A file listing the schema files to run, one per line (e.g. the peers' --limit sample).")
+    var files: String?
+
+    @Option(help: "Run every N-th file of the sorted list (1: all).")
+    var stride = 1
+
+    @Option(help: "Whitespace in JSON: compact, or flexible[:N].")
+    var whitespace = "compact"
+
+    @Option(help: "Seconds a schema's compilation may take.")
+    var timeout = 120.0
+
+    @Option(help: "Write one JSON record per schema to this file.")
+    var jsonl: String?
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func schemaFiles() throws -> [String] {
+        if let files {
+            return String(decoding: try readInput(files), as: UTF8.self).split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+        }
+        var result: [String] = []
+        for path in paths.isEmpty ? ["../shared/maskbench-dev"] : paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw ValidationError("no such file: \(path)") }
+            if isDirectory.boolValue {
+                result += try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(".json") }.map { path + "/" + $0 }
+            } else {
+                result.append(path)
+            }
+        }
+        let sorted = Array(Set(result)).sorted()
+        return Swift.stride(from: 0, to: sorted.count, by: max(1, stride)).map { sorted[$0] }
+    }
+
+    func run() throws {
+        let initStart = ContinuousClock.now
+        let tokenizer = try loadTokenizer(model)
+        let vocabulary = GrammarVocabulary(tokenizer.vocabulary)
+        let initSeconds = (ContinuousClock.now - initStart).seconds
+        var options = JSONSchemaOptions()
+        if whitespace.hasPrefix("flexible") {
+            options.whitespace = .flexible(maximum: Int(whitespace.split(separator: ":").last ?? "") ?? 4)
+        }
+        let wallStart = ContinuousClock.now
+        var compileMilliseconds: [Double] = [], maskMicroseconds: [Double] = [], firstMasks: [Double] = []
+        var schemas = 0, compiled = 0, compileErrors = 0, timeouts = 0, testsNotRun = 0
+        var validAccepted = 0, validTotal = 0, invalidRejected = 0, invalidTotal = 0, fullyPassing = 0
+        var errorKinds: [String: Int] = [:]
+        var records: [String] = []
+        for file in try schemaFiles() {
+            let document = try JSONValue(parsing: try readInput(file))
+            let schema = document["schema"] ?? document
+            var tests: [(JSONValue, Bool)] = []
+            if case .array(let list)? = document["tests"] {
+                for test in list { if let data = test["data"], case .bool(let valid)? = test["valid"] { tests.append((data, valid)) } }
+            }
+            schemas += 1
+            let start = ContinuousClock.now
+            let grammar: CompiledGrammar
+            do {
+                grammar = try CompiledGrammar(try Grammar(jsonSchema: schema, options: options), vocabulary: vocabulary,
+                                              budget: .init(seconds: timeout))
+            } catch {
+                let description = "\(error)"
+                if case .budgetExceeded(let what, _) = error, what.contains("seconds") { timeouts += 1 } else { compileErrors += 1 }
+                errorKinds[Self.kind(error), default: 0] += 1
+                testsNotRun += tests.count
+                records.append(JSONText.object([("id", .string((file as NSString).lastPathComponent)), ("status", .string("compile_error")),
+                                                ("error", .string(description))]).encoded(indent: nil))
+                continue
+            }
+            let compileTime = (ContinuousClock.now - start).seconds * 1000
+            compileMilliseconds.append(compileTime)
+            compiled += 1
+            var wrong: [JSONText] = []
+            var schemaPasses = true
+            for (index, (data, valid)) in tests.enumerated() {
+                let text = Array(data.compactTextWithDoubleNumbers.utf8)
+                let tokens = text.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) }
+                var times: [Double] = []
+                let accepted = Self.walk(grammar, tokens, times: &times)
+                if index == 0, let first = times.first { firstMasks.append(first) }
+                maskMicroseconds += times
+                if valid { validTotal += 1; validAccepted += accepted ? 1 : 0 } else { invalidTotal += 1; invalidRejected += accepted ? 0 : 1 }
+                if accepted != valid {
+                    schemaPasses = false
+                    wrong.append(.object([("test", .integer(index)), ("valid", .bool(valid))]))
+                }
+            }
+            if schemaPasses { fullyPassing += 1 }
+            records.append(JSONText.object([("id", .string((file as NSString).lastPathComponent)), ("status", .string("ok")),
+                                            ("compile_ms", .number(compileTime)), ("wrong", .array(wrong))]).encoded(indent: nil))
+        }
+        let wallSeconds = (ContinuousClock.now - wallStart).seconds
+        if let jsonl { try (records.joined(separator: "\n") + "\n").write(toFile: jsonl, atomically: true, encoding: .utf8) }
+        compileMilliseconds.sort()
+        maskMicroseconds.sort()
+        firstMasks.sort()
+        func percentiles(_ values: [Double]) -> JSONText {
+            .object([("p50", number(percentile(values, 50))), ("p90", number(percentile(values, 90))),
+                     ("p99", number(percentile(values, 99))), ("max", number(percentile(values, 100)))])
+        }
+        var maskSummary = percentiles(maskMicroseconds)
+        if case .object(var members) = maskSummary {
+            members.append(("mean", number(maskMicroseconds.isEmpty ? nil : maskMicroseconds.reduce(0, +) / Double(maskMicroseconds.count))))
+            maskSummary = .object(members)
+        }
+        let summary = JSONText.object([
+            ("engine", .string("typeset")), ("model", .string(tokenizer.vocabulary.model)), ("whitespace", .string(whitespace)),
+            ("schemas", .integer(schemas)), ("compiled", .integer(compiled)), ("compile_errors", .integer(compileErrors)),
+            ("timeouts", .integer(timeouts)), ("fully_passing", .integer(fullyPassing)),
+            ("compile_ms", percentiles(compileMilliseconds)), ("n_masks", .integer(maskMicroseconds.count)),
+            ("tbm_us", maskSummary), ("first_mask_us_p50", number(percentile(firstMasks, 50))),
+            ("valid_accepted", .integer(validAccepted)), ("valid_total", .integer(validTotal)),
+            ("invalid_rejected", .integer(invalidRejected)), ("invalid_total", .integer(invalidTotal)),
+            ("tests_not_run", .integer(testsNotRun)), ("init_s", .number(initSeconds)), ("wall_s", .number(wallSeconds)),
+            ("compile_error_kinds", .object(errorKinds.sorted { $0.value > $1.value }.map { ($0.key, .integer($0.value)) })),
+        ])
+        print(summary.encoded(indent: json ? 2 : nil))
+    }
+
+    /// Masks and accepts `tokens` as mask_bench.py does; each mask's time goes to `times` (µs).
+    static func walk(_ grammar: CompiledGrammar, _ tokens: [Int], times: inout [Double]) -> Bool {
+        var matcher = GrammarMatcher(grammar)
+        var mask = TokenBitmask(vocabularySize: grammar.vocabulary.size)
+        for token in tokens {
+            let start = ContinuousClock.now
+            matcher.fillNextTokenMask(into: &mask)
+            times.append((ContinuousClock.now - start).seconds * 1e6)
+            guard mask[token], matcher.accept(token: token) else { return false }
+        }
+        let start = ContinuousClock.now
+        matcher.fillNextTokenMask(into: &mask)
+        times.append((ContinuousClock.now - start).seconds * 1e6)
+        return grammar.vocabulary.endOfGenerationTokens.contains { mask[$0] } && matcher.canTerminate
+    }
+
+    static func kind(_ error: Error) -> String {
+        guard let error = error as? GrammarError else { return "other" }
+        switch error {
+        case .unsupportedKeyword(let keyword, _, _): return "unsupported \(keyword)"
+        case .unresolvedReference: return "unresolved $ref"
+        case .invalidRegex: return "regex"
+        case .budgetExceeded(let what, _): return "budget: " + what.prefix(while: { $0 != " " })
+        case .emptyLanguage: return "empty language"
+        case .invalidSchema: return "invalid schema"
+        case .invalidJSON: return "invalid JSON"
+        default: return "\(error)"
+        }
+    }
+
+    /// Linear interpolation between closest ranks, as mask_bench.py's `pct`.
+    func percentile(_ sorted: [Double], _ q: Double) -> Double? {
+        guard !sorted.isEmpty else { return nil }
+        let k = Double(sorted.count - 1) * q / 100
+        let low = Int(k.rounded(.down)), high = Int(k.rounded(.up))
+        return sorted[low] + (sorted[high] - sorted[low]) * (k - Double(low))
+    }
+
+    func number(_ value: Double?) -> JSONText { value.map { .number(($0 * 1000).rounded() / 1000) } ?? .null }
+}
