@@ -67,3 +67,36 @@ import TypesetTestSupport
         #expect(outcome.validAccepted * 10 > outcome.validTotal * 9)
     }
 }
+
+/// `oneOf` alternatives that overlap must be refused; provably disjoint ones compile, and
+/// "exactly one" then holds for every accepted value.
+@Suite struct OneOfTests {
+    func compiles(_ schema: String) -> Bool {
+        (try? Grammar(jsonSchema: schema)) != nil
+    }
+
+    func matches(_ schema: String, _ text: String) throws -> Bool {
+        try Grammar(jsonSchema: schema).matches(text)
+    }
+
+    @Test func overlappingAlternativesAreRefused() {
+        #expect(!compiles(#"{"oneOf":[{"type":"string"},{"type":"string","maxLength":3}]}"#))
+        #expect(!compiles(#"{"oneOf":[{"type":"object","required":["a"]},{"type":"object","required":["b"]}]}"#))
+        // Equal numbers spelled differently are one value: not a discriminator.
+        #expect(!compiles(#"{"oneOf":[{"type":"object","required":["k"],"properties":{"k":{"const":1}}},{"type":"object","required":["k"],"properties":{"k":{"const":1.0}}}]}"#))
+    }
+
+    @Test func objectsWithAForbiddenRequiredPropertyAreDisjoint() throws {
+        let schema = #"{"oneOf":[{"type":"object","required":["ios"],"properties":{"ios":{"type":"string"}},"additionalProperties":false},{"type":"object","required":["ref"],"properties":{"ref":{"type":"string"}},"additionalProperties":false}]}"#
+        #expect(try matches(schema, #"{"ios":"x"}"#))
+        #expect(try matches(schema, #"{"ref":"y"}"#))
+        #expect(try !matches(schema, #"{"ios":"x","ref":"y"}"#))
+    }
+
+    @Test func stringDiscriminatorsAreDisjoint() throws {
+        let schema = #"{"oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"a"},"x":{"type":"integer"}}},{"type":"object","required":["kind"],"properties":{"kind":{"enum":["b","c"]}}}]}"#
+        #expect(try matches(schema, #"{"kind":"a","x":1}"#))
+        #expect(try matches(schema, #"{"kind":"c"}"#))
+        #expect(try !matches(schema, #"{"kind":"d"}"#))
+    }
+}

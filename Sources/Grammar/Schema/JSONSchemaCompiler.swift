@@ -233,24 +233,51 @@ struct _SchemaCompiler {
         grammar.automaton.literal(Array(String(character).utf8))
     }
 
-    /// `oneOf` is compiled as `anyOf` only when no value can match two alternatives.
+    /// `oneOf` is compiled as `anyOf` only when no value can match two alternatives: their
+    /// JSON types differ, or both are objects and one requires a property the other forbids,
+    /// or both require a property whose `const`/`enum` values differ (a discriminator).
     mutating func checkDisjoint(_ alternatives: [_Subschema], pointer: String, depth: Int) throws(GrammarError) {
+        var nodes: [_SchemaNode?] = []
         var footprints: [Set<_JSONType>] = []
         for alternative in alternatives {
-            guard let node = try resolvedNode(alternative, depth: depth + 1) else { footprints.append([]); continue }
+            guard let node = try resolvedNode(alternative, depth: depth + 1) else { nodes.append(nil); footprints.append([]); continue }
             var types = node.types ?? Set(_JSONType.allCases)
             if let values = node.values { types = Set(values.map { _JSONType(rawValue: $0.typeName) ?? .number }) }
             if types.contains(.number) { types.insert(.integer) }
             if types.contains(.integer) { types.insert(.number) }
             if !node.anyOf.isEmpty || !node.oneOf.isEmpty { types = Set(_JSONType.allCases) }
+            nodes.append(node)
             footprints.append(types)
         }
         for i in footprints.indices {
-            for j in footprints.indices where j > i && !footprints[i].isDisjoint(with: footprints[j]) {
+            for j in footprints.indices where j > i {
+                let shared = footprints[i].intersection(footprints[j])
+                if shared.isEmpty { continue }
+                if shared == [.object], let a = nodes[i], let b = nodes[j], try objectsAreDisjoint(a, b, depth: depth) { continue }
                 try report("oneOf", pointer, "alternatives \(i) and \(j) may both match a value, and 'exactly one' cannot be enforced")
                 return
             }
         }
+    }
+
+    /// Whether no object satisfies both nodes, by a required property the other forbids or a
+    /// required discriminator property with disjoint constant values.
+    mutating func objectsAreDisjoint(_ a: _SchemaNode, _ b: _SchemaNode, depth: Int) throws(GrammarError) -> Bool {
+        func forbids(_ node: _SchemaNode, _ name: String) -> Bool {
+            node.additionalProperties?.contains(where: { $0.value == .bool(false) }) == true
+                && node.patternProperties.isEmpty && !node.properties.contains(where: { $0.name == name })
+        }
+        if a.required.contains(where: { forbids(b, $0) }) || b.required.contains(where: { forbids(a, $0) }) { return true }
+        for name in a.required where b.required.contains(name) {
+            guard let first = a.properties.first(where: { $0.name == name }), let second = b.properties.first(where: { $0.name == name }),
+                  let firstNode = try resolvedNode(_Subschema.all(first.schemas), depth: depth + 1),
+                  let secondNode = try resolvedNode(_Subschema.all(second.schemas), depth: depth + 1),
+                  let firstValues = firstNode.values, let secondValues = secondNode.values else { continue }
+            // Strings only: equal numbers can be spelled differently (`1`, `1.0`).
+            let strings = (firstValues + secondValues).allSatisfy { if case .string = $0 { return true } else { return false } }
+            if strings, !firstValues.contains(where: { secondValues.contains($0) }) { return true }
+        }
+        return false
     }
 
     // MARK: Any value
