@@ -77,7 +77,7 @@ let package = Package(
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TypesetTestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["Kernels", "TypesetTestSupport"]),
         .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
-        .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "TypesetTestSupport"]),
+        .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "Typeset", "TypesetTestSupport"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
         .testTarget(name: "TypesetTests", dependencies: ["Typeset", "TypesetTestSupport"]),
     ],

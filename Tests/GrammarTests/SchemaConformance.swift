@@ -3,6 +3,7 @@ import GGUF
 import Grammar
 import Testing
 import Tokenizer
+import Typeset
 import TypesetTestSupport
 
 /// The shared checker of the conformance tests: runs instances through a compiled grammar
@@ -44,20 +45,10 @@ struct SchemaConformance {
 
     static var bytes: SchemaConformance { SchemaConformance(vocabulary: .bytes) { $0.map(Int.init) } }
 
-    /// The tokenizer's vocabulary as the grammar sees it: control, unknown and unused tokens
-    /// are never text (as in ../shared/peers/mask_bench.py).
-    static func vocabulary(of tokenizer: Tokenizer) -> GrammarVocabulary {
-        let vocabulary = tokenizer.vocabulary
-        let tokens: [[UInt8]?] = (0 ..< vocabulary.count).map { id in
-            vocabulary.attributes[id].isDisjoint(with: [.control, .unknown, .unused]) ? vocabulary.bytes(of: id) : nil
-        }
-        return GrammarVocabulary(tokens: tokens, endOfGeneration: vocabulary.endOfGenerationTokenIDs)
-    }
-
     static func model(_ path: String) throws -> SchemaConformance {
         let file = try GGUFFile(contentsOf: path)
         let tokenizer = try Tokenizer(metadata: file.metadata)
-        return SchemaConformance(vocabulary: vocabulary(of: tokenizer)) { bytes in
+        return SchemaConformance(vocabulary: GrammarVocabulary(tokenizer.vocabulary)) { bytes in
             bytes.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) }
         }
     }

@@ -153,9 +153,7 @@ public struct GrammarMatcher: Sendable {
         mask._words.withUnsafeMutableBufferPointer { words in
             for index in words.indices { words[index] = 0 }
             guard !terminated else { return }
-            var store = _ScratchFrames()
-            store.frames = frames.frames
-            let persistent = store.frames.count
+            var store = _ScratchFrames(base: frames.frames)
             var seen: [_Frame] = []
             for (index, configuration) in configurations.enumerated() where roots[index] {
                 guard let position = grammar.masks[Int(configuration.rule)][Int(configuration.state)], !seen.contains(configuration) else { continue }
@@ -186,7 +184,7 @@ public struct GrammarMatcher: Sendable {
                         automaton.accepts(bytes, from: 0, rule: configuration.rule, state: configuration.state,
                                           parent: configuration.parent, store: &store)
                     }
-                    store.frames.removeSubrange(persistent...)
+                    store.truncate(to: store.base.count)
                     if found { words[Int(token) >> 5] |= bit }
                 }
             }

@@ -196,15 +196,31 @@ struct _InternedFrames: _FrameStore, Sendable {
     func frame(_ index: Int32) -> _Frame { frames[Int(index)] }
 }
 
+/// Frames pushed for a walk on top of `base` (the matcher's interned frames, read only and
+/// never copied), numbered after it; `truncate(to:)` drops what a backed-up walk pushed.
 struct _ScratchFrames: _FrameStore {
-    var frames: [_Frame] = []
+    let base: [_Frame]
+    private(set) var pushed: [_Frame] = []
+
+    init(base: [_Frame] = []) { self.base = base }
+
+    /// Frames in the store, `base` included: the index the next push gets.
+    var count: Int { base.count + pushed.count }
 
     mutating func push(_ frame: _Frame) -> Int32 {
-        frames.append(frame)
-        return Int32(frames.count - 1)
+        pushed.append(frame)
+        return Int32(count - 1)
     }
 
-    func frame(_ index: Int32) -> _Frame { frames[Int(index)] }
+    func frame(_ index: Int32) -> _Frame {
+        Int(index) < base.count ? base[Int(index)] : pushed[Int(index) - base.count]
+    }
+
+    /// Drops the frames pushed after the store held `count` frames.
+    mutating func truncate(to count: Int) {
+        let kept = max(0, count - base.count)
+        if pushed.count > kept { pushed.removeSubrange(kept...) }
+    }
 }
 
 extension _PushdownAutomaton {
@@ -258,10 +274,10 @@ extension _PushdownAutomaton {
         let next = dfa.next(state, byte)
         if next >= 0, accepts(bytes, from: index + 1, rule: rule, state: next, parent: parent, store: &store) { return true }
         for edge in dfa.ruleEdges[Int(state)] where first[Int(edge.rule)].contains(byte) || nullable[Int(edge.rule)] {
-            let mark = store.frames.count
+            let mark = store.count
             let returnFrame = store.push(_Frame(rule: rule, state: edge.target, parent: parent))
             let found = accepts(bytes, from: index, rule: edge.rule, state: 0, parent: returnFrame, store: &store, emptyMoves: emptyMoves + 1)
-            store.frames.removeSubrange(mark...)
+            store.truncate(to: mark)
             if found { return true }
         }
         if dfa.isFinal[Int(state)], parent >= 0 {

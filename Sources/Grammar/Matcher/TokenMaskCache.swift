@@ -86,7 +86,7 @@ extension _PositionMask {
             var frameMark = [Int](repeating: 0, count: depthLimit)
             completed[0] = automaton.close(&configurations, roots: &roots, from: 0, store: &store)
             rangeEnd[0] = configurations.count
-            frameMark[0] = store.frames.count
+            frameMark[0] = store.count
             var node = 0
             var cachedRule: Int32 = -1
             var dfa = _DFA.empty
@@ -124,7 +124,7 @@ extension _PositionMask {
                             configurations.append(moved)
                             roots.append(true)
                         }
-                        if store.frames.count > frameMark[depth - 1] { store.frames.removeSubrange(frameMark[depth - 1]...) }
+                        store.truncate(to: frameMark[depth - 1])
                         completed[depth] = final
                         rangeStart[depth] = slot
                         rangeEnd[depth] = slot + 1
@@ -137,7 +137,7 @@ extension _PositionMask {
                 }
                 configurations.removeSubrange(parentEnd...)
                 roots.removeSubrange(parentEnd...)
-                if store.frames.count > frameMark[depth - 1] { store.frames.removeSubrange(frameMark[depth - 1]...) }
+                store.truncate(to: frameMark[depth - 1])
                 let start = configurations.count
                 for index in parentStart ..< parentEnd {
                     let configuration = configurations[index]
@@ -157,7 +157,7 @@ extension _PositionMask {
                 completed[depth] = automaton.close(&configurations, roots: &roots, from: start, store: &store)
                 rangeStart[depth] = start
                 rangeEnd[depth] = configurations.count
-                frameMark[depth] = store.frames.count
+                frameMark[depth] = store.count
                 undecidedBelow[depth] = undecidedHere
                 accepted.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])])
                 node += 1

@@ -31,7 +31,7 @@ extension _SchemaCompiler {
         var constraints: [(pattern: String, pointer: String, search: Bool)] = remaining.map { ($0.pattern, $0.pointer, true) }
         for (format, pointer) in node.formats {
             guard let pattern = _Formats.pattern(for: format) else {
-                try report("format", pointer.replacingAll("/format", with: ""), "unknown format '\(format)'")
+                try report("format", String(pointer.dropLast("/format".count)), "unknown format '\(format)'")
                 continue
             }
             constraints.append((pattern, pointer, false))

@@ -285,11 +285,11 @@ struct _SchemaNode: Sendable {
 /// JSON Pointer helpers (RFC 6901).
 enum _Pointer {
     static func escape(_ token: String) -> String {
-        token.replacingAll("~", with: "~0").replacingAll("/", with: "~1")
+        token.replacing("~", with: "~0").replacing("/", with: "~1")
     }
 
     static func unescape(_ token: String) -> String {
-        token.replacingAll("~1", with: "/").replacingAll("~0", with: "~")
+        token.replacing("~1", with: "/").replacing("~0", with: "~")
     }
 
     /// Percent-decoding of a URI fragment (`#/$defs/a%20b`).
@@ -305,31 +305,5 @@ enum _Pointer {
             }
         }
         return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
-extension String {
-    func replacingAll(_ target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var result = ""
-        var rest = self[...]
-        while let range = rest.range(of: target) {
-            result += rest[..<range.lowerBound]
-            result += replacement
-            rest = rest[range.upperBound...]
-        }
-        return result + rest
-    }
-}
-
-extension Substring {
-    func range(of target: String) -> Range<Index>? {
-        guard !target.isEmpty else { return nil }
-        var index = startIndex
-        while index < endIndex {
-            if self[index...].hasPrefix(target) { return index ..< self.index(index, offsetBy: target.count) }
-            index = self.index(after: index)
-        }
-        return nil
     }
 }
