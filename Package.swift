@@ -7,8 +7,10 @@
 //     GGUF  <-  Kernels (+ COpenBLAS)  <-  Models  <-  Typeset  <-  typeset (CLI)
 //       ^---  Tokenizer  <-----------------'             |
 //                         Grammar  <---------------------'
+//                  ChatTemplating  <---------------------'
 //
-// Grammar knows tokens only as byte strings and depends on nothing else.
+// Grammar knows tokens only as byte strings and depends on nothing else; ChatTemplating (the
+// Jinja subset for chat templates) likewise.
 //
 // Target CPU: by default the package compiles for the toolchain's baseline (x86-64 with SSE2,
 // or the platform's baseline on arm64), so it stays usable as a dependency everywhere. Set
@@ -53,8 +55,9 @@ let package = Package(
         ),
         .target(name: "Tokenizer", dependencies: ["GGUF"]),
         .target(name: "Grammar"),
+        .target(name: "ChatTemplating"),
         .target(name: "Models", dependencies: ["GGUF", "Kernels", "Tokenizer"], swiftSettings: kernelSettings),
-        .target(name: "Typeset", dependencies: ["GGUF", "Kernels", "Tokenizer", "Grammar", "Models"]),
+        .target(name: "Typeset", dependencies: ["GGUF", "Kernels", "Tokenizer", "Grammar", "ChatTemplating", "Models"]),
 
         // MARK: Command line and benchmarks
         .executableTarget(
@@ -78,6 +81,7 @@ let package = Package(
         .testTarget(name: "KernelsTests", dependencies: ["Kernels", "TypesetTestSupport"]),
         .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "Typeset", "TypesetTestSupport"]),
+        .testTarget(name: "ChatTemplatingTests", dependencies: ["ChatTemplating"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
         .testTarget(name: "TypesetTests", dependencies: ["Typeset", "TypesetTestSupport"]),
     ],

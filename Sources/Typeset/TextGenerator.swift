@@ -7,8 +7,10 @@ import Tokenizer
 /// from the logits after an optional hook has had its say (the grammar matcher masks tokens
 /// there).
 ///
-/// One generator owns one KV cache; it is not thread-safe. `ModelRunner` and `Conversation`
-/// build on it.
+/// The token-level API, for callers that build prompts themselves and want their own hook on
+/// the logits (custom constraints or samplers, experiments). Chat applications use
+/// `ModelRunner` and `Conversation`, whose loop adds templates, grammar steering, function calls
+/// and cancellation. One generator owns one KV cache; it is not thread-safe.
 public final class TextGenerator {
     public let model: TransformerModel
     public let tokenizer: Tokenizer
@@ -92,9 +94,4 @@ public final class TextGenerator {
                       cachedPromptTokenCount: reused, prefillSeconds: prefillSeconds,
                       decodeSeconds: (clock.now - decodeStart).seconds)
     }
-}
-
-extension Duration {
-    /// The duration in seconds.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
 }

@@ -6,7 +6,7 @@ import Typeset
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure Typeset's kernels and pipelines.",
-        subcommands: [BenchKernels.self, BenchTokenize.self, BenchDecode.self, BenchMasks.self]
+        subcommands: [BenchKernels.self, BenchTokenize.self, BenchDecode.self, BenchMasks.self, BenchConstrained.self]
     )
 }
 

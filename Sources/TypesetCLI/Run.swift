@@ -2,28 +2,42 @@ import ArgumentParser
 import Foundation
 import Typeset
 
-struct Run: ParsableCommand {
+struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Reply to a prompt through the model's chat format, streaming the answer.",
+        abstract: "Reply to a prompt through the model's chat template, streaming the answer.",
         discussion: """
-        The prompt is wrapped in the model's chat format (ChatML or Gemma turns; plain text for \
-        models without a template) and the reply streams to standard output until the model \
-        ends its turn, --max-tokens is reached or the context is full. Timings go to standard \
-        error. The default is greedy decoding; --temperature above 0 samples (seeded by --seed).
+        The prompt goes through the Conversation API: it is rendered with the model's chat \
+        template (plain text for models without one), and the reply streams to standard output \
+        until the model ends its turn, --max-tokens is reached or the context is full. With \
+        --schema, the reply is held to a JSON Schema and always parses and validates. Timings \
+        go to standard error. Unset sampling flags take the model's defaults (greedy unless \
+        its metadata says otherwise).
         """
     )
 
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
-    @Option(help: "A system message.")
-    var system: String?
+    @Option(help: ArgumentHelp(
+        "The system message.",
+        discussion: """
+        Defaults to "You are a helpful assistant." rather than nothing: templates such as \
+        SmolLM2's put their own default system message in when there is none, and the 135M \
+        model answers plain questions with free association under it.
+        """))
+    var system = "You are a helpful assistant."
+
+    @Option(help: "A JSON Schema file the reply must satisfy.")
+    var schema: String?
+
+    @Flag(help: "With --schema, do not append the schema to the prompt.")
+    var noSchemaInPrompt = false
 
     @Option(help: "The most tokens to generate.")
-    var maxTokens = 256
+    var maxTokens = 512
 
     @Option(help: "Sampling temperature (0: greedy).")
-    var temperature: Float = 0
+    var temperature: Float?
 
     @Option(help: "Keep only the k most likely tokens.")
     var topK: Int?
@@ -35,10 +49,10 @@ struct Run: ParsableCommand {
     var minP: Float?
 
     @Option(help: "Penalty for repeating recent tokens (1: none).")
-    var repetitionPenalty: Float = 1
+    var repetitionPenalty: Float?
 
     @Option(help: "Random seed for sampling.")
-    var seed: UInt64 = 0
+    var seed: UInt64?
 
     @Option(help: "Threads for the matrix products.")
     var threads = 2
@@ -55,25 +69,31 @@ struct Run: ParsableCommand {
         guard context > 0 else { throw ValidationError("--context must be positive") }
     }
 
-    func run() throws {
-        let loaded = try LoadedModel(model)
-        let generator = TextGenerator(model: loaded.model, tokenizer: loaded.tokenizer, contextLength: context, threadCount: threads)
-        let format = ChatPrompt(template: try loaded.file.metadata.string("tokenizer.chat_template"))
-        let promptTokens = format.tokens(system: system, user: prompt, tokenizer: loaded.tokenizer)
-        let sampling = SamplingOptions(
-            temperature: temperature, topK: topK, topP: topP, minP: minP, repetitionPenalty: repetitionPenalty, seed: seed)
-        var detokenizer = loaded.tokenizer.makeStreamingDetokenizer()
-        let result = try generator.generate(prompt: promptTokens, maxTokens: maxTokens, sampling: sampling, onToken: { token in
-            if let text = try? detokenizer.append(token), !text.isEmpty {
+    func run() async throws {
+        let path = try ModelStore.resolve(model)
+        let runner = try await ModelRunner.load(
+            from: URL(fileURLWithPath: path), options: ModelRunner.Options(contextLength: context, threadCount: threads))
+        let schemaText = try schema.map { try String(contentsOfFile: $0, encoding: .utf8) }
+        let options = GenerationOptions(
+            temperature: temperature, topP: topP, minP: minP, topK: topK, repetitionPenalty: repetitionPenalty,
+            seed: seed, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: !noSchemaInPrompt)
+        let conversation = runner.createConversation(systemPrompt: system)
+        for try await response in conversation.generateResponse(to: prompt, options: options) {
+            switch response {
+            case .chunk(let text):
                 FileHandle.standardOutput.write(Data(text.utf8))
+            case .reasoningChunk(let text):
+                FileHandle.standardError.write(Data(text.utf8))
+            case .functionCalls(let calls):
+                for call in calls { print("\n[call \(call.name)(\(call.argumentsText))]") }
+            case .complete(_, let finishReason, let stats):
+                print()
+                writeError(String(
+                    format: "[%d prompt tokens; first token after %.0f ms; %d tokens at %.1f tok/s; finish: %@]",
+                    stats.promptTokens, stats.timeToFirstToken * 1000, stats.completionTokens, stats.tokensPerSecond,
+                    finishReason.rawValue))
             }
-            return true
-        })
-        print(detokenizer.finish())
-        writeError(String(
-            format: "[%d prompt tokens in %.0f ms (%.1f tok/s); %d tokens at %.1f tok/s; stop: %@]",
-            result.promptTokenCount, result.prefillSeconds * 1000, Double(result.promptTokenCount) / max(result.prefillSeconds, 1e-9),
-            result.tokens.count, result.decodeTokensPerSecond, result.stopReason.rawValue))
+        }
     }
 }
 

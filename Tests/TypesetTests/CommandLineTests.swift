@@ -118,10 +118,14 @@ import Testing
     }
 
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
-    func demoChecksTheDefaultModel() throws {
+    func demoGeneratesAValidBrewSummary() throws {
         let result = try Self.run(["demo"])
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.standardOutput.contains("llama, 30 blocks, width 576, 9 heads (3 KV), vocabulary 49152 (gpt2/smollm)"))
+        let line = try #require(result.standardOutput.split(separator: "\n").first { $0.hasPrefix("json: ") })
+        let validator = try JSONSchemaValidator(schemaText: String(
+            contentsOfFile: Fixtures.repositoryRoot + "/../shared/schemas/brew_summary.json", encoding: .utf8))
+        #expect(validator.problems(in: String(line.dropFirst(6))) == [])
+        #expect(result.standardOutput.contains("finish: stop"))
     }
 
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName) && TestModels.shouldRun(TestModels.gemma3FileName)))
@@ -175,7 +179,7 @@ extension CommandLineTests {
         let result = try Self.run(["run", "--model", "smollm2", "What is the capital of France?"])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput == "The capital of France is Paris.\n")
-        #expect(result.standardError.contains("stop: endOfGeneration"))
+        #expect(result.standardError.contains("finish: stop"))
     }
 
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))

@@ -61,6 +61,16 @@ import TypesetTestSupport
 }
 
 @Suite struct TextGeneratorTests {
+    /// A ChatML prompt for SmolLM2, written out (control tokens parsed in the markup only).
+    static func chatML(system: String?, user: String, tokenizer: Tokenizer) -> [Int] {
+        var tokens: [Int] = []
+        func markup(_ text: String) { tokens += tokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: true) }
+        func text(_ text: String) { tokens += tokenizer.encode(text, addingSpecialTokens: false) }
+        if let system { markup("<|im_start|>system\n"); text(system); markup("<|im_end|>\n") }
+        markup("<|im_start|>user\n"); text(user); markup("<|im_end|>\n<|im_start|>assistant\n")
+        return tokens
+    }
+
     static func generator(contextLength: Int = 256) throws -> TextGenerator {
         let file = try GGUFFile(contentsOf: TestModels.smolLM2Path)
         return TextGenerator(model: try TransformerModel(file: file), tokenizer: try Tokenizer(metadata: file.metadata),
@@ -70,7 +80,7 @@ import TypesetTestSupport
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
     func answersThroughChatML() throws {
         let generator = try Self.generator()
-        let prompt = ChatPrompt.chatML.tokens(system: nil, user: "What is the capital of France?", tokenizer: generator.tokenizer)
+        let prompt = Self.chatML(system: nil, user: "What is the capital of France?", tokenizer: generator.tokenizer)
         let result = try generator.generate(prompt: prompt, maxTokens: 32)
         #expect(try generator.tokenizer.decode(result.tokens) == "The capital of France is Paris.")
         #expect(result.stopReason == .endOfGeneration)
@@ -80,7 +90,7 @@ import TypesetTestSupport
     func reusesTheCachedPrefix() throws {
         let generator = try Self.generator()
         let tokenizer = generator.tokenizer
-        let first = ChatPrompt.chatML.tokens(system: "Answer briefly.", user: "Name a color.", tokenizer: tokenizer)
+        let first = Self.chatML(system: "Answer briefly.", user: "Name a color.", tokenizer: tokenizer)
         let firstResult = try generator.generate(prompt: first, maxTokens: 8)
         #expect(firstResult.cachedPromptTokenCount == 0)
         // A second request that extends the first conversation reuses everything before it.
@@ -110,7 +120,7 @@ import TypesetTestSupport
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
     func logitsHookMasksTokens() throws {
         let generator = try Self.generator()
-        let prompt = ChatPrompt.chatML.tokens(system: nil, user: "What is the capital of France?", tokenizer: generator.tokenizer)
+        let prompt = Self.chatML(system: nil, user: "What is the capital of France?", tokenizer: generator.tokenizer)
         let allowed = Set(generator.tokenizer.encode(" Lyon Lyon Lyon", addingSpecialTokens: false))
         let result = try generator.generate(prompt: prompt, maxTokens: 3, logitsProcessor: { logits in
             for index in logits.indices where !allowed.contains(index) { logits[index] = -.infinity }

@@ -47,6 +47,8 @@ public final class CompiledGrammar: Sendable {
     public let vocabulary: GrammarVocabulary
     public let statistics: Statistics
     let automaton: _PushdownAutomaton
+    /// Shortest completions per position (for budgeted generation).
+    let completionDistances: _CompletionDistances
     /// `masks[rule][state]`, nil where a matcher never stands.
     let masks: [[_PositionMask?]]
 
@@ -94,6 +96,7 @@ public final class CompiledGrammar: Sendable {
         }
         self.vocabulary = vocabulary
         self.automaton = automaton
+        self.completionDistances = _CompletionDistances(automaton)
         self.masks = masks
         self.statistics = Statistics(
             rules: automaton.rules.count, automatonStates: automaton.stateCount, positions: positions,

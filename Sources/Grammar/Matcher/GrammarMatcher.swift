@@ -40,6 +40,21 @@ public struct GrammarMatcher: Sendable {
     /// Whether an end-of-generation token has been accepted.
     public var isTerminated: Bool { terminated }
 
+    /// The fewest bytes that complete the output from here (0 when it may end now;
+    /// `Int.max` after termination). Generation under a token budget keeps this within the
+    /// tokens it has left, so the value can always be finished.
+    ///
+    /// - Complexity: O(configurations × stack depth).
+    public var shortestCompletionLength: Int {
+        guard !terminated else { return Int.max }
+        if completed { return 0 }
+        var best = Int.max
+        for configuration in configurations {
+            best = min(best, grammar.completionDistances.completion(of: configuration, store: frames))
+        }
+        return best
+    }
+
     /// Tokens accepted so far that `rollback` can undo.
     public var acceptedTokenCount: Int { history.count }
 

@@ -87,8 +87,13 @@ extension _SchemaCompiler {
         } else if let only = node.multipleOf.first {
             multiple = _Decimal(only)
         }
-        let minimum = try tightest(node.minimum, lower: true), exclusiveMinimum = try tightest(node.exclusiveMinimum, lower: true)
-        let maximum = try tightest(node.maximum, lower: false), exclusiveMaximum = try tightest(node.exclusiveMaximum, lower: false)
+        var minimum = try tightest(node.minimum, lower: true), exclusiveMinimum = try tightest(node.exclusiveMinimum, lower: true)
+        var maximum = try tightest(node.maximum, lower: false), exclusiveMaximum = try tightest(node.exclusiveMaximum, lower: false)
+        if integer, options.boundsIntegersToInteroperableRange {
+            let limit = _Decimal("9007199254740991")!
+            if minimum == nil, exclusiveMinimum == nil { minimum = -limit }
+            if maximum == nil, exclusiveMaximum == nil { maximum = limit }
+        }
         do {
             if integer {
                 return try _NumberLanguage.integer(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,

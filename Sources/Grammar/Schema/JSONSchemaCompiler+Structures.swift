@@ -99,7 +99,7 @@ extension _SchemaCompiler {
             if !key.isEmptyLanguage, !pattern.schemas.contains(where: { $0.value == .bool(false) }) { extraGroups.append((key, pattern.schemas)) }
         }
         for pattern in patternKeys { claimed = try budgeted { () throws(_DFA.TooLarge) in try _DFA.union(claimed, pattern.dfa) } }
-        if node.additionalProperties?.contains(where: { $0.value == .bool(false) }) != true {
+        if node.admitsUndeclaredProperties(options) {
             let anyKey = try anyKeyLanguage()
             var key = try budgeted { () throws(_DFA.TooLarge) in try anyKey.subtracting(claimed) }
             if let nameFilter { key = try budgeted { () throws(_DFA.TooLarge) in try key.intersection(nameFilter) } }

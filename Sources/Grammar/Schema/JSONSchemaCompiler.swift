@@ -264,7 +264,7 @@ struct _SchemaCompiler {
     /// required discriminator property with disjoint constant values.
     mutating func objectsAreDisjoint(_ a: _SchemaNode, _ b: _SchemaNode, depth: Int) throws(GrammarError) -> Bool {
         func forbids(_ node: _SchemaNode, _ name: String) -> Bool {
-            node.additionalProperties?.contains(where: { $0.value == .bool(false) }) == true
+            !node.admitsUndeclaredProperties(options)
                 && node.patternProperties.isEmpty && !node.properties.contains(where: { $0.name == name })
         }
         if a.required.contains(where: { forbids(b, $0) }) || b.required.contains(where: { forbids(a, $0) }) { return true }

@@ -1,7 +1,7 @@
 /// How a JSON Schema becomes a grammar.
-public struct JSONSchemaOptions: Sendable {
+public struct JSONSchemaOptions: Sendable, Hashable {
     /// Whitespace the output may contain between tokens of JSON.
-    public enum Whitespace: Sendable, Equatable {
+    public enum Whitespace: Sendable, Hashable {
         /// None at all: `{"a":1,"b":[true]}`. What models are prompted with, and the fastest.
         case compact
         /// Spaces, tabs and newlines between structural characters, at most `maximum` bytes
@@ -17,10 +17,29 @@ public struct JSONSchemaOptions: Sendable {
     public var repetitionLimit = 2000
     /// How many `$ref`s deep `allOf` merging may inline before giving up.
     public var referenceDepthLimit = 32
+    /// Objects that declare `properties` or `patternProperties` but say nothing about
+    /// `additionalProperties` admit no other property, as if it were `false` (XGrammar's
+    /// "strict mode"). The schema then describes what the model should write rather than
+    /// everything a validator would let pass; small models otherwise invent keys. Objects
+    /// that declare nothing (`{"type":"object"}`) stay open.
+    public var closesDeclaredObjects = false
+    /// Integers without a `minimum` or `maximum` stay within ±(2⁵³−1), the range every JSON
+    /// parser reads exactly (I-JSON, RFC 7493 §2.2), instead of having unbounded digits.
+    public var boundsIntegersToInteroperableRange = false
 
     public init(whitespace: Whitespace = .compact, lenient: Bool = false) {
         self.whitespace = whitespace
         self.lenient = lenient
+    }
+
+    /// The options for generating values rather than checking them: compact whitespace,
+    /// ``closesDeclaredObjects`` and ``boundsIntegersToInteroperableRange``. What
+    /// `Conversation` uses for a `jsonSchema` constraint.
+    public static var generation: JSONSchemaOptions {
+        var options = JSONSchemaOptions()
+        options.closesDeclaredObjects = true
+        options.boundsIntegersToInteroperableRange = true
+        return options
     }
 }
 

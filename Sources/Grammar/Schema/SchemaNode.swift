@@ -307,3 +307,13 @@ enum _Pointer {
         return String(decoding: bytes, as: UTF8.self)
     }
 }
+
+extension _SchemaNode {
+    /// Whether an object may have properties beyond `properties` and `patternProperties`.
+    func admitsUndeclaredProperties(_ options: JSONSchemaOptions) -> Bool {
+        guard let additional = additionalProperties else {
+            return !(options.closesDeclaredObjects && (!properties.isEmpty || !patternProperties.isEmpty))
+        }
+        return !additional.contains(where: { $0.value == .bool(false) })
+    }
+}

@@ -1,0 +1,245 @@
+import Dispatch
+import Grammar
+import Models
+import Synchronization
+
+/// A chat with a model: its history, its registered functions, and the KV cache that lets each
+/// turn reuse the computation of the turns before.
+///
+/// `Sendable`; every property is a snapshot taken under a lock. One reply at a time per
+/// conversation: a second `generateResponse` while one is streaming (or queued) throws
+/// ``ConversationError/generationInProgress``. Replies of different conversations of one
+/// runner queue (see ``ModelRunner``).
+///
+/// **History.** `generateResponse(to:)` appends the new message at once; the reply is appended
+/// when it completes (finish reasons `stop`, `maxTokens`, `exceededContext`, `constraint`).
+/// An interrupted or failed reply is not appended, which leaves the request as the last message:
+/// `removeLastMessage()` takes it back, or a new `generateResponse` answers it again.
+public final class Conversation: Sendable {
+    public let runner: ModelRunner
+    let state: Mutex<_ConversationState>
+    /// This conversation's key for its KV cache, which the runner holds (so `unload()` can
+    /// release every cache).
+    let identifier: Int
+
+    init(runner: ModelRunner, history: [ChatMessage]) {
+        self.runner = runner
+        state = Mutex(_ConversationState(history: history))
+        identifier = runner.state.withLock { state in
+            state.nextConversation += 1
+            return state.nextConversation
+        }
+    }
+
+    deinit {
+        runner.state.withLock { $0.caches[identifier] = nil }
+    }
+
+    // MARK: State
+
+    /// The messages so far (a copy).
+    public var history: [ChatMessage] { state.withLock { $0.history } }
+
+    /// Whether a reply is being generated or waits its turn.
+    public var isGenerating: Bool { state.withLock { $0.isGenerating } }
+
+    /// The functions the model may call, in registration order.
+    public var functions: [FunctionDefinition] { state.withLock { $0.functions } }
+
+    /// How the last reply ended and what it cost (`nil` before the first); also set when the
+    /// consumer cancelled and so never saw the `.complete` response.
+    public var lastCompletion: (finishReason: FinishReason, stats: GenerationStats)? {
+        state.withLock { $0.lastCompletion }
+    }
+
+    /// Tokens held in this conversation's KV cache (0 before the first reply).
+    public var cachedTokenCount: Int { runner.state.withLock { $0.caches[identifier]?.cache.count ?? 0 } }
+
+    /// Appends `message` without generating (for example a tool result to send later, or
+    /// context to set up).
+    public func append(_ message: ChatMessage) throws(ConversationError) {
+        try mutate { $0.history.append(message) }
+    }
+
+    /// Removes the last message and returns it.
+    @discardableResult
+    public func removeLastMessage() throws(ConversationError) -> ChatMessage {
+        var removed: ChatMessage?
+        try mutate { removed = $0.history.popLast() }
+        guard let removed else { throw .emptyHistory }
+        return removed
+    }
+
+    /// Makes `function` callable by the model from the next reply on.
+    ///
+    /// - Throws: ``ConversationError/invalidFunction(name:reason:)`` for an empty or duplicate
+    ///   name, or a parameter schema that does not compile.
+    public func register(function: FunctionDefinition) throws(ConversationError) {
+        guard !function.name.isEmpty else { throw .invalidFunction(name: function.name, reason: "the name is empty") }
+        _ = try runner.compiledGrammar(schema: _PromptBuilder.callSchema([function]), options: .generation)
+        var duplicate = false
+        try mutate { state in
+            if state.functions.contains(where: { $0.name == function.name }) { duplicate = true } else { state.functions.append(function) }
+        }
+        if duplicate { throw .invalidFunction(name: function.name, reason: "a function with this name is already registered") }
+    }
+
+    /// The history as OpenAI chat-completions JSON (`{"messages": […]}`).
+    public func exportOpenAIJSON() -> String { OpenAIChatFormat.encode(history) }
+
+    /// Replaces the history with the messages of OpenAI chat-completions JSON.
+    public func importOpenAIJSON(_ text: String) throws(ConversationError) {
+        let messages = try OpenAIChatFormat.decode(text)
+        try mutate { $0.history = messages }
+    }
+
+    private func mutate(_ body: (inout _ConversationState) -> Void) throws(ConversationError) {
+        guard runner.isLoaded else { throw .runnerUnloaded }
+        let busy: Bool = state.withLock { state in
+            guard !state.isGenerating else { return true }
+            body(&state)
+            return false
+        }
+        if busy { throw .generationInProgress }
+    }
+
+    // MARK: Generating
+
+    /// Sends `text` as the user's message and streams the reply.
+    public func generateResponse(to text: String, options: GenerationOptions = GenerationOptions())
+        -> AsyncThrowingStream<MessageResponse, Error>
+    {
+        generateResponse(to: .user(text), options: options)
+    }
+
+    /// Appends `message` (a user message, or a tool result answering a function call) and
+    /// streams the model's reply.
+    ///
+    /// The stream yields `.chunk` and `.reasoningChunk` as text arrives, `.functionCalls` when
+    /// the reply calls functions, then `.complete` with the finished message; it throws
+    /// ``ConversationError`` when the reply cannot start (another one is under way, the runner
+    /// was unloaded, the schema does not compile, the prompt overflows the context) or fails.
+    /// Cancelling the consuming task, or dropping the stream (leaving a `for try await` loop
+    /// over it), stops generation within one token; the reply then finishes `interrupted`
+    /// (see ``lastCompletion``) and is not added to the history.
+    public func generateResponse(to message: ChatMessage, options: GenerationOptions = GenerationOptions())
+        -> AsyncThrowingStream<MessageResponse, Error>
+    {
+        let (stream, continuation) = AsyncThrowingStream<MessageResponse, Error>.makeStream()
+        let requested = ContinuousClock.now
+        let cancellation = _CancellationFlag()
+        let started: Result<Void, ConversationError> = {
+            guard runner.isLoaded else { return .failure(.runnerUnloaded) }
+            let accepted = state.withLock { state -> Bool in
+                guard !state.isGenerating else { return false }
+                state.isGenerating = true
+                state.history.append(message)
+                return true
+            }
+            return accepted ? .success(()) : .failure(.generationInProgress)
+        }()
+        if case .failure(let error) = started {
+            continuation.finish(throwing: error)
+            return stream
+        }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { cancellation.cancel() }
+        }
+        runner.state.withLock { $0.activeGenerations.append(cancellation) }
+        runner.queue.async { [self] in
+            let outcome = run(options: options, cancellation: cancellation, requested: requested) { continuation.yield($0) }
+            runner.state.withLock { $0.activeGenerations.removeAll { $0 === cancellation } }
+            switch outcome {
+            case .success(let reply):
+                state.withLock { state in
+                    if reply.appendsToHistory { state.history.append(reply.message) }
+                    state.lastCompletion = (reply.finishReason, reply.stats)
+                    state.isGenerating = false
+                }
+                continuation.yield(.complete(message: reply.message, finishReason: reply.finishReason, stats: reply.stats))
+                continuation.finish()
+            case .failure(let error):
+                state.withLock { state in
+                    state.lastCompletion = (.error, GenerationStats(promptTokens: 0, cachedPromptTokens: 0, completionTokens: 0, timeToFirstToken: 0, tokensPerSecond: 0))
+                    state.isGenerating = false
+                }
+                continuation.finish(throwing: error)
+            }
+        }
+        return stream
+    }
+
+    /// Renders, prefills and decodes one reply on the runner's queue.
+    private func run(
+        options requestedOptions: GenerationOptions, cancellation: _CancellationFlag, requested: ContinuousClock.Instant,
+        emit: (MessageResponse) -> Void
+    ) -> Result<_Reply, ConversationError> {
+        do throws(ConversationError) {
+            let (model, history, functions, existingCache) = try runner.state.withLock { runnerState throws(ConversationError) in
+                guard let model = runnerState.model else { throw .runnerUnloaded }
+                let snapshot = state.withLock { ($0.history, $0.functions) }
+                return (model, snapshot.0, snapshot.1, runnerState.caches[identifier]?.cache)
+            }
+            let options = requestedOptions.filled(from: runner.defaultOptions)
+            var promptHistory = history
+            var constraint: CompiledGrammar?
+            if let schema = options.jsonSchema {
+                constraint = try runner.compiledGrammar(schema: schema, options: options.schemaOptions)
+                if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
+                    promptHistory[last].content += Self.schemaInstruction(schema)
+                    // The instruction is part of what the model was asked: keep it in the history,
+                    // so later turns render the same prompt (and reuse the cache).
+                    let instructed = promptHistory[last]
+                    state.withLock { state in
+                        if let index = state.history.indices.last { state.history[index] = instructed }
+                    }
+                }
+            }
+            // A reply held to a schema is that value only; function calls are for free replies.
+            let callFunctions = constraint == nil && options.functionCallMode != .disabled ? functions : []
+            let callGrammar = callFunctions.isEmpty ? nil
+                : try runner.compiledGrammar(schema: _PromptBuilder.callSchema(callFunctions), options: .generation)
+            let prompt = try runner.prompts.tokens(
+                for: promptHistory, functions: callFunctions, format: options.functionCallFormat, enableThinking: options.enableThinking)
+            guard prompt.count < runner.contextLength else {
+                throw .contextOverflow(promptTokens: prompt.count, contextLength: runner.contextLength)
+            }
+            let cache = existingCache ?? model.makeCache(contextLength: runner.contextLength)
+            if existingCache == nil {
+                try runner.state.withLock { state throws(ConversationError) in
+                    guard state.model != nil else { throw .runnerUnloaded }
+                    state.caches[identifier] = _CacheBox(cache: cache)
+                }
+            }
+            let callsSoFar = history.reduce(0) { $0 + $1.functionCalls.count }
+            var generator = _ReplyGenerator(
+                model: model, tokenizer: runner.tokenizer, cache: cache, threadCount: runner.threadCount,
+                options: options, constraint: constraint, callGrammar: callGrammar, callFormat: options.functionCallFormat,
+                startsWithCall: options.functionCallMode == .required && callGrammar != nil,
+                firstCallNumber: callsSoFar + 1, cancellation: cancellation, requested: requested)
+            return .success(try generator.generate(prompt: prompt, emit: emit))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// What `injectSchemaIntoPrompt` appends to the request: a paragraph asking for a value of
+    /// `schema`, followed by the schema itself.
+    public static func schemaInstruction(_ schema: String) -> String {
+        "\n\nAnswer with a JSON value that conforms to this JSON Schema:\n" + schema.trimmingWhitespace
+    }
+}
+
+struct _ConversationState: Sendable {
+    var history: [ChatMessage]
+    var functions: [FunctionDefinition] = []
+    var isGenerating = false
+    var lastCompletion: (finishReason: FinishReason, stats: GenerationStats)?
+}
+
+/// A conversation's KV cache, created on its first reply and used only on the runner's queue
+/// (which is what makes sharing the reference safe).
+final class _CacheBox: @unchecked Sendable {
+    let cache: KVCache
+    init(cache: KVCache) { self.cache = cache }
+}

@@ -1,0 +1,160 @@
+import Grammar
+
+/// How to generate one reply. Every `nil` field falls back to the model's default
+/// (`ModelRunner.defaultOptions`, read from the GGUF's `general.sampling.*` keys when it has
+/// them, otherwise greedy decoding).
+public struct GenerationOptions: Sendable, Equatable {
+    /// Sampling temperature; 0 is greedy decoding.
+    public var temperature: Float?
+    /// Nucleus sampling: keep the most likely tokens up to this probability mass.
+    public var topP: Float?
+    /// Drop tokens less likely than this fraction of the most likely one.
+    public var minP: Float?
+    /// Keep only the `topK` most likely tokens.
+    public var topK: Int?
+    /// Divides positive (multiplies negative) logits of recently seen tokens; 1 is none.
+    public var repetitionPenalty: Float?
+    /// Seed of the sampler's random generator: same seed, options, model and prompt, same reply.
+    public var seed: UInt64?
+    /// The most tokens the reply may have. `nil`: until the model stops or the context is full.
+    public var maxTokens: Int?
+
+    /// A JSON Schema (as JSON text) the reply must satisfy. The reply then always parses and
+    /// validates, or finishes with ``FinishReason/constraint`` when `maxTokens` cuts it.
+    public var jsonSchema: String?
+    /// Whether to append the schema and an instruction to follow it to the user's message
+    /// (the model writes better values when it knows the shape it is held to).
+    public var injectSchemaIntoPrompt: Bool
+    /// Whether a reply held to a grammar (a JSON Schema or a function call) is steered to
+    /// finish within `maxTokens` (and the context): each token must leave a completion short
+    /// enough for the tokens that remain, so near the limit the model closes its strings,
+    /// arrays and objects instead of being cut off. The value is then complete and valid
+    /// whenever `maxTokens` allows any value at all (otherwise the finish is `constraint`),
+    /// though it may be shorter than the model would have made it.
+    public var closesWithinMaxTokens: Bool
+    /// How the schema becomes a grammar. The default, `JSONSchemaOptions.generation`, closes
+    /// objects that declare their properties and keeps unbounded integers within ±(2⁵³−1), so
+    /// a small model cannot wander into invented keys or endless digits.
+    public var schemaOptions: JSONSchemaOptions
+
+    /// Whether the model should think before answering (passed to the chat template as
+    /// `enable_thinking`; `nil` leaves the template's default). Text between `<think>` and
+    /// `</think>` at the start of a reply streams as ``MessageResponse/reasoningChunk(_:)``.
+    public var enableThinking: Bool?
+
+    /// How the model writes function calls, when functions are registered.
+    public var functionCallFormat: FunctionCallFormat
+    /// Whether the reply may, must or must not call the registered functions.
+    public var functionCallMode: FunctionCallMode
+
+    public init(
+        temperature: Float? = nil, topP: Float? = nil, minP: Float? = nil, topK: Int? = nil,
+        repetitionPenalty: Float? = nil, seed: UInt64? = nil, maxTokens: Int? = nil,
+        jsonSchema: String? = nil, injectSchemaIntoPrompt: Bool = true,
+        schemaOptions: JSONSchemaOptions = .generation, closesWithinMaxTokens: Bool = true,
+        enableThinking: Bool? = nil, functionCallFormat: FunctionCallFormat = .hermes,
+        functionCallMode: FunctionCallMode = .automatic
+    ) {
+        self.temperature = temperature
+        self.topP = topP
+        self.minP = minP
+        self.topK = topK
+        self.repetitionPenalty = repetitionPenalty
+        self.seed = seed
+        self.maxTokens = maxTokens
+        self.jsonSchema = jsonSchema
+        self.injectSchemaIntoPrompt = injectSchemaIntoPrompt
+        self.schemaOptions = schemaOptions
+        self.closesWithinMaxTokens = closesWithinMaxTokens
+        self.enableThinking = enableThinking
+        self.functionCallFormat = functionCallFormat
+        self.functionCallMode = functionCallMode
+    }
+
+    /// These options with every `nil` sampling field taken from `defaults`.
+    func filled(from defaults: GenerationOptions) -> GenerationOptions {
+        var result = self
+        result.temperature = temperature ?? defaults.temperature
+        result.topP = topP ?? defaults.topP
+        result.minP = minP ?? defaults.minP
+        result.topK = topK ?? defaults.topK
+        result.repetitionPenalty = repetitionPenalty ?? defaults.repetitionPenalty
+        result.seed = seed ?? defaults.seed
+        result.maxTokens = maxTokens ?? defaults.maxTokens
+        result.enableThinking = enableThinking ?? defaults.enableThinking
+        return result
+    }
+
+    /// The sampler's options (after `filled(from:)`).
+    var sampling: SamplingOptions {
+        SamplingOptions(
+            temperature: temperature ?? 0, topK: topK, topP: topP, minP: minP,
+            repetitionPenalty: repetitionPenalty ?? 1, seed: seed ?? 0)
+    }
+}
+
+/// How function calls appear in a reply.
+public enum FunctionCallFormat: String, Sendable, Equatable, CaseIterable {
+    /// Hermes style, as Qwen 2.5 and many fine-tunes write it:
+    /// `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`, possibly several.
+    case hermes
+    /// A reply that is a bare JSON object `{"name": …, "arguments": {…}}`.
+    case json
+}
+
+/// Whether a reply calls functions (OpenAI's `tool_choice`).
+public enum FunctionCallMode: String, Sendable, Equatable, CaseIterable {
+    /// The model decides: a call marker starts a constrained call, anything else is text.
+    case automatic
+    /// The reply starts with a call (its marker is written for the model) and may make more.
+    case required
+    /// Functions are neither described nor detected in this reply.
+    case disabled
+}
+
+/// Why a reply ended.
+public enum FinishReason: String, Sendable, Equatable {
+    /// The model ended its turn (or finished its function calls).
+    case stop
+    /// The context filled up before the model ended its turn.
+    case exceededContext
+    /// The consumer stopped listening (its task was cancelled).
+    case interrupted
+    /// `maxTokens` cut a constrained reply (a JSON Schema or a function call) before it was
+    /// complete: the text is not a valid value.
+    case constraint
+    /// `maxTokens` cut an unconstrained reply.
+    case maxTokens
+    /// Generation failed; the stream throws the error after this.
+    case error
+}
+
+/// Counts and speed of one reply.
+public struct GenerationStats: Sendable, Equatable {
+    /// Tokens of the rendered prompt (the whole conversation so far).
+    public var promptTokens: Int
+    /// Prompt tokens whose keys and values were reused from earlier turns.
+    public var cachedPromptTokens: Int
+    /// Tokens the model generated (forced markup included, end-of-turn excluded).
+    public var completionTokens: Int
+    /// Seconds from the request to the first generated token (prefill and queueing).
+    public var timeToFirstToken: Double
+    /// Completion tokens per second of decoding.
+    public var tokensPerSecond: Double
+    /// Seconds of decoding spent in the grammar (masks, acceptance, steering); 0 for free text.
+    public var constraintSeconds: Double = 0
+}
+
+/// What `Conversation.generateResponse` streams.
+public enum MessageResponse: Sendable {
+    /// Text of the reply, as it is generated.
+    case chunk(String)
+    /// Text of the model's reasoning (between `<think>` and `</think>`).
+    case reasoningChunk(String)
+    /// The function calls the reply makes, once they are complete. The caller runs them and
+    /// answers each with `ChatMessage.tool(_:answering:)` in a new `generateResponse`.
+    case functionCalls([FunctionCall])
+    /// The end of the reply: the message as it was added to the history (for `stop`,
+    /// `maxTokens`, `exceededContext` and `constraint`), why it ended and its statistics.
+    case complete(message: ChatMessage, finishReason: FinishReason, stats: GenerationStats)
+}

@@ -1,0 +1,207 @@
+import ChatTemplating
+import Grammar
+import Tokenizer
+
+/// Turns a conversation into prompt tokens: renders it with the model's chat template (or the
+/// plain fallback for models without one), describes registered functions, and tokenizes the
+/// result so that only the template's own markup can produce control tokens.
+struct _PromptBuilder: Sendable {
+    /// The parsed template, the error that kept it from parsing, or `nil` when the model has none.
+    let template: Result<ChatTemplate, ChatTemplateError>?
+    let tokenizer: Tokenizer
+
+    // MARK: Rendering
+
+    /// The prompt text for `messages`, ending where the assistant's reply begins.
+    func render(
+        _ messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat, enableThinking: Bool?
+    ) throws(ConversationError) -> String {
+        guard let template else { return plainText(messages, functions: functions, format: format) }
+        let parsed: ChatTemplate
+        switch template {
+        case .success(let value): parsed = value
+        case .failure(let error): throw .template(error.description)
+        }
+        let nativeTools = parsed.mentionsTools
+        let nativeCalls = parsed.mentionsToolCalls
+        var list = messages
+        if !functions.isEmpty, !nativeTools {
+            let description = Self.functionInstructions(functions, format: format)
+            if let first = list.first, first.role == .system {
+                list[0].content = first.content + "\n\n" + description
+            } else {
+                list.insert(.system(description), at: 0)
+            }
+        }
+        let values = list.map { templateValue(for: $0, nativeCalls: nativeCalls, nativeTools: nativeTools, format: format) }
+        var variables: [String: TemplateValue] = [:]
+        if let enableThinking { variables["enable_thinking"] = .boolean(enableThinking) }
+        let tools: [TemplateValue]? = functions.isEmpty || !nativeTools ? nil : functions.map { function in
+            .object([
+                ("type", .string("function")),
+                ("function", .object([
+                    ("name", .string(function.name)), ("description", .string(function.description)),
+                    ("parameters", Self.templateValue(function.parameters)),
+                ])),
+            ])
+        }
+        let vocabulary = tokenizer.vocabulary
+        do {
+            return try parsed.render(
+                messages: values, tools: tools, addGenerationPrompt: true,
+                bosToken: vocabulary.bosTokenID.map { vocabulary.tokens[$0] } ?? "",
+                eosToken: vocabulary.eosTokenID.map { vocabulary.tokens[$0] } ?? "",
+                variables: variables)
+        } catch {
+            throw .template(error.description)
+        }
+    }
+
+    private func templateValue(for message: ChatMessage, nativeCalls: Bool, nativeTools: Bool, format: FunctionCallFormat) -> TemplateValue {
+        var role = message.role.rawValue
+        var content = message.content
+        var members: [(String, TemplateValue)] = []
+        if message.role == .assistant, !message.functionCalls.isEmpty, !nativeCalls {
+            content += Self.callText(message.functionCalls, format: format)
+        }
+        if message.role == .tool, !nativeTools {
+            // Templates without tool support know only system, user and assistant turns.
+            role = "user"
+            content = format == .hermes ? "<tool_response>\n\(content)\n</tool_response>" : content
+        }
+        members.append(("role", .string(role)))
+        members.append(("content", .string(content)))
+        if let reasoning = message.reasoning { members.append(("reasoning_content", .string(reasoning))) }
+        if message.role == .assistant, !message.functionCalls.isEmpty, nativeCalls {
+            members.append(("tool_calls", .array(message.functionCalls.map { call in
+                .object([
+                    ("id", .string(call.id)), ("type", .string("function")),
+                    ("function", .object([("name", .string(call.name)), ("arguments", Self.templateValue(call.arguments))])),
+                ])
+            })))
+        }
+        if let id = message.toolCallID { members.append(("tool_call_id", .string(id))) }
+        if let name = message.name { members.append(("name", .string(name))) }
+        return .object(members)
+    }
+
+    /// Models without a template (base models): the messages' text, one paragraph each, so the
+    /// model continues the text.
+    private func plainText(_ messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat) -> String {
+        var paragraphs = functions.isEmpty ? [] : [Self.functionInstructions(functions, format: format)]
+        for message in messages {
+            var text = message.content
+            if !message.functionCalls.isEmpty { text += Self.callText(message.functionCalls, format: format) }
+            if !text.isEmpty { paragraphs.append(text) }
+        }
+        return paragraphs.joined(separator: "\n\n")
+    }
+
+    // MARK: Functions
+
+    /// The system text describing `functions` to a model whose template cannot.
+    static func functionInstructions(_ functions: [FunctionDefinition], format: FunctionCallFormat) -> String {
+        let signatures = functions.map { function in
+            JSONValue.object([
+                ("name", .string(function.name)), ("description", .string(function.description)),
+                ("parameters", function.parameters),
+            ]).compactText
+        }.joined(separator: "\n")
+        switch format {
+        case .hermes:
+            return """
+            You may call functions to answer. These are available, each with a JSON Schema for its arguments:
+            <tools>
+            \(signatures)
+            </tools>
+            To call one, write <tool_call>
+            {"name": <function name>, "arguments": <arguments object>}
+            </tool_call> and stop. Results come back inside <tool_response></tool_response>.
+            """
+        case .json:
+            return """
+            You may call functions to answer. These are available, each with a JSON Schema for its arguments:
+            \(signatures)
+            To call one, reply with only the JSON object {"name": <function name>, "arguments": <arguments object>}.
+            """
+        }
+    }
+
+    /// How calls read in the model's own words.
+    static func callText(_ calls: [FunctionCall], format: FunctionCallFormat) -> String {
+        calls.map { call in
+            let body = JSONValue.object([("name", .string(call.name)), ("arguments", call.arguments)]).compactText
+            return format == .hermes ? "<tool_call>\n\(body)\n</tool_call>" : body
+        }.joined(separator: "\n")
+    }
+
+    /// The JSON Schema a call to one of `functions` satisfies: `{"name": …, "arguments": …}`
+    /// with the arguments held to that function's parameter schema.
+    static func callSchema(_ functions: [FunctionDefinition]) -> String {
+        let alternatives = functions.map { function in
+            JSONValue.object([
+                ("type", .string("object")),
+                ("properties", .object([
+                    ("name", .object([("const", .string(function.name))])),
+                    ("arguments", function.parameters),
+                ])),
+                ("required", .array([.string("name"), .string("arguments")])),
+                ("additionalProperties", .bool(false)),
+            ])
+        }
+        return (alternatives.count == 1 ? alternatives[0] : .object([("anyOf", .array(alternatives))])).compactText
+    }
+
+    static func templateValue(_ value: JSONValue) -> TemplateValue {
+        switch value {
+        case .null: return .none
+        case .bool(let flag): return .boolean(flag)
+        case .number(let text):
+            if let integer = Int(text) { return .integer(integer) }
+            return .double(Double(text) ?? 0)
+        case .string(let text): return .string(text)
+        case .array(let items): return .array(items.map(templateValue))
+        case .object(let members): return .object(members.map { ($0.0, templateValue($0.1)) })
+        }
+    }
+
+    // MARK: Tokens
+
+    /// The prompt's tokens. Message text is encoded as plain text wherever it appears in the
+    /// rendered prompt, so a message containing `<|im_end|>` cannot forge a turn; the rest
+    /// (the template's markup) has its control tokens recognised.
+    func tokens(
+        for messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat,
+        enableThinking: Bool?, addBOS: Bool = true
+    ) throws(ConversationError) -> [Int] {
+        let rendered = try render(messages, functions: functions, format: format, enableThinking: enableThinking)
+        let vocabulary = tokenizer.vocabulary
+        var result: [Int] = []
+        if addBOS, vocabulary.addBOS, let bos = vocabulary.bosTokenID, !rendered.hasPrefix(vocabulary.tokens[bos]) {
+            result.append(bos)
+        }
+        var cursor = rendered.startIndex
+        func appendMarkup(upTo end: String.Index) {
+            guard cursor < end else { return }
+            result += tokenizer.encode(String(rendered[cursor ..< end]), addingSpecialTokens: false, parsingSpecialTokens: true)
+        }
+        for message in messages {
+            let text = message.content.trimmingWhitespace
+            guard !text.isEmpty, let range = rendered.range(of: text, range: cursor ..< rendered.endIndex) else { continue }
+            appendMarkup(upTo: range.lowerBound)
+            result += tokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: false)
+            cursor = range.upperBound
+        }
+        appendMarkup(upTo: rendered.endIndex)
+        return result
+    }
+}
+
+extension String {
+    /// The string without leading and trailing spaces, tabs and newlines.
+    var trimmingWhitespace: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first ... last])
+    }
+}

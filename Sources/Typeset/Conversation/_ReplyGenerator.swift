@@ -1,0 +1,297 @@
+import Grammar
+import Models
+import Tokenizer
+
+/// One finished reply, as `Conversation` records it.
+struct _Reply: Sendable {
+    var message: ChatMessage
+    var finishReason: FinishReason
+    var stats: GenerationStats
+    /// Interrupted replies are not added to the history.
+    var appendsToHistory: Bool { finishReason != .interrupted && finishReason != .error }
+}
+
+/// The decoding loop behind `Conversation.generateResponse`: prefill (reusing the cached
+/// prefix), then one token at a time — masked by the JSON Schema's grammar when there is one,
+/// routed into reasoning, content and function calls otherwise — until the model ends its
+/// turn, a limit is reached or the consumer goes away.
+///
+/// A function call is generated under the registered functions' grammar from the moment its
+/// marker appears (`<tool_call>`, or a leading `{` in the plain JSON format) until its JSON
+/// object closes; Typeset then writes the closing markup itself (`\n</tool_call>`) and lets the
+/// model go on (another call, or the end of its turn).
+struct _ReplyGenerator {
+    let model: TransformerModel
+    let tokenizer: Tokenizer
+    let cache: KVCache
+    let threadCount: Int
+    let options: GenerationOptions
+    let constraint: CompiledGrammar?
+    let callGrammar: CompiledGrammar?
+    let callFormat: FunctionCallFormat
+    /// Whether the reply must start with a call (`FunctionCallMode.required`).
+    let startsWithCall: Bool
+    let firstCallNumber: Int
+    let cancellation: _CancellationFlag
+    let requested: ContinuousClock.Instant
+
+    private enum Phase {
+        /// Free text (with thinking and call detection).
+        case free
+        /// The whole reply is held to the JSON Schema.
+        case schema(GrammarMatcher)
+        /// Inside a function call's JSON; `text` is the JSON so far.
+        case call(GrammarMatcher, text: String)
+    }
+
+    mutating func generate(prompt: [Int], emit: (MessageResponse) -> Void) throws(ConversationError) -> _Reply {
+        let vocabulary = tokenizer.vocabulary
+        let clock = ContinuousClock()
+        let reused = cache.reusablePrefixLength(for: prompt)
+        cache.truncate(to: reused)
+        // A required call begins with its marker, written for the model and prefilled with the prompt.
+        let opening = startsWithCall && callFormat == .hermes
+            ? tokenizer.encode(_ReplyTextRouter.hermesCallMarker + "\n", addingSpecialTokens: false) : []
+        var logits = try evaluate(Array(prompt[reused...]) + opening)
+        let decodeStart = clock.now
+
+        var sampler = Sampler(options: options.sampling)
+        var history = prompt + opening
+        var completionTokens = opening.count
+        let maxTokens = options.maxTokens ?? Int.max
+        var detokenizer = tokenizer.makeStreamingDetokenizer()
+        var router = _ReplyTextRouter(
+            detectsThinking: constraint == nil && options.enableThinking != false,
+            callFormat: callGrammar == nil ? nil : callFormat)
+        var phase: Phase = constraint.map { .schema(GrammarMatcher($0)) } ?? .free
+        if startsWithCall, let callGrammar {
+            phase = .call(GrammarMatcher(callGrammar), text: "")
+            router.startCall()
+        }
+        var mask = TokenBitmask(vocabularySize: (constraint ?? callGrammar)?.vocabulary.size ?? 0)
+        var maskIsCurrent = false
+        var content = ""
+        var reasoning = ""
+        var calls: [FunctionCall] = []
+        var finishReason = FinishReason.stop
+        var firstToken: ContinuousClock.Instant?
+        var constraintSeconds = 0.0
+
+        /// Routes free text; returns the text after a call marker when a call starts.
+        func take(_ pieces: [_ReplyTextRouter.Piece]) -> String? {
+            var callRemainder: String?
+            for piece in pieces {
+                switch piece {
+                case .reasoning(let text): reasoning += text; emit(.reasoningChunk(text))
+                case .content(let text): content += text; emit(.chunk(text))
+                case .callStarted(let remainder): callRemainder = remainder
+                }
+            }
+            return callRemainder
+        }
+
+        generation: while true {
+            if cancellation.isCancelled { finishReason = .interrupted; break }
+            if completionTokens >= maxTokens {
+                switch phase {
+                case .free: finishReason = .maxTokens
+                case .schema(let matcher): finishReason = matcher.canTerminate ? .stop : .constraint
+                case .call: finishReason = .constraint
+                }
+                break
+            }
+            let token: Int
+            switch phase {
+            case .free:
+                guard let sampled = sampler.sample(logits, history: history) else { finishReason = .stop; break generation }
+                token = sampled
+            case .schema(var matcher), .call(var matcher, _):
+                // Mask the logits with the grammar; the chosen token is accepted by the matcher.
+                let started = clock.now
+                defer { constraintSeconds += (clock.now - started).seconds }
+                if !maskIsCurrent { matcher.fillNextTokenMask(into: &mask) }
+                Self.apply(mask, to: &logits)
+                let budget = min(maxTokens - completionTokens, cache.contextLength - cache.count)
+                guard let chosen = choose(&logits, matcher: &matcher, budget: budget, sampler: &sampler, history: history) else {
+                    // No token keeps the value finishable (or none is allowed at all).
+                    finishReason = .constraint
+                    break generation
+                }
+                token = chosen
+                if case .schema = phase { phase = .schema(matcher) } else if case .call(_, let text) = phase { phase = .call(matcher, text: text) }
+            }
+            maskIsCurrent = false
+            if firstToken == nil { firstToken = clock.now }
+            if vocabulary.isEndOfGeneration(token) {
+                if case .call = phase { finishReason = .constraint }
+                break
+            }
+            var forced: [Int] = []
+            let text = (try? detokenizer.append(token)) ?? ""
+            switch phase {
+            case .schema(let matcher):
+                content += text
+                if !text.isEmpty { emit(.chunk(text)) }
+                let started = clock.now
+                matcher.fillNextTokenMask(into: &mask)
+                constraintSeconds += (clock.now - started).seconds
+                maskIsCurrent = true
+                // Complete and nothing but the end may follow: done, without another step.
+                if matcher.canTerminate, Self.allowsOnlyEndOfGeneration(mask, vocabulary: matcher.grammar.vocabulary) {
+                    completionTokens += 1
+                    history.append(token)
+                    break generation
+                }
+            case .free:
+                guard let remainder = take(router.route(text)), let callGrammar else { break }
+                var matcher = GrammarMatcher(callGrammar)
+                let json = String(remainder.drop { $0 == " " || $0 == "\n" || $0 == "\t" })
+                if json.isEmpty {
+                    // The model writes `<tool_call>\n{…}`: give it the newline it was trained on.
+                    if callFormat == .hermes { forced = tokenizer.encode("\n", addingSpecialTokens: false) }
+                } else if !matcher.accept(bytes: Array(json.utf8)) {
+                    // Not a well-formed call after all: keep it as text.
+                    router.resume()
+                    let marker = callFormat == .hermes ? _ReplyTextRouter.hermesCallMarker : ""
+                    content += marker + remainder
+                    emit(.chunk(marker + remainder))
+                    break
+                }
+                phase = .call(matcher, text: json)
+            case .call(let matcher, let soFar):
+                phase = .call(matcher, text: soFar + text)
+            }
+            if case .call(let matcher, let json) = phase {
+                let started = clock.now
+                matcher.fillNextTokenMask(into: &mask)
+                constraintSeconds += (clock.now - started).seconds
+                maskIsCurrent = true
+                if matcher.canTerminate, Self.allowsOnlyEndOfGeneration(mask, vocabulary: matcher.grammar.vocabulary) {
+                    calls.append(Self.functionCall(json + detokenizer.finish(), id: "call_\(firstCallNumber + calls.count)"))
+                    detokenizer = tokenizer.makeStreamingDetokenizer()
+                    maskIsCurrent = false
+                    if callFormat == .json {
+                        completionTokens += 1
+                        history.append(token)
+                        break generation
+                    }
+                    forced += tokenizer.encode("\n</tool_call>", addingSpecialTokens: false)
+                    router.resume()
+                    phase = .free
+                }
+            }
+            completionTokens += 1 + forced.count
+            history.append(token)
+            history += forced
+            let step = [token] + forced
+            guard cache.count + step.count <= cache.contextLength else {
+                finishReason = .exceededContext
+                break
+            }
+            logits = try evaluate(step)
+        }
+
+        // Whatever the detokenizer and the router still hold.
+        if case .free = phase {
+            _ = take(router.route(detokenizer.finish()))
+            _ = take(router.finish())
+        } else if case .schema = phase {
+            let rest = detokenizer.finish()
+            if !rest.isEmpty { content += rest; emit(.chunk(rest)) }
+        }
+        if !calls.isEmpty {
+            content = content.trimmingWhitespace
+            if finishReason == .maxTokens || finishReason == .stop { emit(.functionCalls(calls)) }
+        }
+        let end = clock.now
+        let decodeSeconds = (end - decodeStart).seconds
+        let stats = GenerationStats(
+            promptTokens: prompt.count, cachedPromptTokens: reused, completionTokens: completionTokens,
+            timeToFirstToken: ((firstToken ?? end) - requested).seconds,
+            tokensPerSecond: decodeSeconds > 0 ? Double(completionTokens) / decodeSeconds : 0,
+            constraintSeconds: constraintSeconds)
+        let message = ChatMessage(
+            role: .assistant, content: content, reasoning: reasoning.isEmpty ? nil : reasoning.trimmingWhitespace,
+            functionCalls: calls)
+        return _Reply(message: message, finishReason: finishReason, stats: stats)
+    }
+
+    // MARK: Choosing constrained tokens
+
+    /// Samples a token the grammar allows (the logits are already masked) and accepts it into
+    /// `matcher`. When `options.closesWithinMaxTokens`, the token must also leave the value
+    /// finishable within the `budget - 1` tokens left after it (its shortest completion, in
+    /// bytes, is an upper bound on the tokens needed, every byte being a token): the sample is
+    /// redrawn without the offending token a few times, then the choice narrows to the most
+    /// likely tokens that bring the completion closer.
+    private func choose(
+        _ logits: inout [Float], matcher: inout GrammarMatcher, budget: Int, sampler: inout Sampler, history: [Int]
+    ) -> Int? {
+        let endOfGeneration = matcher.grammar.vocabulary.endOfGenerationTokens
+        func acceptable(_ token: Int, progressFrom distance: Int?) -> Bool {
+            if endOfGeneration.contains(token) { return matcher.accept(token: token) }
+            guard matcher.accept(token: token) else { return false }
+            guard options.closesWithinMaxTokens else { return true }
+            let after = matcher.shortestCompletionLength
+            if after <= budget - 1, distance.map({ after < $0 }) ?? true { return true }
+            matcher.rollback(1)
+            return false
+        }
+        for _ in 0 ..< 4 {
+            guard let token = sampler.sample(logits, history: history) else { return nil }
+            if acceptable(token, progressFrom: nil) { return token }
+            logits[token] = -.infinity
+        }
+        // Closing: the likeliest tokens that shorten the way to a complete value.
+        let distance = matcher.shortestCompletionLength
+        let ranked = logits.indices.filter { logits[$0] > -.infinity }.sorted { logits[$0] > logits[$1] }
+        var candidates: [Int] = []
+        for token in ranked {
+            if acceptable(token, progressFrom: distance) {
+                matcher.rollback(1)
+                candidates.append(token)
+                if candidates.count == 8 { break }
+            }
+        }
+        guard !candidates.isEmpty else { return nil }
+        var narrowed = [Float](repeating: -.infinity, count: logits.count)
+        for token in candidates { narrowed[token] = logits[token] }
+        guard let token = sampler.sample(narrowed, history: history), matcher.accept(token: token) else { return nil }
+        return token
+    }
+
+    private func evaluate(_ tokens: [Int]) throws(ConversationError) -> [Float] {
+        do { return try model.evaluate(tokens, cache: cache, threadCount: threadCount) } catch { throw .model(error) }
+    }
+
+    // MARK: Masks
+
+    /// Sets the logit of every token `mask` forbids to −∞ (and of tokens beyond its vocabulary).
+    static func apply(_ mask: TokenBitmask, to logits: inout [Float]) {
+        let words = mask.words
+        logits.withUnsafeMutableBufferPointer { logits in
+            for wordIndex in words.indices {
+                let word = words[wordIndex]
+                if word == .max { continue }
+                let base = wordIndex << 5
+                let end = min(base + 32, logits.count)
+                guard base < end else { break }
+                for index in base ..< end where word & (1 << UInt32(index - base)) == 0 { logits[index] = -.infinity }
+            }
+            for index in min(mask.vocabularySize, logits.count) ..< logits.count { logits[index] = -.infinity }
+        }
+    }
+
+    /// Whether `mask` allows end-of-generation tokens only.
+    static func allowsOnlyEndOfGeneration(_ mask: TokenBitmask, vocabulary: GrammarVocabulary) -> Bool {
+        mask.allowedCount == vocabulary.endOfGenerationTokens.reduce(0) { $0 + (mask[$1] ? 1 : 0) }
+    }
+
+    /// The call in `json` (complete, and valid for the call grammar, so it parses).
+    static func functionCall(_ json: String, id: String) -> FunctionCall {
+        let value = (try? JSONValue(parsing: json)) ?? .object([])
+        var name = ""
+        if case .string(let text)? = value["name"] { name = text }
+        return FunctionCall(id: id, name: name, arguments: value["arguments"] ?? .object([]))
+    }
+}

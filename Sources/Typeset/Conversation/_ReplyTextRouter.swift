@@ -1,0 +1,157 @@
+/// Sorts a reply's text, as it streams in, into reasoning, visible content and the start of a
+/// function call, holding back only the few characters that might still turn out to be markup.
+///
+///     "<think>plan</think>Sure. <tool_call>{…"
+///      └ reasoning ┘        └content┘ └ call: the router stops here and reports the bytes after
+///                                       the marker, which belong to the call's JSON
+///
+/// Markup it knows: `<think>` … `</think>` at the very start of the reply (when thinking is
+/// possible), and the call marker of the function-call format (`<tool_call>` for Hermes; for
+/// plain JSON, a reply whose first non-space character is `{`).
+struct _ReplyTextRouter {
+    enum Piece: Equatable {
+        case reasoning(String)
+        case content(String)
+        /// A function call starts; the text after its marker (the JSON's beginning, possibly
+        /// empty) follows. The router passes nothing more until `resume()`.
+        case callStarted(remainder: String)
+    }
+
+    private enum Mode { case start, reasoning, content, call }
+
+    static let thinkOpen = "<think>"
+    static let thinkClose = "</think>"
+    static let hermesCallMarker = "<tool_call>"
+
+    private var mode: Mode
+    private var pending = ""
+    private let callFormat: FunctionCallFormat?
+    /// Whether content has been emitted (a plain-JSON call must be the whole reply).
+    private var sawContent = false
+    /// After `</think>`, leading newlines of the content are dropped.
+    private var trimLeadingContent = false
+
+    /// - Parameters:
+    ///   - detectsThinking: whether a leading `<think>` block is reasoning.
+    ///   - callFormat: the format whose calls to detect, `nil` when no functions are registered.
+    init(detectsThinking: Bool, callFormat: FunctionCallFormat?) {
+        mode = detectsThinking ? .start : .content
+        self.callFormat = callFormat
+    }
+
+    var isInCall: Bool { mode == .call }
+
+    /// Routes newly generated `text`.
+    mutating func route(_ text: String) -> [Piece] {
+        guard mode != .call else { return [] }
+        pending += text
+        var pieces: [Piece] = []
+        while true {
+            switch mode {
+            case .start:
+                let trimmed = pending.drop { $0 == " " || $0 == "\n" }
+                if trimmed.hasPrefix(Self.thinkOpen) {
+                    pending = String(trimmed.dropFirst(Self.thinkOpen.count))
+                    mode = .reasoning
+                    continue
+                }
+                if Self.thinkOpen.hasPrefix(trimmed) { return pieces }   // maybe still coming
+                mode = .content
+                continue
+            case .reasoning:
+                if let range = pending.range(of: Self.thinkClose) {
+                    let thought = String(pending[..<range.lowerBound])
+                    if !thought.isEmpty { pieces.append(.reasoning(thought)) }
+                    pending = String(pending[range.upperBound...])
+                    mode = .content
+                    trimLeadingContent = true
+                    continue
+                }
+                let safe = Self.safePrefixLength(of: pending, before: Self.thinkClose)
+                if safe > 0 {
+                    pieces.append(.reasoning(String(pending.prefix(safe))))
+                    pending = String(pending.dropFirst(safe))
+                }
+                return pieces
+            case .content:
+                if trimLeadingContent {
+                    pending = String(pending.drop { $0 == "\n" || $0 == " " })
+                    if pending.isEmpty { return pieces }
+                    trimLeadingContent = false
+                }
+                switch callFormat {
+                case .hermes?:
+                    if let range = pending.range(of: Self.hermesCallMarker) {
+                        let before = String(pending[..<range.lowerBound])
+                        if !before.isEmpty { pieces.append(.content(before)); sawContent = true }
+                        pieces.append(.callStarted(remainder: String(pending[range.upperBound...])))
+                        pending = ""
+                        mode = .call
+                        return pieces
+                    }
+                    let safe = Self.safePrefixLength(of: pending, before: Self.hermesCallMarker)
+                    if safe > 0 {
+                        pieces.append(.content(String(pending.prefix(safe))))
+                        pending = String(pending.dropFirst(safe))
+                        sawContent = true
+                    }
+                    return pieces
+                case .json?:
+                    if !sawContent {
+                        let trimmed = pending.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
+                        if trimmed.isEmpty { return pieces }
+                        if trimmed.first == "{" {
+                            pieces.append(.callStarted(remainder: String(trimmed)))
+                            pending = ""
+                            mode = .call
+                            return pieces
+                        }
+                    }
+                    fallthrough
+                case nil:
+                    if !pending.isEmpty { pieces.append(.content(pending)); sawContent = true }
+                    pending = ""
+                    return pieces
+                }
+            case .call:
+                return pieces
+            }
+        }
+    }
+
+    /// A call starts without its marker having been routed (a required call).
+    mutating func startCall() {
+        mode = .call
+        pending = ""
+    }
+
+    /// After a call's JSON is complete (and its closing markup generated): back to content.
+    mutating func resume() {
+        mode = .content
+        trimLeadingContent = true
+        pending = ""
+    }
+
+    /// The end of the reply: whatever was held back, as the kind of text it was.
+    mutating func finish() -> [Piece] {
+        defer { pending = "" }
+        guard !pending.isEmpty else { return [] }
+        switch mode {
+        case .reasoning: return [.reasoning(pending)]
+        case .start, .content: return trimLeadingContent ? [] : [.content(pending)]
+        case .call: return []
+        }
+    }
+
+    /// How many leading characters of `text` cannot be the start of `marker`: everything but the
+    /// longest suffix of `text` that is a prefix of `marker`.
+    static func safePrefixLength(of text: String, before marker: String) -> Int {
+        let count = text.count
+        var keep = min(count, marker.count - 1)
+        while keep > 0 {
+            if marker.hasPrefix(text.suffix(keep)) { break }
+            keep -= 1
+        }
+        return count - keep
+    }
+}

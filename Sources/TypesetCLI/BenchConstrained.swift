@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import Typeset
+
+/// Constrained against free decoding, side by side in one process: what the grammar costs.
+struct BenchConstrained: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "constrained",
+        abstract: "Decode tokens/s with and without a JSON Schema constraint, on the same prompt and model.",
+        discussion: """
+        Alternates free and constrained replies (greedy, --max-tokens each) to the same prompt \
+        (the request followed by the schema instruction `injectSchemaIntoPrompt` would add) through the \
+        Conversation API, each in a fresh conversation, and reports the median decode tokens/s \
+        of each, their ratio, and the time the grammar itself took per constrained token (masks, \
+        acceptance, steering), which does not depend on how long each reply happened to be. The schema's compilation happens once, before the first timed \
+        run (repeated schemas are cached).
+        """
+    )
+
+    @Option(help: "A GGUF file or known model name.")
+    var model: String?
+
+    @Option(help: "The JSON Schema file.")
+    var schema = "../shared/schemas/brew_summary.json"
+
+    @Option(help: "The prompt.")
+    var prompt = "Tasting notes: bright acidity, blueberry and lemon, a bit thin, slightly sour finish. Summarize this brew."
+
+    @Option(help: "Tokens per reply.")
+    var maxTokens = 64
+
+    @Option(help: "Timed runs of each kind.")
+    var runs = 7
+
+    @Option(help: "Threads for the matrix products.")
+    var threads = 2
+
+    @Flag(help: "Print one JSON object instead of the table.")
+    var json = false
+
+    func run() async throws {
+        let path = try ModelStore.resolve(model)
+        let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: ModelRunner.Options(threadCount: threads))
+        let schemaText = try String(contentsOfFile: schema, encoding: .utf8)
+        // The same prompt for both: the schema instruction is written into it, not injected.
+        let prompt = self.prompt + Conversation.schemaInstruction(schemaText)
+        let free = GenerationOptions(temperature: 0, maxTokens: maxTokens)
+        let constrained = GenerationOptions(temperature: 0, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: false)
+        func measure(_ options: GenerationOptions) async throws -> GenerationStats {
+            var last: GenerationStats?
+            for try await response in runner.createConversation().generateResponse(to: prompt, options: options) {
+                if case .complete(_, _, let stats) = response { last = stats }
+            }
+            return last!
+        }
+        _ = try await measure(free)          // warm-up (page faults, caches)
+        _ = try await measure(constrained)   // warm-up and the schema's compilation
+        var freeRates: [Double] = [], constrainedRates: [Double] = []
+        var freeTokens = 0, constrainedTokens = 0
+        var grammarShares: [Double] = [], grammarMicrosecondsPerToken: [Double] = []
+        for _ in 0 ..< runs {
+            let a = try await measure(free)
+            let b = try await measure(constrained)
+            freeRates.append(a.tokensPerSecond)
+            constrainedRates.append(b.tokensPerSecond)
+            freeTokens = a.completionTokens
+            constrainedTokens = b.completionTokens
+            let decodeSeconds = Double(b.completionTokens) / max(b.tokensPerSecond, 1e-9)
+            grammarShares.append(b.constraintSeconds / decodeSeconds)
+            grammarMicrosecondsPerToken.append(b.constraintSeconds / Double(max(1, b.completionTokens)) * 1e6)
+        }
+        func median(_ values: [Double]) -> Double { let sorted = values.sorted(); return sorted[sorted.count / 2] }
+        let ratio = median(constrainedRates) / median(freeRates)
+        if json {
+            print(#"{"model":"\#(runner.modelID)","threads":\#(threads),"runs":\#(runs),"free_tokens":\#(freeTokens),"constrained_tokens":\#(constrainedTokens),"free_tokens_per_second":\#(median(freeRates)),"constrained_tokens_per_second":\#(median(constrainedRates)),"ratio":\#(ratio),"grammar_share":\#(median(grammarShares)),"grammar_microseconds_per_token":\#(median(grammarMicrosecondsPerToken))}"#)
+        } else {
+            print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema)")
+            print(String(format: "free          %6.1f tok/s (median; %d tokens per reply)", median(freeRates), freeTokens))
+            print(String(format: "constrained   %6.1f tok/s (median; %d tokens per reply)", median(constrainedRates), constrainedTokens))
+            print(String(format: "ratio         %.3f", ratio))
+            print(String(format: "grammar       %.1f µs per token, %.2f%% of constrained decoding (median)",
+                         median(grammarMicrosecondsPerToken), 100 * median(grammarShares)))
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Testing
+@testable import Typeset
+
+/// The router sees text in arbitrary pieces (token boundaries fall anywhere), so every test
+/// feeds its text whole, and one character at a time, and expects the same result.
+@Suite struct ReplyTextRouterTests {
+    private struct Routed: Equatable {
+        var reasoning = ""
+        var content = ""
+        var callRemainder: String?
+    }
+
+    private func route(_ text: String, thinking: Bool, format: FunctionCallFormat?, pieceLength: Int) -> Routed {
+        var router = _ReplyTextRouter(detectsThinking: thinking, callFormat: format)
+        var result = Routed()
+        var pieces: [String] = []
+        var index = text.startIndex
+        while index < text.endIndex {
+            let end = text.index(index, offsetBy: pieceLength, limitedBy: text.endIndex) ?? text.endIndex
+            pieces.append(String(text[index ..< end]))
+            index = end
+        }
+        func take(_ routed: [_ReplyTextRouter.Piece]) {
+            for piece in routed {
+                switch piece {
+                case .reasoning(let text): result.reasoning += text
+                case .content(let text): result.content += text
+                case .callStarted(let remainder): result.callRemainder = (result.callRemainder ?? "") + remainder
+                }
+            }
+        }
+        for piece in pieces {
+            if router.isInCall { result.callRemainder! += piece } else { take(router.route(piece)) }
+        }
+        take(router.finish())
+        return result
+    }
+
+    private func expectRouting(_ text: String, thinking: Bool = true, format: FunctionCallFormat? = nil, _ expected: Routed) {
+        for length in [1, 2, 3, 1000] {
+            #expect(route(text, thinking: thinking, format: format, pieceLength: length) == expected, "pieces of \(length)")
+        }
+    }
+
+    @Test func thinkingAtTheStartIsReasoning() {
+        expectRouting("<think>First, recall.\nThen answer.</think>\n\nParis.",
+                      Routed(reasoning: "First, recall.\nThen answer.", content: "Paris."))
+        // Not at the start: plain text.
+        expectRouting("Well <think>no</think>", Routed(content: "Well <think>no</think>"))
+        // Thinking not expected: the tags are text.
+        expectRouting("<think>x</think>y", thinking: false, Routed(content: "<think>x</think>y"))
+        // Unfinished thought at the end stays reasoning.
+        expectRouting("<think>still going", Routed(reasoning: "still going"))
+        // A prefix of the tag that turns out not to be one is content.
+        expectRouting("<thin ice", Routed(content: "<thin ice"))
+    }
+
+    @Test func hermesCallsStartAtTheirMarker() {
+        expectRouting("Let me check.\n<tool_call>\n{\"name\":\"f\"", format: .hermes,
+                      Routed(content: "Let me check.\n", callRemainder: "\n{\"name\":\"f\""))
+        expectRouting("a < b and <tool_ca", format: .hermes, Routed(content: "a < b and <tool_ca"))
+        expectRouting("<think>plan</think><tool_call>{}", format: .hermes, Routed(reasoning: "plan", content: "", callRemainder: "{}"))
+    }
+
+    @Test func plainJSONCallsAreReplyThatStartsWithABrace() {
+        expectRouting("  {\"name\": \"f\"}", thinking: false, format: .json, Routed(callRemainder: "{\"name\": \"f\"}"))
+        expectRouting("Sure: {\"a\":1}", thinking: false, format: .json, Routed(content: "Sure: {\"a\":1}"))
+    }
+
+    @Test func safePrefixHoldsBackOnlyPossibleMarkerStarts() {
+        #expect(_ReplyTextRouter.safePrefixLength(of: "abc<tool", before: "<tool_call>") == 3)
+        #expect(_ReplyTextRouter.safePrefixLength(of: "abc", before: "<tool_call>") == 3)
+        #expect(_ReplyTextRouter.safePrefixLength(of: "<", before: "<tool_call>") == 0)
+        #expect(_ReplyTextRouter.safePrefixLength(of: "x<t>", before: "<tool_call>") == 4)
+    }
+}
