@@ -312,8 +312,13 @@ struct HostileTemplateTests {
         var deep = TemplateValue.array([])
         for _ in 0..<2_000 { deep = .array([deep]) }
         let input = deep
-        let rendered = onSmallStack { Result { () throws(ChatTemplateError) -> String in try ChatTemplate("{{ x | length }}").render(["x": input]) } }
-        #expect((try? rendered.get()) == "1")
+        // The test's own deep value must be freed here, on the test's thread: freeing a nested
+        // enum recurses, and in a release build the optimizer may otherwise let the small-stack
+        // thread drop the last reference.
+        withExtendedLifetime(deep) {
+            let rendered = onSmallStack { Result { () throws(ChatTemplateError) -> String in try ChatTemplate("{{ x | length }}").render(["x": input]) } }
+            #expect((try? rendered.get()) == "1")
+        }
     }
 
     @Test("Integer overflow is an error, not a trap")

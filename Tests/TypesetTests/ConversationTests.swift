@@ -212,6 +212,37 @@ struct ConversationTests {
         #expect(forging == plain && plain > 0)
     }
 
+    /// Gemma 3 270M is a base model without a template: the plain fallback is the messages'
+    /// text, one paragraph each, after the BOS the model expects.
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.gemma3FileName)))
+    func modelsWithoutATemplateGetThePlainFallback() throws {
+        let gemma = try ModelRunner(url: URL(fileURLWithPath: TestModels.gemma3Path), options: ModelRunner.Options(contextLength: 256))
+        let tokens = try gemma.promptTokens(for: [.system("Be brief."), .user("The capital of France is")])
+        let vocabulary = gemma.tokenizer.vocabulary
+        #expect(tokens == [try #require(vocabulary.bosTokenID)]
+            + gemma.tokenizer.encode("Be brief.\n\nThe capital of France is", addingSpecialTokens: false))
+    }
+
+    /// A template outside the Jinja subset is a typed error naming the feature, not a crash or
+    /// a silently wrong prompt.
+    @Test func unsupportedTemplateFeaturesAreTypedErrors() async throws {
+        let custom = try ModelRunner(
+            url: URL(fileURLWithPath: TestModels.smolLM2Path),
+            options: ModelRunner.Options(contextLength: 256, chatTemplate: "{% include 'header.jinja' %}{{ messages[0].content }}"))
+        #expect(throws: ConversationError.self) { try custom.promptTokenCount(for: [.user("hi")]) }
+        do {
+            _ = try custom.promptTokenCount(for: [.user("hi")])
+        } catch {
+            #expect(error.description.contains("include"), "\(error)")
+        }
+        let raising = try ModelRunner(
+            url: URL(fileURLWithPath: TestModels.smolLM2Path),
+            options: ModelRunner.Options(contextLength: 256, chatTemplate: "{{ raise_exception('roles must alternate') }}"))
+        await #expect(throws: ConversationError.template("Template raised an exception: roles must alternate")) {
+            _ = try await collect(raising.createConversation().generateResponse(to: "hi"))
+        }
+    }
+
     // MARK: Concurrency and cancellation
 
     @Test func aSecondGenerationOnTheSameConversationIsAnError() async throws {
