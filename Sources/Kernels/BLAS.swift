@@ -7,7 +7,21 @@ import COpenBLAS
 /// The bridge to the system BLAS: OpenBLAS on Linux (`libopenblas-dev`), Accelerate on Apple
 /// platforms. Only single-precision general matrix multiplication is needed; everything else
 /// in Typeset's kernels is its own code.
+///
+/// **Threads.** OpenBLAS runs single-threaded here: before the first call, its thread count is
+/// set to 1. Typeset splits products across its own `KernelThreadPool` instead, each thread
+/// calling BLAS on its own tile. This is also a matter of safety: OpenBLAS's thread server (up
+/// to 0.3.21, Debian 12's version) can crash when several threads call it at once while it
+/// runs more than one thread itself (OpenBLAS issues #3787/#3788), and a process that
+/// generates and evaluates in parallel does exactly that.
 public enum BLAS {
+    /// Sets OpenBLAS to one thread, once, before any BLAS call.
+    private static let singleThreaded: Void = {
+        #if canImport(COpenBLAS) && !canImport(Accelerate)
+        openblas_set_num_threads(1)
+        #endif
+    }()
+
     /// Computes `c = alpha * a · bᵀ + beta * c` for row-major matrices, the shape of a
     /// transformer projection: `a` is `m × k` activations, `b` is `n × k` weights (one output
     /// feature per row, as ggml stores them) and `c` is `m × n`.
@@ -26,6 +40,7 @@ public enum BLAS {
         precondition(m >= 0 && n >= 0 && k >= 0, "negative matrix dimension")
         precondition((ldc ?? n) >= n, "ldc smaller than n")
         guard m > 0, n > 0 else { return }
+        _ = singleThreaded
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
                     _blasInt(m), _blasInt(n), _blasInt(k),
                     alpha, a, _blasInt(max(k, 1)), b, _blasInt(max(k, 1)),
@@ -38,11 +53,17 @@ public enum BLAS {
     ) {
         precondition(m >= 0 && n >= 0, "negative matrix dimension")
         guard m > 0, n > 0 else { return }
+        _ = singleThreaded
         cblas_sgemv(CblasRowMajor, CblasNoTrans, _blasInt(m), _blasInt(n), 1, a, _blasInt(n), x, 1, 0, y, 1)
     }
 
     /// Sets the number of threads OpenBLAS may use (no effect with Accelerate).
+    ///
+    /// For benchmarks that compare OpenBLAS's own threading: above 1, calls from several
+    /// threads at once are unsafe (see the type's documentation), so set it back to 1 before
+    /// anything else in the process uses BLAS.
     public static func setThreadCount(_ count: Int) {
+        _ = singleThreaded
         #if canImport(COpenBLAS) && !canImport(Accelerate)
         openblas_set_num_threads(Int32(max(1, count)))
         #endif
