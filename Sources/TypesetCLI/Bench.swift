@@ -117,3 +117,10 @@ struct BenchKernels: ParsableCommand {
         }
     }
 }
+
+/// The median of timed runs (the upper one of the middle two for an even count).
+///
+/// - Precondition: `values` is not empty.
+func median(_ values: [Double]) -> Double {
+    values.sorted()[values.count / 2]
+}

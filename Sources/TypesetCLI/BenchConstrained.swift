@@ -69,10 +69,18 @@ struct BenchConstrained: AsyncParsableCommand {
             grammarShares.append(b.constraintSeconds / decodeSeconds)
             grammarMicrosecondsPerToken.append(b.constraintSeconds / Double(max(1, b.completionTokens)) * 1e6)
         }
-        func median(_ values: [Double]) -> Double { let sorted = values.sorted(); return sorted[sorted.count / 2] }
         let ratio = median(constrainedRates) / median(freeRates)
         if json {
-            print(#"{"model":"\#(runner.modelID)","threads":\#(threads),"runs":\#(runs),"free_tokens":\#(freeTokens),"constrained_tokens":\#(constrainedTokens),"free_tokens_per_second":\#(median(freeRates)),"constrained_tokens_per_second":\#(median(constrainedRates)),"ratio":\#(ratio),"grammar_share":\#(median(grammarShares)),"grammar_microseconds_per_token":\#(median(grammarMicrosecondsPerToken))}"#)
+            let report: JSONText = .object([
+                ("model", .string(runner.modelID)), ("threads", .integer(threads)), ("runs", .integer(runs)),
+                ("free_tokens", .integer(freeTokens)), ("constrained_tokens", .integer(constrainedTokens)),
+                ("free_tokens_per_second", .number(median(freeRates))),
+                ("constrained_tokens_per_second", .number(median(constrainedRates))),
+                ("ratio", .number(ratio)),
+                ("grammar_share", .number(median(grammarShares))),
+                ("grammar_microseconds_per_token", .number(median(grammarMicrosecondsPerToken))),
+            ])
+            print(report.encoded(indent: nil))
         } else {
             print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema)")
             print(String(format: "free          %6.1f tok/s (median; %d tokens per reply)", median(freeRates), freeTokens))

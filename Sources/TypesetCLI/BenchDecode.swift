@@ -74,7 +74,6 @@ struct BenchDecode: ParsableCommand {
             }
             generated = tokens
         }
-        let median = { (values: [Double]) in values.sorted()[values.count / 2] }
         let resident = residentBytes()
         if json {
             let report: JSONText = .object([

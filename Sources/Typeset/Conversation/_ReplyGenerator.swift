@@ -77,6 +77,16 @@ struct _ReplyGenerator {
         var firstToken: ContinuousClock.Instant?
         var constraintSeconds = 0.0
 
+        /// Computes the mask that follows `matcher`'s last token (kept for the next step) and
+        /// says whether the value is complete with nothing but the end allowed after it.
+        func refreshMask(after matcher: GrammarMatcher) -> Bool {
+            let started = clock.now
+            matcher.fillNextTokenMask(into: &mask)
+            constraintSeconds += (clock.now - started).seconds
+            maskIsCurrent = true
+            return matcher.canTerminate && Self.allowsOnlyEndOfGeneration(mask, vocabulary: matcher.grammar.vocabulary)
+        }
+
         /// Routes free text; returns the text after a call marker when a call starts.
         func take(_ pieces: [_ReplyTextRouter.Piece]) -> String? {
             var callRemainder: String?
@@ -132,12 +142,8 @@ struct _ReplyGenerator {
             case .schema(let matcher):
                 content += text
                 if !text.isEmpty { emit(.chunk(text)) }
-                let started = clock.now
-                matcher.fillNextTokenMask(into: &mask)
-                constraintSeconds += (clock.now - started).seconds
-                maskIsCurrent = true
                 // Complete and nothing but the end may follow: done, without another step.
-                if matcher.canTerminate, Self.allowsOnlyEndOfGeneration(mask, vocabulary: matcher.grammar.vocabulary) {
+                if refreshMask(after: matcher) {
                     completionTokens += 1
                     history.append(token)
                     break generation
@@ -161,24 +167,18 @@ struct _ReplyGenerator {
             case .call(let matcher, let soFar):
                 phase = .call(matcher, text: soFar + text)
             }
-            if case .call(let matcher, let json) = phase {
-                let started = clock.now
-                matcher.fillNextTokenMask(into: &mask)
-                constraintSeconds += (clock.now - started).seconds
-                maskIsCurrent = true
-                if matcher.canTerminate, Self.allowsOnlyEndOfGeneration(mask, vocabulary: matcher.grammar.vocabulary) {
-                    calls.append(Self.functionCall(json + detokenizer.finish(), id: "call_\(firstCallNumber + calls.count)"))
-                    detokenizer = tokenizer.makeStreamingDetokenizer()
-                    maskIsCurrent = false
-                    if callFormat == .json {
-                        completionTokens += 1
-                        history.append(token)
-                        break generation
-                    }
-                    forced += tokenizer.encode("\n</tool_call>", addingSpecialTokens: false)
-                    router.resume()
-                    phase = .free
+            if case .call(let matcher, let json) = phase, refreshMask(after: matcher) {
+                calls.append(Self.functionCall(json + detokenizer.finish(), id: "call_\(firstCallNumber + calls.count)"))
+                detokenizer = tokenizer.makeStreamingDetokenizer()
+                maskIsCurrent = false
+                if callFormat == .json {
+                    completionTokens += 1
+                    history.append(token)
+                    break generation
                 }
+                forced += tokenizer.encode("\n</tool_call>", addingSpecialTokens: false)
+                router.resume()
+                phase = .free
             }
             completionTokens += 1 + forced.count
             history.append(token)
