@@ -46,7 +46,7 @@ public struct ChatTemplate: Sendable {
     /// The limits applied when rendering.
     public var limits: Limits
 
-    private let nodes: [_Node]
+    private let tree: _SyntaxTree
 
     /// Whether the template reads the `tools` variable (it can describe tools to the model).
     public let mentionsTools: Bool
@@ -78,7 +78,7 @@ public struct ChatTemplate: Sendable {
             }
         }
         let (nodes, names, attributes, strings) = try parsed.get()
-        self.nodes = nodes
+        self.tree = _SyntaxTree(nodes)
         referencedVariables = names
         mentionsTools = names.contains("tools")
         mentionsToolCalls = attributes.contains("tool_calls") || strings.contains("tool_calls")
@@ -95,7 +95,7 @@ public struct ChatTemplate: Sendable {
     public func render(
         _ context: [String: TemplateValue], now: Date = Date(), timeZone: TimeZone = .current
     ) throws(ChatTemplateError) -> String {
-        let nodes = nodes
+        let tree = tree
         let limits = limits
         return try _LargeStack.run { () -> Result<String, ChatTemplateError> in
             do throws(ChatTemplateError) {
@@ -105,7 +105,7 @@ public struct ChatTemplate: Sendable {
                     scope.set(name, _Value(value, depth: 0))
                 }
                 var output = ""
-                _ = try renderer.execute(nodes, in: scope, into: &output)
+                _ = try renderer.execute(tree.nodes, in: scope, into: &output)
                 return .success(output)
             } catch {
                 return .failure(error)
@@ -148,6 +148,31 @@ public struct ChatTemplate: Sendable {
 }
 
 // MARK: - Stack
+
+/// A parsed template's nodes, freed on the large stack.
+///
+/// Freeing a tree recurses once per level, like building it: a long filter chain (which the
+/// parser does not count as nesting) makes a tree thousands of levels deep, and releasing it
+/// on a small stack (a 512 KiB secondary thread) would overflow. The last reference moves the
+/// nodes to a `_LargeStack` thread and drops them there.
+final class _SyntaxTree: @unchecked Sendable {
+    /// Set once in `init`; emptied only in `deinit`.
+    private(set) var nodes: [_Node]
+
+    init(_ nodes: [_Node]) { self.nodes = nodes }
+
+    deinit {
+        guard !nodes.isEmpty else { return }
+        let doomed = _Doomed(nodes)
+        nodes = []
+        _LargeStack.run { doomed.nodes = [] }
+    }
+
+    private final class _Doomed: @unchecked Sendable {
+        var nodes: [_Node]
+        init(_ nodes: [_Node]) { self.nodes = nodes }
+    }
+}
 
 /// Runs work on a thread with a known, large stack.
 ///
