@@ -16,11 +16,18 @@
 // or the platform's baseline on arm64), so it stays usable as a dependency everywhere. Set
 // TYPESET_TARGET_CPU (for example `native`, `haswell`, `znver4`) when building Typeset itself
 // to let LLVM use AVX2/FMA/AVX-512 in the kernels. See docs/architecture.md.
+//
+// Macros: `@Generable` and `@Guide` are declared in the Typeset module and expanded by the
+// TypesetMacroPlugin compiler plugin, built with swift-syntax. Set TYPESET_WITHOUT_MACROS=1
+// to build the engine without them (and without swift-syntax, the command line and the macro
+// tests), which is how the kernel and sanitizer stages of CI build in a fraction of the time.
+import CompilerPluginSupport
 import Foundation
 import PackageDescription
 
 let targetCPU = ProcessInfo.processInfo.environment["TYPESET_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
 let kernelSettings: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0]), .define("TYPESET_TUNED_CPU")] } ?? []
+let withMacros = ProcessInfo.processInfo.environment["TYPESET_WITHOUT_MACROS"].map { $0.isEmpty || $0 == "0" } ?? true
 
 let package = Package(
     name: "Typeset",
@@ -28,7 +35,6 @@ let package = Package(
     products: [
         .library(name: "Typeset", targets: ["Typeset"]),
         .library(name: "GGUF", targets: ["GGUF"]),
-        .executable(name: "typeset", targets: ["TypesetCLI"]),
         // Test helpers (model locations, hostile-input checkers), for Typeset's own test
         // targets and its fuzzer package; not part of the API.
         .library(name: "TypesetTestSupport", targets: ["TypesetTestSupport"]),
@@ -57,17 +63,14 @@ let package = Package(
         .target(name: "Grammar"),
         .target(name: "ChatTemplating"),
         .target(name: "Models", dependencies: ["GGUF", "Kernels", "Tokenizer"], swiftSettings: kernelSettings),
-        .target(name: "Typeset", dependencies: ["GGUF", "Kernels", "Tokenizer", "Grammar", "ChatTemplating", "Models"]),
+        .target(
+            name: "Typeset",
+            dependencies: ["GGUF", "Kernels", "Tokenizer", "Grammar", "ChatTemplating", "Models"]
+                + (withMacros ? ["TypesetMacroPlugin"] : []),
+            swiftSettings: withMacros ? [.define("TYPESET_MACROS")] : []
+        ),
 
         // MARK: Command line and benchmarks
-        .executableTarget(
-            name: "TypesetCLI",
-            dependencies: [
-                "Typeset",
-                "KernelBenchmarks",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
         .target(
             name: "KernelBenchmarks",
             dependencies: ["GGUF", "Kernels", "TypesetTestSupport"],
@@ -87,3 +90,32 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+if withMacros {
+    // 603 is the release that goes with Swift 6.3.
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-syntax", "603.0.0" ..< "604.0.0"))
+    package.products.append(.executable(name: "typeset", targets: ["TypesetCLI"]))
+    package.targets += [
+        .macro(
+            name: "TypesetMacroPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ]
+        ),
+        .executableTarget(
+            name: "TypesetCLI",
+            dependencies: [
+                "Typeset",
+                "KernelBenchmarks",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "GenerableTests", dependencies: ["Typeset", "TypesetTestSupport"]),
+        // Compiles fixtures with the real compiler and the built plugin (golden expansions,
+        // diagnostics): no second, target-side build of swift-syntax.
+        .testTarget(name: "TypesetMacroTests", dependencies: ["Typeset", "TypesetTestSupport"], exclude: ["Fixtures"]),
+    ]
+}

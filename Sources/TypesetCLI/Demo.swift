@@ -2,14 +2,34 @@ import ArgumentParser
 import Foundation
 import Typeset
 
+/// What the demo asks for: the blog post's `BrewSummary`, with its `DominantNote`.
+@Generable
+struct BrewSummary {
+    @Guide(description: "One short, plain sentence describing how the coffee tasted. No marketing words.")
+    let flavor: String
+
+    @Guide(description: "One concrete thing to try next time, like 'grind finer' or 'lower the water temperature'.")
+    let advice: String
+
+    @Guide(description: "Honest overall quality, from 1 (undrinkable) to 5 (excellent).", .range(1...5))
+    let rating: Int
+
+    @Guide(description: "The dominant flavor note.")
+    let note: DominantNote
+}
+
+@Generable
+enum DominantNote {
+    case fruity, nutty, chocolatey, floral, sour, bitter, balanced
+}
+
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Generate a BrewSummary from sample tasting notes with the default model.",
         discussion: """
-        Asks the model, through the Conversation API, for a BrewSummary (flavor, advice, rating \
-        1–5, dominant note) held to its JSON Schema: the reply always parses and validates. \
-        Prints the value as JSON with the prompt and decoding speed. (The Swift value comes with \
-        the @Generable macros.)
+        Asks the model for a @Generable BrewSummary (flavor, advice, rating 1–5, dominant \
+        note): the reply is held to the type's schema while it is decoded, so it always \
+        decodes. Prints the value as Swift and as JSON, with the decoding speed.
         """
     )
 
@@ -25,31 +45,57 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Random seed for sampling.")
     var seed: UInt64 = 0
 
-    static let brewSummarySchema = """
-        {"title":"BrewSummary","type":"object","properties":{\
-        "flavor":{"type":"string","description":"One short, plain sentence describing how the coffee tasted."},\
-        "advice":{"type":"string","description":"One concrete thing to try next time, like 'grind finer'."},\
-        "rating":{"type":"integer","minimum":1,"maximum":5,"description":"Overall quality, from 1 (undrinkable) to 5 (excellent)."},\
-        "note":{"type":"string","enum":["fruity","nutty","chocolatey","floral","sour","bitter","balanced"]}},\
-        "required":["flavor","advice","rating","note"],"additionalProperties":false}
-        """
+    @Flag(help: "Do not append the type's JSON Schema to the request (the reply is held to it either way).")
+    var noSchemaInPrompt = false
+
+    @Option(help: "CPU threads (default: 2).")
+    var threads: Int?
 
     func run() async throws {
         let path = try ModelStore.resolve(model)
-        let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path))
-        let conversation = runner.createConversation(systemPrompt: "You are a coffee expert who summarizes tasting notes.")
-        let options = GenerationOptions(temperature: temperature, seed: seed, maxTokens: 256, jsonSchema: Self.brewSummarySchema)
+        var runnerOptions = ModelRunner.Options()
+        if let threads { runnerOptions.threadCount = threads }
+        let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: runnerOptions)
+        let conversation = runner.createConversation(
+            systemPrompt: "You read freeform coffee tasting notes and extract a structured summary. Be honest about the rating.")
         print("model: \(runner.modelID) (\(path))")
         print("notes: \(notes)")
-        for try await response in conversation.generateResponse(to: "Summarize these tasting notes: \(notes)", options: options) {
-            guard case .complete(let message, let finishReason, let stats) = response else { continue }
-            let value = try JSONValue(parsing: message.content)
-            print("BrewSummary:")
-            for (name, field) in value.members ?? [] { print("  \(name): \(field.compactText)") }
-            print("json: \(message.content)")
-            print(String(format: "%d prompt tokens, %d generated at %.1f tok/s (first token after %.0f ms), finish: %@",
-                         stats.promptTokens, stats.completionTokens, stats.tokensPerSecond, stats.timeToFirstToken * 1000,
-                         finishReason.rawValue))
+        let response = try await conversation.respond(
+            to: "Summarize these tasting notes: \(notes)", generating: BrewSummary.self,
+            includeSchemaInPrompt: !noSchemaInPrompt, options: GenerationOptions(temperature: temperature, seed: seed, maxTokens: 256))
+        print("")
+        print(SwiftValueText.describe(response.content))
+        print("")
+        print("json: \(response.rawContent.jsonString)")
+        let stats = response.stats
+        print(String(format: "%d prompt tokens, %d generated at %.1f tok/s (first token after %.0f ms)",
+                     stats.promptTokens, stats.completionTokens, stats.tokensPerSecond, stats.timeToFirstToken * 1000))
+    }
+}
+
+/// A value written the way Swift source would spell it, one property per line:
+/// `BrewSummary(\n    flavor: "…",\n    rating: 4,\n    note: .fruity\n)`.
+enum SwiftValueText {
+    static func describe(_ value: Any, indent: String = "") -> String {
+        let mirror = Mirror(reflecting: value)
+        switch mirror.displayStyle {
+        case .struct, .class:
+            guard !mirror.children.isEmpty else { return "\(type(of: value))()" }
+            let inner = indent + "    "
+            let fields = mirror.children.map { "\(inner)\($0.label ?? "_"): \(describe($0.value, indent: inner))" }
+            return "\(type(of: value))(\n" + fields.joined(separator: ",\n") + "\n\(indent))"
+        case .enum:
+            guard let payload = mirror.children.first else { return ".\(value)" }
+            return ".\(payload.label ?? "\(value)")(\(describe(payload.value, indent: indent)))"
+        case .collection:
+            let inner = indent + "    "
+            guard !mirror.children.isEmpty else { return "[]" }
+            return "[\n" + mirror.children.map { inner + describe($0.value, indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
+        case .optional:
+            return mirror.children.first.map { describe($0.value, indent: indent) } ?? "nil"
+        default:
+            if let text = value as? String { return GeneratedContent(kind: .string(text)).jsonString }
+            return "\(value)"
         }
     }
 }

@@ -26,6 +26,8 @@ runtime="$(ls "$toolchain"/lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-"$(u
 [[ -f "$runtime" ]] || { echo "error: libFuzzer runtime not found under $toolchain/lib/clang" >&2; exit 1; }
 
 cd "$here"
+# The fuzz targets use no macros: build Typeset without them (and without swift-syntax).
+export TYPESET_WITHOUT_MACROS=1
 swift build -c release \
   -Xswiftc -sanitize=address \
   -Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table \

@@ -13,3 +13,8 @@ public struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+extension SplitMix64 {
+    /// A number in `0 ..< bound` (`bound` > 0; the modulo bias is irrelevant for tests).
+    public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}

@@ -125,7 +125,10 @@ import Testing
         let validator = try JSONSchemaValidator(schemaText: String(
             contentsOfFile: Fixtures.repositoryRoot + "/../shared/schemas/brew_summary.json", encoding: .utf8))
         #expect(validator.problems(in: String(line.dropFirst(6))) == [])
-        #expect(result.standardOutput.contains("finish: stop"))
+        // The Swift value, as source would spell it.
+        #expect(result.standardOutput.contains("BrewSummary(\n    flavor: \""))
+        #expect(result.standardOutput.firstMatch(of: /\n    note: \.(fruity|nutty|chocolatey|floral|sour|bitter|balanced)\n\)/) != nil)
+        #expect(result.standardOutput.contains("tok/s"))
     }
 
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName) && TestModels.shouldRun(TestModels.gemma3FileName)))

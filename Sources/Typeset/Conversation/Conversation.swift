@@ -186,7 +186,7 @@ public final class Conversation: Sendable {
             if let schema = options.jsonSchema {
                 constraint = try runner.compiledGrammar(schema: schema, options: options.schemaOptions)
                 if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
-                    promptHistory[last].content += Self.schemaInstruction(schema)
+                    promptHistory[last].content += Self.schemaInstruction(options.promptSchema ?? schema)
                     // The instruction is part of what the model was asked: keep it in the history,
                     // so later turns render the same prompt (and reuse the cache).
                     let instructed = promptHistory[last]
@@ -233,6 +233,8 @@ public final class Conversation: Sendable {
 struct _ConversationState: Sendable {
     var history: [ChatMessage]
     var functions: [FunctionDefinition] = []
+    /// The tools among the functions, by name.
+    var tools: [String: any Tool] = [:]
     var isGenerating = false
     var lastCompletion: (finishReason: FinishReason, stats: GenerationStats)?
 }

@@ -46,6 +46,9 @@ public struct GenerationOptions: Sendable, Equatable {
     public var functionCallFormat: FunctionCallFormat
     /// Whether the reply may, must or must not call the registered functions.
     public var functionCallMode: FunctionCallMode
+    /// The schema `injectSchemaIntoPrompt` shows the model when it is not `jsonSchema` itself
+    /// (a typed reply that may also call tools is held to both, but asked for the value).
+    var promptSchema: String?
 
     public init(
         temperature: Float? = nil, topP: Float? = nil, minP: Float? = nil, topK: Int? = nil,

@@ -174,6 +174,17 @@ public final class ModelRunner: Sendable {
         Conversation(runner: self, history: systemPrompt.map { [.system($0)] } ?? [])
     }
 
+    /// A new conversation whose model may call `tools` (see ``Conversation/respond(to:generating:includeSchemaInPrompt:options:)``),
+    /// starting with a system message when `systemPrompt` is given.
+    ///
+    /// - Throws: ``ConversationError/invalidFunction(name:reason:)`` for tools with an empty or
+    ///   duplicate name.
+    public func createConversation(systemPrompt: String? = nil, tools: [any Tool]) throws(ConversationError) -> Conversation {
+        let conversation = createConversation(systemPrompt: systemPrompt)
+        for tool in tools { try conversation.register(tool: tool) }
+        return conversation
+    }
+
     /// A conversation continuing `history` (for example one read with `OpenAIChatFormat`).
     public func createConversation(history: [ChatMessage]) -> Conversation {
         Conversation(runner: self, history: history)

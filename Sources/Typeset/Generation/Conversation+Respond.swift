@@ -1,0 +1,290 @@
+import Synchronization
+
+/// A finished typed reply.
+public struct Response<Content> {
+    /// The value.
+    public let content: Content
+    /// The value as generated (what `content` was decoded from).
+    public let rawContent: GeneratedContent
+    /// The messages this request added to the history, in order: the request, tool calls and
+    /// their outputs, and the final reply.
+    public let messages: [ChatMessage]
+    /// How the final reply ended (`stop` for every value Typeset returns).
+    public let finishReason: FinishReason
+    /// What the final reply cost.
+    public let stats: GenerationStats
+}
+
+extension Response: Sendable where Content: Sendable {}
+
+/// Why a typed reply could not be produced.
+public enum GenerationError: Error, Sendable, CustomStringConvertible {
+    /// The generated value does not decode as the type asked for; `rawContent` is the JSON.
+    case decodingFailure(GeneratedContentError, rawContent: String)
+    /// The reply stopped before its value was complete (`maxTokens` too small for any value,
+    /// the context full, or generation interrupted); `rawContent` is what was generated.
+    case incompleteValue(finishReason: FinishReason, rawContent: String)
+    /// A tool threw.
+    case toolCallFailed(tool: String, arguments: String, error: any Error)
+    /// The model called a function that is registered without a tool to run it.
+    case unknownTool(String)
+
+    public var description: String {
+        switch self {
+        case .decodingFailure(let error, let raw): return "the generated value does not decode: \(error) (generated: \(raw))"
+        case .incompleteValue(let reason, let raw): return "the reply ended (\(reason.rawValue)) before its value was complete: \(raw)"
+        case .toolCallFailed(let tool, let arguments, let error): return "tool '\(tool)' failed on \(arguments): \(error)"
+        case .unknownTool(let name): return "the model called '\(name)', which has no tool to run"
+        }
+    }
+}
+
+extension Conversation {
+    /// The most rounds of tool calls one request runs before the model must answer.
+    public static let maximumToolRounds = 6
+
+    // MARK: Typed replies
+
+    /// Asks for a value of `type`: the reply is held to `type`'s schema while it is decoded,
+    /// so it always parses, and is returned decoded.
+    ///
+    /// When tools are registered, the model may call them first (each call's arguments held to
+    /// the tool's schema); Typeset runs them, sends their output back and lets the model go on
+    /// until it gives the value. `options.functionCallMode` decides: `.automatic`, the model
+    /// calls tools or answers as it sees fit (after ``maximumToolRounds`` rounds, or when a
+    /// call repeats an earlier one, it must answer); `.required`, the first reply calls a tool
+    /// and the next one answers; `.disabled`, no tool is called.
+    ///
+    /// - Parameters:
+    ///   - includeSchemaInPrompt: append the schema to the request (small models need it).
+    ///   - options: sampling and limits; `jsonSchema` is set from `type`.
+    /// - Throws: ``ConversationError`` when the reply cannot start or fails,
+    ///   ``GenerationError`` when it ends early, does not decode, or a tool fails.
+    public func respond<Content: Generable>(
+        to prompt: String, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
+        options: GenerationOptions = GenerationOptions()
+    ) async throws -> Response<Content> {
+        let (reply, raw, added) = try await exchange(
+            .user(prompt), schema: Content.generationSchema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+        return Response(content: try Self.decode(Content.self, from: raw), rawContent: raw, messages: added,
+                        finishReason: reply.finishReason, stats: reply.stats)
+    }
+
+    /// Asks for a value of the run-time `schema` (see ``DynamicGenerationSchema``).
+    public func respond(
+        to prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool = true,
+        options: GenerationOptions = GenerationOptions()
+    ) async throws -> Response<GeneratedContent> {
+        let (reply, raw, added) = try await exchange(.user(prompt), schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+        return Response(content: raw, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats)
+    }
+
+    /// Asks for free text (running tool calls on the way, as above).
+    public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
+        let (reply, _, added) = try await exchange(.user(prompt), schema: nil, includeSchemaInPrompt: false, options: options)
+        return Response(content: reply.message.content, rawContent: GeneratedContent(storage: .string(reply.message.content)),
+                        messages: added, finishReason: reply.finishReason, stats: reply.stats)
+    }
+
+    // MARK: Streaming typed replies
+
+    /// Streams snapshots of a value of `type` as it is generated: each holds
+    /// `Content.PartiallyGenerated`, whose properties fill in as the JSON arrives (strings
+    /// grow, numbers appear once complete). The last snapshot holds the whole value;
+    /// ``ResponseStream/collect()`` returns it decoded. Tools run as for
+    /// ``respond(to:generating:includeSchemaInPrompt:options:)``; only the final reply streams.
+    public func streamResponse<Content: Generable>(
+        to prompt: String, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
+        options: GenerationOptions = GenerationOptions()
+    ) -> ResponseStream<Content> {
+        let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, Error>.makeStream()
+        let result = ResponseStream<Content>._Result()
+        let toolNames = Set(tools.keys)
+        let task = Task {
+            do {
+                var parser = _IncrementalJSONParser()
+                var last: GeneratedContent?
+                let (reply, raw, added) = try await exchange(
+                    .user(prompt), schema: Content.generationSchema, includeSchemaInPrompt: includeSchemaInPrompt, options: options,
+                    onRoundStart: { parser = _IncrementalJSONParser() },
+                    onText: { text in
+                        guard (try? parser.append(text.utf8)) != nil, let partial = parser.snapshot else { return }
+                        let content = GeneratedContent(partial)
+                        guard content != last, !Self.mayBeToolCall(content, toolNames: toolNames),
+                              let snapshot = try? Content.PartiallyGenerated(content) else { return }
+                        last = content
+                        continuation.yield(.init(content: snapshot, rawContent: content))
+                    })
+                let value = try Self.decode(Content.self, from: raw)
+                if raw != last, let snapshot = try? Content.PartiallyGenerated(raw) {
+                    continuation.yield(.init(content: snapshot, rawContent: raw))
+                }
+                result.set(Response(content: value, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats))
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return ResponseStream(stream: stream, result: result)
+    }
+
+    // MARK: The exchange
+
+    /// Sends `request`, runs tool calls until the model answers, and returns the final reply,
+    /// its value (for a schema) and the messages added.
+    private func exchange(
+        _ request: ChatMessage, schema: GenerationSchema?, includeSchemaInPrompt: Bool, options: GenerationOptions,
+        onRoundStart: () -> Void = {}, onText: (String) -> Void = { _ in }
+    ) async throws -> (reply: _Reply, value: GeneratedContent, added: [ChatMessage]) {
+        let startCount = history.count
+        let tools = self.tools
+        let functions = self.functions
+        let valueSchema = schema?.jsonText
+        var message = request
+        var previousCalls = Set<String>()
+        var round = 0
+        while true {
+            // `.required`: the first reply calls, the next one answers; `.automatic`: the model
+            // decides, within the round limit.
+            let callsAllowed = !tools.isEmpty && round < Self.maximumToolRounds
+                && (options.functionCallMode == .automatic || (options.functionCallMode == .required && round == 0))
+            var roundOptions = options
+            if let valueSchema {
+                roundOptions.injectSchemaIntoPrompt = includeSchemaInPrompt
+                roundOptions.functionCallMode = .disabled
+                if callsAllowed {
+                    let required = round == 0 && options.functionCallMode == .required
+                    roundOptions.jsonSchema = try Self.valueOrCallSchema(schema, functions: functions.filter { tools[$0.name] != nil },
+                                                                        valueAllowed: !required)
+                    roundOptions.promptSchema = valueSchema
+                } else {
+                    roundOptions.jsonSchema = valueSchema
+                }
+                // The schema is injected into the request only (a tool's output is no request).
+                if message.role != .user { roundOptions.injectSchemaIntoPrompt = false }
+            } else {
+                roundOptions.jsonSchema = nil
+                roundOptions.functionCallMode = callsAllowed ? (round == 0 ? options.functionCallMode : .automatic) : .disabled
+            }
+            onRoundStart()
+            var final: _Reply?
+            for try await response in generateResponse(to: message, options: roundOptions) {
+                switch response {
+                case .chunk(let text): onText(text)
+                case .complete(let reply, let finishReason, let stats): final = _Reply(message: reply, finishReason: finishReason, stats: stats)
+                case .reasoningChunk, .functionCalls: break
+                }
+            }
+            try Task.checkCancellation()
+            guard let reply = final else { throw CancellationError() }
+
+            // The calls to run: native ones (free text), or a value that is a call (typed).
+            var calls = reply.message.functionCalls
+            var value = GeneratedContent(storage: .null)
+            if valueSchema != nil {
+                guard reply.finishReason == .stop, let parsed = try? JSONValue(parsing: reply.message.content) else {
+                    throw GenerationError.incompleteValue(finishReason: reply.finishReason, rawContent: reply.message.content)
+                }
+                if callsAllowed, let call = Self.call(in: parsed, toolNames: Set(tools.keys), number: Self.callCount(history) + 1) {
+                    // Record it as a call, the way templates show calls to the model.
+                    try removeLastMessage()
+                    try append(.assistant("", functionCalls: [call]))
+                    calls = [call]
+                } else {
+                    value = GeneratedContent(parsed)
+                }
+            }
+            if calls.isEmpty {
+                return (reply, value, Array(history.dropFirst(startCount)))
+            }
+            var outputs: [ChatMessage] = []
+            for call in calls {
+                guard let tool = tools[call.name] else { throw GenerationError.unknownTool(call.name) }
+                let output = try await tool.invoke(arguments: call.arguments)
+                outputs.append(.tool(output, answering: call))
+                if !previousCalls.insert(call.name + call.argumentsText).inserted { round = Self.maximumToolRounds }
+            }
+            for output in outputs.dropLast() { try append(output) }
+            message = outputs[outputs.count - 1]
+            round += 1
+        }
+    }
+
+    /// `value`, decoded as `Content`.
+    static func decode<Content: Generable>(_ type: Content.Type, from value: GeneratedContent) throws -> Content {
+        do { return try Content(value) } catch let error as GeneratedContentError {
+            throw GenerationError.decodingFailure(error, rawContent: value.jsonString)
+        }
+    }
+
+    /// A schema for "the value, or a call of one of `functions`" (only the calls when
+    /// `valueAllowed` is false), with the value's definitions at the root.
+    static func valueOrCallSchema(_ schema: GenerationSchema?, functions: [FunctionDefinition], valueAllowed: Bool) throws -> String {
+        let calls = try JSONValue(parsing: _PromptBuilder.callSchema(functions))
+        let alternatives = calls["anyOf"].flatMap { if case .array(let items) = $0 { items } else { nil } } ?? [calls]
+        guard valueAllowed, let schema, case .object(var members) = schema.jsonSchema else { return calls.compactText }
+        let definitions = members.first { $0.0 == "$defs" }
+        members.removeAll { $0.0 == "$defs" || $0.0 == "title" }
+        var root: [(String, JSONValue)] = [("anyOf", .array([.object(members)] + alternatives))]
+        if let definitions { root.append(definitions) }
+        return JSONValue.object(root).compactText
+    }
+
+    /// The call `value` is, when it is `{"name": <a tool>, "arguments": {…}}`.
+    static func call(in value: JSONValue, toolNames: Set<String>, number: Int) -> FunctionCall? {
+        guard let members = value.members, members.count == 2, case .string(let name)? = value["name"], toolNames.contains(name),
+              let arguments = value["arguments"], arguments.members != nil
+        else { return nil }
+        return FunctionCall(id: "call_\(number)", name: name, arguments: arguments)
+    }
+
+    /// Whether a partial value may still turn out to be a tool call (snapshots wait for it).
+    static func mayBeToolCall(_ content: GeneratedContent, toolNames: Set<String>) -> Bool {
+        guard !toolNames.isEmpty, case .structure(let members) = content.storage else { return false }
+        for member in members {
+            switch member.name {
+            case "arguments": continue
+            case "name":
+                guard case .string(let name) = member.value.storage else { return false }
+                if member.value.isComplete ? !toolNames.contains(name) : !toolNames.contains(where: { $0.hasPrefix(name) }) { return false }
+            default: return false
+            }
+        }
+        return true
+    }
+
+    static func callCount(_ history: [ChatMessage]) -> Int {
+        history.reduce(0) { $0 + $1.functionCalls.count }
+    }
+}
+
+/// The snapshots of a typed reply as it streams (an `AsyncSequence`), and its result.
+public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
+    /// A value as far as it has been generated.
+    public struct Snapshot: Sendable {
+        /// The value so far.
+        public let content: Content.PartiallyGenerated
+        /// The JSON so far (`isComplete` tells whether it is done).
+        public let rawContent: GeneratedContent
+    }
+
+    final class _Result: Sendable {
+        private let response = Mutex<Response<Content>?>(nil)
+        func set(_ value: Response<Content>) { response.withLock { $0 = value } }
+        var value: Response<Content>? { response.withLock { $0 } }
+    }
+
+    let stream: AsyncThrowingStream<Snapshot, Error>
+    let result: _Result
+
+    public func makeAsyncIterator() -> AsyncThrowingStream<Snapshot, Error>.Iterator { stream.makeAsyncIterator() }
+
+    /// Waits for the end of the reply (consuming the snapshots not yet read) and returns it.
+    public func collect() async throws -> Response<Content> {
+        for try await _ in stream {}
+        try Task.checkCancellation()
+        guard let response = result.value else { throw CancellationError() }
+        return response
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import Synchronization
+import Testing
+import Typeset
+import TypesetTestSupport
+
+private let sharedRunner: ModelRunner? = try? ModelRunner(
+    url: URL(fileURLWithPath: TestModels.smolLM2Path), options: ModelRunner.Options(contextLength: 2048))
+
+private func runner() throws -> ModelRunner {
+    try #require(sharedRunner, "SmolLM2 did not load from \(TestModels.smolLM2Path)")
+}
+
+/// The blog's tool: the user's average rating per brewing method, from the app's own data.
+struct BrewHistoryTool: Tool {
+    let name = "lookUpAverageRating"
+    let description = "Returns the user's historical average rating (1–5) for a brewing method."
+    let ratings: [String: [Int]]
+    let calls = Calls()
+
+    final class Calls: Sendable {
+        let methods = Mutex<[String]>([])
+    }
+
+    @Generable
+    struct Arguments {
+        @Guide(description: "The brewing method, e.g. 'espresso' or 'V60'.")
+        let method: String
+    }
+
+    func call(arguments: Arguments) async throws -> String {
+        calls.methods.withLock { $0.append(arguments.method) }
+        let list = ratings[arguments.method.lowercased()] ?? []
+        let average = list.isEmpty ? 0 : Double(list.reduce(0, +)) / Double(list.count)
+        return "The user's average \(arguments.method) rating is \(average) out of 5."
+    }
+}
+
+struct FailingTool: Tool {
+    let description = "Always fails."
+    struct Broken: Error {}
+    @Generable struct Arguments { var reason: String }
+    func call(arguments: Arguments) async throws -> String { throw Broken() }
+}
+
+/// Whether each snapshot's JSON extends the one before: strings grow at the end, arrays and
+/// structures gain elements and properties (their last one extending), nothing complete changes.
+func extends(_ later: GeneratedContent, _ earlier: GeneratedContent) -> Bool {
+    if earlier.isComplete { return later == earlier }
+    switch (earlier.kind, later.kind) {
+    case (.string(let a), .string(let b)): return b.hasPrefix(a)
+    case (.array(let a), .array(let b)):
+        guard b.count >= a.count else { return false }
+        return zip(a, b).allSatisfy { extends($1, $0) }
+    case (.structure(let a, let aKeys), .structure(let b, let bKeys)):
+        guard bKeys.count >= aKeys.count, Array(bKeys.prefix(aKeys.count)) == aKeys else { return false }
+        return aKeys.allSatisfy { key in extends(b[key]!, a[key]!) }
+    default: return false
+    }
+}
+
+@Suite(.serialized, .enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+struct TypedGenerationTests {
+    static let options = GenerationOptions(maxTokens: 400)
+
+    /// Generates `type` for `prompt` greedily; the value decodes (that is the point) and its
+    /// JSON validates under the independent validator.
+    func generate<Content: Generable>(_ type: Content.Type, _ prompt: String, system: String? = nil) async throws -> Response<Content> {
+        let conversation = try runner().createConversation(systemPrompt: system)
+        let response = try await conversation.respond(to: prompt, generating: type, options: Self.options)
+        #expect(response.finishReason == .stop)
+        #expect(JSONSchemaValidatorCheck.problems(Content.generationSchema.jsonSchema, response.rawContent.jsonString) == [],
+                "\(response.rawContent.jsonString)")
+        #expect(conversation.history.last?.content == response.rawContent.jsonString)
+        #expect(response.messages.count == 2)
+        return response
+    }
+
+    @Test func catProfile() async throws {
+        let cat = try await generate(CatProfile.self, "Generate a cute rescue cat").content
+        #expect((0...20).contains(cat.age))
+        #expect(!cat.name.isEmpty)
+    }
+
+    @Test func brewSummary() async throws {
+        let response = try await generate(
+            BrewSummary.self, "Summarize these tasting notes: bright acidity, blueberry and lemon, a bit thin, slightly sour finish.",
+            system: "You read freeform coffee tasting notes and extract a structured summary.")
+        #expect((1...5).contains(response.content.rating))
+        #expect(try BrewSummary(GeneratedContent(json: response.rawContent.jsonString)) == response.content)
+    }
+
+    @Test func recipeDetails() async throws {
+        let recipe = try await generate(RecipeDetails.self, "Butter chicken biryani").content
+        #expect((5...240).contains(recipe.cookingTime))
+    }
+
+    @Test func storyOutline() async throws {
+        let outline = try await generate(StoryOutline.self, "Create a story outline about a time-traveling detective",
+                                         system: "You are a creative writing assistant.").content
+        #expect(outline.plotPoints.count >= 3)
+    }
+
+    @Test func eventWithOptionals() async throws {
+        let event = try await generate(Event.self, "Schedule a team meeting on 2025-08-27 at 2 PM", system: "You are an event assistant.").content
+        #expect(event.date.wholeMatch(of: /[0-9]{4}-[0-9]{2}-[0-9]{2}/) != nil)
+    }
+
+    @Test func productReview() async throws {
+        let review = try await generate(
+            ProductReview.self,
+            "Analyze this iPhone 16 Pro: Amazing camera system with 5x optical zoom, excellent build quality, and great performance. Battery life could be better for heavy users and it is quite expensive.",
+            system: "You are a helpful product review analyzer.").content
+        #expect(review.keyFeatures.count == 3 && (2...5).contains(review.pros.count) && (1...5).contains(review.rating))
+    }
+
+    @Test func journalAnalysis() async throws {
+        let entry = "Today is my last day in Chiang Mai. There is a storm outside so I am stuck in a cafe working on my book. I hope the storm weakens because I have a flight to Bangkok tonight."
+        _ = try await generate(JournalAnalysis.self, entry, system: "You are a thoughtful journaling assistant.")
+        let insight = try await generate(DetailedJournalInsight.self, entry, system: "You are an expert journal analyst.").content
+        #expect((1...10).contains(insight.emotional.intensity))
+    }
+
+    @Test func dynamicSchemaResponse() async throws {
+        let menu = DynamicGenerationSchema(name: "Menu", properties: [
+            .init(name: "dailySoup", schema: DynamicGenerationSchema(name: "Soup", anyOf: ["Tomato", "Chicken Noodle", "Clam Chowder"])),
+            .init(name: "sides", schema: DynamicGenerationSchema(arrayOf: .init(type: String.self), minimumElements: 1, maximumElements: 2)),
+        ])
+        let schema = try GenerationSchema(root: menu, dependencies: [])
+        let conversation = try runner().createConversation()
+        let response = try await conversation.respond(to: "Plan today's soup menu.", schema: schema, options: Self.options)
+        let soup = try response.content.value(String.self, forProperty: "dailySoup")
+        #expect(["Tomato", "Chicken Noodle", "Clam Chowder"].contains(soup))
+        #expect((1...2).contains(try response.content.value([String].self, forProperty: "sides").count))
+    }
+
+    // MARK: Streaming
+
+    @Test func partialSnapshotsGrowMonotonicallyToTheValue() async throws {
+        let conversation = try runner().createConversation(systemPrompt: "You are a creative writing assistant.")
+        let stream = conversation.streamResponse(to: "Create a story outline for a mystery novel", generating: StoryOutline.self, options: Self.options)
+        var snapshots: [ResponseStream<StoryOutline>.Snapshot] = []
+        for try await snapshot in stream { snapshots.append(snapshot) }
+        let response = try await stream.collect()
+        #expect(snapshots.count > 10)
+        for (earlier, later) in zip(snapshots, snapshots.dropFirst()) {
+            #expect(extends(later.rawContent, earlier.rawContent), "\(earlier.rawContent.jsonString) → \(later.rawContent.jsonString)")
+        }
+        let last = try #require(snapshots.last)
+        #expect(last.rawContent == response.rawContent && last.rawContent.isComplete)
+        #expect(last.content.title == response.content.title)
+        #expect(last.content.plotPoints?.count == response.content.plotPoints.count)
+        #expect(last.content.protagonist?.name == response.content.protagonist.name)
+        // Properties fill in order: the title is known before the plot points begin.
+        let firstWithPlot = try #require(snapshots.firstIndex { $0.content.plotPoints != nil })
+        #expect(snapshots[firstWithPlot].content.title == response.content.title)
+        #expect(snapshots.contains { $0.content.title != nil && $0.content.title != response.content.title })
+    }
+
+    // MARK: Tools
+
+    @Test func theBlogsBrewHistoryToolRunsAndTheAnswerIsTyped() async throws {
+        let tool = BrewHistoryTool(ratings: ["espresso": [4, 2]])
+        let conversation = try runner().createConversation(
+            systemPrompt: "Summarize the brew, and compare it to the user's usual when relevant.", tools: [tool])
+        var options = Self.options
+        options.functionCallMode = .required
+        let response = try await conversation.respond(
+            to: "Espresso this morning: sharp, sour, thin body. Summarize the brew.", generating: BrewSummary.self, options: options)
+        #expect(tool.calls.methods.withLock { $0.count } >= 1)
+        // request, call, tool output, …, answer
+        #expect(response.messages.count >= 4)
+        #expect(response.messages[1].functionCalls.first?.name == "lookUpAverageRating")
+        #expect(response.messages[2].role == .tool && response.messages[2].content.contains("out of 5"))
+        #expect((1...5).contains(response.content.rating))
+        #expect(conversation.history.last?.content == response.rawContent.jsonString)
+    }
+
+    @Test func automaticToolUseStillEndsInAValue() async throws {
+        let conversation = try runner().createConversation(tools: [BrewHistoryTool(ratings: [:])])
+        let response = try await conversation.respond(to: "A V60 of a Kenyan coffee: juicy and sweet. Summarize it.", generating: BrewSummary.self,
+                                                      options: Self.options)
+        #expect((1...5).contains(response.content.rating))
+    }
+
+    @Test func aFailingToolIsATypedError() async throws {
+        let conversation = try runner().createConversation(tools: [FailingTool()])
+        var options = Self.options
+        options.functionCallMode = .required
+        await #expect {
+            _ = try await conversation.respond(to: "Do it.", generating: CatProfile.self, options: options)
+        } throws: { error in
+            guard case GenerationError.toolCallFailed(let tool, _, let underlying) = error else { return false }
+            return tool == "FailingTool" && underlying is FailingTool.Broken
+        }
+    }
+
+    @Test func aValueCutShortIsATypedErrorWithTheText() async throws {
+        let conversation = try runner().createConversation()
+        var options = Self.options
+        options.maxTokens = 3
+        await #expect {
+            _ = try await conversation.respond(to: "Generate a cat", generating: CatProfile.self, options: options)
+        } throws: { error in
+            guard case GenerationError.incompleteValue(let reason, _) = error else { return false }
+            return reason == .constraint
+        }
+    }
+}

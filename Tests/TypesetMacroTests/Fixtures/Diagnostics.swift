@@ -1,0 +1,39 @@
+import Typeset
+
+// Each `// error:` comment is an error the line must produce, and no line produces another.
+
+@Generable // error: @Generable applies to structures and enumerations
+class Cat {}
+
+@Generable
+struct Unsupported {
+    var scores: [String: Int] // error: 'scores' cannot be generated: dictionaries are not generable; use an array of a @Generable structure
+    var pair: (Int, Int) // error: 'pair' cannot be generated: tuples and functions are not generable; use a @Generable structure
+    var forced: Int! // error: 'forced' cannot be generated: implicitly unwrapped optionals are not generable; use '?'
+    var unique: Set<String> // error: 'unique' cannot be generated: sets are not generable; use an array
+    var name = "x" // error: 'name' needs a type annotation: @Generable reads each property's type
+    let version: Int = 1 // error: 'version' is a constant with an initial value, so it cannot be generated; make it a 'var' or leave it out of the type
+}
+
+@Generable
+struct MisplacedGuides {
+    @Guide(.range(1...5)) var name: String // error: '.range' does not apply to strings; 'name' is String
+    @Guide(.count(3)) var number: Int // error: '.count' does not apply to numbers; 'number' is Int
+    @Guide(.element(.anyOf(["a"]))) var numbers: [Int] // error: in '.element': '.anyOf' does not apply to numbers; 'numbers' is [Int]
+    @Guide(/[0-9]+/) var code: Int // error: a regex guide applies to String properties; 'code' is Int
+    @Guide(.range(1...5)) var flag: Bool // error: guides do not apply to Bool; 'flag' is Bool
+    @Guide(.anyOf(["a"])) var nested: Inner // error: guides apply to strings, numbers and arrays; describe a nested @Generable type's constraints on its own properties; 'nested' is Inner
+}
+
+@Generable
+struct Inner {
+    var value: Int
+}
+
+@Generable
+enum Empty {} // error: a @Generable enumeration needs at least one case
+
+@Generable
+enum Tagged {
+    case a(type: String) // error: case 'a' has a value labelled 'type', which names the case in the generated object; rename it
+}

@@ -1,0 +1,28 @@
+import Typeset
+
+@Generable(description: "Basic profile information about a cat")
+public struct CatProfile {
+    var name: String
+    @Guide(description: "The age of the cat", .range(0...20))
+    var age: Int
+    @Guide(description: "A code", /^[A-Z]{3}$/)
+    var code: String?
+    @Guide(.count(2...5), .element(.anyOf(["a", "b"])))
+    var tags: [String]
+    var computed: Int { age * 2 }
+    static let shared = 1
+}
+
+@Generable
+enum Timeline: String {
+    case shortTerm = "short-term"
+    case longTerm
+}
+
+@Generable(description: "A shape")
+enum Shape {
+    case circle(radius: Double)
+    case pair(Int, Int)
+    case label(String?)
+    case point
+}
