@@ -78,6 +78,13 @@ func constraints(_ schema: JSONValue, keepingDescriptions: Bool = false) -> JSON
         #expect(schema["properties"]?["date"]?["pattern"] == .string("^[0-9]{4}-[0-9]{2}-[0-9]{2}$"))
     }
 
+    @Test func thePromptShowsTheSchemaWithoutTheTypeName() throws {
+        let shown = try JSONValue(parsing: CatProfile.generationSchema.promptText)
+        #expect(shown["title"] == nil)
+        #expect(shown["description"] == .string("Basic profile information about a cat"))
+        #expect(shown["properties"] == CatProfile.generationSchema.jsonSchema["properties"])
+    }
+
     @Test func propertiesKeepDeclarationOrder() {
         let names = JournalAnalysis.generationSchema.jsonSchema["properties"]?.members?.map(\.0)
         #expect(names == ["mood", "topics", "summary", "nextPrompt", "lifeAreas"])

@@ -73,6 +73,9 @@ struct TypedGenerationTests {
                 "\(response.rawContent.jsonString)")
         #expect(conversation.history.last?.content == response.rawContent.jsonString)
         #expect(response.messages.count == 2)
+        // The request carries the schema (without the type's name, which small models copy).
+        #expect(response.messages[0].content.contains(#""additionalProperties":false"#))
+        #expect(!response.messages[0].content.contains(#""title":"\#(Content.self)""#))
         return response
     }
 

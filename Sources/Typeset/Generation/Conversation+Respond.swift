@@ -141,6 +141,7 @@ extension Conversation {
         let tools = self.tools
         let functions = self.functions
         let valueSchema = schema?.jsonText
+        let shownSchema = schema?.promptText
         var message = request
         var previousCalls = Set<String>()
         var round = 0
@@ -157,9 +158,10 @@ extension Conversation {
                     let required = round == 0 && options.functionCallMode == .required
                     roundOptions.jsonSchema = try Self.valueOrCallSchema(schema, functions: functions.filter { tools[$0.name] != nil },
                                                                         valueAllowed: !required)
-                    roundOptions.promptSchema = valueSchema
+                    roundOptions.promptSchema = shownSchema
                 } else {
                     roundOptions.jsonSchema = valueSchema
+                    roundOptions.promptSchema = shownSchema
                 }
                 // The schema is injected into the request only (a tool's output is no request).
                 if message.role != .user { roundOptions.injectSchemaIntoPrompt = false }

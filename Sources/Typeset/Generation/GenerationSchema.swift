@@ -163,6 +163,14 @@ public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertibl
     /// The JSON Schema as compact JSON text.
     public var jsonText: String { jsonSchema.compactText }
 
+    /// The schema as `includeSchemaInPrompt` shows it to the model: the JSON Schema without
+    /// the root's `title`. A title is a Swift type's name, and small models copy it into the
+    /// first string they write (`"name": "CatProfile"`).
+    var promptText: String {
+        guard case .object(let members) = jsonSchema else { return jsonText }
+        return JSONValue.object(members.filter { $0.0 != "title" }).compactText
+    }
+
     public var debugDescription: String { "GenerationSchema(\(jsonText))" }
 }
 
