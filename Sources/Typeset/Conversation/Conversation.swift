@@ -211,12 +211,11 @@ public final class Conversation: Sendable {
                     state.caches[identifier] = _CacheBox(cache: cache)
                 }
             }
-            let callsSoFar = history.reduce(0) { $0 + $1.functionCalls.count }
             var generator = _ReplyGenerator(
                 model: model, tokenizer: runner.tokenizer, cache: cache, threadCount: runner.threadCount,
                 options: options, constraint: constraint, callGrammar: callGrammar, callFormat: options.functionCallFormat,
                 startsWithCall: options.functionCallMode == .required && callGrammar != nil,
-                firstCallNumber: callsSoFar + 1, cancellation: cancellation, requested: requested)
+                firstCallNumber: Self.callCount(history) + 1, cancellation: cancellation, requested: requested)
             return .success(try generator.generate(prompt: prompt, emit: emit))
         } catch {
             return .failure(error)

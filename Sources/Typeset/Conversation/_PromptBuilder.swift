@@ -138,7 +138,13 @@ struct _PromptBuilder: Sendable {
     /// The JSON Schema a call to one of `functions` satisfies: `{"name": …, "arguments": …}`
     /// with the arguments held to that function's parameter schema.
     static func callSchema(_ functions: [FunctionDefinition]) -> String {
-        let alternatives = functions.map { function in
+        let alternatives = callAlternatives(functions)
+        return (alternatives.count == 1 ? alternatives[0] : .object([("anyOf", .array(alternatives))])).compactText
+    }
+
+    /// One schema per function: `{"name": <its name>, "arguments": <its parameters>}`.
+    static func callAlternatives(_ functions: [FunctionDefinition]) -> [JSONValue] {
+        functions.map { function in
             JSONValue.object([
                 ("type", .string("object")),
                 ("properties", .object([
@@ -149,7 +155,6 @@ struct _PromptBuilder: Sendable {
                 ("additionalProperties", .bool(false)),
             ])
         }
-        return (alternatives.count == 1 ? alternatives[0] : .object([("anyOf", .array(alternatives))])).compactText
     }
 
     static func templateValue(_ value: JSONValue) -> TemplateValue {

@@ -156,7 +156,7 @@ extension Conversation {
                 roundOptions.functionCallMode = .disabled
                 if callsAllowed {
                     let required = round == 0 && options.functionCallMode == .required
-                    roundOptions.jsonSchema = try Self.valueOrCallSchema(schema, functions: functions.filter { tools[$0.name] != nil },
+                    roundOptions.jsonSchema = Self.valueOrCallSchema(schema, functions: functions.filter { tools[$0.name] != nil },
                                                                         valueAllowed: !required)
                     roundOptions.promptSchema = shownSchema
                 } else {
@@ -222,10 +222,11 @@ extension Conversation {
 
     /// A schema for "the value, or a call of one of `functions`" (only the calls when
     /// `valueAllowed` is false), with the value's definitions at the root.
-    static func valueOrCallSchema(_ schema: GenerationSchema?, functions: [FunctionDefinition], valueAllowed: Bool) throws -> String {
-        let calls = try JSONValue(parsing: _PromptBuilder.callSchema(functions))
-        let alternatives = calls["anyOf"].flatMap { if case .array(let items) = $0 { items } else { nil } } ?? [calls]
-        guard valueAllowed, let schema, case .object(var members) = schema.jsonSchema else { return calls.compactText }
+    static func valueOrCallSchema(_ schema: GenerationSchema?, functions: [FunctionDefinition], valueAllowed: Bool) -> String {
+        let alternatives = _PromptBuilder.callAlternatives(functions)
+        guard valueAllowed, let schema, case .object(var members) = schema.jsonSchema else {
+            return _PromptBuilder.callSchema(functions)
+        }
         let definitions = members.first { $0.0 == "$defs" }
         members.removeAll { $0.0 == "$defs" || $0.0 == "title" }
         var root: [(String, JSONValue)] = [("anyOf", .array([.object(members)] + alternatives))]

@@ -35,6 +35,20 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
     struct _Member: Sendable, Equatable {
         var name: String
         var value: GeneratedContent
+
+        /// `members` in order of first appearance, a repeated name keeping its last value
+        /// (as JSON parsers do).
+        static func lastOfEachName(_ members: [(String, GeneratedContent)]) -> [_Member] {
+            var unique: [_Member] = []
+            var indices: [String: Int] = [:]
+            for (name, value) in members {
+                if let index = indices[name] { unique[index].value = value } else {
+                    indices[name] = unique.count
+                    unique.append(_Member(name: name, value: value))
+                }
+            }
+            return unique
+        }
     }
 
     let storage: _Storage
@@ -101,14 +115,7 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
         case .string(let text): self.init(storage: .string(text))
         case .array(let items): self.init(storage: .array(items.map(GeneratedContent.init)))
         case .object(let members):
-            var unique: [_Member] = []
-            for (name, value) in members {
-                let content = GeneratedContent(value)
-                if let index = unique.firstIndex(where: { $0.name == name }) { unique[index].value = content } else {
-                    unique.append(_Member(name: name, value: content))
-                }
-            }
-            self.init(storage: .structure(unique))
+            self.init(storage: .structure(_Member.lastOfEachName(members.map { ($0.0, GeneratedContent($0.1)) })))
         }
     }
 
@@ -122,14 +129,7 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
         case .array(let items, let isComplete):
             self.init(storage: .array(items.map(GeneratedContent.init)), isComplete: isComplete)
         case .object(let members, let isComplete):
-            var unique: [_Member] = []
-            for (name, value) in members {
-                let content = GeneratedContent(value)
-                if let index = unique.firstIndex(where: { $0.name == name }) { unique[index].value = content } else {
-                    unique.append(_Member(name: name, value: content))
-                }
-            }
-            self.init(storage: .structure(unique), isComplete: isComplete)
+            self.init(storage: .structure(_Member.lastOfEachName(members.map { ($0.name, GeneratedContent($0.value)) })), isComplete: isComplete)
         }
     }
 
