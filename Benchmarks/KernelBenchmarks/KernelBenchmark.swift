@@ -4,9 +4,10 @@ import GGUF
 import Kernels
 import TypesetTestSupport
 
-/// The kernel benchmark behind `typeset bench kernels`: matrix-vector GB/s (scalar, SIMD and
-/// OpenBLAS on f32), matrix-matrix GFLOP/s (BLAS tiles, integer rows, and plain f32 sgemm as
-/// the peak), and a memory-bandwidth reference measured in the same run.
+/// The kernel benchmark behind `typeset bench kernels`: matrix-vector GB/s (scalar, SIMD row
+/// kernels on the mapped tensor, packed kernels, and OpenBLAS on f32), matrix-matrix GFLOP/s
+/// (packed kernels, BLAS tiles, integer rows, and plain f32 sgemm as the peak), and a
+/// memory-bandwidth reference measured in the same run.
 ///
 /// Weights are synthetic (random blocks with finite scales) in the real shapes of SmolLM2 and
 /// Gemma 3; speed does not depend on the values. A type is measured only on shapes whose row
@@ -17,7 +18,7 @@ public struct KernelBenchmark {
         public var runs = 5
         public var threadCounts = [1, 2]
         public var matrixVectorTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K, .q5_1, .q2_K, .q3_K, .q5_K, .f16, .bf16, .f32]
-        public var matrixMultiplyTypes: [GGMLType] = [.q4_0, .q4_1, .q8_0, .q4_K, .q6_K]
+        public var matrixMultiplyTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K]
         /// (row length k, rows n): the projections of SmolLM2 (576, 1536) and Gemma 3 (640, 2048),
         /// Gemma 3's output layer, and 2048×32768, a synthetic shape beyond the last-level cache
         /// whose rows are whole 256-element super-blocks, so the K-quants are measured there too.
@@ -35,15 +36,21 @@ public struct KernelBenchmark {
         /// Bytes of quantized weights streamed per product.
         public var weightBytes: Int
         public var scalarGBPerSecond: Double?
-        public var simdGBPerSecond: Double
+        /// Row kernels on the mapped tensor (integer SIMD, or block decoding).
+        public var rowsGBPerSecond: Double
+        /// Packed kernels, for the types and shapes that pack.
+        public var packedGBPerSecond: Double?
         /// OpenBLAS sgemv on the same matrix dequantized to f32 (4 bytes per weight streamed).
         public var blasF32GBPerSecond: Double
-        public var simdMicroseconds: Double
         public var blasF32Microseconds: Double
+        /// What the products use by default: packed when there is a packed copy, else rows.
+        public var simdGBPerSecond: Double { packedGBPerSecond ?? rowsGBPerSecond }
+        public var simdMicroseconds: Double { Double(weightBytes) / simdGBPerSecond / 1e3 }
     }
 
     public struct MatrixMultiplyResult: Sendable {
         public var type: GGMLType, k: Int, n: Int, batch: Int, threads: Int
+        public var packedGFLOPPerSecond: Double?
         public var blasTilesGFLOPPerSecond: Double
         public var integerRowsGFLOPPerSecond: Double
         /// OpenBLAS sgemm on the weights already dequantized to f32: the peak to compare with.
@@ -72,14 +79,24 @@ public struct KernelBenchmark {
         var generator = SplitMix64(seed: 1)
         for (k, n) in options.matrixVectorShapes {
             let f32 = (0 ..< k * n).map { _ in Float.random(in: -1...1, using: &generator) }
-            let input = ActivationVector((0..<k).map { _ in Float.random(in: -1...1, using: &generator) })
+            let values = (0..<k).map { _ in Float.random(in: -1...1, using: &generator) }
             var output = [Float](repeating: 0, count: n)
             for type in options.matrixVectorTypes where k % type.blockSize == 0 {
+                let input = ActivationVector(values, for: type)
                 let weights = try SyntheticWeights.tensor(type, rowLength: k, rows: n, seed: UInt64(k * n) ^ UInt64(type.rawValue))
+                let packed = PackedMatrix.canPack(weights) ? try WeightMatrix(weights, packing: true, threadCount: 2) : nil
                 for threads in options.threadCounts {
-                    let simd = try Self.median(runs: options.runs) {
+                    let rows = try Self.median(runs: options.runs) {
                         try output.withUnsafeMutableBufferPointer { (buffer) throws(KernelError) in
                             try MatrixVectorProduct.multiply(weights, by: input, into: buffer, threadCount: threads)
+                        }
+                    }
+                    var packedSeconds: Double?
+                    if let packed {
+                        packedSeconds = try Self.median(runs: options.runs) {
+                            try output.withUnsafeMutableBufferPointer { (buffer) throws(KernelError) in
+                                try MatrixVectorProduct.multiply(packed, by: input, into: buffer, threadCount: threads)
+                            }
                         }
                     }
                     var scalar: Double?
@@ -93,7 +110,7 @@ public struct KernelBenchmark {
                     BLAS.setThreadCount(threads)
                     let blas = Self.median(runs: options.runs) {
                         f32.withUnsafeBufferPointer { a in
-                            input.values.withUnsafeBufferPointer { x in
+                            values.withUnsafeBufferPointer { x in
                                 output.withUnsafeMutableBufferPointer { y in
                                     BLAS.multiply(m: n, n: k, a: a.baseAddress!, x: x.baseAddress!, y: y.baseAddress!)
                                 }
@@ -104,9 +121,10 @@ public struct KernelBenchmark {
                     report.matrixVector.append(MatrixVectorResult(
                         type: type, k: k, n: n, threads: threads, weightBytes: bytes,
                         scalarGBPerSecond: scalar.map { Double(bytes) / $0 / 1e9 },
-                        simdGBPerSecond: Double(bytes) / simd / 1e9,
+                        rowsGBPerSecond: Double(bytes) / rows / 1e9,
+                        packedGBPerSecond: packedSeconds.map { Double(bytes) / $0 / 1e9 },
                         blasF32GBPerSecond: Double(4 * k * n) / blas / 1e9,
-                        simdMicroseconds: simd * 1e6, blasF32Microseconds: blas * 1e6))
+                        blasF32Microseconds: blas * 1e6))
                 }
             }
             progress("matvec \(k)×\(n): done")
@@ -114,6 +132,7 @@ public struct KernelBenchmark {
         for (k, n) in options.matrixMultiplyShapes {
             for type in options.matrixMultiplyTypes where k % type.blockSize == 0 {
                 let weights = try SyntheticWeights.tensor(type, rowLength: k, rows: n, seed: UInt64(n) &* 7 ^ UInt64(type.rawValue))
+                let matrix = try WeightMatrix(weights, packing: true, threadCount: 2)
                 let dequantized = try Dequantization.dequantize(weights)
                 for batch in options.batches {
                     let inputs = (0 ..< batch * k).map { _ in Float.random(in: -1...1, using: &generator) }
@@ -124,12 +143,13 @@ public struct KernelBenchmark {
                             try Self.median(runs: options.runs) {
                                 try inputs.withUnsafeBufferPointer { (input) throws(KernelError) in
                                     try output.withUnsafeMutableBufferPointer { (result) throws(KernelError) in
-                                        try MatrixMultiplication.multiply(weights, inputs: input, batch: batch, into: result,
+                                        try MatrixMultiplication.multiply(matrix, inputs: input, batch: batch, into: result,
                                                                           threadCount: threads, strategy: strategy)
                                     }
                                 }
                             }
                         }
+                        let packedSeconds = matrix.packed == nil ? nil : try timed(.packed)
                         let tiles = try timed(.blasTiles)
                         let rows = try timed(.integerRows)
                         BLAS.setThreadCount(threads)
@@ -144,6 +164,7 @@ public struct KernelBenchmark {
                         }
                         report.matrixMultiply.append(MatrixMultiplyResult(
                             type: type, k: k, n: n, batch: batch, threads: threads,
+                            packedGFLOPPerSecond: packedSeconds.map { flops / $0 / 1e9 },
                             blasTilesGFLOPPerSecond: flops / tiles / 1e9,
                             integerRowsGFLOPPerSecond: flops / rows / 1e9,
                             sgemmF32GFLOPPerSecond: flops / sgemm / 1e9))

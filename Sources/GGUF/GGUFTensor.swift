@@ -48,6 +48,26 @@ public struct GGUFTensor: @unchecked Sendable {
     public var type: GGMLType { info.type }
     public var shape: [Int] { info.shape }
 
+    /// Releases the resident pages of this tensor's data in a memory-mapped file (for a
+    /// tensor whose data was copied elsewhere): they are read again from the file if the
+    /// tensor is used afterwards, so the view stays valid. No effect on in-memory files.
+    public func releaseResidentPages() {
+        owner.releasePages(info.fileOffset ..< info.fileOffset + info.byteCount)
+    }
+
+    /// Maps this tensor's pages of a memory-mapped file into the process in one call (on
+    /// Linux 5.14 and later; elsewhere, and on older kernels, nothing happens and pages fault
+    /// in as they are read). For a reader about to stream the whole tensor once.
+    public func prefaultPages() {
+        owner.prefaultPages(info.fileOffset ..< info.fileOffset + info.byteCount)
+    }
+
+    /// ``prefaultPages()`` for the bytes `range` of this tensor's data.
+    public func prefaultPages(_ range: Range<Int>) {
+        let clamped = range.clamped(to: 0 ..< info.byteCount)
+        owner.prefaultPages(info.fileOffset + clamped.lowerBound ..< info.fileOffset + clamped.upperBound)
+    }
+
     /// The bytes of row `index` (`info.rowByteCount` long). Precondition: `index < info.rowCount`.
     public func row(_ index: Int) -> UnsafeRawBufferPointer {
         precondition(index >= 0 && index < info.rowCount, "row \(index) out of 0..<\(info.rowCount)")

@@ -61,6 +61,30 @@ final class _FileStorage: @unchecked Sendable {
         ownership = .borrowed
     }
 
+    /// Tells the system that `range`'s pages of a mapping are not needed now: they leave
+    /// resident memory and are read again from the file if touched. Only whole pages inside
+    /// `range` are released; heap copies are left alone.
+    func releasePages(_ range: Range<Int>) {
+        guard ownership == .mapped, let base = bytes.baseAddress else { return }
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = (range.lowerBound + pageSize - 1) / pageSize * pageSize
+        let end = range.upperBound / pageSize * pageSize
+        guard end > start else { return }
+        _ = madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, MADV_DONTNEED)
+    }
+
+    /// Maps `range`'s pages of a mapping into the process now (where the system can), rather
+    /// than one fault at a time as they are first read.
+    func prefaultPages(_ range: Range<Int>) {
+        #if os(Linux)
+        guard ownership == .mapped, let base = bytes.baseAddress, !range.isEmpty else { return }
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = range.lowerBound / pageSize * pageSize
+        let end = min(bytes.count, (range.upperBound + pageSize - 1) / pageSize * pageSize)
+        _ = madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, 22 /* MADV_POPULATE_READ, Linux 5.14 */)
+        #endif
+    }
+
     deinit {
         guard let base = bytes.baseAddress else { return }
         switch ownership {

@@ -1,65 +1,219 @@
-/// An input vector prepared for matrix-vector products: its `Float` values, and the same
-/// values quantized for integer dot products against quantized weights.
+import GGUF
+
+/// An input vector prepared for matrix-vector products: its `Float` values and, for weight
+/// types with integer kernels, the same values quantized the way llama.cpp quantizes
+/// activations on x86, so that the integer dot products are identical to ggml's.
 ///
-/// Quantized layout, in blocks of 32 elements (one block per 32 inputs):
+/// The ``Format`` follows the weight type (ggml's `vec_dot_type`):
 ///
-///     scales[b]        Float   amax(block) / 127 (0 for an all-zero block)
-///     codes[32b ..<]   Int8    round(x / scale), in -127...127
-///     halfSums[2b]     Int32   sum of codes 32b ..< 32b+16
-///     halfSums[2b+1]   Int32   sum of codes 32b+16 ..< 32b+32
+///     format  weights            block  scale per block          extra per block
+///     ------  -----------------  -----  -----------------------  -----------------------------
+///     q8_0    Q4_0, Q5_0, Q8_0     32   fp16(amax / 127)          Σ codes (for offset weights)
+///     q8_1    Q4_1               32   fp16(amax / 127)          s = fp16(d × Σ codes)
+///     q8_K    Q4_K, Q6_K          256   1 / (−127 / max), f32     Σ codes per 16 (ggml's bsums)
+///     float   the others           —    —                        —
 ///
-/// This is ggml's Q8_0/Q8_1 idea with a `Float` scale and sums per 16, so one format serves
-/// every weight type: the 32-element sub-blocks of Q4_K/Q5_K line up with activation blocks,
-/// the 16-element groups of Q2_K/Q3_K/Q6_K with half blocks, and the sums carry the
-/// `min × Σ activation` terms of types with a minimum (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K).
-/// ggml's Q8_K instead uses one scale per 256; per-32 scales cost a few more multiplies per
-/// super-block and lose less precision.
+/// q8_0 and q8_1 codes are `round(x × 127 / amax)`, ties to even (ggml's AVX path, which
+/// uses `127 / amax` rather than `1 / d`); the scale the products use is the fp16-rounded
+/// `d` read back as a float. q8_K is ggml's `quantize_row_q8_K_ref`: `max` is the first
+/// element of largest magnitude with its sign, codes are `min(127, round(x × −127 / max))`.
+/// Codes are in −127…127 in every format.
 ///
-/// Share one `ActivationVector` between the products that read the same input (the query, key
-/// and value projections of a layer).
+/// Share one `ActivationVector` between the products that read the same input and whose
+/// weights use the same format (the query, key and value projections of a layer).
 public struct ActivationVector: Sendable {
-    public let values: [Float]
-    public let scales: [Float]
-    public let codes: [Int8]
-    public let halfSums: [Int32]
+    /// How the values are quantized for the products.
+    public enum Format: String, Sendable, CaseIterable {
+        case q8_0, q8_1, q8_K
+        /// No quantization: the products multiply with the `Float` values.
+        case float
 
-    /// Elements; a multiple of 32.
-    public var count: Int { values.count }
-
-    /// Quantizes `values`. Precondition: `values.count` is a multiple of 32 (every supported
-    /// weight type has rows of whole 32-element blocks).
-    ///
-    /// - Complexity: O(n).
-    public init(_ values: [Float]) {
-        precondition(values.count % 32 == 0, "activation length \(values.count) is not a multiple of 32")
-        let blockCount = values.count / 32
-        var scales = [Float](repeating: 0, count: blockCount)
-        var codes = [Int8](repeating: 0, count: values.count)
-        var halfSums = [Int32](repeating: 0, count: 2 * blockCount)
-        for block in 0..<blockCount {
-            var amax: Float = 0
-            for index in 32 * block ..< 32 * block + 32 { amax = max(amax, abs(values[index])) }
-            let scale = amax / 127
-            let inverse: Float = scale == 0 ? 0 : 1 / scale
-            scales[block] = scale
-            for half in 0..<2 {
-                var sum: Int32 = 0
-                for index in 32 * block + 16 * half ..< 32 * block + 16 * half + 16 {
-                    let code = Int8((values[index] * inverse).rounded(.toNearestOrAwayFromZero))
-                    codes[index] = code
-                    sum += Int32(code)
-                }
-                halfSums[2 * block + half] = sum
+        /// The activation format the kernels use for weights of `type`.
+        public init(for type: GGMLType) {
+            switch type {
+            case .q4_0, .q5_0, .q8_0: self = .q8_0
+            case .q4_1: self = .q8_1
+            case .q4_K, .q6_K: self = .q8_K
+            default: self = .float
             }
         }
-        self.values = values
-        self.scales = scales
-        self.codes = codes
-        self.halfSums = halfSums
+
+        /// Elements per scale: 32, 256, or 1 for `.float`.
+        public var blockSize: Int {
+            switch self {
+            case .q8_0, .q8_1: 32
+            case .q8_K: 256
+            case .float: 1
+            }
+        }
     }
 
-    /// The quantized values as floats (`scale × code`), for references and error analysis.
+    public let format: Format
+    /// The input, unquantized.
+    public let values: [Float]
+    /// One scale per block: code × scale approximates the value.
+    public let scales: [Float]
+    /// One code per element (empty for `.float`).
+    public let codes: [Int8]
+    /// q8_0: Σ codes per 32-element block; q8_K: Σ codes per 16 elements; otherwise empty.
+    public let sums: [Int32]
+    /// q8_1: `s` per block, fp16(d × Σ codes) read back as a float; otherwise empty.
+    public let offsets: [Float]
+    /// Codes two by two as the packed kernels read them (``PackedMatrix``, "Pairs"): for each
+    /// quad of elements `4k ..< 4k + 4`, `pairs[2k]` holds codes `4k` (low 16 bits) and
+    /// `4k + 2` (high 16 bits), `pairs[2k + 1]` codes `4k + 1` and `4k + 3`, sign-extended.
+    let pairs: [UInt32]
+
+    /// Elements.
+    public var count: Int { values.count }
+
+    /// Quantizes `values` for products with weights of `type`.
+    ///
+    /// Precondition: `values.count` is a multiple of the format's block size (every weight
+    /// row of such a type is a whole number of its blocks, which the products check).
+    ///
+    /// - Complexity: O(n).
+    public init(_ values: [Float], for type: GGMLType) {
+        self.init(values, format: Format(for: type))
+    }
+
+    /// Quantizes `values` in `format`. Precondition as ``init(_:for:)``.
+    public init(_ values: [Float], format: Format) {
+        precondition(values.count % format.blockSize == 0,
+                     "activation length \(values.count) is not a multiple of \(format.blockSize)")
+        self.format = format
+        self.values = values
+        guard format != .float else {
+            (scales, codes, sums, offsets, pairs) = ([], [], [], [], [])
+            return
+        }
+        let blockSize = format.blockSize
+        let blockCount = values.count / blockSize
+        var scales = [Float](repeating: 0, count: blockCount)
+        var codes = [Int8](repeating: 0, count: values.count)
+        var sums = [Int32](repeating: 0, count: format == .q8_K ? values.count / 16 : format == .q8_0 ? blockCount : 0)
+        var offsets = [Float](repeating: 0, count: format == .q8_1 ? blockCount : 0)
+        values.withUnsafeBufferPointer { input in
+            codes.withUnsafeMutableBufferPointer { codes in
+                for block in 0..<blockCount {
+                    let x = input.baseAddress! + block * blockSize
+                    let q = codes.baseAddress! + block * blockSize
+                    if format == .q8_K {
+                        scales[block] = _quantizeQ8_K(x, into: q)
+                        for group in 0..<16 { sums[block * 16 + group] = _sum16(q + 16 * group) }
+                    } else {
+                        let d = _quantizeQ8_0(x, into: q)
+                        scales[block] = floatFromHalf(halfFromFloat(d))
+                        let sum = _sum16(q) + _sum16(q + 16)
+                        if format == .q8_0 { sums[block] = sum } else { offsets[block] = floatFromHalf(halfFromFloat(d * Float(sum))) }
+                    }
+                }
+            }
+        }
+        self.scales = scales
+        self.codes = codes
+        self.sums = sums
+        self.offsets = offsets
+        self.pairs = (0 ..< values.count / 2).map { pair in
+            let first = 4 * (pair >> 1) + (pair & 1)
+            return _pair(codes[first], codes[first + 2])
+        }
+    }
+
+    /// The quantized values as floats (`scale × code`), or the values for `.float`: what an
+    /// exact product with these activations would multiply the weights by. (For q8_1, the
+    /// kernels use `s` for the sum of a block, which differs from `scale × Σ codes` by the
+    /// rounding of `s` to fp16.)
     public func dequantized() -> [Float] {
-        codes.indices.map { scales[$0 / 32] * Float(codes[$0]) }
+        guard format != .float else { return values }
+        let blockSize = format.blockSize
+        return codes.indices.map { scales[$0 / blockSize] * Float(codes[$0]) }
+    }
+}
+
+// MARK: - Quantizers (llama.cpp's x86 arithmetic, operation for operation)
+
+/// ggml's `nearest_int`: round to nearest, ties to even, for |value| < 2²².
+@inline(__always)
+func _nearestInteger(_ value: Float) -> Int32 {
+    Int32(bitPattern: (value + 12_582_912).bitPattern & 0x7F_FFFF) &- 0x40_0000
+}
+
+/// Quantizes 32 values as ggml's AVX `quantize_row_q8_0` does and returns the unrounded
+/// scale `d = amax / 127` (the caller stores it rounded to fp16).
+@inline(__always)
+func _quantizeQ8_0(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>) -> Float {
+    var amax: Float = 0
+    for i in 0..<32 { let magnitude = abs(x[i]); if magnitude > amax { amax = magnitude } }
+    let inverse: Float = amax != 0 ? 127 / amax : 0
+    for i in 0..<32 { codes[i] = Int8(truncatingIfNeeded: _nearestInteger(x[i] * inverse)) }
+    return amax / 127
+}
+
+/// Quantizes 256 values as ggml's `quantize_row_q8_K_ref` does and returns the block's scale.
+@inline(__always)
+func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>) -> Float {
+    var amax: Float = 0, maximum: Float = 0
+    for i in 0..<256 {
+        let magnitude = abs(x[i])
+        if magnitude > amax { amax = magnitude; maximum = x[i] }
+    }
+    guard amax != 0 else {
+        codes.update(repeating: 0, count: 256)
+        return 0
+    }
+    let inverseScale = -127 / maximum
+    for i in 0..<256 { codes[i] = Int8(truncatingIfNeeded: min(127, _nearestInteger(inverseScale * x[i]))) }
+    return 1 / inverseScale
+}
+
+@inline(__always)
+func _sum16(_ codes: UnsafePointer<Int8>) -> Int32 {
+    var sum: Int32 = 0
+    for i in 0..<16 { sum &+= Int32(codes[i]) }
+    return sum
+}
+
+@inline(__always)
+func _pair(_ low: Int8, _ high: Int8) -> UInt32 {
+    UInt32(UInt16(bitPattern: Int16(low))) | UInt32(UInt16(bitPattern: Int16(high))) << 16
+}
+
+// MARK: - Pointers for the kernels
+
+/// A zeroed word for empty arrays' pointers.
+nonisolated(unsafe) private let _zeroWords: UnsafeMutableRawPointer = {
+    let words = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 64)
+    words.initializeMemory(as: UInt8.self, repeating: 0, count: 64)
+    return words
+}()
+
+extension ActivationVector {
+    func withPointers<Result>(_ body: (_Activations) -> Result) -> Result {
+        values.withUnsafeBufferPointer { values in
+            scales.withUnsafeBufferPointer { scales in
+                codes.withUnsafeBufferPointer { codes in
+                    sums.withUnsafeBufferPointer { sums in
+                        offsets.withUnsafeBufferPointer { offsets in
+                            body(_Activations(
+                                values: values.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: Float.self)),
+                                scales: scales.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: Float.self)),
+                                codes: codes.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: Int8.self)),
+                                sums: sums.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: Int32.self)),
+                                offsets: offsets.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: Float.self))))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    func withColumnPointers<Result>(_ body: (_ColumnPointers) -> Result) -> Result {
+        pairs.withUnsafeBufferPointer { pairs in
+            withPointers { activations in
+                body(_ColumnPointers(pairs: pairs.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: UInt32.self)),
+                                     scales: activations.scales, sums: activations.sums, offsets: activations.offsets))
+            }
+        }
     }
 }

@@ -8,6 +8,8 @@ public enum KernelError: Error, Sendable, Equatable, CustomStringConvertible {
     case sizeMismatch(what: String, expected: Int, actual: Int)
     /// An element count that is not a whole number of the type's blocks.
     case partialBlock(GGMLType, elementCount: Int)
+    /// An ``ActivationVector`` quantized for another weight type (formats by name).
+    case activationFormatMismatch(weights: GGMLType, expected: String, actual: String)
 
     public var description: String {
         switch self {
@@ -17,6 +19,8 @@ public enum KernelError: Error, Sendable, Equatable, CustomStringConvertible {
             "\(what): expected \(expected), got \(actual)"
         case let .partialBlock(type, count):
             "\(count) elements are not a whole number of \(type.name) blocks of \(type.blockSize)"
+        case let .activationFormatMismatch(type, expected, actual):
+            "\(type.name) weights take \(expected) activations, got \(actual)"
         }
     }
 }

@@ -2,20 +2,26 @@ import GGUF
 
 /// `Y = X · Wᵀ` for a batch of inputs: the prefill-time product.
 ///
-/// `X` is `batch × rowLength` (row-major `Float`), `W` a GGUF weight tensor of `rowCount` rows,
-/// `Y` is `batch × rowCount`. Two strategies, chosen by ``Strategy``:
+/// `X` is `batch × rowLength` (row-major `Float`), `W` a weight matrix of `rowCount` rows,
+/// `Y` is `batch × rowCount`. Three strategies, chosen by ``Strategy``:
 ///
-/// - ``Strategy/blasTiles``: rows of `W` are dequantized a tile at a time (``tileRows`` rows,
-///   so scratch memory stays at `tileRows × rowLength` floats, never a dequantized copy of the
-///   model) and multiplied with OpenBLAS `sgemm`.
-/// - ``Strategy/integerRows``: each input row is quantized once (``ActivationVector``) and every
-///   weight row multiplied with it by the integer SIMD path, threads splitting weight rows.
+/// - ``Strategy/packed``: each input row is quantized once (``ActivationVector``, as ggml
+///   quantizes activations) and the packed kernels multiply every group of 16 weight rows
+///   with four inputs at a time, the group's weights staying in L1 across the batch. Needs
+///   a ``WeightMatrix`` with a packed copy.
+/// - ``Strategy/blasTiles``: rows of `W` are dequantized a tile at a time (``tileRows``
+///   rows, so scratch memory stays at `tileRows × rowLength` floats, never a dequantized copy
+///   of the model) and multiplied with OpenBLAS `sgemm`.
+/// - ``Strategy/integerRows``: each input row is quantized once and every weight row
+///   multiplied with it by the integer row kernels, threads splitting weight rows.
 ///
-/// `.automatic` takes the integer path for small batches and BLAS tiles for larger ones;
-/// `typeset bench kernels` measures both per shape.
+/// `.automatic` takes the packed kernels when there is a packed copy, else the integer rows
+/// for small batches and BLAS tiles for larger ones; `typeset bench kernels` measures each
+/// per shape.
 public enum MatrixMultiplication {
     public enum Strategy: String, Sendable, CaseIterable {
         case automatic
+        case packed
         case blasTiles
         case integerRows
     }
@@ -23,10 +29,11 @@ public enum MatrixMultiplication {
     /// Rows of the weight matrix dequantized per BLAS call.
     public static let tileRows = 256
 
-    /// Batches at or below this size use the integer path under `.automatic`.
+    /// Batches at or below this size use the integer rows under `.automatic` (when the
+    /// matrix has no packed copy).
     public static let integerBatchLimit = 4
 
-    /// Computes `output = inputs · weightsᵀ`.
+    /// Computes `output = inputs · weightsᵀ` on the mapped tensor.
     ///
     /// - Parameters:
     ///   - inputs: `batch × rowLength` floats, row-major.
@@ -36,7 +43,20 @@ public enum MatrixMultiplication {
         _ weights: GGUFTensor, inputs: UnsafeBufferPointer<Float>, batch: Int,
         into output: UnsafeMutableBufferPointer<Float>, threadCount: Int = 1, strategy: Strategy = .automatic
     ) throws(KernelError) {
-        let info = weights.info
+        let matrix = try WeightMatrix(weights, packing: strategy == .packed)
+        try multiply(matrix, inputs: inputs, batch: batch, into: output, threadCount: threadCount, strategy: strategy)
+    }
+
+    /// Computes `output = inputs · weightsᵀ`, with the packed kernels when `weights` has a
+    /// packed copy (under `.automatic` and `.packed`).
+    ///
+    /// - Throws: ``KernelError`` for an unsupported type, mismatched sizes, or `.packed` on
+    ///   a matrix without a packed copy.
+    public static func multiply(
+        _ weights: WeightMatrix, inputs: UnsafeBufferPointer<Float>, batch: Int,
+        into output: UnsafeMutableBufferPointer<Float>, threadCount: Int = 1, strategy: Strategy = .automatic
+    ) throws(KernelError) {
+        let info = weights.tensor.info
         guard Dequantization.supportedTypes.contains(info.type) else {
             throw .unsupportedType(info.type, operation: "matrix multiplication")
         }
@@ -48,24 +68,39 @@ public enum MatrixMultiplication {
         }
         guard batch > 0, info.rowCount > 0 else { return }
 
-        let useIntegerRows: Bool
         switch strategy {
-        case .automatic: useIntegerRows = batch <= integerBatchLimit && info.rowLength % 32 == 0
-        case .integerRows: useIntegerRows = true
-        case .blasTiles: useIntegerRows = false
-        }
-        if useIntegerRows {
+        case .packed:
+            guard let packed = weights.packed else { throw .unsupportedType(info.type, operation: "packed multiplication of '\(info.name)'") }
+            multiplyPacked(packed, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
+        case .automatic where weights.packed != nil:
+            multiplyPacked(weights.packed!, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
+        case .integerRows, .automatic where batch <= integerBatchLimit && info.rowLength % 32 == 0:
             var column = [Float](repeating: 0, count: info.rowCount)
             for item in 0..<batch {
-                let input = ActivationVector(Array(inputs[item * info.rowLength ..< (item + 1) * info.rowLength]))
+                let input = ActivationVector(Array(inputs[item * info.rowLength ..< (item + 1) * info.rowLength]), for: info.type)
                 try column.withUnsafeMutableBufferPointer { (buffer) throws(KernelError) in
-                    try MatrixVectorProduct.multiply(weights, by: input, into: buffer, threadCount: threadCount)
+                    try MatrixVectorProduct.multiply(weights.tensor, by: input, into: buffer, threadCount: threadCount)
                 }
                 for row in 0..<info.rowCount { output[item * info.rowCount + row] = column[row] }
             }
-            return
+        case .blasTiles, .automatic:
+            try multiplyWithBLASTiles(weights.tensor, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
         }
-        try multiplyWithBLASTiles(weights, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
+    }
+
+    /// Quantizes every input row in the weights' format, then splits the groups of 16 rows
+    /// across threads; each group runs over the batch four inputs at a time.
+    private static func multiplyPacked(
+        _ weights: PackedMatrix, inputs: UnsafeBufferPointer<Float>, batch: Int,
+        into output: UnsafeMutableBufferPointer<Float>, threadCount: Int
+    ) {
+        let activations = _ActivationBatch(inputs, batch: batch, rowLength: weights.rowLength, format: .init(for: weights.type))
+        activations.withPointers { columns in
+            let job = _PackedBatchJob(matrix: weights, columns: columns, batch: batch, output: output.baseAddress!)
+            KernelThreadPool.shared.forEachRange(of: weights.rowCount / PackedMatrix.groupRows, parts: threadCount) {
+                job.compute(groups: $0)
+            }
+        }
     }
 
     /// Tiles are split across threads, each decoding its own tiles into its own buffer and
@@ -136,5 +171,94 @@ struct _TileDecodeJob: @unchecked Sendable {
         let blocksPerRow = rowLength / type.blockSize
         Dequantization._decodeBlocks(range.lowerBound * blocksPerRow ..< range.upperBound * blocksPerRow,
                                      of: type, with: decodeBlock, from: source, into: destination)
+    }
+}
+
+/// A batch of inputs quantized in one format, column after column in contiguous arrays (the
+/// layout `_FourColumnSet` reads with strides).
+struct _ActivationBatch {
+    let pairs: [UInt32]
+    let scales: [Float]
+    let sums: [Int32]
+    let offsets: [Float]
+
+    init(_ inputs: UnsafeBufferPointer<Float>, batch: Int, rowLength: Int, format: ActivationVector.Format) {
+        var pairs: [UInt32] = [], scales: [Float] = [], sums: [Int32] = [], offsets: [Float] = []
+        for item in 0..<batch {
+            let vector = ActivationVector(Array(inputs[item * rowLength ..< (item + 1) * rowLength]), format: format)
+            pairs += vector.pairs
+            scales += vector.scales
+            sums += vector.sums
+            offsets += vector.offsets
+        }
+        (self.pairs, self.scales, self.sums, self.offsets) = (pairs, scales, sums, offsets)
+    }
+
+    func withPointers<Result>(_ body: (_ColumnPointers) -> Result) -> Result {
+        pairs.withUnsafeBufferPointer { pairs in
+            scales.withUnsafeBufferPointer { scales in
+                sums.withUnsafeBufferPointer { sums in
+                    offsets.withUnsafeBufferPointer { offsets in
+                        // Sums and offsets are empty in formats without them; any pointer does
+                        // (the kernels of those formats never read them).
+                        body(_ColumnPointers(
+                            pairs: pairs.baseAddress!, scales: scales.baseAddress!,
+                            sums: sums.baseAddress ?? UnsafeRawPointer(scales.baseAddress!).assumingMemoryBound(to: Int32.self),
+                            offsets: offsets.baseAddress ?? scales.baseAddress!))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One packed product over a batch, shared by the threads that split its groups.
+///
+/// `@unchecked Sendable` is sound because the packed storage, the quantized batch and the
+/// output outlive the synchronous thread-pool call, the inputs are only read, and each
+/// thread writes the rows of its own groups.
+struct _PackedBatchJob: @unchecked Sendable {
+    let matrix: PackedMatrix
+    let columns: _ColumnPointers
+    let batch: Int
+    let output: UnsafeMutablePointer<Float>
+
+    func compute(groups: Range<Int>) {
+        let layout = matrix.layout, rowCount = matrix.rowCount
+        let pairStride = matrix.rowLength / 2, blockStride = layout.blockCount * layout.type.blockSize / ActivationVector.Format(for: layout.type).blockSize
+        let sumStride = ActivationVector.Format(for: layout.type) == .q8_K ? matrix.rowLength / 16 : matrix.rowLength / 32
+        let base = UnsafeRawPointer(matrix.storage.bytes)
+        for group in groups {
+            let packed = base + group &* layout.groupBytes
+            var item = 0
+            while item &+ 4 <= batch {
+                var set = _FourColumnSet(first: column(item, pairStride, blockStride, sumStride),
+                                         pairStride: pairStride, blockStride: blockStride, sumStride: sumStride)
+                _productOfGroup(packed, layout, &set)
+                let offset: Int = item &* rowCount &+ 16 &* group
+                let destination = output + offset
+                store(set.results.0, destination)
+                store(set.results.1, destination + rowCount)
+                store(set.results.2, destination + 2 &* rowCount)
+                store(set.results.3, destination + 3 &* rowCount)
+                item &+= 4
+            }
+            while item < batch {
+                var set = _OneColumnSet(column(item, pairStride, blockStride, sumStride))
+                _productOfGroup(packed, layout, &set)
+                let offset: Int = item &* rowCount &+ 16 &* group
+                store(set.result, output + offset)
+                item &+= 1
+            }
+        }
+    }
+
+    @inline(__always) private func column(_ item: Int, _ pairStride: Int, _ blockStride: Int, _ sumStride: Int) -> _ColumnPointers {
+        _ColumnPointers(pairs: columns.pairs + item &* pairStride, scales: columns.scales + item &* blockStride,
+                        sums: columns.sums + item &* sumStride, offsets: columns.offsets + item &* blockStride)
+    }
+
+    @inline(__always) private func store(_ values: SIMD16<Float>, _ destination: UnsafeMutablePointer<Float>) {
+        UnsafeMutableRawPointer(destination).storeBytes(of: values, as: SIMD16<Float>.self)
     }
 }

@@ -10,21 +10,26 @@ import GGUF
 public enum MatrixVectorProduct {
     /// Which code computes the row dot products.
     public enum Implementation: String, Sendable, CaseIterable {
-        /// Integer SIMD fast paths where the type has one, else block decoding with f32 SIMD.
+        /// The packed kernels when the matrix has a packed copy, else ``rows``.
         case simd
+        /// Row by row on the mapped tensor: integer SIMD dot products where the type has
+        /// them, block decoding with f32 SIMD otherwise.
+        case rows
         /// Reference decoders and one multiply-add at a time, for comparison.
         case scalar
     }
 
-    /// Whether `type` has an integer SIMD fast path (the others decode block by block).
+    /// Whether `type` has an integer SIMD row kernel (the others decode block by block).
     public static func hasIntegerFastPath(_ type: GGMLType) -> Bool {
         _integerFastPath(for: type) != nil
     }
 
-    /// Computes `output = weights · input`.
+    /// Computes `output = weights · input` on the mapped tensor (no packed copy).
     ///
     /// - Throws: ``KernelError/unsupportedType(_:operation:)`` for a type Typeset cannot
-    ///   decode, ``KernelError/sizeMismatch(what:expected:actual:)`` when the shapes disagree.
+    ///   decode, ``KernelError/sizeMismatch(what:expected:actual:)`` when the shapes disagree,
+    ///   ``KernelError/activationFormatMismatch(weights:expected:actual:)`` when `input` was
+    ///   quantized for another type.
     /// - Complexity: O(rowCount × rowLength) over `threadCount` threads.
     public static func multiply(
         _ weights: GGUFTensor, by input: ActivationVector, into output: UnsafeMutableBufferPointer<Float>,
@@ -33,53 +38,99 @@ public enum MatrixVectorProduct {
         try _check(weights, input, output)
         let info = weights.info
         guard info.rowCount > 0, let rows = weights.bytes.baseAddress, let destination = output.baseAddress else { return }
-
         let type = info.type
         input.withPointers { activations in
             let job = _RowProductJob(
                 type: type, rows: rows, rowBytes: info.rowByteCount, rowLength: info.rowLength,
-                fastPath: implementation == .simd ? _integerFastPath(for: type) : nil,
+                fastPath: implementation == .scalar ? nil : _integerFastPath(for: type),
                 scalar: implementation == .scalar, activations: activations, output: destination)
             KernelThreadPool.shared.forEachRange(of: info.rowCount, parts: threadCount) { job.compute(rows: $0) }
         }
     }
 
-    /// Computes several products of the same input in one dispatch to the thread pool,
-    /// splitting all their rows together across threads: the query, key and value projections
-    /// of a block, or its gate and up projections. Saves a dispatch and a quantization of the
-    /// input per extra matrix, which adds up at decode time (hundreds of products per token).
+    /// Computes `output = weights · input`, with the packed kernels when `weights` has a
+    /// packed copy and `implementation` is ``Implementation/simd``.
     ///
-    /// - Throws: ``KernelError`` as ``multiply(_:by:into:threadCount:implementation:)`` does,
-    ///   for any of the products.
+    /// - Throws: as ``multiply(_:by:into:threadCount:implementation:)-(GGUFTensor,_,_,_,_)``.
     public static func multiply(
-        _ products: [(weights: GGUFTensor, output: UnsafeMutableBufferPointer<Float>)], by input: ActivationVector,
+        _ weights: WeightMatrix, by input: ActivationVector, into output: UnsafeMutableBufferPointer<Float>,
+        threadCount: Int = 1, implementation: Implementation = .simd
+    ) throws(KernelError) {
+        guard weights.packed != nil, implementation == .simd else {
+            return try multiply(weights.tensor, by: input, into: output, threadCount: threadCount, implementation: implementation)
+        }
+        try multiply([(weights, output)], by: input, threadCount: threadCount)
+    }
+
+    /// Computes several products of the same input in one dispatch to the thread pool,
+    /// splitting all their rows (packed groups of 16, or single rows) together across
+    /// threads: the query, key and value projections of a block, or its gate and up
+    /// projections. Saves a dispatch and a quantization of the input per extra matrix, which
+    /// adds up at decode time (hundreds of products per token).
+    ///
+    /// - Throws: ``KernelError`` as ``multiply(_:by:into:threadCount:implementation:)-(GGUFTensor,_,_,_,_)``
+    ///   does, for any of the products.
+    public static func multiply(
+        _ products: [(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)], by input: ActivationVector,
         threadCount: Int = 1
     ) throws(KernelError) {
-        var jobs: [(job: Int, rows: Range<Int>)] = []
-        var firstRow = 0
+        var units = 0
+        var parts: [(index: Int, units: Range<Int>)] = []
         for (index, product) in products.enumerated() {
-            try _check(product.weights, input, product.output)
-            let info = product.weights.info
-            guard info.rowCount > 0, product.weights.bytes.baseAddress != nil, product.output.baseAddress != nil else { continue }
-            jobs.append((index, firstRow ..< firstRow + info.rowCount))
-            firstRow += info.rowCount
+            try _check(product.weights.tensor, input, product.output)
+            let weights = product.weights
+            guard weights.rowCount > 0, weights.tensor.bytes.baseAddress != nil, product.output.baseAddress != nil else { continue }
+            // A packed matrix is split by groups of 16 rows, a mapped one by rows.
+            let count = weights.packed == nil ? weights.rowCount : weights.rowCount / PackedMatrix.groupRows
+            parts.append((index, units ..< units + count))
+            units += count
         }
-        guard firstRow > 0 else { return }
+        guard units > 0 else { return }
         input.withPointers { activations in
-            let rowJobs = jobs.map { entry in
-                let info = products[entry.job].weights.info
-                return (_RowProductJob(
-                    type: info.type, rows: products[entry.job].weights.bytes.baseAddress!, rowBytes: info.rowByteCount,
-                    rowLength: info.rowLength, fastPath: _integerFastPath(for: info.type), scalar: false,
-                    activations: activations, output: products[entry.job].output.baseAddress!), entry.rows)
+            input.withColumnPointers { column in
+                let jobs = parts.map { part in
+                    let weights = products[part.index].weights, output = products[part.index].output.baseAddress!
+                    if let packed = weights.packed {
+                        return (_GroupProduct.packed(_PackedProductJob(matrix: packed, column: column, output: output)), part.units)
+                    }
+                    let info = weights.tensor.info
+                    return (_GroupProduct.rows(_RowProductJob(
+                        type: info.type, rows: weights.tensor.bytes.baseAddress!, rowBytes: info.rowByteCount,
+                        rowLength: info.rowLength, fastPath: _integerFastPath(for: info.type), scalar: false,
+                        activations: activations, output: output)), part.units)
+                }
+                let group = _ProductGroup(jobs: jobs)
+                KernelThreadPool.shared.forEachRange(of: units, parts: threadCount) { group.compute(units: $0) }
             }
-            let group = _RowProductGroup(jobs: rowJobs)
-            KernelThreadPool.shared.forEachRange(of: firstRow, parts: threadCount) { group.compute(rows: $0) }
+        }
+    }
+
+    /// Computes several products of the same input values: quantizes `values` once per
+    /// activation format the matrices take, and runs the products of each format in one
+    /// dispatch (see ``multiply(_:by:threadCount:)``).
+    ///
+    /// - Throws: ``KernelError`` as the single products do.
+    public static func multiply(
+        _ products: [(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)], input values: [Float],
+        threadCount: Int = 1
+    ) throws(KernelError) {
+        var formats: [ActivationVector.Format] = []
+        for product in products where !formats.contains(product.weights.activationFormat) {
+            formats.append(product.weights.activationFormat)
+        }
+        for format in formats {
+            guard values.count % format.blockSize == 0 else {
+                throw .sizeMismatch(what: "input length (whole \(format.rawValue) blocks)", expected: values.count / format.blockSize * format.blockSize,
+                                    actual: values.count)
+            }
+            try multiply(products.filter { $0.weights.activationFormat == format }, by: ActivationVector(values, format: format),
+                         threadCount: threadCount)
         }
     }
 
     /// The checks every product makes before touching memory: a type Typeset can compute
-    /// with, an input as long as a row, an output with one float per row.
+    /// with, an input as long as a row and quantized for its type, an output with one float
+    /// per row.
     private static func _check(
         _ weights: GGUFTensor, _ input: ActivationVector, _ output: UnsafeMutableBufferPointer<Float>
     ) throws(KernelError) {
@@ -93,10 +144,14 @@ public enum MatrixVectorProduct {
         guard output.count == info.rowCount else {
             throw .sizeMismatch(what: "output length for '\(info.name)'", expected: info.rowCount, actual: output.count)
         }
+        let format = ActivationVector.Format(for: info.type)
+        guard input.format == format else {
+            throw .activationFormatMismatch(weights: info.type, expected: format.rawValue, actual: input.format.rawValue)
+        }
     }
 
     /// The scalar oracle for one row: Σ dequantized weight × activation in `Double` (see
-    /// ``multiply(_:by:into:threadCount:)`` for which activations each type sees).
+    /// ``ActivationVector`` for which activations each type sees).
     public static func referenceDot(row index: Int, of weights: GGUFTensor, with input: ActivationVector) throws(KernelError) -> Double {
         let info = weights.info
         guard Dequantization.supportedTypes.contains(info.type) else {
@@ -105,8 +160,55 @@ public enum MatrixVectorProduct {
         guard info.rowLength == input.count, index >= 0, index < info.rowCount else {
             throw .sizeMismatch(what: "row \(index) of '\(info.name)' against \(input.count) inputs", expected: info.rowLength, actual: input.count)
         }
+        let format = ActivationVector.Format(for: info.type)
+        guard input.format == format else {
+            throw .activationFormatMismatch(weights: info.type, expected: format.rawValue, actual: input.format.rawValue)
+        }
         let row = weights.row(index).baseAddress!
         return input.withPointers { _dotReference(info.type, row, info.rowLength, $0) }
+    }
+}
+
+/// One packed matrix-vector product: groups of 16 rows against one column.
+///
+/// `@unchecked Sendable` is sound because the packed storage, the activations and the output
+/// outlive the synchronous `KernelThreadPool.run` call that uses the job, the inputs are only
+/// read, and each thread writes a disjoint range of groups.
+struct _PackedProductJob: @unchecked Sendable {
+    let matrix: PackedMatrix
+    let column: _ColumnPointers
+    let output: UnsafeMutablePointer<Float>
+
+    func compute(groups: Range<Int>) {
+        let layout = matrix.layout
+        let base = UnsafeRawPointer(matrix.storage.bytes)
+        for group in groups {
+            var columns = _OneColumnSet(column)
+            _productOfGroup(base + group &* layout.groupBytes, layout, &columns)
+            UnsafeMutableRawPointer(output + 16 &* group).storeBytes(of: columns.result, as: SIMD16<Float>.self)
+        }
+    }
+}
+
+enum _GroupProduct {
+    case packed(_PackedProductJob)
+    case rows(_RowProductJob)
+}
+
+/// Several products seen as one run of work units (packed groups or rows).
+struct _ProductGroup: @unchecked Sendable {
+    let jobs: [(job: _GroupProduct, units: Range<Int>)]
+
+    func compute(units range: Range<Int>) {
+        for (job, units) in jobs {
+            let overlap = range.clamped(to: units)
+            guard !overlap.isEmpty else { continue }
+            let local = overlap.lowerBound - units.lowerBound ..< overlap.upperBound - units.lowerBound
+            switch job {
+            case .packed(let product): product.compute(groups: local)
+            case .rows(let product): product.compute(rows: local)
+            }
+        }
     }
 }
 
@@ -136,33 +238,6 @@ struct _RowProductJob: @unchecked Sendable {
                 output[row] = _dotScalarRow(type, start, rowLength, activations)
             } else {
                 output[row] = _dotDequantizedRow(type, start, rowLength, activations)
-            }
-        }
-    }
-}
-
-/// Several row-product jobs seen as one run of rows (`rows` are each job's place in it).
-struct _RowProductGroup: @unchecked Sendable {
-    let jobs: [(job: _RowProductJob, rows: Range<Int>)]
-
-    func compute(rows range: Range<Int>) {
-        for (job, rows) in jobs {
-            let overlap = range.clamped(to: rows)
-            if !overlap.isEmpty { job.compute(rows: overlap.lowerBound - rows.lowerBound ..< overlap.upperBound - rows.lowerBound) }
-        }
-    }
-}
-
-extension ActivationVector {
-    func withPointers<Result>(_ body: (_Activations) -> Result) -> Result {
-        values.withUnsafeBufferPointer { values in
-            scales.withUnsafeBufferPointer { scales in
-                codes.withUnsafeBufferPointer { codes in
-                    halfSums.withUnsafeBufferPointer { sums in
-                        body(_Activations(values: values.baseAddress!, scales: scales.baseAddress!,
-                                          codes: codes.baseAddress!, halfSums: sums.baseAddress!))
-                    }
-                }
             }
         }
     }

@@ -15,13 +15,13 @@ struct _Activations {
     let values: UnsafePointer<Float>
     let scales: UnsafePointer<Float>
     let codes: UnsafePointer<Int8>
-    let halfSums: UnsafePointer<Int32>
+    /// q8_0: Σ codes per block of 32; q8_K: per 16.
+    let sums: UnsafePointer<Int32>
+    /// q8_1: `s` per block.
+    let offsets: UnsafePointer<Float>
 
     @inline(__always)
     func codes(block: Int) -> UnsafePointer<Int8> { codes + 32 * block }
-
-    @inline(__always)
-    func sum(block: Int) -> Int32 { halfSums[2 * block] &+ halfSums[2 * block + 1] }
 }
 
 // The integer kernels are plain loops with constant trip counts over pointers: LLVM's loop
@@ -69,9 +69,8 @@ func _dotQ4_1(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + 20 * block
-        let scale = x.scales[block]
-        sum += (_half(base, 0) * scale) * Float(_dotNibbles(base + 4, 0, x.codes(block: block)))
-        sum += (_half(base, 2) * scale) * Float(x.sum(block: block))
+        sum += (_half(base, 0) * x.scales[block]) * Float(_dotNibbles(base + 4, 0, x.codes(block: block)))
+        sum += _half(base, 2) * x.offsets[block]
     }
     return sum
 }
@@ -104,49 +103,50 @@ func _dotQ8_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
     return sum
 }
 
-/// Q4_K: per 32-element group g, (d × scale_g) × Σ q·a − (dmin × min_g) × Σ a, each times the
-/// activation block's scale. Group 2c takes the low nibbles of bytes 32c ..< 32c + 32, group
-/// 2c + 1 their high nibbles.
+/// Q4_K with q8_K activations (one scale per 256): the super-block's integer sums
+/// Σ scale_g × Σ q·a and Σ min_g × Σ a, then d × d_a and dmin × d_a, as ggml does. Group 2c
+/// takes the low nibbles of bytes 32c ..< 32c + 32, group 2c + 1 their high nibbles.
 func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for superBlock in 0..<superBlockCount {
         let base = row + 144 * superBlock
-        let d = _half(base, 0), dmin = _half(base, 2)
+        var products: Int32 = 0, minimums: Int32 = 0
         for chunk in 0..<4 {
             let bytes = base + 16 + 32 * chunk
-            let lowBlock = 8 * superBlock + 2 * chunk, highBlock = lowBlock + 1
-            let a = x.codes(block: lowBlock), b = x.codes(block: highBlock)
+            let a = x.codes + 256 * superBlock + 64 * chunk
             var low: Int32 = 0, high: Int32 = 0
             for lane in 0..<32 {
                 let byte = bytes.load(fromByteOffset: lane, as: UInt8.self)
                 low &+= Int32(byte & 0x0F) &* Int32(a[lane])
-                high &+= Int32(byte >> 4) &* Int32(b[lane])
+                high &+= Int32(byte >> 4) &* Int32(a[lane + 32])
             }
             let (scaleLow, minimumLow) = _scaleAndMinimum(base + 4, 2 * chunk)
             let (scaleHigh, minimumHigh) = _scaleAndMinimum(base + 4, 2 * chunk + 1)
-            sum += x.scales[lowBlock] * ((d * Float(scaleLow)) * Float(low) - (dmin * Float(minimumLow)) * Float(x.sum(block: lowBlock)))
-            sum += x.scales[highBlock] * ((d * Float(scaleHigh)) * Float(high) - (dmin * Float(minimumHigh)) * Float(x.sum(block: highBlock)))
+            let sums = x.sums + 16 * superBlock + 4 * chunk
+            products &+= Int32(scaleLow) &* low &+ Int32(scaleHigh) &* high
+            minimums &+= Int32(minimumLow) &* (sums[0] &+ sums[1]) &+ Int32(minimumHigh) &* (sums[2] &+ sums[3])
         }
+        let scale = x.scales[superBlock]
+        sum += (_half(base, 0) * scale) * Float(products) - (_half(base, 2) * scale) * Float(minimums)
     }
     return sum
 }
 
-/// Q6_K: per 16-element group, (d × scale) × Σ (q − 32)·a, times the activation block's scale.
-/// For activation block j of a super-block (elements 32j ..< 32j + 32), the low nibbles are
-/// 32 contiguous bytes at 64h + 32(j % 2) (nibble (j % 4) / 2) and the high pairs 32
-/// contiguous bytes at 128 + 32h (bits 2(j % 4)), with h = j / 4.
+/// Q6_K with q8_K activations: Σ over 16-element groups of scale × Σ (q − 32)·a, times
+/// d × d_a. For activation block j of a super-block (elements 32j ..< 32j + 32), the low
+/// nibbles are 32 contiguous bytes at 64h + 32(j % 2) (nibble (j % 4) / 2) and the high pairs
+/// 32 contiguous bytes at 128 + 32h (bits 2(j % 4)), with h = j / 4.
 func _dotQ6_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for superBlock in 0..<superBlockCount {
         let base = row + 210 * superBlock
-        let d = _half(base, 208)
+        var products: Int32 = 0
         for j in 0..<8 {
             let half = j / 4, quarter = j % 4
             let lowBytes = base + 64 * half + 32 * (quarter % 2)
             let highBytes = base + 128 + 32 * half
             let lowShift = UInt8(4 * (quarter / 2)), highShift = UInt8(2 * quarter)
-            let block = 8 * superBlock + j
-            let a = x.codes(block: block)
+            let a = x.codes + 256 * superBlock + 32 * j
             var first: Int32 = 0, second: Int32 = 0
             for lane in 0..<16 {
                 let low = (lowBytes.load(fromByteOffset: lane, as: UInt8.self) >> lowShift) & 0x0F
@@ -158,10 +158,10 @@ func _dotQ6_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations
                 let high = (highBytes.load(fromByteOffset: lane, as: UInt8.self) >> highShift) & 0x03
                 second &+= (Int32(low | high << 4) &- 32) &* Int32(a[lane])
             }
-            let scale0 = Float(base.load(fromByteOffset: 192 + 2 * j, as: Int8.self))
-            let scale1 = Float(base.load(fromByteOffset: 193 + 2 * j, as: Int8.self))
-            sum += x.scales[block] * ((d * scale0) * Float(first) + (d * scale1) * Float(second))
+            products &+= Int32(base.load(fromByteOffset: 192 + 2 * j, as: Int8.self)) &* first
+            products &+= Int32(base.load(fromByteOffset: 193 + 2 * j, as: Int8.self)) &* second
         }
+        sum += (_half(base, 208) * x.scales[superBlock]) * Float(products)
     }
     return sum
 }
@@ -210,20 +210,27 @@ func _dotScalarRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: In
     }
 }
 
-/// The oracle: Σ dequantized weight × activation in `Double`, with the activations the fast
-/// path of `type` would see (quantized codes × scale for types with an integer fast path,
-/// the exact `Float` values otherwise).
+/// The oracle: Σ dequantized weight × activation in `Double`, with the activations the
+/// products of `type` see: code × scale in the type's quantized format, the exact `Float`
+/// values for `.float`, and for q8_1 each block's sum taken from `s` as ggml takes it.
 func _dotReference(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: Int, _ x: _Activations) -> Double {
     guard let decode = Dequantization.referenceDecoder(for: type) else { preconditionFailure("unsupported \(type)") }
-    let usesCodes = _integerFastPath(for: type) != nil
+    let format = ActivationVector.Format(for: type)
     var weights = [Float](repeating: 0, count: type.blockSize)
     var sum = 0.0
     for block in 0 ..< elementCount / type.blockSize {
-        weights.withUnsafeMutableBufferPointer { decode(row + block * type.blockByteCount, $0.baseAddress!) }
+        let source = row + block * type.blockByteCount
+        weights.withUnsafeMutableBufferPointer { decode(source, $0.baseAddress!) }
+        var codeSum = 0.0
         for lane in 0..<type.blockSize {
             let index = block * type.blockSize + lane
-            let activation = usesCodes ? Double(x.scales[index / 32]) * Double(x.codes[index]) : Double(x.values[index])
+            let activation = format == .float ? Double(x.values[index]) : Double(x.scales[index / format.blockSize]) * Double(x.codes[index])
             sum += Double(weights[lane]) * activation
+            if format != .float { codeSum += Double(x.codes[index]) }
+        }
+        if format == .q8_1 {
+            // Σ (d q + m) a uses m × s for m × d_a × Σ codes.
+            sum += Double(_half(source, 2)) * (Double(x.offsets[block]) - Double(x.scales[block]) * codeSum)
         }
     }
     return sum

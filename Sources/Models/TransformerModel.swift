@@ -2,9 +2,10 @@ import Foundation
 import GGUF
 import Kernels
 
-/// A decoder-only transformer ready to run: its configuration and its weights, read in place
-/// from the GGUF mapping (quantized matrices are never copied; only the small norm vectors are
-/// decoded into memory).
+/// A decoder-only transformer ready to run: its configuration and its weights. Matrices whose
+/// type has packed kernels are repacked once at load (``PackedMatrix``: same size, same codes,
+/// the mapping's pages of them released afterwards); the others are read in place from the
+/// GGUF mapping, and only the small norm vectors are decoded into memory.
 ///
 /// One block, as both supported families run it (bracketed steps are Gemma 3's):
 ///
@@ -25,14 +26,18 @@ public final class TransformerModel: Sendable {
     public let file: GGUFFile
     let traits: _ArchitectureTraits
     let tokenEmbedding: GGUFTensor
-    let output: GGUFTensor
+    let output: WeightMatrix
     let outputNorm: [Float]
     let layers: [_LayerWeights]
 
-    /// Reads the configuration and finds every weight, checking names, shapes and types.
+    /// Reads the configuration and finds every weight, checking names, shapes and types, and
+    /// packs the matrices the packed kernels cover (on every processor), and faults in the
+    /// pages of the others. `progress` receives the fraction of matrix bytes prepared, from 0
+    /// to 1. `packsWeights: false` keeps every matrix in the mapping (the row kernels then
+    /// compute the products).
     ///
     /// - Throws: `ModelLoadError` naming the missing or malformed tensor.
-    public init(file: GGUFFile) throws(ModelLoadError) {
+    public init(file: GGUFFile, packsWeights: Bool = true, progress: ((Double) -> Void)? = nil) throws(ModelLoadError) {
         let configuration: ModelConfiguration
         do { configuration = try ModelConfiguration(metadata: file.metadata) } catch { throw .configuration(error) }
         self.configuration = configuration
@@ -51,32 +56,51 @@ public final class TransformerModel: Sendable {
             guard Dequantization.supportedTypes.contains(tensor.type) else { throw .unsupportedType(name, tensor.type) }
             return tensor
         }
+        let matrixBytes = max(1, file.tensorInfos.filter { $0.shape.count == 2 }.reduce(0) { $0 + $1.byteCount })
+        var preparedBytes = 0
+        func matrix(_ name: String, shape: [Int]) throws(ModelLoadError) -> WeightMatrix {
+            let weights = try tensor(name, shape: shape)
+            let prepared: WeightMatrix
+            do {
+                prepared = try WeightMatrix(weights, packing: packsWeights, threadCount: KernelThreadPool.shared.threadCount)
+            } catch { throw .kernel(error) }
+            if prepared.packed != nil {
+                weights.releaseResidentPages()
+            } else {
+                // Fault the mapped pages in now rather than during the first token.
+                var checksum: UInt8 = 0
+                for offset in stride(from: 0, to: weights.bytes.count, by: 4096) { checksum &+= weights.bytes[offset] }
+                withExtendedLifetime(checksum) {}
+            }
+            preparedBytes += weights.info.byteCount
+            progress?(min(1, Double(preparedBytes) / Double(matrixBytes)))
+            return prepared
+        }
         func vector(_ name: String, count: Int) throws(ModelLoadError) -> [Float] {
             let weights = try tensor(name, shape: [count])
             do { return try Dequantization.dequantize(weights) } catch { throw .kernel(error) }
         }
 
         tokenEmbedding = try tensor("token_embd.weight", shape: [width, configuration.vocabularySize])
-        output = file.tensorInfo(named: "output.weight") != nil
-            ? try tensor("output.weight", shape: [width, configuration.vocabularySize])
-            : tokenEmbedding  // tied embeddings
+        output = try matrix(file.tensorInfo(named: "output.weight") != nil ? "output.weight" : "token_embd.weight",  // tied embeddings
+                            shape: [width, configuration.vocabularySize])
         outputNorm = try vector("output_norm.weight", count: width)
         var layers: [_LayerWeights] = []
         for block in 0 ..< configuration.blockCount {
             let prefix = "blk.\(block)."
             layers.append(_LayerWeights(
                 attentionNorm: try vector(prefix + "attn_norm.weight", count: width),
-                query: try tensor(prefix + "attn_q.weight", shape: [width, queryWidth]),
-                key: try tensor(prefix + "attn_k.weight", shape: [width, keyWidth]),
-                value: try tensor(prefix + "attn_v.weight", shape: [width, keyWidth]),
-                attentionOutput: try tensor(prefix + "attn_output.weight", shape: [queryWidth, width]),
+                query: try matrix(prefix + "attn_q.weight", shape: [width, queryWidth]),
+                key: try matrix(prefix + "attn_k.weight", shape: [width, keyWidth]),
+                value: try matrix(prefix + "attn_v.weight", shape: [width, keyWidth]),
+                attentionOutput: try matrix(prefix + "attn_output.weight", shape: [queryWidth, width]),
                 queryNorm: traits.normalizesQueriesAndKeys ? try vector(prefix + "attn_q_norm.weight", count: configuration.headDimension) : nil,
                 keyNorm: traits.normalizesQueriesAndKeys ? try vector(prefix + "attn_k_norm.weight", count: configuration.headDimension) : nil,
                 postAttentionNorm: traits.hasPostNorms ? try vector(prefix + "post_attention_norm.weight", count: width) : nil,
                 feedForwardNorm: try vector(prefix + "ffn_norm.weight", count: width),
-                gate: try tensor(prefix + "ffn_gate.weight", shape: [width, configuration.feedForwardLength]),
-                up: try tensor(prefix + "ffn_up.weight", shape: [width, configuration.feedForwardLength]),
-                down: try tensor(prefix + "ffn_down.weight", shape: [configuration.feedForwardLength, width]),
+                gate: try matrix(prefix + "ffn_gate.weight", shape: [width, configuration.feedForwardLength]),
+                up: try matrix(prefix + "ffn_up.weight", shape: [width, configuration.feedForwardLength]),
+                down: try matrix(prefix + "ffn_down.weight", shape: [configuration.feedForwardLength, width]),
                 postFeedForwardNorm: traits.hasPostNorms ? try vector(prefix + "post_ffw_norm.weight", count: width) : nil,
                 isLocal: traits.isLocal(block: block),
                 ropeBase: Float(traits.isLocal(block: block) ? traits.localRopeBase ?? configuration.ropeFrequencyBase
@@ -136,10 +160,10 @@ public final class TransformerModel: Sendable {
 /// The weights of one block.
 struct _LayerWeights: Sendable {
     let attentionNorm: [Float]
-    let query, key, value, attentionOutput: GGUFTensor
+    let query, key, value, attentionOutput: WeightMatrix
     let queryNorm, keyNorm, postAttentionNorm: [Float]?
     let feedForwardNorm: [Float]
-    let gate, up, down: GGUFTensor
+    let gate, up, down: WeightMatrix
     let postFeedForwardNorm: [Float]?
     /// Whether the block attends only within the sliding window.
     let isLocal: Bool

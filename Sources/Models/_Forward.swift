@@ -41,10 +41,10 @@ extension TransformerModel {
             }
         }
 
-        func multiply(_ weights: GGUFTensor, _ input: [Float], into output: inout [Float], rows: Int = count) throws(KernelError) {
+        func multiply(_ weights: WeightMatrix, _ input: [Float], into output: inout [Float], rows: Int = count) throws(KernelError) {
             if rows == 1 {
                 // Decode: straight to the matrix-vector kernel, no staging buffers.
-                let activations = ActivationVector(input)
+                let activations = ActivationVector(input, for: weights.type)
                 try output.withUnsafeMutableBufferPointer { (output) throws(KernelError) in
                     try MatrixVectorProduct.multiply(weights, by: activations, into: output, threadCount: threadCount)
                 }
@@ -72,13 +72,12 @@ extension TransformerModel {
             // Attention.
             normalize(residual, layer.attentionNorm, into: &normalized, rowWidth: width)
             if count == 1 {
-                // Decode: one quantization of the input and one dispatch for all three.
-                let input = ActivationVector(normalized)
+                // Decode: one quantization of the input (per format) and one dispatch for all three.
                 try queries.withUnsafeMutableBufferPointer { (query) throws(KernelError) in
                     try keys.withUnsafeMutableBufferPointer { (key) throws(KernelError) in
                         try values.withUnsafeMutableBufferPointer { (value) throws(KernelError) in
                             try MatrixVectorProduct.multiply(
-                                [(layer.query, query), (layer.key, key), (layer.value, value)], by: input, threadCount: threadCount)
+                                [(layer.query, query), (layer.key, key), (layer.value, value)], input: normalized, threadCount: threadCount)
                         }
                     }
                 }
@@ -133,10 +132,9 @@ extension TransformerModel {
             // Feed-forward.
             normalize(residual, layer.feedForwardNorm, into: &normalized, rowWidth: width)
             if count == 1 {
-                let input = ActivationVector(normalized)
                 try gates.withUnsafeMutableBufferPointer { (gate) throws(KernelError) in
                     try ups.withUnsafeMutableBufferPointer { (up) throws(KernelError) in
-                        try MatrixVectorProduct.multiply([(layer.gate, gate), (layer.up, up)], by: input, threadCount: threadCount)
+                        try MatrixVectorProduct.multiply([(layer.gate, gate), (layer.up, up)], input: normalized, threadCount: threadCount)
                     }
                 }
             } else {

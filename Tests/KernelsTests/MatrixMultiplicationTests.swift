@@ -29,30 +29,37 @@ import TypesetTestSupport
         let k = weights.info.rowLength, n = weights.info.rowCount
         let inputs = (0 ..< batch * k).map { _ in Float.random(in: -1...1, using: &generator) }
         let (expected, magnitudes) = try reference(weights, inputs, batch: batch)
-        for strategy in MatrixMultiplication.Strategy.allCases {
+        let packs = PackedMatrix.canPack(weights)
+        let matrix = try WeightMatrix(weights, packing: packs)
+        for strategy in MatrixMultiplication.Strategy.allCases where strategy != .packed || packs {
             var output = [Float](repeating: .nan, count: batch * n)
             try inputs.withUnsafeBufferPointer { input in
                 try output.withUnsafeMutableBufferPointer { result in
-                    try MatrixMultiplication.multiply(weights, inputs: input, batch: batch, into: result, threadCount: 2, strategy: strategy)
+                    try MatrixMultiplication.multiply(matrix, inputs: input, batch: batch, into: result, threadCount: 2, strategy: strategy)
                 }
             }
             for index in output.indices {
-                // Integer rows see inputs quantized to 8 bits (relative error ≤ 1/254 per term);
-                // BLAS tiles see them exactly.
-                let tolerance = (strategy == .blasTiles ? 1e-5 : 1.0 / 127) * magnitudes[index] + 1e-5
+                // Integer kernels see inputs quantized to 8 bits (relative error ≤ 1/254 per term,
+                // plus fp16 scales); BLAS tiles see them exactly.
+                let exact = strategy == .blasTiles || ActivationVector.Format(for: weights.type) == .float
+                let tolerance = (exact ? 1e-5 : 1.0 / 127) * magnitudes[index] + 1e-5
                 #expect(abs(Double(output[index]) - expected[index]) <= tolerance,
                         "\(weights.type) \(strategy) element \(index): \(output[index]) vs \(expected[index])")
             }
         }
     }
 
-    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_1, .q8_0, .q3_K, .q4_K, .q6_K, .f16])
+    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q3_K, .q4_K, .q6_K, .f16])
     func syntheticWeights(type: GGMLType) throws {
         var generator = SplitMix64(seed: UInt64(type.rawValue) &* 31)
-        let rowLength = max(type.blockSize, 32) * 2, rows = 300   // more rows than one BLAS tile
-        let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
-        let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
-        for batch in [1, 5, 33] { try Self.check(weights, batch: batch, seed: UInt64(batch)) }
+        // 300 rows: more than one BLAS tile, and not a multiple of 16 (no packed copy);
+        // 272: packed. Batches with and without a tail of fewer than four inputs.
+        for (rows, blocks) in [(300, 2), (272, 3)] {
+            let rowLength = max(type.blockSize, 32) * blocks
+            let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
+            let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
+            for batch in [1, 4, 5, 11, 33] { try Self.check(weights, batch: batch, seed: UInt64(batch)) }
+        }
     }
 
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))

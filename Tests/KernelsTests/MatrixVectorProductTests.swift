@@ -6,7 +6,8 @@ import TypesetTestSupport
 @Suite struct MatrixVectorProductTests {
     /// Checks every row of `weights · input` against the oracle, and against the exact product
     /// with unquantized inputs within the activation quantization's error bound.
-    static func check(_ weights: GGUFTensor, _ input: ActivationVector, threads: [Int], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func check(_ weights: GGUFTensor, _ values: [Float], threads: [Int], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let input = ActivationVector(values, for: weights.type)
         let rows = weights.info.rowCount, length = weights.info.rowLength
         let dequantizedInput = input.dequantized()
         var row = [Float](repeating: 0, count: length)
@@ -23,21 +24,40 @@ import TypesetTestSupport
             }
             tolerance.append(1e-5 * magnitude + 1e-6)
             exact.append(exactSum)
-            quantizationBound.append(MatrixVectorProduct.hasIntegerFastPath(weights.type) ? bound : 0)
+            // q8_1's s is rounded to fp16: up to 2⁻¹¹ of each block's |m × Σ a| more.
+            if input.format == .q8_1 { bound += q8_1Slack(weights, index, input) }
+            quantizationBound.append(input.format == .float ? 0 : bound)
         }
-        for threadCount in threads {
-            var output = [Float](repeating: .nan, count: rows)
-            try output.withUnsafeMutableBufferPointer {
-                try MatrixVectorProduct.multiply(weights, by: input, into: $0, threadCount: threadCount)
-            }
-            for index in 0..<rows {
-                let value = Double(output[index])
-                #expect(abs(value - expected[index]) <= tolerance[index],
-                        "\(weights.type) row \(index), \(threadCount) threads: \(value) vs \(expected[index])", sourceLocation: sourceLocation)
-                #expect(abs(value - exact[index]) <= quantizationBound[index] + 2 * tolerance[index],
-                        "\(weights.type) row \(index) against the unquantized product", sourceLocation: sourceLocation)
+        // The mapped tensor row by row, and (when it packs) the packed kernels.
+        var paths: [(String, WeightMatrix)] = [("rows", try WeightMatrix(weights, packing: false))]
+        if PackedMatrix.canPack(weights) { paths.append(("packed", try WeightMatrix(weights, packing: true))) }
+        for (path, matrix) in paths {
+            for threadCount in threads {
+                var output = [Float](repeating: .nan, count: rows)
+                try output.withUnsafeMutableBufferPointer {
+                    try MatrixVectorProduct.multiply(matrix, by: input, into: $0, threadCount: threadCount)
+                }
+                for index in 0..<rows {
+                    let value = Double(output[index])
+                    #expect(abs(value - expected[index]) <= tolerance[index],
+                            "\(weights.type) \(path) row \(index), \(threadCount) threads: \(value) vs \(expected[index])",
+                            sourceLocation: sourceLocation)
+                    #expect(abs(value - exact[index]) <= quantizationBound[index] + 2 * tolerance[index],
+                            "\(weights.type) \(path) row \(index) against the unquantized product", sourceLocation: sourceLocation)
+                }
             }
         }
+    }
+
+    /// How far q8_1's fp16 `s` can move row `index`'s result: Σ over blocks of |m| × |s| × 2⁻¹¹.
+    static func q8_1Slack(_ weights: GGUFTensor, _ index: Int, _ input: ActivationVector) -> Double {
+        let row = weights.row(index)
+        var slack = 0.0
+        for block in 0 ..< weights.info.rowLength / 32 {
+            let bits = UInt16(row[20 * block + 2]) | UInt16(row[20 * block + 3]) << 8
+            slack += Double(abs(floatFromHalf(bits))) * Double(abs(input.offsets[block])) * 0x1p-11
+        }
+        return slack
     }
 
     static let types: [GGMLType] = [.f32, .f16, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
@@ -45,31 +65,63 @@ import TypesetTestSupport
     @Test(arguments: types)
     func randomMatricesMatchTheReference(type: GGMLType) throws {
         var generator = SplitMix64(seed: UInt64(type.rawValue) + 1)
-        for (blocks, rows) in [(1, 1), (3, 7), (2, 33)] {
+        // Odd block counts (a packed pair with one block), row counts that pack (16, 48) and
+        // that do not.
+        for (blocks, rows) in [(1, 1), (3, 7), (2, 33), (1, 16), (3, 48), (8, 32)] {
             let rowLength = max(type.blockSize, 32) * blocks
             let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
             let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
-            let input = ActivationVector((0..<rowLength).map { _ in Float.random(in: -2...2, using: &generator) })
-            try Self.check(weights, input, threads: [1, 2, 3])
+            let values = (0..<rowLength).map { _ in Float.random(in: -2...2, using: &generator) }
+            try Self.check(weights, values, threads: [1, 2, 3])
         }
     }
 
-    @Test func activationQuantization() {
+    @Test(arguments: [ActivationVector.Format.q8_0, .q8_1, .q8_K])
+    func activationQuantization(format: ActivationVector.Format) {
         var generator = SplitMix64(seed: 7)
-        var values = (0..<96).map { _ in Float.random(in: -3...3, using: &generator) }
-        for index in 32..<64 { values[index] = 0 }   // an all-zero block
-        values[70] = -5                               // the block's extreme value
-        let input = ActivationVector(values)
-        #expect(input.scales.count == 3 && input.halfSums.count == 6)
-        #expect(input.scales[1] == 0 && input.codes[32..<64].allSatisfy { $0 == 0 })
-        #expect(input.codes[70] == -127)
+        var values = (0..<512).map { _ in Float.random(in: -3...3, using: &generator) }
+        for index in 256..<288 { values[index] = 0 }   // an all-zero block of 32
+        values[70] = -5                                 // the extreme value of its blocks
+        let input = ActivationVector(values, format: format)
+        let blockSize = format.blockSize
+        #expect(input.scales.count == 512 / blockSize && input.codes.count == 512)
+        #expect(input.codes[70] == -127)   // q8_K's −127 / max maps max itself to −127 too
+        #expect(input.codes[256..<288].allSatisfy { $0 == 0 })
         let dequantized = input.dequantized()
         for index in values.indices {
-            #expect(abs(values[index] - dequantized[index]) <= input.scales[index / 32] / 2 * 1.0001)
+            // fp16 rounding of the scale adds up to 2⁻¹¹ relative to q8_0/q8_1.
+            let scale: Float = abs(input.scales[index / blockSize])
+            let bound: Float = scale * 0.501 + abs(values[index]) * 0x1p-10
+            #expect(abs(values[index] - dequantized[index]) <= bound)
         }
-        for half in 0..<6 {
-            #expect(input.halfSums[half] == input.codes[16 * half ..< 16 * half + 16].reduce(0) { $0 + Int32($1) })
+        switch format {
+        case .q8_0:
+            for block in 0..<16 { #expect(input.sums[block] == input.codes[32 * block ..< 32 * block + 32].reduce(0) { $0 + Int32($1) }) }
+        case .q8_K:
+            for group in 0..<32 { #expect(input.sums[group] == input.codes[16 * group ..< 16 * group + 16].reduce(0) { $0 + Int32($1) }) }
+        case .q8_1:
+            for block in 0..<16 {
+                let sum = Float(input.codes[32 * block ..< 32 * block + 32].reduce(0) { $0 + Int32($1) })
+                #expect(abs(input.offsets[block] - input.scales[block] * sum) <= abs(input.scales[block] * sum) * 0x1p-9)
+            }
+        case .float: break
         }
+    }
+
+    @Test func halfRoundingMatchesFloat16() {
+        var generator = SplitMix64(seed: 5)
+        var samples: [Float] = [0, -0, .infinity, -.infinity, 65504, 65519.99, 65520, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-26, 6.1e-5, -2.5e-8]
+        for bits in stride(from: UInt32(0), to: 0xFFFF_FFFF - 4_000_000, by: 3_999_971) { samples.append(Float(bitPattern: bits)) }
+        for _ in 0..<20_000 { samples.append(Float(bitPattern: UInt32.random(in: 0x3000_0000 ... 0x4800_0000, using: &generator))) }
+        // Exactly halfway between two halves: ties go to even.
+        for bits in stride(from: UInt16(0), to: 0x7BFF, by: 97) {
+            let low = floatFromHalf(bits), high = floatFromHalf(bits + 1)
+            samples.append((low + high) / 2)
+        }
+        for value in samples where !value.isNaN {
+            #expect(halfFromFloat(value) == Float16(value).bitPattern, "\(value) (\(String(value.bitPattern, radix: 16)))")
+        }
+        #expect(floatFromHalf(halfFromFloat(.nan)).isNaN)
     }
 
     /// One real tensor of each type in the two models, every row, two threads.
@@ -84,8 +136,8 @@ import TypesetTestSupport
     func realTensorsMatchTheReference(fileName: String, tensorName: String) throws {
         let weights = try GGUFFile(contentsOf: TestModels.path(of: fileName)).tensor(named: tensorName)
         var generator = SplitMix64(seed: 11)
-        let input = ActivationVector((0..<weights.info.rowLength).map { _ in Float.random(in: -1...1, using: &generator) })
-        try Self.check(weights, input, threads: [2])
+        let values = (0..<weights.info.rowLength).map { _ in Float.random(in: -1...1, using: &generator) }
+        try Self.check(weights, values, threads: [2])
     }
 
     @Test(.enabled(if: TestModels.shouldRun(TestModels.gemma3FileName)))
@@ -95,8 +147,8 @@ import TypesetTestSupport
         var checked = Set<GGMLType>()
         for tensor in file.tensors where tensor.info.shape.count == 2 && !checked.contains(tensor.type)
             && tensor.info.rowCount <= 4096 && Dequantization.supportedTypes.contains(tensor.type) {
-            let input = ActivationVector((0..<tensor.info.rowLength).map { _ in Float.random(in: -1...1, using: &generator) })
-            try Self.check(tensor, input, threads: [2])
+            let values = (0..<tensor.info.rowLength).map { _ in Float.random(in: -1...1, using: &generator) }
+            try Self.check(tensor, values, threads: [2])
             checked.insert(tensor.type)
         }
         #expect(checked.isSuperset(of: [.q5_0, .q4_K, .q6_K]))
@@ -107,18 +159,22 @@ import TypesetTestSupport
         var output = [Float](repeating: 0, count: 2)
         output.withUnsafeMutableBufferPointer { buffer in
             #expect(throws: KernelError.sizeMismatch(what: "input length for 'w'", expected: 64, actual: 32)) {
-                try MatrixVectorProduct.multiply(weights, by: ActivationVector(Array(repeating: 1, count: 32)), into: buffer)
+                try MatrixVectorProduct.multiply(weights, by: ActivationVector(Array(repeating: 1, count: 32), for: .q8_0), into: buffer)
             }
             #expect(throws: KernelError.sizeMismatch(what: "output length for 'w'", expected: 2, actual: 1)) {
-                try MatrixVectorProduct.multiply(weights, by: ActivationVector(Array(repeating: 1, count: 64)),
+                try MatrixVectorProduct.multiply(weights, by: ActivationVector(Array(repeating: 1, count: 64), for: .q8_0),
                                                  into: UnsafeMutableBufferPointer(rebasing: buffer[0..<1]))
+            }
+            #expect(throws: KernelError.activationFormatMismatch(weights: .q8_0, expected: "q8_0", actual: "q8_1")) {
+                try MatrixVectorProduct.multiply(weights, by: ActivationVector(Array(repeating: 1, count: 64), format: .q8_1),
+                                                 into: buffer)
             }
         }
         let iq = try SyntheticWeights.tensor(.iq4_NL, rowLength: 32, rows: 1, data: Array(repeating: 0, count: 18))
         var one = [Float](repeating: 0, count: 1)
         _ = one.withUnsafeMutableBufferPointer { buffer in
             #expect(throws: KernelError.unsupportedType(.iq4_NL, operation: "matrix-vector product")) {
-                try MatrixVectorProduct.multiply(iq, by: ActivationVector(Array(repeating: 1, count: 32)), into: buffer)
+                try MatrixVectorProduct.multiply(iq, by: ActivationVector(Array(repeating: 1, count: 32), format: .float), into: buffer)
             }
         }
     }

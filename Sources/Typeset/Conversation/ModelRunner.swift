@@ -110,28 +110,13 @@ public final class ModelRunner: Sendable {
         let file: GGUFFile
         let model: TransformerModel
         do { file = try GGUFFile(contentsOf: path) } catch { throw fail(error.description) }
-        do { model = try TransformerModel(file: file) } catch { throw fail(error.description) }
-        // Touch every page of the weights once, so the first reply does not pay for page
-        // faults, and so the progress means something (this is most of a cold load).
-        let totalBytes = max(1, file.tensorInfos.reduce(0) { $0 + $1.byteCount })
-        var touchedBytes = 0
-        var lastReported = -1.0
-        for info in file.tensorInfos {
-            guard let tensor = try? file.tensor(named: info.name) else { continue }
-            var checksum: UInt8 = 0
-            var offset = 0
-            while offset < tensor.bytes.count {
-                checksum &+= tensor.bytes[offset]
-                offset += 4096
+        // Packing reads every packed matrix once and touches the pages of the others, so the
+        // first reply does not pay for page faults; this is most of a cold load.
+        do {
+            model = try TransformerModel(file: file) { fraction in
+                progress?(LoadProgress(stage: .mappingWeights, fractionCompleted: 0.05 + 0.9 * fraction))
             }
-            withExtendedLifetime(checksum) {}
-            touchedBytes += info.byteCount
-            let fraction = 0.05 + 0.9 * Double(touchedBytes) / Double(totalBytes)
-            if fraction - lastReported >= 0.01 {
-                lastReported = fraction
-                progress?(LoadProgress(stage: .mappingWeights, fractionCompleted: fraction))
-            }
-        }
+        } catch { throw fail(error.description) }
         progress?(LoadProgress(stage: .preparingTokenizer, fractionCompleted: 0.95))
         let tokenizer: Tokenizer
         do { tokenizer = try Tokenizer(metadata: file.metadata) } catch { throw fail(error.description) }

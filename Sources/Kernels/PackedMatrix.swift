@@ -1,0 +1,308 @@
+import GGUF
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A quantized weight matrix repacked for the SIMD kernels: rows in groups of 16, the
+/// 32-bit words of their blocks interleaved so that one 512-bit vector holds the same word of
+/// 16 rows. A product then keeps one row per 32-bit lane from the first block to the last:
+/// no horizontal sums, no per-block shuffles, and every vector load feeds 16 rows.
+///
+/// The packed copy has the same size as the tensor's data (plus at most 64 bytes per group
+/// for an odd block count or a Q6_K scale word), holds the same codes and scales bit for bit,
+/// and is what ``MatrixVectorProduct`` and ``MatrixMultiplication`` read when a
+/// ``WeightMatrix`` has one. Repacking is a transposition of words (Q8_0 bytes are also
+/// offset by 128 and Q5_0's fifth bits re-spread), so it runs at close to copy speed.
+///
+/// ## Layout
+///
+/// Groups follow each other; a group is the 16 rows `16g ..< 16g + 16`. Within a group,
+/// "vector" means 16 little-endian 32-bit words, word `r` belonging to row `16g + r` (64
+/// bytes). For the 32-element block types, blocks go in pairs `(b, b + 1)` behind one
+/// scale vector whose word `r` is `d(r, b) | d(r, b + 1) << 16` (fp16 bits; a missing last
+/// block has 0):
+///
+///     Q4_0  pair: [d d'] [qs b: 4 vectors] [qs b+1: 4 vectors]                   576 bytes
+///     Q4_1  pair: [d d'] [m m'] [qs b] [qs b+1]                                  640 bytes
+///     Q5_0  pair: [d d'] [qh b: 1 vector] [qs b] [qh b+1] [qs b+1]               704 bytes
+///     Q8_0  pair: [d d'] [qs b: 8 vectors] [qs b+1: 8 vectors]                  1088 bytes
+///
+///     Q4_K  super-block: [d | dmin << 16] [scales: 3 vectors] [qs: 32 vectors]  2304 bytes
+///     Q6_K  super-block: [d] [scales: 4 vectors] [ql: 32 vectors] [qh: 16]     3392 bytes
+///
+/// `qs`, `ql`, `qh` and `scales` vector `v` holds word `v` of each row's ggml field (bytes
+/// `4v ..< 4v + 4`), except that Q8_0 bytes are stored as `code + 128` (unsigned) and each
+/// Q5_0 `qh` word is re-spread so that the fifth bits of activation pair `q` (below) sit at
+/// bits `q` and `16 + q`.
+///
+/// ## Pairs
+///
+/// The kernels multiply 16-bit lanes two per row, so they consume elements in pairs. Every
+/// layout above yields the same pairing when a word is masked per 16-bit half: the elements
+/// of quad `k` (`4k ..< 4k + 4`) form pair `2k = (4k, 4k + 2)` and pair `2k + 1 = (4k + 1,
+/// 4k + 3)`; ``ActivationVector`` stores its codes in that order.
+public struct PackedMatrix: Sendable {
+    /// The weight type (one of ``supportedTypes``).
+    public let type: GGMLType
+    /// Rows (a multiple of 16).
+    public let rowCount: Int
+    /// Elements per row (a whole number of the type's blocks).
+    public let rowLength: Int
+    let storage: _PackedStorage
+
+    /// The types with packed kernels.
+    public static let supportedTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K]
+
+    /// Rows per group: the lanes of one vector.
+    public static let groupRows = 16
+
+    /// Whether `tensor` can be packed: a supported type and a row count that is a multiple
+    /// of ``groupRows``.
+    public static func canPack(_ tensor: GGUFTensor) -> Bool {
+        supportedTypes.contains(tensor.type) && tensor.info.shape.count <= 2
+            && tensor.info.rowCount % groupRows == 0 && tensor.info.rowCount > 0
+            && tensor.info.rowLength % tensor.type.blockSize == 0
+    }
+
+    /// Repacks `tensor`, splitting the groups over `threadCount` threads.
+    ///
+    /// - Throws: ``KernelError/unsupportedType(_:operation:)`` for a type without packed
+    ///   kernels, ``KernelError/sizeMismatch(what:expected:actual:)`` for a row count that is
+    ///   not a multiple of 16.
+    /// - Complexity: O(bytes), one pass over the tensor's data.
+    public init(_ tensor: GGUFTensor, threadCount: Int = 1) throws(KernelError) {
+        guard Self.supportedTypes.contains(tensor.type) else {
+            throw .unsupportedType(tensor.type, operation: "packing")
+        }
+        let info = tensor.info
+        guard info.rowCount % Self.groupRows == 0, info.rowCount > 0 else {
+            throw .sizeMismatch(what: "rows of '\(info.name)' (packing needs a multiple of 16)",
+                                expected: (info.rowCount / 16 + 1) * 16, actual: info.rowCount)
+        }
+        type = tensor.type
+        rowCount = info.rowCount
+        rowLength = info.rowLength
+        let layout = _PackedLayout(type: type, rowLength: rowLength)
+        storage = _PackedStorage(byteCount: layout.groupBytes * (rowCount / 16))
+        guard let source = tensor.bytes.baseAddress else { return }
+        let job = _RepackJob(layout: layout, source: source, rowBytes: info.rowByteCount, storage: storage)
+        KernelThreadPool.shared.forEachRange(of: rowCount / 16, parts: threadCount) { groups in
+            // Each thread faults in its own source and destination pages, in one call each.
+            tensor.prefaultPages(groups.lowerBound * 16 * info.rowByteCount ..< groups.upperBound * 16 * info.rowByteCount)
+            job.repack(groups: groups)
+        }
+    }
+
+    /// Bytes of packed data.
+    public var byteCount: Int { storage.byteCount }
+
+    var layout: _PackedLayout { _PackedLayout(type: type, rowLength: rowLength) }
+}
+
+/// The packed bytes, zeroed, freed with the last matrix that shares them.
+///
+/// Mapped anonymous memory. Each repacking thread populates its own part before writing it
+/// (``populate(_:)``): faulting in a model's worth of fresh pages one at a time was measured
+/// at 2–6× the cost of populating them in one call, and is most of the packing time in a new
+/// process.
+final class _PackedStorage: @unchecked Sendable {
+    let bytes: UnsafeMutableRawPointer
+    let byteCount: Int
+    private let mappedLength: Int
+
+    init(byteCount: Int) {
+        self.byteCount = byteCount
+        let length = max(byteCount, 64)
+        if let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), address != MAP_FAILED {
+            bytes = address
+            mappedLength = length
+        } else {
+            bytes = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 64)
+            bytes.initializeMemory(as: UInt8.self, repeating: 0, count: length)
+            mappedLength = 0
+        }
+    }
+
+    /// Faults in the pages of `range` for writing in one call (Linux 5.14 and later;
+    /// elsewhere they fault in as they are written).
+    func populate(_ range: Range<Int>) {
+        #if os(Linux)
+        guard mappedLength > 0, !range.isEmpty else { return }
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = range.lowerBound / pageSize * pageSize
+        let end = min(mappedLength, (range.upperBound + pageSize - 1) / pageSize * pageSize)
+        _ = madvise(bytes + start, end - start, 23 /* MADV_POPULATE_WRITE */)
+        #endif
+    }
+
+    deinit {
+        if mappedLength > 0 { munmap(bytes, mappedLength) } else { bytes.deallocate() }
+    }
+}
+
+/// Sizes of one packed type and row length (see ``PackedMatrix``).
+struct _PackedLayout {
+    let type: GGMLType
+    /// Blocks per row (32-element blocks, or 256-element super-blocks for K-quants).
+    let blockCount: Int
+    /// Bytes of a scale header (per block pair, or per super-block).
+    let headerBytes: Int
+    /// Bytes of one block's body, behind the header.
+    let bodyBytes: Int
+
+    init(type: GGMLType, rowLength: Int) {
+        self.type = type
+        blockCount = rowLength / type.blockSize
+        switch type {
+        case .q4_0: (headerBytes, bodyBytes) = (64, 256)
+        case .q4_1: (headerBytes, bodyBytes) = (128, 256)
+        case .q5_0: (headerBytes, bodyBytes) = (64, 320)
+        case .q8_0: (headerBytes, bodyBytes) = (64, 512)
+        case .q4_K: (headerBytes, bodyBytes) = (256, 2048)
+        case .q6_K: (headerBytes, bodyBytes) = (320, 3072)
+        default: preconditionFailure("no packed layout for \(type)")
+        }
+    }
+
+    /// Whether blocks come in pairs behind one header (the 32-element types).
+    var pairsBlocks: Bool { type.blockSize == 32 }
+
+    /// Bytes of one group of 16 rows.
+    var groupBytes: Int {
+        pairsBlocks ? (blockCount + 1) / 2 * headerBytes + blockCount * bodyBytes : blockCount * (headerBytes + bodyBytes)
+    }
+
+    /// Offset of block `block`'s header within its group (for pairs: the pair's header).
+    @inline(__always) func headerOffset(_ block: Int) -> Int {
+        pairsBlocks ? (block >> 1) &* (headerBytes &+ 2 &* bodyBytes) : block &* (headerBytes &+ bodyBytes)
+    }
+
+    /// Offset of block `block`'s body within its group.
+    @inline(__always) func bodyOffset(_ block: Int) -> Int {
+        headerOffset(block) &+ headerBytes &+ (pairsBlocks ? (block & 1) &* bodyBytes : 0)
+    }
+}
+
+// MARK: - Repacking
+
+/// The repacking of one tensor, shared by the threads that split its groups.
+///
+/// `@unchecked Sendable` is sound because the source mapping and the destination storage
+/// outlive the synchronous thread-pool call, and each group is written by one thread.
+struct _RepackJob: @unchecked Sendable {
+    let layout: _PackedLayout
+    let source: UnsafeRawPointer
+    let rowBytes: Int
+    let storage: _PackedStorage
+    var destination: UnsafeMutableRawPointer { storage.bytes }
+
+    func repack(groups: Range<Int>) {
+        storage.populate(groups.lowerBound * layout.groupBytes ..< groups.upperBound * layout.groupBytes)
+        switch layout.type {
+        case .q4_0:
+            each(groups) { source, header, body, row, half in
+                _copyHalf(source, 0, to: header, row, half)
+                _transpose(source + 2, words: 4, to: body, row)
+            }
+        case .q4_1:
+            each(groups) { source, header, body, row, half in
+                _copyHalf(source, 0, to: header, row, half)
+                _copyHalf(source, 2, to: header + 64, row, half)
+                _transpose(source + 4, words: 4, to: body, row)
+            }
+        case .q5_0:
+            each(groups) { source, header, body, row, half in
+                _copyHalf(source, 0, to: header, row, half)
+                let fifthBits = UInt32(littleEndian: source.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+                body.storeBytes(of: _spreadFifthBits(fifthBits).littleEndian, toByteOffset: 4 &* row, as: UInt32.self)
+                _transpose(source + 6, words: 4, to: body + 64, row)
+            }
+        case .q8_0:
+            each(groups) { source, header, body, row, half in
+                _copyHalf(source, 0, to: header, row, half)
+                for word in 0..<8 {
+                    let codes = source.loadUnaligned(fromByteOffset: 2 &+ 4 &* word, as: UInt32.self)
+                    body.storeBytes(of: codes ^ 0x8080_8080, toByteOffset: 64 &* word &+ 4 &* row, as: UInt32.self)
+                }
+            }
+        case .q4_K:
+            each(groups) { source, header, body, row, _ in
+                _copyHalf(source, 0, to: header, row, 0)
+                _copyHalf(source, 2, to: header, row, 2)
+                _transpose(source + 4, words: 3, to: header + 64, row)
+                _transpose(source + 16, words: 32, to: body, row)
+            }
+        case .q6_K:
+            each(groups) { source, header, body, row, _ in
+                _copyHalf(source, 208, to: header, row, 0)
+                _transpose(source + 192, words: 4, to: header + 64, row)
+                _transpose(source, words: 32, to: body, row)
+                _transpose(source + 128, words: 16, to: body + 2048, row)
+            }
+        default:
+            preconditionFailure("no packed layout for \(layout.type)")
+        }
+    }
+
+    /// Calls `body(source block, packed header, packed body, row in group, byte offset of the
+    /// block's half in a pair's scale words)` for every row of every block of `groups`.
+    @inline(__always)
+    private func each(
+        _ groups: Range<Int>,
+        _ body: (UnsafeRawPointer, UnsafeMutableRawPointer, UnsafeMutableRawPointer, Int, Int) -> Void
+    ) {
+        let blockBytes = layout.type.blockByteCount, groupBytes = layout.groupBytes
+        for group in groups {
+            let packedGroup = destination + group &* groupBytes
+            let firstRow = source + 16 &* group &* rowBytes
+            for block in 0..<layout.blockCount {
+                let header = packedGroup + layout.headerOffset(block)
+                let packedBody = packedGroup + layout.bodyOffset(block)
+                let half = (block & 1) &* 2
+                var row = firstRow + block &* blockBytes
+                for index in 0..<16 {
+                    body(row, header, packedBody, index, half)
+                    row += rowBytes
+                }
+            }
+        }
+    }
+}
+
+/// Stores the fp16 at `offset` of `source` into half `half` (byte 0 or 2) of word `row`.
+@inline(__always)
+private func _copyHalf(_ source: UnsafeRawPointer, _ offset: Int, to vector: UnsafeMutableRawPointer, _ row: Int, _ half: Int) {
+    vector.storeBytes(of: source.loadUnaligned(fromByteOffset: offset, as: UInt16.self), toByteOffset: 4 * row + half, as: UInt16.self)
+}
+
+/// Word `v` of `source` (`words` words) into word `row` of vector `v` at `destination`.
+@inline(__always)
+private func _transpose(_ source: UnsafeRawPointer, words: Int, to destination: UnsafeMutableRawPointer, _ row: Int) {
+    for word in 0..<words {
+        destination.storeBytes(of: source.loadUnaligned(fromByteOffset: 4 * word, as: UInt32.self),
+                               toByteOffset: 64 * word + 4 * row, as: UInt32.self)
+    }
+}
+
+/// Q5_0's fifth bits (bit `i` for element `i`) re-spread for the kernel: the bits of pair
+/// `q`'s two elements at bits `q` and `16 + q`, pairs numbered as in ``PackedMatrix``.
+@inline(__always)
+func _spreadFifthBits(_ bits: UInt32) -> UInt32 {
+    var spread: UInt32 = 0
+    for pair in 0..<16 {
+        let (first, second) = _q5PairElements(pair)
+        spread |= ((bits >> UInt32(first)) & 1) << UInt32(pair)
+        spread |= ((bits >> UInt32(second)) & 1) << UInt32(16 + pair)
+    }
+    return spread
+}
+
+/// The two elements of pair `q` of a 32-element block: quad `q / 2`, offset `q % 2`.
+@inline(__always)
+func _q5PairElements(_ q: Int) -> (Int, Int) {
+    let first = 4 * (q >> 1) + (q & 1)
+    return (first, first + 2)
+}

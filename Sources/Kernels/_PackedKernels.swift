@@ -1,0 +1,278 @@
+import GGUF
+
+// The packed kernels: one group of 16 rows (PackedMatrix.swift) against one or four
+// activation columns. Each type has a block function, which turns the words of a block into
+// pair vectors for a `_ColumnSink` (flushing before 16-bit sums could overflow), and a
+// driver, which walks the blocks and applies the scales. Drivers are generic over the
+// column set, so the matrix-vector product (one column) and the prefill product (four) are
+// the same code; the column count is a static constant and the loops over it unroll.
+//
+// The integer sums are exactly ggml's (same codes, same products); the float scaling is
+// ggml's too (weight scale × activation scale, times the block's integer sum), summed per
+// row in block order.
+
+/// Pointers into one quantized activation column.
+struct _ColumnPointers {
+    let pairs: UnsafePointer<UInt32>
+    let scales: UnsafePointer<Float>
+    /// q8_0: Σ codes per block; q8_K: Σ codes per 16 elements.
+    let sums: UnsafePointer<Int32>
+    /// q8_1: `s` per block.
+    let offsets: UnsafePointer<Float>
+}
+
+protocol _ColumnSet {
+    associatedtype Sink: _ColumnSink
+    /// Columns in the set.
+    static var count: Int { get }
+    /// A sink reading the activation pairs from pair `pair` of each column on.
+    func sink(atPair pair: Int) -> Sink
+    func column(_ index: Int) -> _ColumnPointers
+    /// The 32-bit sums `sink` holds for column `index`.
+    func sums(_ sink: Sink, _ index: Int) -> SIMD16<Int32>
+    /// Adds `value` to column `index`'s 16 row results.
+    mutating func accumulate(_ value: SIMD16<Float>, _ index: Int)
+}
+
+struct _OneColumnSet: _ColumnSet {
+    let pointers: _ColumnPointers
+    var result = SIMD16<Float>()
+
+    init(_ pointers: _ColumnPointers) { self.pointers = pointers }
+
+    static var count: Int { 1 }
+    @inline(__always) func sink(atPair pair: Int) -> _OneColumn { _OneColumn(pairs: pointers.pairs + pair) }
+    @inline(__always) func column(_ index: Int) -> _ColumnPointers { pointers }
+    @inline(__always) func sums(_ sink: _OneColumn, _ index: Int) -> SIMD16<Int32> { sink.sums }
+    @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) { result += value }
+}
+
+/// Four columns of an activation batch, `stride` pairs (and `blockStride` blocks) apart.
+struct _FourColumnSet: _ColumnSet {
+    let first: _ColumnPointers
+    let pairStride: Int
+    let blockStride: Int
+    let sumStride: Int
+    var results = (SIMD16<Float>(), SIMD16<Float>(), SIMD16<Float>(), SIMD16<Float>())
+
+    static var count: Int { 4 }
+    @inline(__always) func sink(atPair pair: Int) -> _FourColumns { _FourColumns(pairs: first.pairs + pair, stride: pairStride) }
+    @inline(__always) func column(_ index: Int) -> _ColumnPointers {
+        _ColumnPointers(pairs: first.pairs + index &* pairStride, scales: first.scales + index &* blockStride,
+                        sums: first.sums + index &* sumStride, offsets: first.offsets + index &* blockStride)
+    }
+    @inline(__always) func sums(_ sink: _FourColumns, _ index: Int) -> SIMD16<Int32> {
+        switch index {
+        case 0: sink.sums.0
+        case 1: sink.sums.1
+        case 2: sink.sums.2
+        default: sink.sums.3
+        }
+    }
+    @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) {
+        switch index {
+        case 0: results.0 += value
+        case 1: results.1 += value
+        case 2: results.2 += value
+        default: results.3 += value
+        }
+    }
+}
+
+// MARK: - Block functions
+
+/// Q4_0 / Q4_1: 4 words of nibbles. Word `w` (bytes 4w ..< 4w + 4 of `qs`) holds quads `w`
+/// (low nibbles) and `w + 4` (high nibbles). Values 0…15, 16 pairs: one flush.
+@inline(__always)
+func _nibbleBlock<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+    for word in 0..<4 {
+        let words = _words(body, word)
+        sink.consume(_pairVector(words, shift: 0, mask: 0x000F_000F), index: 2 &* word)
+        sink.consume(_pairVector(words, shift: 8, mask: 0x000F_000F), index: 2 &* word &+ 1)
+        sink.consume(_pairVector(words, shift: 4, mask: 0x000F_000F), index: 8 &+ 2 &* word)
+        sink.consume(_pairVector(words, shift: 12, mask: 0x000F_000F), index: 9 &+ 2 &* word)
+    }
+    sink.flush()
+}
+
+/// Q5_0: a word of re-spread fifth bits (pair `q` at bits `q` and `16 + q`), then the nibbles
+/// as Q4_0. Values 0…31: a flush every 8 pairs. (Every shift count is a literal after
+/// inlining: variable counts made LLVM vectorize the loop across words, with shuffles.)
+@inline(__always)
+func _q5Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+    let fifth = _words(body, 0)
+    @inline(__always) func pair(_ words: SIMD16<UInt32>, _ shift: UInt32, _ index: Int) {
+        let high = index <= 4 ? (fifth &<< UInt32(4 &- index)) : (fifth &>> UInt32(index &- 4))
+        sink.consume(unsafeBitCast(((words &>> shift) & 0x000F_000F) | (high & 0x0010_0010), to: SIMD32<Int16>.self), index: index)
+    }
+    @inline(__always) func word(_ word: Int) {
+        let words = _words(body, 1 &+ word)
+        pair(words, 0, 2 &* word)
+        pair(words, 8, 2 &* word &+ 1)
+        pair(words, 4, 8 &+ 2 &* word)
+        pair(words, 12, 9 &+ 2 &* word)
+    }
+    word(0)
+    word(1)
+    sink.flush()
+    word(2)
+    word(3)
+    sink.flush()
+}
+
+/// Q8_0: 8 words of codes + 128; word `c` is quad `c`. Values −128…127 after the offset:
+/// a flush every 2 pairs.
+@inline(__always)
+func _q8Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+    let bias = SIMD32<Int16>(repeating: 128)
+    for word in 0..<8 {
+        let words = _words(body, word)
+        sink.consume(_pairVector(words, shift: 0, mask: 0x00FF_00FF) &- bias, index: 2 &* word)
+        sink.consume(_pairVector(words, shift: 8, mask: 0x00FF_00FF) &- bias, index: 2 &* word &+ 1)
+        sink.flush()
+    }
+}
+
+// MARK: - Drivers
+
+/// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8, Q5_0: 16, Q8_0: 0):
+/// result += (Σ q·a − offset·Σ a) × (d × d_a), per block.
+@inline(__always)
+func _scaledBlocks<C: _ColumnSet>(
+    _ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C, offset: Int32,
+    _ block: (UnsafeRawPointer, inout C.Sink) -> Void
+) {
+    for index in 0..<layout.blockCount {
+        let scaleWords = _words(group + layout.headerOffset(index), 0)
+        let scales = _floatFromHalves(index & 1 == 0 ? scaleWords : scaleWords &>> 16)
+        var sink = columns.sink(atPair: 16 &* index)
+        block(group + layout.bodyOffset(index), &sink)
+        for c in 0..<C.count {
+            let column = columns.column(c)
+            let sums = columns.sums(sink, c) &- SIMD16(repeating: offset &* column.sums[index])
+            columns.accumulate(_floatFromSmallIntegers(sums) * (scales * column.scales[index]), c)
+        }
+    }
+}
+
+/// Q4_1: result += (Σ q·a) × (d × d_a) + m × s, per block.
+@inline(__always)
+func _q4_1Blocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
+    for index in 0..<layout.blockCount {
+        let header = group + layout.headerOffset(index)
+        let scaleWords = _words(header, 0), minimumWords = _words(header, 1)
+        let odd = index & 1 == 1
+        let scales = _floatFromHalves(odd ? scaleWords &>> 16 : scaleWords)
+        let minimums = _floatFromHalves(odd ? minimumWords &>> 16 : minimumWords)
+        var sink = columns.sink(atPair: 16 &* index)
+        _nibbleBlock(group + layout.bodyOffset(index), &sink)
+        for c in 0..<C.count {
+            let column = columns.column(c)
+            let scaled = _floatFromSmallIntegers(columns.sums(sink, c)) * (scales * column.scales[index])
+            columns.accumulate(scaled.addingProduct(minimums, column.offsets[index]), c)
+        }
+    }
+}
+
+/// Q4_K super-blocks: Σ over sub-blocks of scale × Σ q·a, times d × d_a, minus Σ over
+/// sub-blocks of min × Σ a, times dmin × d_a. Scales and minimums are ggml's 6-bit fields.
+@inline(__always)
+func _q4_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
+    for index in 0..<layout.blockCount {
+        let header = group + layout.headerOffset(index)
+        let body = group + layout.bodyOffset(index)
+        let dWords = _words(header, 0)
+        let d = _floatFromHalves(dWords), dmin = _floatFromHalves(dWords &>> 16)
+        // ggml's get_scale_min_k4 on four bytes at a time: sub-blocks 0…3 and 4…7.
+        let packed0 = _words(header, 1), packed1 = _words(header, 2), packed2 = _words(header, 3)
+        let scalesLow = packed0 & 0x3F3F_3F3F, minimumsLow = packed1 & 0x3F3F_3F3F
+        let scalesHigh = (packed2 & 0x0F0F_0F0F) | ((packed0 &>> 2) & 0x3030_3030)
+        let minimumsHigh = ((packed2 &>> 4) & 0x0F0F_0F0F) | ((packed1 &>> 2) & 0x3030_3030)
+        @inline(__always) func byte(_ words: SIMD16<UInt32>, _ index: Int) -> SIMD16<Int32> {
+            unsafeBitCast((words &>> UInt32(8 &* index)) & 0xFF, to: SIMD16<Int32>.self)
+        }
+
+        var sink = columns.sink(atPair: 128 &* index)
+        for subBlock in 0..<8 {
+            // Sub-block 2c is the low nibbles of chunk c's 8 words, 2c + 1 the high ones.
+            let chunk = body + 512 &* (subBlock &>> 1)
+            let shift = UInt32(4 &* (subBlock & 1))
+            for word in 0..<8 {
+                let words = _words(chunk, word)
+                sink.consume(_pairVector(words, shift: shift, mask: 0x000F_000F), index: 16 &* subBlock &+ 2 &* word)
+                sink.consume(_pairVector(words, shift: shift &+ 8, mask: 0x000F_000F), index: 16 &* subBlock &+ 2 &* word &+ 1)
+            }
+            sink.flush(scaledBy: byte(subBlock < 4 ? scalesLow : scalesHigh, subBlock & 3))
+        }
+        for c in 0..<C.count {
+            let column = columns.column(c)
+            let sums = column.sums + 16 &* index
+            var minimumSum = SIMD16<Int32>()
+            for subBlock in 0..<8 {
+                let activationSum = sums[2 &* subBlock] &+ sums[2 &* subBlock &+ 1]
+                minimumSum &+= byte(subBlock < 4 ? minimumsLow : minimumsHigh, subBlock & 3) &* SIMD16(repeating: activationSum)
+            }
+            let scale = column.scales[index]
+            let value = _floatFromIntegers(columns.sums(sink, c)) * (d * scale) - _floatFromSmallIntegers(minimumSum) * (dmin * scale)
+            columns.accumulate(value, c)
+        }
+    }
+}
+
+/// Q6_K super-blocks: Σ over 16-element groups of scale × Σ (q − 32)·a, times d × d_a.
+/// For half h and word w (elements l = 4w ..< 4w + 4 of the half): `ql` word 16h + w holds
+/// q1 (element 128h + l, low nibbles) and q3 (+64, high nibbles), word 16h + 8 + w q2 (+32)
+/// and q4 (+96); `qh` word 8h + w their two high bits at bits 0, 2, 4 and 6 of each byte.
+@inline(__always)
+func _q6_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
+    let bias = SIMD32<Int16>(repeating: 32)
+    for index in 0..<layout.blockCount {
+        let header = group + layout.headerOffset(index)
+        let body = group + layout.bodyOffset(index)
+        let d = _floatFromHalves(_words(header, 0))
+        var sink = columns.sink(atPair: 128 &* index)
+        // One of q1…q4 (`set`) over a half: its ql words, nibble, and qh bit position are
+        // literals once inlined, so every shift count is.
+        @inline(__always) func set(_ half: Int, _ set: Int) {
+            let lowWord = 16 &* half &+ 8 &* (set & 1)
+            let nibbleShift = UInt32(4 &* (set &>> 1)), bitShift = 2 &* set
+            for scaleHalf in 0..<2 {
+                for word in 4 &* scaleHalf ..< 4 &* scaleHalf &+ 4 {
+                    let low = _words(body, lowWord &+ word)
+                    let high = _words(body + 2048, 8 &* half &+ word)
+                    // Even bytes' two bits moved to bits 4, 5 of each 16-bit half; odd bytes' 8 further.
+                    let evenHigh = bitShift <= 4 ? high &<< UInt32(4 &- bitShift) : high &>> UInt32(bitShift &- 4)
+                    let oddHigh = high &>> UInt32(bitShift &+ 4)
+                    let even = ((low &>> nibbleShift) & 0x000F_000F) | (evenHigh & 0x0030_0030)
+                    let odd = ((low &>> (nibbleShift &+ 8)) & 0x000F_000F) | (oddHigh & 0x0030_0030)
+                    let quad = 32 &* half &+ 8 &* set &+ word
+                    sink.consume(unsafeBitCast(even, to: SIMD32<Int16>.self) &- bias, index: 2 &* quad)
+                    sink.consume(unsafeBitCast(odd, to: SIMD32<Int16>.self) &- bias, index: 2 &* quad &+ 1)
+                }
+                // The group's int8 scale: byte 8h + 2·set + scaleHalf of the 16.
+                let scaleIndex = 8 &* half &+ 2 &* set &+ scaleHalf
+                let scaleWords = unsafeBitCast(_words(header, 1 &+ (scaleIndex &>> 2)), to: SIMD16<Int32>.self)
+                sink.flush(scaledBy: (scaleWords &<< Int32(24 &- 8 &* (scaleIndex & 3))) &>> 24)
+            }
+        }
+        set(0, 0); set(0, 1); set(0, 2); set(0, 3)
+        set(1, 0); set(1, 1); set(1, 2); set(1, 3)
+        for c in 0..<C.count {
+            columns.accumulate(_floatFromIntegers(columns.sums(sink, c)) * (d * columns.column(c).scales[index]), c)
+        }
+    }
+}
+
+/// Runs the driver of `layout.type` over one group.
+@inline(__always)
+func _productOfGroup<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
+    switch layout.type {
+    case .q4_0: _scaledBlocks(group, layout, &columns, offset: 8) { _nibbleBlock($0, &$1) }
+    case .q5_0: _scaledBlocks(group, layout, &columns, offset: 16) { _q5Block($0, &$1) }
+    case .q8_0: _scaledBlocks(group, layout, &columns, offset: 0) { _q8Block($0, &$1) }
+    case .q4_1: _q4_1Blocks(group, layout, &columns)
+    case .q4_K: _q4_KBlocks(group, layout, &columns)
+    case .q6_K: _q6_KBlocks(group, layout, &columns)
+    default: preconditionFailure("no packed kernel for \(layout.type)")
+    }
+}
