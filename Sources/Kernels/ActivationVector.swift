@@ -38,6 +38,15 @@ public struct ActivationVector: Sendable {
             }
         }
 
+        /// Entries of ``ActivationVector/sums`` for `count` elements.
+        func sumCount(_ count: Int) -> Int {
+            switch self {
+            case .q8_0: count / 32
+            case .q8_K: count / 16
+            case .q8_1, .float: 0
+            }
+        }
+
         /// Elements per scale: 32, 256, or 1 for `.float`.
         public var blockSize: Int {
             switch self {
@@ -87,25 +96,23 @@ public struct ActivationVector: Sendable {
             (scales, codes, sums, offsets, pairs) = ([], [], [], [], [])
             return
         }
-        let blockSize = format.blockSize
-        let blockCount = values.count / blockSize
+        let blockCount = values.count / format.blockSize
         var scales = [Float](repeating: 0, count: blockCount)
         var codes = [Int8](repeating: 0, count: values.count)
-        var sums = [Int32](repeating: 0, count: format == .q8_K ? values.count / 16 : format == .q8_0 ? blockCount : 0)
+        var sums = [Int32](repeating: 0, count: format.sumCount(values.count))
         var offsets = [Float](repeating: 0, count: format == .q8_1 ? blockCount : 0)
+        var pairs = [UInt32](repeating: 0, count: values.count / 2)
         values.withUnsafeBufferPointer { input in
-            codes.withUnsafeMutableBufferPointer { codes in
-                for block in 0..<blockCount {
-                    let x = input.baseAddress! + block * blockSize
-                    let q = codes.baseAddress! + block * blockSize
-                    if format == .q8_K {
-                        scales[block] = _quantizeQ8_K(x, into: q)
-                        for group in 0..<16 { sums[block * 16 + group] = _sum16(q + 16 * group) }
-                    } else {
-                        let d = _quantizeQ8_0(x, into: q)
-                        scales[block] = floatFromHalf(halfFromFloat(d))
-                        let sum = _sum16(q) + _sum16(q + 16)
-                        if format == .q8_0 { sums[block] = sum } else { offsets[block] = floatFromHalf(halfFromFloat(d * Float(sum))) }
+            scales.withUnsafeMutableBufferPointer { scales in
+                codes.withUnsafeMutableBufferPointer { codes in
+                    sums.withUnsafeMutableBufferPointer { sums in
+                        offsets.withUnsafeMutableBufferPointer { offsets in
+                            pairs.withUnsafeMutableBufferPointer { pairs in
+                                _quantize(input.baseAddress!, count: values.count, format: format, into: _QuantizedStorage(
+                                    scales: scales.baseAddress!, codes: codes.baseAddress!, sums: sums.baseAddress,
+                                    offsets: offsets.baseAddress, pairs: pairs.baseAddress!))
+                            }
+                        }
                     }
                 }
             }
@@ -114,10 +121,7 @@ public struct ActivationVector: Sendable {
         self.codes = codes
         self.sums = sums
         self.offsets = offsets
-        self.pairs = (0 ..< values.count / 2).map { pair in
-            let first = 4 * (pair >> 1) + (pair & 1)
-            return _pair(codes[first], codes[first + 2])
-        }
+        self.pairs = pairs
     }
 
     /// The quantized values as floats (`scale × code`), or the values for `.float`: what an
@@ -132,6 +136,43 @@ public struct ActivationVector: Sendable {
 }
 
 // MARK: - Quantizers (llama.cpp's x86 arithmetic, operation for operation)
+
+/// Where `_quantize` writes one vector's quantization (sized for its format and length;
+/// `sums` and `offsets` only where the format has them).
+struct _QuantizedStorage {
+    let scales: UnsafeMutablePointer<Float>
+    let codes: UnsafeMutablePointer<Int8>
+    let sums: UnsafeMutablePointer<Int32>?
+    let offsets: UnsafeMutablePointer<Float>?
+    let pairs: UnsafeMutablePointer<UInt32>
+}
+
+/// Quantizes `count` values (a whole number of the format's blocks) in `format`.
+func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVector.Format, into storage: _QuantizedStorage) {
+    let blockSize = format.blockSize
+    for block in 0 ..< count / blockSize {
+        let x = values + block * blockSize
+        let q = storage.codes + block * blockSize
+        switch format {
+        case .q8_K:
+            storage.scales[block] = _quantizeQ8_K(x, into: q)
+            for group in 0..<16 { storage.sums![block * 16 + group] = _sum16(q + 16 * group) }
+        case .q8_0, .q8_1:
+            let d = _quantizeQ8_0(x, into: q)
+            storage.scales[block] = floatFromHalf(halfFromFloat(d))
+            let sum = _sum16(q) + _sum16(q + 16)
+            if format == .q8_0 { storage.sums![block] = sum } else { storage.offsets![block] = floatFromHalf(halfFromFloat(d * Float(sum))) }
+        case .float:
+            return
+        }
+    }
+    // Pairs in quad order: (4k, 4k + 2), (4k + 1, 4k + 3).
+    for quad in 0 ..< count / 4 {
+        let codes = storage.codes + 4 * quad
+        storage.pairs[2 * quad] = _pair(codes[0], codes[2])
+        storage.pairs[2 * quad + 1] = _pair(codes[1], codes[3])
+    }
+}
 
 /// ggml's `nearest_int`: round to nearest, ties to even, for |value| < 2²².
 @inline(__always)

@@ -63,3 +63,37 @@ public func halfFromFloat(_ value: Float) -> UInt16 {
     }
     return sign | UInt16(truncatingIfNeeded: result)
 }
+
+// MARK: - Eight lanes at a time
+
+/// The low 16 bits of each lane, IEEE halves, as floats. Exact for every finite half (zeros,
+/// subnormals, normal numbers); infinities and NaNs become large finite values.
+@inlinable @inline(__always)
+public func floatsFromHalves(_ bits: SIMD8<UInt32>) -> SIMD8<Float> {
+    // The half's exponent and mantissa moved to float position keep a bias of 15 instead of
+    // 127; × 2^112 restores it (and normalises subnormals).
+    let magnitude = unsafeBitCast((bits & 0x7FFF) &<< 13, to: SIMD8<Float>.self) * 0x1p112
+    return unsafeBitCast(unsafeBitCast(magnitude, to: SIMD8<UInt32>.self) | ((bits & 0x8000) &<< 16), to: SIMD8<Float>.self)
+}
+
+/// Each lane rounded to an IEEE half, ties to even, as bits in the low 16 bits: lane for lane
+/// what ``halfFromFloat(_:)`` returns (and F16C's `vcvtps2ph`), without branches.
+@inlinable @inline(__always)
+public func halvesFromFloats(_ values: SIMD8<Float>) -> SIMD8<UInt32> {
+    let bits = unsafeBitCast(values, to: SIMD8<UInt32>.self)
+    let sign = bits & 0x8000_0000
+    let magnitude = bits ^ sign
+    // Subnormal (or zero) halves: adding 2^-1 puts the half's 2^-24 unit at the float's last
+    // place, so the float addition does the rounding.
+    let denormalMagic: UInt32 = ((127 - 15) + (23 - 10) + 1) << 23
+    let subnormal = unsafeBitCast(unsafeBitCast(magnitude, to: SIMD8<Float>.self) + unsafeBitCast(SIMD8(repeating: denormalMagic), to: SIMD8<Float>.self),
+                                  to: SIMD8<UInt32>.self) &- denormalMagic
+    // Normal halves: rebias the exponent and round the 13 dropped bits to even by hand.
+    let odd = (magnitude &>> 13) & 1
+    let normal = (magnitude &+ (UInt32(bitPattern: (15 - 127) << 23) &+ 0xFFF) &+ odd) &>> 13
+    var half = normal.replacing(with: subnormal, where: magnitude .< (113 << 23))
+    // Beyond the largest half: infinity, or a quiet NaN for a NaN.
+    half.replace(with: SIMD8(repeating: 0x7C00), where: magnitude .>= ((127 + 16) << 23))
+    half.replace(with: SIMD8(repeating: 0x7E00), where: magnitude .> (255 << 23))
+    return half | (sign &>> 16)
+}

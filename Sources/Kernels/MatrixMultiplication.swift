@@ -94,13 +94,13 @@ public enum MatrixMultiplication {
         _ weights: PackedMatrix, inputs: UnsafeBufferPointer<Float>, batch: Int,
         into output: UnsafeMutableBufferPointer<Float>, threadCount: Int
     ) {
-        let activations = _ActivationBatch(inputs, batch: batch, rowLength: weights.rowLength, format: .init(for: weights.type))
-        activations.withPointers { columns in
-            let job = _PackedBatchJob(matrix: weights, columns: columns, batch: batch, output: output.baseAddress!)
-            KernelThreadPool.shared.forEachRange(of: weights.rowCount / PackedMatrix.groupRows, parts: threadCount) {
-                job.compute(groups: $0)
-            }
+        let activations = _ActivationBatch(inputs, batch: batch, rowLength: weights.rowLength, format: .init(for: weights.type),
+                                           threadCount: threadCount)
+        let job = _PackedBatchJob(matrix: weights, columns: activations.columns, batch: batch, output: output.baseAddress!)
+        KernelThreadPool.shared.forEachRange(of: weights.rowCount / PackedMatrix.groupRows, parts: threadCount) {
+            job.compute(groups: $0)
         }
+        withExtendedLifetime(activations) {}
     }
 
     /// Tiles are split across threads, each decoding its own tiles into its own buffer and
@@ -174,40 +174,62 @@ struct _TileDecodeJob: @unchecked Sendable {
     }
 }
 
-/// A batch of inputs quantized in one format, column after column in contiguous arrays (the
-/// layout `_FourColumnSet` reads with strides).
-struct _ActivationBatch {
-    let pairs: [UInt32]
-    let scales: [Float]
-    let sums: [Int32]
-    let offsets: [Float]
+/// A batch of inputs quantized in one format, column after column in contiguous buffers (the
+/// layout `_FourColumnSet` reads with strides), the rows split across threads.
+final class _ActivationBatch {
+    let pairs: UnsafeMutableBufferPointer<UInt32>
+    let scales: UnsafeMutableBufferPointer<Float>
+    let codes: UnsafeMutableBufferPointer<Int8>
+    /// q8_0 and q8_K sums, q8_1 offsets (whichever the format has; at least one entry).
+    let sums: UnsafeMutableBufferPointer<Int32>
+    let offsets: UnsafeMutableBufferPointer<Float>
 
-    init(_ inputs: UnsafeBufferPointer<Float>, batch: Int, rowLength: Int, format: ActivationVector.Format) {
-        var pairs: [UInt32] = [], scales: [Float] = [], sums: [Int32] = [], offsets: [Float] = []
-        for item in 0..<batch {
-            let vector = ActivationVector(Array(inputs[item * rowLength ..< (item + 1) * rowLength]), format: format)
-            pairs += vector.pairs
-            scales += vector.scales
-            sums += vector.sums
-            offsets += vector.offsets
-        }
-        (self.pairs, self.scales, self.sums, self.offsets) = (pairs, scales, sums, offsets)
+    init(_ inputs: UnsafeBufferPointer<Float>, batch: Int, rowLength: Int, format: ActivationVector.Format, threadCount: Int) {
+        let blocks = rowLength / format.blockSize
+        pairs = .allocate(capacity: batch * rowLength / 2)
+        scales = .allocate(capacity: batch * blocks)
+        codes = .allocate(capacity: batch * rowLength)
+        sums = .allocate(capacity: max(1, batch * format.sumCount(rowLength)))
+        offsets = .allocate(capacity: max(1, format == .q8_1 ? batch * blocks : 0))
+        let job = _BatchQuantizationJob(
+            inputs: inputs.baseAddress!, rowLength: rowLength, format: format, pairs: pairs.baseAddress!, scales: scales.baseAddress!,
+            codes: codes.baseAddress!, sums: sums.baseAddress!, offsets: offsets.baseAddress!)
+        KernelThreadPool.shared.forEachRange(of: batch, parts: threadCount) { job.quantize(rows: $0) }
     }
 
-    func withPointers<Result>(_ body: (_ColumnPointers) -> Result) -> Result {
-        pairs.withUnsafeBufferPointer { pairs in
-            scales.withUnsafeBufferPointer { scales in
-                sums.withUnsafeBufferPointer { sums in
-                    offsets.withUnsafeBufferPointer { offsets in
-                        // Sums and offsets are empty in formats without them; any pointer does
-                        // (the kernels of those formats never read them).
-                        body(_ColumnPointers(
-                            pairs: pairs.baseAddress!, scales: scales.baseAddress!,
-                            sums: sums.baseAddress ?? UnsafeRawPointer(scales.baseAddress!).assumingMemoryBound(to: Int32.self),
-                            offsets: offsets.baseAddress ?? scales.baseAddress!))
-                    }
-                }
-            }
+    deinit {
+        pairs.deallocate()
+        scales.deallocate()
+        codes.deallocate()
+        sums.deallocate()
+        offsets.deallocate()
+    }
+
+    var columns: _ColumnPointers {
+        _ColumnPointers(pairs: UnsafePointer(pairs.baseAddress!), scales: UnsafePointer(scales.baseAddress!),
+                        sums: UnsafePointer(sums.baseAddress!), offsets: UnsafePointer(offsets.baseAddress!))
+    }
+}
+
+/// The quantization of a batch's rows, shared by the threads that split them; each row
+/// writes its own parts of the buffers, which outlive the synchronous call.
+struct _BatchQuantizationJob: @unchecked Sendable {
+    let inputs: UnsafePointer<Float>
+    let rowLength: Int
+    let format: ActivationVector.Format
+    let pairs: UnsafeMutablePointer<UInt32>
+    let scales: UnsafeMutablePointer<Float>
+    let codes: UnsafeMutablePointer<Int8>
+    let sums: UnsafeMutablePointer<Int32>
+    let offsets: UnsafeMutablePointer<Float>
+
+    func quantize(rows: Range<Int>) {
+        let blocks = rowLength / format.blockSize, sumCount = format.sumCount(rowLength)
+        for row in rows {
+            _quantize(inputs + row * rowLength, count: rowLength, format: format, into: _QuantizedStorage(
+                scales: scales + row * blocks, codes: codes + row * rowLength,
+                sums: sumCount > 0 ? sums + row * sumCount : nil, offsets: format == .q8_1 ? offsets + row * blocks : nil,
+                pairs: pairs + row * rowLength / 2))
         }
     }
 }

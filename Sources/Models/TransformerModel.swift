@@ -44,6 +44,10 @@ public final class TransformerModel: Sendable {
         self.file = file
         let traits = configuration.architecture.traits
         self.traits = traits
+        // The attention reads keys, values and queries in groups of 16 dimensions (`KVCache`).
+        guard configuration.headDimension > 0, configuration.headDimension % 16 == 0 else {
+            throw .unsupportedHeadDimension(configuration.headDimension)
+        }
         let width = configuration.embeddingLength
         let queryWidth = configuration.headCount * configuration.headDimension
         let keyWidth = configuration.headCountKV * configuration.headDimension
@@ -186,6 +190,9 @@ struct _ArchitectureTraits: Sendable {
     var globalBlockPeriod: Int?
     /// RoPE base of the sliding-window blocks (Gemma 3: 10,000).
     var localRopeBase: Double?
+    /// Multiply queries by the attention scale after RoPE instead of the scores (Gemma 3, as
+    /// llama.cpp's graph does; it changes where the queries' rounding to half happens).
+    var scalesQueriesBeforeAttention = false
 
     func isLocal(block: Int) -> Bool {
         guard let period = globalBlockPeriod else { return false }
@@ -193,16 +200,12 @@ struct _ArchitectureTraits: Sendable {
     }
 }
 
+/// The feed-forward activation, applied to the gate and multiplied by the up projection.
 enum _Activation: Sendable {
+    /// SiLU (SwiGLU): `_swiGLU`.
     case silu
+    /// GELU, tanh approximation, through ggml's half-precision table (GeGLU): `_gelu`.
     case gelu
-
-    @inline(__always) func callAsFunction(_ x: Float) -> Float {
-        switch self {
-        case .silu: _silu(x)
-        case .gelu: _gelu(x)
-        }
-    }
 }
 
 extension ModelArchitecture {
@@ -213,7 +216,7 @@ extension ModelArchitecture {
         case .gemma3:
             _ArchitectureTraits(
                 rotaryPairing: .halves, activation: .gelu, scalesEmbeddings: true, normalizesQueriesAndKeys: true,
-                hasPostNorms: true, globalBlockPeriod: 6, localRopeBase: 10_000)
+                hasPostNorms: true, globalBlockPeriod: 6, localRopeBase: 10_000, scalesQueriesBeforeAttention: true)
         }
     }
 }
@@ -227,6 +230,8 @@ public enum ModelLoadError: Error, Sendable, Equatable, CustomStringConvertible 
     case missingTensor(String)
     case shapeMismatch(String, expected: [Int], found: [Int])
     case unsupportedType(String, GGMLType)
+    /// A head width the attention cannot run: it must be a positive multiple of 16.
+    case unsupportedHeadDimension(Int)
     case kernel(KernelError)
 
     public var description: String {
@@ -236,6 +241,7 @@ public enum ModelLoadError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .missingTensor(name): "the model has no tensor '\(name)'"
         case let .shapeMismatch(name, expected, found): "tensor '\(name)' has shape \(found), expected \(expected)"
         case let .unsupportedType(name, type): "tensor '\(name)' has type \(type.name), which Typeset cannot compute with"
+        case let .unsupportedHeadDimension(width): "the attention head width \(width) is not a positive multiple of 16, which Typeset's attention needs"
         case let .kernel(error): "\(error)"
         }
     }

@@ -17,7 +17,7 @@ extension TransformerModel {
         let epsilon = Float(configuration.rmsNormEpsilon)
         let start = cache.count
         let positions = start ..< start + count
-        let scale = 1 / Float(headWidth).squareRoot()
+        let attentionScale = 1 / Float(headWidth).squareRoot()
 
         var residual = [Float](repeating: 0, count: count * width)
         var normalized = [Float](repeating: 0, count: count * width)
@@ -92,15 +92,20 @@ extension TransformerModel {
             }
             queries.withUnsafeMutableBufferPointer {
                 _applyRotary($0, headCount: headCount, headWidth: headWidth, positions: positions, base: layer.ropeBase, pairing: traits.rotaryPairing)
+                // llama.cpp multiplies Q by the attention scale here when the family says so
+                // (Gemma), then rounds it to half for the F16 product with the cache.
+                if traits.scalesQueriesBeforeAttention { for index in $0.indices { $0[index] *= attentionScale } }
+                _roundToHalfPrecision($0)
             }
             keys.withUnsafeMutableBufferPointer {
                 _applyRotary($0, headCount: configuration.headCountKV, headWidth: headWidth, positions: positions, base: layer.ropeBase,
                              pairing: traits.rotaryPairing)
             }
-            cache.keys[block].replaceSubrange(start * keyWidth ..< (start + count) * keyWidth, with: keys)
-            cache.values[block].replaceSubrange(start * keyWidth ..< (start + count) * keyWidth, with: values)
+            keys.withUnsafeBufferPointer { cache.store($0, block: block, position: start, keys: true) }
+            values.withUnsafeBufferPointer { cache.store($0, block: block, position: start, keys: false) }
 
             let window = layer.isLocal ? configuration.slidingWindow ?? Int.max : Int.max
+            let positionCapacity = (start + count + 15) / 16 * 16 + 16
             cache.keys[block].withUnsafeBufferPointer { cachedKeys in
                 cache.values[block].withUnsafeBufferPointer { cachedValues in
                     queries.withUnsafeBufferPointer { queries in
@@ -108,16 +113,19 @@ extension TransformerModel {
                             let job = _AttentionJob(
                                 queries: queries.baseAddress!, keys: cachedKeys.baseAddress!, values: cachedValues.baseAddress!,
                                 output: attended.baseAddress!, start: start, headCount: headCount, headWidth: headWidth,
-                                groupSize: groupSize, keyWidth: keyWidth, window: window, scale: scale)
+                                groupSize: groupSize, keyWidth: keyWidth, window: window,
+                                scale: traits.scalesQueriesBeforeAttention ? 1 : attentionScale)
                             // Work grows with the position, so (row, head) pairs are dealt out
                             // round-robin rather than in contiguous ranges.
                             let pairs = count * headCount
                             let parts = pairs >= 8 ? threadCount : 1
                             KernelThreadPool.shared.run(parts: parts) { part in
-                                var scores = [Float](repeating: 0, count: start + count)
-                                scores.withUnsafeMutableBufferPointer { scores in
+                                withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity + 16 * headWidth) { buffer in
+                                    let scratch = _AttentionJob.Scratch(
+                                        scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity,
+                                        lanes: buffer.baseAddress! + 2 * positionCapacity)
                                     for pair in stride(from: part, to: pairs, by: max(1, min(parts, KernelThreadPool.shared.threadCount))) {
-                                        job.attend(row: pair / headCount, head: pair % headCount, scores: scores.baseAddress!)
+                                        job.attend(row: pair / headCount, head: pair % headCount, scratch: scratch)
                                     }
                                 }
                             }
@@ -141,8 +149,12 @@ extension TransformerModel {
                 try multiply(layer.gate, normalized, into: &gates)
                 try multiply(layer.up, normalized, into: &ups)
             }
-            let activation = traits.activation
-            for index in gates.indices { gates[index] = activation(gates[index]) * ups[index] }
+            switch traits.activation {
+            case .silu:
+                gates.withUnsafeMutableBufferPointer { gates in ups.withUnsafeBufferPointer { _swiGLU(gates, $0) } }
+            case .gelu:
+                gates.withUnsafeMutableBufferPointer { gates in ups.withUnsafeBufferPointer { _geGLU(gates, $0) } }
+            }
             try multiply(layer.down, gates, into: &projected)
             if let norm = layer.postFeedForwardNorm { normalizeInPlace(&projected, norm, rowWidth: width) }
             for index in residual.indices { residual[index] += projected[index] }
@@ -157,50 +169,5 @@ extension TransformerModel {
         var result = [Float](repeating: 0, count: rowCount * configuration.vocabularySize)
         try multiply(output, final, into: &result, rows: rowCount)
         return result
-    }
-}
-
-/// Causal attention for one (row, head) pair at a time, shared by the threads that split them.
-///
-/// `@unchecked Sendable` is sound because the buffers outlive the synchronous
-/// `KernelThreadPool.run` call that uses the job, queries, keys and values are only read, and
-/// each (row, head) pair writes its own `headWidth` floats of output.
-struct _AttentionJob: @unchecked Sendable {
-    let queries: UnsafePointer<Float>
-    let keys: UnsafePointer<Float>
-    let values: UnsafePointer<Float>
-    let output: UnsafeMutablePointer<Float>
-    let start: Int
-    let headCount: Int
-    let headWidth: Int
-    let groupSize: Int
-    let keyWidth: Int
-    let window: Int
-    let scale: Float
-
-    /// Softmax(q·kᵀ · scale) · v over the positions `row` may see; `scores` has room for
-    /// every position.
-    func attend(row: Int, head: Int, scores: UnsafeMutablePointer<Float>) {
-        let position = start + row
-        let first = window == Int.max ? 0 : max(0, position - window + 1)
-        let query = queries + (row * headCount + head) * headWidth
-        let group = (head / groupSize) * headWidth
-        var maximum = -Float.infinity
-        for past in first ... position {
-            let score = _dot(query, keys + past * keyWidth + group, headWidth) * scale
-            scores[past] = score
-            maximum = max(maximum, score)
-        }
-        var total: Float = 0
-        for past in first ... position {
-            let weight = expf(scores[past] - maximum)
-            scores[past] = weight
-            total += weight
-        }
-        let destination = output + (row * headCount + head) * headWidth
-        destination.update(repeating: 0, count: headWidth)
-        for past in first ... position {
-            _addScaled(destination, values + past * keyWidth + group, scores[past] / total, headWidth)
-        }
     }
 }

