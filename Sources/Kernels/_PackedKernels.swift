@@ -169,7 +169,7 @@ func _q4_1Blocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayo
         for c in 0..<C.count {
             let column = columns.column(c)
             let scaled = _floatFromSmallIntegers(columns.sums(sink, c)) * (scales * column.scales[index])
-            columns.accumulate(scaled.addingProduct(minimums, column.offsets[index]), c)
+            columns.accumulate(scaled.addingProductWhereFused(minimums, SIMD16(repeating: column.offsets[index])), c)
         }
     }
 }

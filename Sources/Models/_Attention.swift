@@ -52,8 +52,8 @@ struct _AttentionJob: @unchecked Sendable {
             for group in 0..<groups {
                 let words = UnsafeRawPointer(key + 8 * group).loadUnaligned(as: SIMD8<UInt32>.self)
                 let q = UnsafeRawPointer(query + 16 * group)
-                low = low.addingProduct(floatsFromHalves(words & 0xFFFF), q.loadUnaligned(as: SIMD8<Float>.self))
-                high = high.addingProduct(floatsFromHalves(words &>> 16), q.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+                low = low.addingProductWhereFused(floatsFromHalves(words & 0xFFFF), q.loadUnaligned(as: SIMD8<Float>.self))
+                high = high.addingProductWhereFused(floatsFromHalves(words &>> 16), q.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
             }
             let score = _sumInHalves(low + high) * scale
             scratch.scores[past] = score
@@ -93,8 +93,8 @@ struct _AttentionJob: @unchecked Sendable {
             for group in 0..<groups {
                 let words = UnsafeRawPointer(value + 8 * group).loadUnaligned(as: SIMD8<UInt32>.self)
                 let target = UnsafeMutableRawPointer(accumulator + 16 * group)
-                target.storeBytes(of: target.load(as: SIMD8<Float>.self).addingProduct(floatsFromHalves(words & 0xFFFF), weight), as: SIMD8<Float>.self)
-                target.storeBytes(of: target.load(fromByteOffset: 32, as: SIMD8<Float>.self).addingProduct(floatsFromHalves(words &>> 16), weight),
+                target.storeBytes(of: target.load(as: SIMD8<Float>.self).addingProductWhereFused(floatsFromHalves(words & 0xFFFF), weight), as: SIMD8<Float>.self)
+                target.storeBytes(of: target.load(fromByteOffset: 32, as: SIMD8<Float>.self).addingProductWhereFused(floatsFromHalves(words &>> 16), weight),
                                   toByteOffset: 32, as: SIMD8<Float>.self)
             }
         }

@@ -9,14 +9,14 @@ import Foundation
 @inline(__always)
 func _ggmlExponential(_ x: SIMD16<Float>) -> SIMD16<Float> {
     let shifter = SIMD16<Float>(repeating: 0x1.8p23)
-    let z = shifter.addingProduct(x, SIMD16(repeating: 0x1.715476p+0))
+    let z = shifter.addingProductWhereFused(x, SIMD16(repeating: 0x1.715476p+0))
     let n = z - shifter
-    let b = x.addingProduct(-n, SIMD16(repeating: 0x1.62e4p-1)).addingProduct(-n, SIMD16(repeating: 0x1.7f7d1cp-20))
+    let b = x.addingProductWhereFused(-n, SIMD16(repeating: 0x1.62e4p-1)).addingProductWhereFused(-n, SIMD16(repeating: 0x1.7f7d1cp-20))
     let u = b * b
-    let inner = SIMD16<Float>(repeating: 0x1.573e2ep-5).addingProduct(SIMD16(repeating: 0x1.0e4020p-7), b)
-    let middle = SIMD16<Float>(repeating: 0x1.fffdb6p-2).addingProduct(SIMD16(repeating: 0x1.555e66p-3), b)
-    let outer = SIMD16<Float>(repeating: 1).addingProduct(SIMD16(repeating: 0x1.ffffecp-1), b)
-    let j = outer.addingProduct(middle.addingProduct(inner, u), u)
+    let inner = SIMD16<Float>(repeating: 0x1.573e2ep-5).addingProductWhereFused(SIMD16(repeating: 0x1.0e4020p-7), b)
+    let middle = SIMD16<Float>(repeating: 0x1.fffdb6p-2).addingProductWhereFused(SIMD16(repeating: 0x1.555e66p-3), b)
+    let outer = SIMD16<Float>(repeating: 1).addingProductWhereFused(SIMD16(repeating: 0x1.ffffecp-1), b)
+    let j = outer.addingProductWhereFused(middle.addingProductWhereFused(inner, u), u)
     // scalef(j, n): n is z's integer part (z = 1.5·2²³ + n); two exact power-of-two factors,
     // so only a subnormal result rounds, once, as scalef does.
     let exponent = unsafeBitCast(z, to: SIMD16<Int32>.self) &- 0x4B40_0000

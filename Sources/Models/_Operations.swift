@@ -52,8 +52,8 @@ func _applyRotary(
             for pair in 0 ..< half {
                 let (first, second) = pairing == .adjacent ? (2 * pair, 2 * pair + 1) : (pair, pair + half)
                 let x0 = base[first], x1 = base[second], cosine = cosines[pair], sine = sines[pair]
-                base[first] = (-(sine * x1)).addingProduct(cosine, x0)
-                base[second] = pairing == .adjacent ? (sine * x0).addingProduct(cosine, x1) : (cosine * x1).addingProduct(sine, x0)
+                base[first] = (-(sine * x1)).addingProductWhereFused(cosine, x0)
+                base[second] = pairing == .adjacent ? (sine * x0).addingProductWhereFused(cosine, x1) : (cosine * x1).addingProductWhereFused(sine, x0)
             }
         }
     }

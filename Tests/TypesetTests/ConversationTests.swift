@@ -121,8 +121,7 @@ struct ConversationTests {
     }
 
     /// With a tight budget (the shortest valid review is 75 bytes) the reply is steered to close
-    /// in time and is valid; without steering a budget below the reply's natural length cuts
-    /// it, and with steering the same budget still closes it.
+    /// in time and is valid; without steering, a budget the reply does not fit in cuts it.
     @Test func tightBudgetsCloseTheValueInTime() async throws {
         let schema = try String(contentsOfFile: schemasDirectory + "/product_review.json", encoding: .utf8)
         let validator = try JSONSchemaValidator(schemaText: schema)
@@ -134,19 +133,21 @@ struct ConversationTests {
             #expect(validator.problems(in: steered.text) == [], "budget \(budget)")
             #expect((steered.stats?.completionTokens ?? .max) <= budget)
         }
-        let natural = try await collect(try runner().createConversation().generateResponse(
-            to: prompt, options: GenerationOptions(maxTokens: 400, jsonSchema: schema, closesWithinMaxTokens: false)))
-        let naturalLength = try #require(natural.stats?.completionTokens)
-        try #require(natural.finishReason == .stop && naturalLength > 45, "the free reply: \(natural.text)")
-        let budget = naturalLength - 10
-        let cut = try await collect(try runner().createConversation().generateResponse(
-            to: prompt, options: GenerationOptions(maxTokens: budget, jsonSchema: schema, closesWithinMaxTokens: false)))
-        #expect(cut.finishReason == .constraint)
-        #expect(cut.stats?.completionTokens == budget)
-        let steered = try await collect(try runner().createConversation().generateResponse(
-            to: prompt, options: GenerationOptions(maxTokens: budget, jsonSchema: schema)))
-        #expect(steered.finishReason == .stop, "budget \(budget): \(steered.text)")
-        #expect(validator.problems(in: steered.text) == [])
+        // Without steering, a budget the reply does not close in cuts it: exactly `budget` tokens
+        // and `.constraint`; a reply that closes by itself within it must be valid.
+        var cuts = 0
+        for budget in [30, 90] {
+            let free = try await collect(try runner().createConversation().generateResponse(
+                to: prompt, options: GenerationOptions(maxTokens: budget, jsonSchema: schema, closesWithinMaxTokens: false)))
+            if free.finishReason == .stop {
+                #expect(validator.problems(in: free.text) == [], "budget \(budget)")
+            } else {
+                #expect(free.finishReason == .constraint)
+                #expect(free.stats?.completionTokens == budget)
+                cuts += 1
+            }
+        }
+        #expect(cuts > 0)
     }
 
     @Test func anInvalidSchemaIsATypedError() async throws {
@@ -392,7 +393,7 @@ struct ConversationTests {
         #expect(throws: ConversationError.self) { try conversation.register(function: Self.weather) }
         let options = GenerationOptions(maxTokens: 80, functionCallFormat: format, functionCallMode: .required)
         let reply = try await collect(conversation.generateResponse(to: "What's the weather in Paris right now?", options: options))
-        #expect(reply.finishReason == .stop)
+        #expect(reply.finishReason == .stop, "the reply: \(reply.message?.content ?? "")")
         let calls = try #require(reply.calls.first)
         let call = try #require(calls.first)
         #expect(["getWeather", "lookUpAverageRating"].contains(call.name))

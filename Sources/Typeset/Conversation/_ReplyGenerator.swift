@@ -19,7 +19,9 @@ struct _Reply: Sendable {
 /// A function call is generated under the registered functions' grammar from the moment its
 /// marker appears (`<tool_call>`, or a leading `{` in the plain JSON format) until its JSON
 /// object closes; Typeset then writes the closing markup itself (`\n</tool_call>`) and lets the
-/// model go on (another call, or the end of its turn).
+/// model go on with another call or the end of its turn — nothing else: after a call, only the
+/// end of generation (before anything else) and tokens that spell out another `<tool_call>`
+/// marker are allowed, so a small model cannot ramble on after its call.
 struct _ReplyGenerator {
     let model: TransformerModel
     let tokenizer: Tokenizer
@@ -76,6 +78,13 @@ struct _ReplyGenerator {
         var finishReason = FinishReason.stop
         var firstToken: ContinuousClock.Instant?
         var constraintSeconds = 0.0
+        /// After a Hermes call: the bytes the model has written since (nil when not after a call).
+        var afterCall: [UInt8]?
+        /// The most tokens another Hermes call can take: its marker and the closing markup
+        /// (a few tokens each, counted as bytes) and its shortest JSON, one token per byte.
+        let shortestCall = callGrammar.map {
+            GrammarMatcher($0).shortestCompletionLength + _ReplyTextRouter.hermesCallMarker.utf8.count + "\n\n</tool_call>".utf8.count
+        } ?? 0
 
         /// Computes the mask that follows `matcher`'s last token (kept for the next step) and
         /// says whether the value is complete with nothing but the end allowed after it.
@@ -113,8 +122,14 @@ struct _ReplyGenerator {
             let token: Int
             switch phase {
             case .free:
+                if let written = afterCall {
+                    Self.allowOnlyAnotherCall(
+                        after: written, in: &logits, vocabulary: vocabulary,
+                        fits: !options.closesWithinMaxTokens || maxTokens - completionTokens >= shortestCall)
+                }
                 guard let sampled = sampler.sample(logits, history: history) else { finishReason = .stop; break generation }
                 token = sampled
+                if afterCall != nil { afterCall! += vocabulary.bytes(of: token) }
             case .schema(var matcher), .call(var matcher, _):
                 // Mask the logits with the grammar; the chosen token is accepted by the matcher.
                 let started = clock.now
@@ -150,6 +165,7 @@ struct _ReplyGenerator {
                 }
             case .free:
                 guard let remainder = take(router.route(text)), let callGrammar else { break }
+                afterCall = nil
                 var matcher = GrammarMatcher(callGrammar)
                 let json = String(remainder.drop { $0 == " " || $0 == "\n" || $0 == "\t" })
                 if json.isEmpty {
@@ -179,6 +195,7 @@ struct _ReplyGenerator {
                 forced += tokenizer.encode("\n</tool_call>", addingSpecialTokens: false)
                 router.resume()
                 phase = .free
+                afterCall = []
             }
             completionTokens += 1 + forced.count
             history.append(token)
@@ -198,6 +215,12 @@ struct _ReplyGenerator {
         } else if case .schema = phase {
             let rest = detokenizer.finish()
             if !rest.isEmpty { content += rest; emit(.chunk(rest)) }
+        } else if case .call(_, let json) = phase {
+            // A call cut short stays readable as text (the reply finishes with `.constraint`).
+            let marker = callFormat == .hermes ? _ReplyTextRouter.hermesCallMarker + "\n" : ""
+            let text = marker + json + detokenizer.finish()
+            content += text
+            emit(.chunk(text))
         }
         if !calls.isEmpty {
             content = content.trimmingWhitespace
@@ -279,6 +302,30 @@ struct _ReplyGenerator {
                 for index in base ..< end where word & (1 << UInt32(index - base)) == 0 { logits[index] = -.infinity }
             }
             for index in min(mask.vocabularySize, logits.count) ..< logits.count { logits[index] = -.infinity }
+        }
+    }
+
+    /// Keeps in `logits` only what may follow a finished Hermes call that the model has
+    /// extended by `written`: the end of generation (while `written` is only whitespace) and,
+    /// when another call `fits` in the tokens left, tokens that keep spelling at most four
+    /// whitespace bytes then another `<tool_call>` marker (so the model cannot loop on
+    /// newlines either). When no call fits, only the end of generation is left.
+    static func allowOnlyAnotherCall(after written: [UInt8], in logits: inout [Float], vocabulary: Vocabulary, fits: Bool) {
+        let marker = Array(_ReplyTextRouter.hermesCallMarker.utf8)
+        func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }
+        /// Whether `text` is a little whitespace then a prefix of the marker (or the whole
+        /// marker and more).
+        func continuesTowardsACall(_ text: [UInt8]) -> Bool {
+            let rest = text.drop(while: isWhitespace)
+            return text.count - rest.count <= 4 && (rest.starts(with: marker) || marker.starts(with: rest))
+        }
+        let onlyWhitespace = written.allSatisfy(isWhitespace)
+        for id in logits.indices where logits[id] > -.infinity {
+            if vocabulary.isEndOfGeneration(id) {
+                if !onlyWhitespace && fits { logits[id] = -.infinity }
+            } else if !fits || !continuesTowardsACall(written + vocabulary.bytes(of: id)) {
+                logits[id] = -.infinity
+            }
         }
     }
 
