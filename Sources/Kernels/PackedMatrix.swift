@@ -239,8 +239,13 @@ struct _RepackJob: @unchecked Sendable {
             each(groups) { source, header, body, row, _ in
                 _copyHalf(source, 208, to: header, row, 0)
                 _transpose(source + 192, words: 4, to: header + 64, row)
-                _transpose(source, words: 32, to: body, row)
-                _transpose(source + 128, words: 16, to: body + 2048, row)
+                // Per half, in the order the kernel first reads them: q1/q3 words, their high
+                // bits, q2/q4 words (so a product streams the group front to back).
+                for half in 0..<2 {
+                    _transpose(source + 64 &* half, words: 8, to: body + 1536 &* half, row)
+                    _transpose(source + (128 &+ 32 &* half), words: 8, to: body + (1536 &* half &+ 512), row)
+                    _transpose(source + (64 &* half &+ 32), words: 8, to: body + (1536 &* half &+ 1024), row)
+                }
             }
         default:
             preconditionFailure("no packed layout for \(layout.type)")

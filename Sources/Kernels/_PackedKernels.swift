@@ -220,9 +220,12 @@ func _q4_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayo
 }
 
 /// Q6_K super-blocks: Σ over 16-element groups of scale × Σ (q − 32)·a, times d × d_a.
-/// For half h and word w (elements l = 4w ..< 4w + 4 of the half): `ql` word 16h + w holds
-/// q1 (element 128h + l, low nibbles) and q3 (+64, high nibbles), word 16h + 8 + w q2 (+32)
-/// and q4 (+96); `qh` word 8h + w their two high bits at bits 0, 2, 4 and 6 of each byte.
+/// For half h and word w (elements l = 4w ..< 4w + 4 of the half), at word offsets from
+/// body + 1536h: word w holds q1 (element 128h + l, low nibbles) and q3 (+64, high nibbles),
+/// word 16 + w q2 (+32) and q4 (+96), word 8 + w their two high bits at bits 0, 2, 4 and 6 of
+/// each byte (ggml's `ql` words 16h + w and 16h + 8 + w, `qh` word 8h + w). The kernel first
+/// touches them in that order, so a group streams front to back; out of cache, ggml's order
+/// (all of `ql`, then `qh`) ran at a third of the bandwidth.
 @inline(__always)
 func _q6_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
     let bias = SIMD32<Int16>(repeating: 32)
@@ -234,12 +237,12 @@ func _q6_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayo
         // One of q1…q4 (`set`) over a half: its ql words, nibble, and qh bit position are
         // literals once inlined, so every shift count is.
         @inline(__always) func set(_ half: Int, _ set: Int) {
-            let lowWord = 16 &* half &+ 8 &* (set & 1)
+            let halfBody = body + 1536 &* half, lowWord = 16 &* (set & 1)
             let nibbleShift = UInt32(4 &* (set &>> 1)), bitShift = 2 &* set
             for scaleHalf in 0..<2 {
                 for word in 4 &* scaleHalf ..< 4 &* scaleHalf &+ 4 {
-                    let low = _words(body, lowWord &+ word)
-                    let high = _words(body + 2048, 8 &* half &+ word)
+                    let low = _words(halfBody, lowWord &+ word)
+                    let high = _words(halfBody, 8 &+ word)
                     // Even bytes' two bits moved to bits 4, 5 of each 16-bit half; odd bytes' 8 further.
                     let evenHigh = bitShift <= 4 ? high &<< UInt32(4 &- bitShift) : high &>> UInt32(bitShift &- 4)
                     let oddHigh = high &>> UInt32(bitShift &+ 4)
