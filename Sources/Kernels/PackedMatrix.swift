@@ -31,12 +31,14 @@ import Darwin
 ///     Q8_0  pair: [d d'] [qs b: 8 vectors] [qs b+1: 8 vectors]                  1088 bytes
 ///
 ///     Q4_K  super-block: [d | dmin << 16] [scales: 3 vectors] [qs: 32 vectors]  2304 bytes
-///     Q6_K  super-block: [d] [scales: 4 vectors] [ql: 32 vectors] [qh: 16]     3392 bytes
+///     Q6_K  super-block: [d] [scales: 4 vectors] [half 0] [half 1]            3392 bytes
+///           half h:      [ql 16h ..< 16h+8] [qh 8h ..< 8h+8] [ql 16h+8 ..< 16h+16]
 ///
 /// `qs`, `ql`, `qh` and `scales` vector `v` holds word `v` of each row's ggml field (bytes
-/// `4v ..< 4v + 4`), except that Q8_0 bytes are stored as `code + 128` (unsigned) and each
-/// Q5_0 `qh` word is re-spread so that the fifth bits of activation pair `q` (below) sit at
-/// bits `q` and `16 + q`.
+/// `4v ..< 4v + 4`); Q6_K's are interleaved per half in the order its kernel first reads them,
+/// so a product streams each group front to back. Q8_0 bytes are stored as `code + 128`
+/// (unsigned), and each Q5_0 `qh` word is re-spread so that the fifth bits of activation pair
+/// `q` (below) sit at bits `q` and `16 + q`.
 ///
 /// ## Pairs
 ///
