@@ -93,6 +93,7 @@ struct GrammarCompile: ParsableCommand {
                 ("root", .string(grammar.rootName)),
                 ("automaton_states", .integer(statistics.automatonStates)),
                 ("positions", .integer(statistics.positions)),
+                ("shared_positions", .integer(statistics.sharedPositions)),
                 ("accepted_tokens", .integer(statistics.acceptedTokens)),
                 ("rejected_tokens", .integer(statistics.rejectedTokens)),
                 ("undecided_tokens", .integer(statistics.undecidedTokens)),
@@ -105,7 +106,8 @@ struct GrammarCompile: ParsableCommand {
                     .object([("rule", .string(position.rule)), ("state", .integer(position.state)),
                              ("accepted", .integer(position.accepted)), ("rejected", .integer(position.rejected)),
                              ("undecided", .integer(position.undecided)), ("form", .string(position.form)),
-                             ("bytes", .integer(position.storageBytes))])
+                             ("bytes", .integer(position.storageBytes)), ("compute_us", .number(position.computeMicroseconds)),
+                             ("shared", .bool(position.isShared))])
                 })),
             ])
             print(output.encoded())
@@ -116,13 +118,15 @@ struct GrammarCompile: ParsableCommand {
             print("  \(rule.name): \(rule.states) states\(rule.isTerminal ? ", terminal" : "")\(rule.isNullable ? ", nullable" : ""); "
                   + "first \(rule.first), follow \(rule.follow)\(rule.calls.isEmpty ? "" : "; calls " + rule.calls.joined(separator: ", "))")
         }
-        print("automaton: \(statistics.rules) rules, \(statistics.automatonStates) states; \(statistics.positions) positions with a mask")
+        print("automaton: \(statistics.rules) rules, \(statistics.automatonStates) states; \(statistics.positions) positions with a mask"
+              + (statistics.sharedPositions > 0 ? " (\(statistics.sharedPositions) shared with an identical rule)" : ""))
         print("vocabulary: \(vocabulary.size) tokens")
-        print("position                         accepted   rejected  undecided  form        bytes")
+        print("position                         accepted   rejected  undecided  form        bytes       µs")
         for position in positions {
             let name = "\(position.rule)@\(position.state)"
             print(name.padding(toLength: 30, withPad: " ", startingAt: 0)
-                  + String(format: " %10d %10d %10d  %-9@ %7d", position.accepted, position.rejected, position.undecided, position.form, position.storageBytes))
+                  + String(format: " %10d %10d %10d  %-9@ %7d %8@", position.accepted, position.rejected, position.undecided, position.form,
+                           position.storageBytes, position.isShared ? "shared" : String(format: "%.1f", position.computeMicroseconds)))
         }
         print(String(format: "mask cache: %d bytes; compile %.2f ms (automaton %.2f ms, masks %.2f ms)",
                      statistics.maskBytes, seconds * 1000, statistics.automatonSeconds * 1000, statistics.maskSeconds * 1000))

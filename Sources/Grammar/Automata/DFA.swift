@@ -11,9 +11,12 @@ struct _DFA: Sendable {
         var target: Int32
     }
 
-    var transitions: [Int32]
-    var ruleEdges: [[RuleEdge]]
-    var isFinal: [Bool]
+    let transitions: [Int32]
+    let ruleEdges: [[RuleEdge]]
+    let isFinal: [Bool]
+    /// Whether state `s` has rule edges (`!ruleEdges[s].isEmpty`, without touching the inner
+    /// arrays: the mask walk asks once per trie node).
+    let callsRules: [Bool]
 
     var stateCount: Int { isFinal.count }
     var hasRuleEdges: Bool { ruleEdges.contains { !$0.isEmpty } }
@@ -98,6 +101,7 @@ struct _DFA: Sendable {
         self.transitions = transitions
         self.ruleEdges = ruleEdges
         self.isFinal = isFinal
+        self.callsRules = ruleEdges.map { !$0.isEmpty }
     }
 
     struct TooLarge: Error {}

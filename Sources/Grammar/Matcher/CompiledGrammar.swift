@@ -23,10 +23,13 @@ public final class CompiledGrammar: Sendable {
         public var automatonStates: Int
         /// Positions with a precomputed mask (states a matcher can stand at).
         public var positions: Int
+        /// Of `positions`, those whose mask is another rule's, shared rather than computed
+        /// (a terminal rule with the same automaton and FOLLOW set as an earlier one).
+        public var sharedPositions: Int
         public var acceptedTokens: Int
         public var rejectedTokens: Int
         public var undecidedTokens: Int
-        /// Bytes of all stored masks.
+        /// Bytes of all stored masks (shared masks counted once).
         public var maskBytes: Int
         public var automatonSeconds: Double
         public var maskSeconds: Double
@@ -42,6 +45,10 @@ public final class CompiledGrammar: Sendable {
         public var storageBytes: Int
         /// "listed", "allExcept" or "bitset".
         public var form: String
+        /// Time spent computing the mask, in microseconds (0 when shared).
+        public var computeMicroseconds: Double
+        /// Whether the mask is an identical earlier rule's (not computed for this rule).
+        public var isShared: Bool
     }
 
     public let vocabulary: GrammarVocabulary
@@ -51,6 +58,8 @@ public final class CompiledGrammar: Sendable {
     let completionDistances: _CompletionDistances
     /// `masks[rule][state]`, nil where a matcher never stands.
     let masks: [[_PositionMask?]]
+    /// Rules whose masks are an earlier identical rule's.
+    let sharedRules: Set<Int>
 
     /// Compiles `grammar`'s automaton and precomputes its token masks over `vocabulary`.
     ///
@@ -64,8 +73,31 @@ public final class CompiledGrammar: Sendable {
         // A matcher stands at the root's start, at targets of byte edges and at return
         // states of calls; never at another rule's start unless something loops back to it.
         var masks: [[_PositionMask?]] = []
-        var accepted = 0, rejected = 0, undecided = 0, bytes = 0, positions = 0
+        var accepted = 0, rejected = 0, undecided = 0, bytes = 0, positions = 0, sharedPositions = 0
+        // Terminal rules with the same automaton and FOLLOW set (a schema's many plain string
+        // properties) have the same masks state for state: the first computes, the others share.
+        var terminalRows: [_TerminalRuleSignature: Int] = [:]
+        var sharedRules: Set<Int> = []
         for (index, dfa) in automaton.rules.enumerated() {
+            if automaton.isTerminal[index], automaton.reachable[index], index != Int(automaton.root) {
+                let signature = _TerminalRuleSignature(
+                    transitions: dfa.transitions, isFinal: dfa.isFinal, follow: automaton.follow[index])
+                if let earlier = terminalRows[signature] {
+                    let row = masks[earlier]
+                    sharedRules.insert(index)
+                    for mask in row {
+                        guard let mask else { continue }
+                        accepted += mask.acceptedCount
+                        rejected += mask.rejectedCount
+                        undecided += mask.undecided.count
+                        positions += 1
+                        sharedPositions += 1
+                    }
+                    masks.append(row)
+                    continue
+                }
+                terminalRows[signature] = index
+            }
             var standing = [Bool](repeating: false, count: dfa.stateCount)
             if automaton.reachable[index] {
                 if index == Int(automaton.root) { standing[0] = true }
@@ -84,7 +116,9 @@ public final class CompiledGrammar: Sendable {
                     continue
                 }
                 if elapsed() > budget.seconds { throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(budget.seconds)) }
-                let mask = _PositionMask.compute(rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary)
+                let walkStarted = DispatchTime.now().uptimeNanoseconds
+                var mask = _PositionMask.compute(rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary)
+                mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - walkStarted
                 accepted += mask.acceptedCount
                 rejected += mask.rejectedCount
                 undecided += mask.undecided.count
@@ -98,9 +132,10 @@ public final class CompiledGrammar: Sendable {
         self.automaton = automaton
         self.completionDistances = _CompletionDistances(automaton)
         self.masks = masks
+        self.sharedRules = sharedRules
         self.statistics = Statistics(
             rules: automaton.rules.count, automatonStates: automaton.stateCount, positions: positions,
-            acceptedTokens: accepted, rejectedTokens: rejected, undecidedTokens: undecided, maskBytes: bytes,
+            sharedPositions: sharedPositions, acceptedTokens: accepted, rejectedTokens: rejected, undecidedTokens: undecided, maskBytes: bytes,
             automatonSeconds: automatonSeconds, maskSeconds: elapsed() - automatonSeconds)
     }
 
@@ -146,9 +181,19 @@ public final class CompiledGrammar: Sendable {
                 }
                 result.append(PositionSummary(
                     rule: automaton.names[rule], state: state, accepted: mask.acceptedCount, rejected: mask.rejectedCount,
-                    undecided: mask.undecided.count, storageBytes: mask.storageBytes, form: form))
+                    undecided: mask.undecided.count, storageBytes: mask.storageBytes, form: form,
+                    computeMicroseconds: sharedRules.contains(rule) ? 0 : Double(mask.computeNanoseconds) / 1000,
+                    isShared: sharedRules.contains(rule)))
             }
         }
         return result
     }
+}
+
+/// What decides a terminal rule's masks: its automaton (byte transitions and final states; a
+/// terminal rule has no rule edges) and the bytes that may follow it.
+struct _TerminalRuleSignature: Hashable {
+    let transitions: [Int32]
+    let isFinal: [Bool]
+    let follow: ByteSet
 }

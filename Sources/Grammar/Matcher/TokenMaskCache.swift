@@ -23,6 +23,8 @@ struct _PositionMask: Sendable {
     var undecided: [Int32]
     var acceptedCount: Int
     var rejectedCount: Int
+    /// How long the trie walk took (for researchers; not part of the mask's meaning).
+    var computeNanoseconds: UInt64 = 0
 
     var storageBytes: Int {
         let body: Int
@@ -110,7 +112,7 @@ extension _PositionMask {
                         continue
                     }
                     let final = dfa.isFinal[Int(next)]
-                    if dfa.ruleEdges[Int(next)].isEmpty && !(final && configuration.parent >= 0) {
+                    if !dfa.callsRules[Int(next)] && !(final && configuration.parent >= 0) {
                         let slot = parentEnd
                         let moved = _Frame(rule: configuration.rule, state: next, parent: configuration.parent)
                         if configurations.count > slot {
@@ -130,7 +132,7 @@ extension _PositionMask {
                         rangeEnd[depth] = slot + 1
                         frameMark[depth] = frameMark[depth - 1]
                         undecidedBelow[depth] = undecidedHere
-                        accepted.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])])
+                        for index in Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1]) { accepted.append(trie.tokenIDs[index]) }
                         node += 1
                         continue
                     }
