@@ -78,6 +78,12 @@ public final class CompiledGrammar: Sendable {
         // properties) have the same masks state for state: the first computes, the others share.
         var terminalRows: [_TerminalRuleSignature: Int] = [:]
         var sharedRules: Set<Int> = []
+        func count(_ mask: _PositionMask) {
+            accepted += mask.acceptedCount
+            rejected += mask.rejectedCount
+            undecided += mask.undecided.count
+            positions += 1
+        }
         for (index, dfa) in automaton.rules.enumerated() {
             if automaton.isTerminal[index], automaton.reachable[index], index != Int(automaton.root) {
                 let signature = _TerminalRuleSignature(
@@ -85,12 +91,8 @@ public final class CompiledGrammar: Sendable {
                 if let earlier = terminalRows[signature] {
                     let row = masks[earlier]
                     sharedRules.insert(index)
-                    for mask in row {
-                        guard let mask else { continue }
-                        accepted += mask.acceptedCount
-                        rejected += mask.rejectedCount
-                        undecided += mask.undecided.count
-                        positions += 1
+                    for case let mask? in row {
+                        count(mask)
                         sharedPositions += 1
                     }
                     masks.append(row)
@@ -119,11 +121,8 @@ public final class CompiledGrammar: Sendable {
                 let walkStarted = DispatchTime.now().uptimeNanoseconds
                 var mask = _PositionMask.compute(rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary)
                 mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - walkStarted
-                accepted += mask.acceptedCount
-                rejected += mask.rejectedCount
-                undecided += mask.undecided.count
+                count(mask)
                 bytes += mask.storageBytes
-                positions += 1
                 row.append(mask)
             }
             masks.append(row)

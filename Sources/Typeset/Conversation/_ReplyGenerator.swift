@@ -83,7 +83,8 @@ struct _ReplyGenerator {
         /// The most tokens another Hermes call can take: its marker and the closing markup
         /// (a few tokens each, counted as bytes) and its shortest JSON, one token per byte.
         let shortestCall = callGrammar.map {
-            GrammarMatcher($0).shortestCompletionLength + _ReplyTextRouter.hermesCallMarker.utf8.count + "\n\n</tool_call>".utf8.count
+            GrammarMatcher($0).shortestCompletionLength
+                + (_ReplyTextRouter.hermesCallMarker + "\n" + _ReplyTextRouter.hermesCallClosing).utf8.count
         } ?? 0
 
         /// Computes the mask that follows `matcher`'s last token (kept for the next step) and
@@ -192,7 +193,7 @@ struct _ReplyGenerator {
                     history.append(token)
                     break generation
                 }
-                forced += tokenizer.encode("\n</tool_call>", addingSpecialTokens: false)
+                forced += tokenizer.encode(_ReplyTextRouter.hermesCallClosing, addingSpecialTokens: false)
                 router.resume()
                 phase = .free
                 afterCall = []

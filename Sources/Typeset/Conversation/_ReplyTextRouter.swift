@@ -22,6 +22,8 @@ struct _ReplyTextRouter {
     static let thinkOpen = "<think>"
     static let thinkClose = "</think>"
     static let hermesCallMarker = "<tool_call>"
+    /// What Typeset writes after a Hermes call's JSON.
+    static let hermesCallClosing = "\n</tool_call>"
 
     private var mode: Mode
     private var pending = ""
