@@ -94,6 +94,7 @@ struct GrammarCompile: ParsableCommand {
                 ("automaton_states", .integer(statistics.automatonStates)),
                 ("positions", .integer(statistics.positions)),
                 ("shared_positions", .integer(statistics.sharedPositions)),
+                ("sliced_positions", .integer(statistics.slicedPositions)),
                 ("accepted_tokens", .integer(statistics.acceptedTokens)),
                 ("rejected_tokens", .integer(statistics.rejectedTokens)),
                 ("undecided_tokens", .integer(statistics.undecidedTokens)),
@@ -107,7 +108,7 @@ struct GrammarCompile: ParsableCommand {
                              ("accepted", .integer(position.accepted)), ("rejected", .integer(position.rejected)),
                              ("undecided", .integer(position.undecided)), ("form", .string(position.form)),
                              ("bytes", .integer(position.storageBytes)), ("compute_us", .number(position.computeMicroseconds)),
-                             ("shared", .bool(position.isShared))])
+                             ("shared", .bool(position.isShared)), ("wholesale", .integer(position.wholesaleAccepted))])
                 })),
             ])
             print(output.encoded())
@@ -119,11 +120,12 @@ struct GrammarCompile: ParsableCommand {
                   + "first \(rule.first), follow \(rule.follow)\(rule.calls.isEmpty ? "" : "; calls " + rule.calls.joined(separator: ", "))")
         }
         print("automaton: \(statistics.rules) rules, \(statistics.automatonStates) states; \(statistics.positions) positions with a mask"
-              + (statistics.sharedPositions > 0 ? " (\(statistics.sharedPositions) shared with an identical rule)" : ""))
+              + (statistics.sharedPositions > 0 ? " (\(statistics.sharedPositions) shared with an identical rule)" : "")
+              + (statistics.slicedPositions > 0 ? "; \(statistics.slicedPositions) took plain tokens wholesale (marked *)" : ""))
         print("vocabulary: \(vocabulary.size) tokens")
         print("position                         accepted   rejected  undecided  form        bytes       µs")
         for position in positions {
-            let name = "\(position.rule)@\(position.state)"
+            let name = "\(position.rule)@\(position.state)" + (position.wholesaleAccepted > 0 ? " *" : "")
             print(name.padding(toLength: 30, withPad: " ", startingAt: 0)
                   + String(format: " %10d %10d %10d  %-9@ %7d %8@", position.accepted, position.rejected, position.undecided, position.form,
                            position.storageBytes, position.isShared ? "shared" : String(format: "%.1f", position.computeMicroseconds)))

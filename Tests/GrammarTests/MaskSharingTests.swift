@@ -15,33 +15,6 @@ import Testing
         return GrammarVocabulary(tokens: texts.map { Array($0.utf8) } + [[]], endOfGeneration: [texts.count])
     }()
 
-    /// The mask as plain sets, whatever its storage form.
-    private func sets(_ mask: _PositionMask, vocabulary: GrammarVocabulary) -> (accepted: [Int32], undecided: [Int32]) {
-        let accepted: [Int32]
-        switch mask.accepted {
-        case .listed(let list): accepted = list
-        case .allExcept(let others):
-            accepted = vocabulary.tokenBytes.indices.filter { !vocabulary.tokenBytes[$0].isEmpty && !others.contains(Int32($0)) }.map { Int32($0) }
-        case .bitset(let words):
-            accepted = (0 ..< vocabulary.size).filter { words[$0 >> 5] & (1 << UInt32($0 & 31)) != 0 }.map { Int32($0) }
-        }
-        return (accepted.sorted(), mask.undecided.sorted())
-    }
-
-    private func expectEveryMaskIsItsOwn(_ compiled: CompiledGrammar) {
-        for (rule, row) in compiled.masks.enumerated() {
-            for (state, mask) in row.enumerated() {
-                guard let mask else { continue }
-                let fresh = _PositionMask.compute(
-                    rule: Int32(rule), state: Int32(state), automaton: compiled.automaton, vocabulary: compiled.vocabulary)
-                let stored = sets(mask, vocabulary: compiled.vocabulary), expected = sets(fresh, vocabulary: compiled.vocabulary)
-                #expect(stored.accepted == expected.accepted, "accepted at \(compiled.automaton.names[rule])@\(state)")
-                #expect(stored.undecided == expected.undecided, "undecided at \(compiled.automaton.names[rule])@\(state)")
-                #expect(mask.rejectedCount == fresh.rejectedCount)
-            }
-        }
-    }
-
     @Test func identicalStringPropertiesShareTheirMasks() throws {
         // Three plain strings (two followed by ',' and one by '}'), one bounded string, and
         // strings inside an array (followed by ',' or ']').
@@ -57,7 +30,7 @@ import Testing
         let compiled = try CompiledGrammar(Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
         #expect(compiled.statistics.sharedPositions > 0)
         #expect(compiled.statistics.sharedPositions < compiled.statistics.positions)
-        expectEveryMaskIsItsOwn(compiled)
+        MaskChecks.expectEveryMaskMatchesAFullWalk(compiled)
         // The matcher agrees with byte-level acceptance on an instance that uses every rule.
         var matcher = GrammarMatcher(compiled)
         let accepted = matcher.accept(bytes: Array(#"{"name":"ab","note":"a\"b","tags":["x","é"],"code":"abc","last":""}"#.utf8))
@@ -69,7 +42,7 @@ import Testing
         // token `"}` is undecided in the last property and rejected in the others.
         let schema = #"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a","b"],"additionalProperties":false}"#
         let compiled = try CompiledGrammar(Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
-        expectEveryMaskIsItsOwn(compiled)
+        MaskChecks.expectEveryMaskMatchesAFullWalk(compiled)
         var matcher = GrammarMatcher(compiled)
         let short = matcher.accept(bytes: Array(#"{"a":"x"}"#.utf8))
         #expect(!short)

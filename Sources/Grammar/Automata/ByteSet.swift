@@ -67,7 +67,24 @@ public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
     public mutating func formUnion(_ other: ByteSet) { self = union(other) }
 
     /// The members in increasing order.
-    public var bytes: [UInt8] { (0 ... 255).compactMap { contains(UInt8($0)) ? UInt8($0) : nil } }
+    public var bytes: [UInt8] {
+        var result: [UInt8] = []
+        result.reserveCapacity(count)
+        forEachMember { result.append($0) }
+        return result
+    }
+
+    /// Calls `body` with each member in increasing order, without allocating.
+    @inlinable
+    public func forEachMember(_ body: (UInt8) throws -> Void) rethrows {
+        for (index, word) in [words.0, words.1, words.2, words.3].enumerated() {
+            var rest = word
+            while rest != 0 {
+                try body(UInt8(index << 6 | rest.trailingZeroBitCount))
+                rest &= rest - 1
+            }
+        }
+    }
 
     public static func == (a: ByteSet, b: ByteSet) -> Bool {
         a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3

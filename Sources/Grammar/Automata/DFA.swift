@@ -68,7 +68,7 @@ struct _DFA: Sendable {
                 for edge in automaton.edges[Int(state)] {
                     switch edge.label {
                     case .bytes(let bytes)?:
-                        for byte in bytes.bytes { buckets[Int(byte)].append(edge.target) }
+                        bytes.forEachMember { buckets[Int($0)].append(edge.target) }
                     case .rule(let rule)?:
                         rules[rule, default: []].append(edge.target)
                     case nil:
@@ -80,6 +80,8 @@ struct _DFA: Sendable {
             var closures: [[Int32]: Int32] = [:]
             for byte in 0 ..< 256 where !buckets[byte].isEmpty {
                 let targets = buckets[byte]
+                // Neighbouring bytes usually go to the same place (ranges): no hashing then.
+                if byte > 0, row[byte - 1] >= 0, buckets[byte - 1] == targets { row[byte] = row[byte - 1]; continue }
                 if let known = closures[targets] { row[byte] = known; continue }
                 let id = try intern(automaton.epsilonClosure(targets))
                 closures[targets] = id
@@ -253,9 +255,13 @@ struct _DFA: Sendable {
     func byteClassRepresentatives() -> [Int] {
         var seen: [[Int32]: Int] = [:]
         var representatives: [Int] = []
+        var previous: [Int32] = []
         for byte in 0 ..< 256 {
             var column = [Int32](repeating: -1, count: stateCount)
             for state in 0 ..< stateCount { column[state] = transitions[state << 8 | byte] }
+            // Neighbouring bytes usually fall in one class (ranges): no hashing then.
+            if column == previous { continue }
+            previous = column
             if seen[column] == nil {
                 seen[column] = byte
                 representatives.append(byte)

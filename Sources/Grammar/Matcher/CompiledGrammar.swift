@@ -26,6 +26,9 @@ public final class CompiledGrammar: Sendable {
         /// Of `positions`, those whose mask is another rule's, shared rather than computed
         /// (a terminal rule with the same automaton and FOLLOW set as an earlier one).
         public var sharedPositions: Int
+        /// Of the computed positions, those that accepted a slice of plain tokens wholesale
+        /// and walked only the other tokens.
+        public var slicedPositions: Int
         public var acceptedTokens: Int
         public var rejectedTokens: Int
         public var undecidedTokens: Int
@@ -49,6 +52,10 @@ public final class CompiledGrammar: Sendable {
         public var computeMicroseconds: Double
         /// Whether the mask is an identical earlier rule's (not computed for this rule).
         public var isShared: Bool
+        /// Accepted tokens taken wholesale from a slice of plain tokens (string characters
+        /// only) because the position reads every plain word that long; the walk covered
+        /// only the others. 0 when every token was walked.
+        public var wholesaleAccepted: Int
     }
 
     public let vocabulary: GrammarVocabulary
@@ -73,7 +80,7 @@ public final class CompiledGrammar: Sendable {
         // A matcher stands at the root's start, at targets of byte edges and at return
         // states of calls; never at another rule's start unless something loops back to it.
         var masks: [[_PositionMask?]] = []
-        var accepted = 0, rejected = 0, undecided = 0, bytes = 0, positions = 0, sharedPositions = 0
+        var accepted = 0, rejected = 0, undecided = 0, bytes = 0, positions = 0, sharedPositions = 0, slicedPositions = 0
         // Terminal rules with the same automaton and FOLLOW set (a schema's many plain string
         // properties) have the same masks state for state: the first computes, the others share.
         var terminalRows: [_TerminalRuleSignature: Int] = [:]
@@ -112,6 +119,8 @@ public final class CompiledGrammar: Sendable {
                 }
             }
             var row: [_PositionMask?] = []
+            // Computed for the rule once one of its positions reads plain characters.
+            var unreadableLengths: [Int32]?
             for state in 0 ..< dfa.stateCount {
                 guard standing[state], dfa.outgoingBytes(Int32(state)) != ByteSet() || !dfa.ruleEdges[state].isEmpty else {
                     row.append(nil)
@@ -119,9 +128,16 @@ public final class CompiledGrammar: Sendable {
                 }
                 if elapsed() > budget.seconds { throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(budget.seconds)) }
                 let walkStarted = DispatchTime.now().uptimeNanoseconds
-                var mask = _PositionMask.compute(rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary)
+                var unreadableLength: Int32?
+                if !vocabulary.plainSlices.isEmpty, _PlainTextSlice.readsEveryPlainFirstByte(from: Int32(state), in: dfa) {
+                    if unreadableLengths == nil { unreadableLengths = _PlainTextSlice.unreadableLengths(in: dfa) }
+                    unreadableLength = unreadableLengths?[state]
+                }
+                var mask = _PositionMask.compute(
+                    rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary, unreadableLength: unreadableLength)
                 mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - walkStarted
                 count(mask)
+                if mask.wholesaleCount > 0 { slicedPositions += 1 }
                 bytes += mask.storageBytes
                 row.append(mask)
             }
@@ -134,7 +150,7 @@ public final class CompiledGrammar: Sendable {
         self.sharedRules = sharedRules
         self.statistics = Statistics(
             rules: automaton.rules.count, automatonStates: automaton.stateCount, positions: positions,
-            sharedPositions: sharedPositions, acceptedTokens: accepted, rejectedTokens: rejected, undecidedTokens: undecided, maskBytes: bytes,
+            sharedPositions: sharedPositions, slicedPositions: slicedPositions, acceptedTokens: accepted, rejectedTokens: rejected, undecidedTokens: undecided, maskBytes: bytes,
             automatonSeconds: automatonSeconds, maskSeconds: elapsed() - automatonSeconds)
     }
 
@@ -182,7 +198,7 @@ public final class CompiledGrammar: Sendable {
                     rule: automaton.names[rule], state: state, accepted: mask.acceptedCount, rejected: mask.rejectedCount,
                     undecided: mask.undecided.count, storageBytes: mask.storageBytes, form: form,
                     computeMicroseconds: sharedRules.contains(rule) ? 0 : Double(mask.computeNanoseconds) / 1000,
-                    isShared: sharedRules.contains(rule)))
+                    isShared: sharedRules.contains(rule), wholesaleAccepted: mask.wholesaleCount))
             }
         }
         return result

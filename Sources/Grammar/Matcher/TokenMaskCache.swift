@@ -25,6 +25,8 @@ struct _PositionMask: Sendable {
     var rejectedCount: Int
     /// How long the trie walk took (for researchers; not part of the mask's meaning).
     var computeNanoseconds: UInt64 = 0
+    /// Accepted tokens taken wholesale from a plain slice rather than walked (for researchers).
+    var wholesaleCount = 0
 
     var storageBytes: Int {
         let body: Int
@@ -39,8 +41,26 @@ struct _PositionMask: Sendable {
 extension _PositionMask {
     /// Walks the vocabulary trie from position `(rule, state)` with `rule`'s frame at the
     /// bottom of a scratch stack; popping past it is the "frontier".
-    static func compute(rule: Int32, state: Int32, automaton: _PushdownAutomaton, vocabulary: GrammarVocabulary) -> _PositionMask {
-        let trie = vocabulary.trie
+    ///
+    /// `unreadableLength` is the length of the shortest plain word `rule`'s byte edges cannot
+    /// read from `state` (`_PlainTextSlice.unreadableLengths(in:)`). Where it exceeds a slice's
+    /// longest token (inside string content, a key, a `.*` pattern), the slice's tokens are
+    /// accepted without a walk and only the vocabulary's other tokens are walked; `nil` walks
+    /// every token (the reference the tests compare against). Both give the same mask.
+    static func compute(
+        rule: Int32, state: Int32, automaton: _PushdownAutomaton, vocabulary: GrammarVocabulary, unreadableLength: Int32? = nil
+    ) -> _PositionMask {
+        if let unreadableLength, let slice = vocabulary.plainSlices.first(where: { $0.maximumLength < unreadableLength }) {
+            let (accepted, undecided) = walk(rule: rule, state: state, automaton: automaton, trie: slice.otherTrie)
+            return make(accepted: accepted, undecided: undecided, plain: slice, vocabulary: vocabulary)
+        }
+        let (accepted, undecided) = walk(rule: rule, state: state, automaton: automaton, trie: vocabulary.trie)
+        return make(accepted: accepted, undecided: undecided, plain: nil, vocabulary: vocabulary)
+    }
+
+    /// The tokens of `trie` that position `(rule, state)` accepts, and those it leaves
+    /// undecided (the rest are rejected).
+    static func walk(rule: Int32, state: Int32, automaton: _PushdownAutomaton, trie: TokenTrie) -> (accepted: [Int32], undecided: [Int32]) {
         var accepted: [Int32] = []
         var undecided: [Int32] = []
         func markSubtree(_ node: Int, into list: inout [Int32]) {
@@ -165,28 +185,55 @@ extension _PositionMask {
                 node += 1
             }
         }
-        return make(accepted: accepted, undecided: undecided, vocabulary: vocabulary)
+        return (accepted, undecided)
     }
 
-    /// Picks the smallest storage for the accepted set.
-    static func make(accepted: [Int32], undecided: [Int32], vocabulary: GrammarVocabulary) -> _PositionMask {
+    /// Picks the smallest storage for the accepted set: `accepted` plus, when `plain` is
+    /// given, every plain token (`accepted` then lists only other tokens).
+    static func make(accepted: [Int32], undecided: [Int32], plain: _PlainTextSlice?, vocabulary: GrammarVocabulary) -> _PositionMask {
         let textCount = vocabulary.tokenBytes.count - vocabulary.trie.emptyTokens.count
-        let rejectedCount = textCount - accepted.count - undecided.count
+        let acceptedCount = accepted.count + (plain?.tokens.count ?? 0)
+        let notAcceptedCount = textCount - acceptedCount
+        let rejectedCount = notAcceptedCount - undecided.count
         let bitsetBytes = (vocabulary.size + 31) / 32 * 4
         let form: Accepted
-        if accepted.count * 4 <= min(bitsetBytes, (rejectedCount + undecided.count) * 4) {
-            form = .listed(accepted.sorted())
-        } else if (rejectedCount + undecided.count) * 4 <= bitsetBytes {
-            var isAccepted = [Bool](repeating: false, count: vocabulary.size)
-            for token in accepted { isAccepted[Int(token)] = true }
-            var others: [Int32] = []
-            for (id, bytes) in vocabulary.tokenBytes.enumerated() where !bytes.isEmpty && !isAccepted[id] { others.append(Int32(id)) }
-            form = .allExcept(others)
+        if acceptedCount * 4 <= min(bitsetBytes, notAcceptedCount * 4) {
+            let sorted = accepted.sorted()
+            form = .listed(plain.map { mergedAscending($0.tokens, sorted) } ?? sorted)
         } else {
-            var words = [UInt32](repeating: 0, count: (vocabulary.size + 31) / 32)
+            var words = plain?.bitset ?? [UInt32](repeating: 0, count: (vocabulary.size + 31) / 32)
             for token in accepted { words[Int(token) >> 5] |= 1 << UInt32(token & 31) }
-            form = .bitset(words)
+            if notAcceptedCount * 4 <= bitsetBytes {
+                // The text tokens not accepted, ascending: the walked tokens (all of them, or
+                // the slice's others) whose bit is clear.
+                var others: [Int32] = []
+                others.reserveCapacity(notAcceptedCount)
+                func keep(_ token: Int32) {
+                    if words[Int(token) >> 5] & (1 << UInt32(token & 31)) == 0 { others.append(token) }
+                }
+                if let plain {
+                    for token in plain.others { keep(token) }
+                } else {
+                    for (id, bytes) in vocabulary.tokenBytes.enumerated() where !bytes.isEmpty { keep(Int32(id)) }
+                }
+                form = .allExcept(others)
+            } else {
+                form = .bitset(words)
+            }
         }
-        return _PositionMask(accepted: form, undecided: undecided.sorted(), acceptedCount: accepted.count, rejectedCount: rejectedCount)
+        return _PositionMask(
+            accepted: form, undecided: undecided.sorted(), acceptedCount: acceptedCount, rejectedCount: rejectedCount,
+            wholesaleCount: plain?.tokens.count ?? 0)
+    }
+
+    /// Two ascending, disjoint lists as one ascending list.
+    static func mergedAscending(_ a: [Int32], _ b: [Int32]) -> [Int32] {
+        var result: [Int32] = []
+        result.reserveCapacity(a.count + b.count)
+        var i = 0, j = 0
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && a[i] < b[j]) { result.append(a[i]); i += 1 } else { result.append(b[j]); j += 1 }
+        }
+        return result
     }
 }

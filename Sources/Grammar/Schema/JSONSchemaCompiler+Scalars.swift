@@ -11,6 +11,15 @@ extension _SchemaCompiler {
     /// pattern (or any text) bounded in length, intersected with the other patterns and the
     /// formats.
     mutating func quotedStringLanguage(_ node: _SchemaNode) throws(GrammarError) -> _DFA {
+        guard node.patterns.isEmpty, node.formats.isEmpty else { return try constrainedStringLanguage(node) }
+        let bounds = _LengthBounds(minimum: node.minimumLength, maximum: node.maximumLength)
+        if let known = boundedStringLanguages[bounds] { return known }
+        let language = try constrainedStringLanguage(node)
+        boundedStringLanguages[bounds] = language
+        return language
+    }
+
+    private mutating func constrainedStringLanguage(_ node: _SchemaNode) throws(GrammarError) -> _DFA {
         var characters = _CharacterNFA()
         var remaining = node.patterns
         var base: _Fragment? = nil
@@ -197,3 +206,10 @@ enum _Formats {
         return "[A-Za-z][A-Za-z0-9+.\\-]*:" + hierarchy + "(?:\\?" + tail + ")?(?:#" + tail + ")?"
     }()
 }
+
+/// A string's length bounds in characters (`minLength`, `maxLength`).
+struct _LengthBounds: Hashable {
+    var minimum: Int
+    var maximum: Int?
+}
+

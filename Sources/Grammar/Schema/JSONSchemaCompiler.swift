@@ -26,6 +26,9 @@ struct _SchemaCompiler {
     var rulesBySchema: [String: Int32] = [:]
     var anyValueRule: Int32?
     var anyStringRule: Int32?
+    /// Quoted-string automata of nodes with only length bounds, by (minimum, maximum): every
+    /// plain `"type": "string"` and every object's "any other key" share one construction.
+    var boundedStringLanguages: [_LengthBounds: _DFA] = [:]
 
     init(document: JSONValue, options: JSONSchemaOptions) {
         self.document = document
