@@ -53,7 +53,7 @@ import TypesetTestSupport
         #expect(outcome.invalidAccepted.isEmpty, "invalid instances accepted: \(outcome.invalidAccepted)")
         #expect(outcome.maskDisagreements.isEmpty, "\(outcome.maskDisagreements.prefix(10))")
         print("  valid rejected: \(outcome.validRejected)")
-        // Regression guards on coverage (measured: 175 of 368 compile, 390 of 407 valid accepted).
+        // Regression guards on coverage (measured: 176 of 368 compile, 391 of 408 valid accepted).
         #expect(outcome.compiled >= 170)
         #expect(outcome.validAccepted * 100 >= outcome.validTotal * 95)
     }
@@ -98,5 +98,37 @@ import TypesetTestSupport
         #expect(try matches(schema, #"{"kind":"a","x":1}"#))
         #expect(try matches(schema, #"{"kind":"c"}"#))
         #expect(try !matches(schema, #"{"kind":"d"}"#))
+    }
+}
+
+/// `$ref: "#name"` resolves location-independent identifiers, found only where a schema can
+/// stand.
+@Suite struct AnchorReferenceTests {
+    func matches(_ schema: String, _ text: String) throws -> Bool {
+        try Grammar(jsonSchema: schema).matches(text)
+    }
+
+    @Test func everySpellingOfAnAnchorResolves() throws {
+        for definition in [#"{"$anchor":"small","type":"integer","maximum":9}"#,
+                           ##"{"$id":"#small","type":"integer","maximum":9}"##,
+                           ##"{"id":"#small","type":"integer","maximum":9}"##] {
+            let schema = ##"{"$defs":{"s":"## + definition + ##"},"type":"array","items":{"$ref":"#small"}}"##
+            #expect(try matches(schema, "[1,2]"), "\(definition)")
+            #expect(try !matches(schema, "[10]"), "\(definition)")
+        }
+    }
+
+    @Test func onlySchemaPositionsDefineAnchors() {
+        // A property named `id`, an enum value and a default are not anchors.
+        for schema in [##"{"properties":{"id":{"type":"string"}},"items":{"$ref":"#x"}}"##,
+                       ##"{"anyOf":[{"enum":[{"$anchor":"x"}]},{"$ref":"#x"}]}"##,
+                       ##"{"default":{"id":"#x"},"items":{"$ref":"#x"}}"##] {
+            #expect(throws: GrammarError.self, "\(schema)") { try Grammar(jsonSchema: schema) }
+        }
+    }
+
+    @Test func anAnchorDefinedTwiceIsUnresolved() {
+        let schema = ##"{"$defs":{"a":{"$anchor":"x","type":"string"},"b":{"$anchor":"x","type":"integer"}},"$ref":"#x"}"##
+        #expect(throws: GrammarError.self) { try Grammar(jsonSchema: schema) }
     }
 }

@@ -30,9 +30,13 @@ struct _SchemaCompiler {
     /// plain `"type": "string"` and every object's "any other key" share one construction.
     var boundedStringLanguages: [_LengthBounds: _DFA] = [:]
 
+    /// Subschemas by anchor name (`$anchor`, `"$id": "#name"`), for `$ref: "#name"`.
+    let anchors: [String: _Subschema]
+
     init(document: JSONValue, options: JSONSchemaOptions) {
         self.document = document
         self.options = options
+        self.anchors = _SchemaAnchors.collect(in: document)
     }
 
     mutating func compile() throws(GrammarError) -> Grammar {
@@ -112,13 +116,17 @@ struct _SchemaCompiler {
         return a.merged(with: b)
     }
 
-    /// The subschema a `$ref` points to (JSON pointers within this document only).
+    /// The subschema a `$ref` points to within this document: a JSON pointer (`#/$defs/a`)
+    /// or an anchor name (`#a`).
     func resolve(_ reference: String, at pointer: String) throws(GrammarError) -> _Subschema {
         guard reference.hasPrefix("#") else { throw .unresolvedReference(reference: reference, pointer: pointer) }
         var value = document
         let path = _Pointer.percentDecoded(String(reference.dropFirst()))
         if !path.isEmpty {
-            guard path.hasPrefix("/") else { throw .unresolvedReference(reference: reference, pointer: pointer) }
+            guard path.hasPrefix("/") else {
+                guard let anchored = anchors[path] else { throw .unresolvedReference(reference: reference, pointer: pointer) }
+                return anchored
+            }
             for token in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map({ _Pointer.unescape(String($0)) }) {
                 switch value {
                 case .object:
