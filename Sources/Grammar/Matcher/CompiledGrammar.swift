@@ -119,7 +119,8 @@ public final class CompiledGrammar: Sendable {
                 }
             }
             var row: [_PositionMask?] = []
-            // Computed for the rule once one of its positions reads plain characters.
+            // Computed for the rule once one of its positions reads every plain first byte (the
+            // cheap test rules out numbers and literals); then known for all its states.
             var unreadableLengths: [Int32]?
             for state in 0 ..< dfa.stateCount {
                 guard standing[state], dfa.outgoingBytes(Int32(state)) != ByteSet() || !dfa.ruleEdges[state].isEmpty else {
@@ -128,13 +129,13 @@ public final class CompiledGrammar: Sendable {
                 }
                 if elapsed() > budget.seconds { throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(budget.seconds)) }
                 let walkStarted = DispatchTime.now().uptimeNanoseconds
-                var unreadableLength: Int32?
-                if !vocabulary.plainSlices.isEmpty, _PlainTextSlice.readsEveryPlainFirstByte(from: Int32(state), in: dfa) {
-                    if unreadableLengths == nil { unreadableLengths = _PlainTextSlice.unreadableLengths(in: dfa) }
-                    unreadableLength = unreadableLengths?[state]
+                if unreadableLengths == nil, !vocabulary.plainSlices.isEmpty,
+                   _PlainTextSlice.readsEveryPlainFirstByte(from: Int32(state), in: dfa) {
+                    unreadableLengths = _PlainTextSlice.unreadableLengths(in: dfa)
                 }
                 var mask = _PositionMask.compute(
-                    rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary, unreadableLength: unreadableLength)
+                    rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary,
+                    unreadableLength: unreadableLengths?[state])
                 mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - walkStarted
                 count(mask)
                 if mask.wholesaleCount > 0 { slicedPositions += 1 }

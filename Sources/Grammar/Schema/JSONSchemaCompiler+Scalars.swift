@@ -212,4 +212,3 @@ struct _LengthBounds: Hashable {
     var minimum: Int
     var maximum: Int?
 }
-
