@@ -1,8 +1,9 @@
 import Foundation
+import Tokenizer
 
 /// How the next token is chosen from the model's logits.
 ///
-/// The steps run in llama.cpp's default order: repetition penalty, then top-k, top-p and min-p
+/// The steps run in llama.cpp's default order: repetition penalty and DRY, then top-k, top-p and min-p
 /// on the resulting distribution, then temperature, then a draw from what is left. A
 /// temperature of 0 (or below) picks the most likely token (greedy; ties go to the lowest id).
 public struct SamplingOptions: Sendable, Equatable {
@@ -18,12 +19,14 @@ public struct SamplingOptions: Sendable, Equatable {
     public var repetitionPenalty: Float
     /// How many recent tokens the repetition penalty looks at.
     public var repetitionWindow: Int
+    /// The penalty on tokens that extend a repeated sequence (`nil`: off).
+    public var dry: DRYPenalty?
     /// The random seed: the same seed, options, model and prompt give the same tokens.
     public var seed: UInt64
 
     public init(
         temperature: Float = 0, topK: Int? = nil, topP: Float? = nil, minP: Float? = nil,
-        repetitionPenalty: Float = 1, repetitionWindow: Int = 64, seed: UInt64 = 0
+        repetitionPenalty: Float = 1, repetitionWindow: Int = 64, dry: DRYPenalty? = nil, seed: UInt64 = 0
     ) {
         self.temperature = temperature
         self.topK = topK
@@ -31,6 +34,7 @@ public struct SamplingOptions: Sendable, Equatable {
         self.minP = minP
         self.repetitionPenalty = repetitionPenalty
         self.repetitionWindow = repetitionWindow
+        self.dry = dry
         self.seed = seed
     }
 
@@ -42,10 +46,22 @@ public struct SamplingOptions: Sendable, Equatable {
 public struct Sampler: Sendable {
     public let options: SamplingOptions
     private var random: _SplitMix64
+    /// Which token ids are DRY sequence breakers (empty: none is).
+    private let breakers: [Bool]
 
+    /// A sampler whose DRY penalty, if any, knows no sequence breakers.
     public init(options: SamplingOptions) {
         self.options = options
         self.random = _SplitMix64(seed: options.seed)
+        self.breakers = []
+    }
+
+    /// A sampler for `vocabulary`'s tokens: its DRY penalty, if any, stops at the tokens whose
+    /// text contains a sequence breaker (found once, here: one pass over the vocabulary).
+    public init(options: SamplingOptions, vocabulary: Vocabulary) {
+        self.options = options
+        self.random = _SplitMix64(seed: options.seed)
+        self.breakers = options.dry.map { $0.breakerTokens(in: vocabulary) } ?? []
     }
 
     /// The next token for `logits` (one per vocabulary entry) after `history` (the tokens so
@@ -56,6 +72,13 @@ public struct Sampler: Sendable {
         if options.repetitionPenalty != 1 {
             for token in Set(history.suffix(options.repetitionWindow)) where token >= 0 && token < logits.count {
                 logits[token] = logits[token] > 0 ? logits[token] / options.repetitionPenalty : logits[token] * options.repetitionPenalty
+            }
+        }
+        if let dry = options.dry {
+            let breakers = self.breakers
+            for (token, amount) in dry.penalties(after: history, isBreaker: { $0 < breakers.count && breakers[$0] })
+            where token >= 0 && token < logits.count {
+                logits[token] -= amount
             }
         }
         if options.temperature <= 0 {

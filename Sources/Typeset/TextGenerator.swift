@@ -74,7 +74,7 @@ public final class TextGenerator {
         let prefillStart = clock.now
         var logits = try model.evaluate(Array(prompt[reused...]), cache: cache, threadCount: threadCount)
         let prefillSeconds = (clock.now - prefillStart).seconds
-        var sampler = Sampler(options: sampling)
+        var sampler = Sampler(options: sampling, vocabulary: tokenizer.vocabulary)
         var history = prompt
         var generated: [Int] = []
         var stopReason = StopReason.maxTokens

@@ -51,6 +51,15 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Penalty for repeating recent tokens (1: none).")
     var repetitionPenalty: Float?
 
+    @Option(help: "DRY penalty on tokens that extend a repeated sequence (0: off; 0.8 is llama.cpp's suggestion).")
+    var dryMultiplier: Float?
+
+    @Option(help: "DRY: growth of the penalty per further repeated token.")
+    var dryBase: Float = 1.75
+
+    @Option(help: "DRY: repeats shorter than this go unpenalized.")
+    var dryAllowedLength = 2
+
     @Option(help: "Random seed for sampling.")
     var seed: UInt64?
 
@@ -67,6 +76,9 @@ struct Run: AsyncParsableCommand {
         guard maxTokens > 0 else { throw ValidationError("--max-tokens must be positive") }
         guard threads > 0 else { throw ValidationError("--threads must be positive") }
         guard context > 0 else { throw ValidationError("--context must be positive") }
+        guard dryMultiplier ?? 0 >= 0, dryBase > 1, dryAllowedLength >= 1 else {
+            throw ValidationError("DRY needs --dry-multiplier ≥ 0, --dry-base > 1 and --dry-allowed-length ≥ 1")
+        }
     }
 
     func run() async throws {
@@ -76,6 +88,7 @@ struct Run: AsyncParsableCommand {
         let schemaText = try schema.map { try String(contentsOfFile: $0, encoding: .utf8) }
         let options = GenerationOptions(
             temperature: temperature, topP: topP, minP: minP, topK: topK, repetitionPenalty: repetitionPenalty,
+            dry: dryMultiplier.map { DRYPenalty(multiplier: $0, base: dryBase, allowedLength: dryAllowedLength) },
             seed: seed, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: !noSchemaInPrompt)
         let conversation = runner.createConversation(systemPrompt: system)
         for try await response in conversation.generateResponse(to: prompt, options: options) {

@@ -395,6 +395,18 @@ import TypesetTestSupport
         #expect(Self.buildError("a{1000}") == nil)
     }
 
+    /// Counted repetitions of a multi-byte class come out minimal even past a few thousand
+    /// states. The minimal automaton of `[^.]{m,n}` over UTF-8 has, per count below `n`, eight
+    /// states (a character's start; after a lead byte E0, ED, F0 or F4, whose next byte is
+    /// restricted; with one, two or three free continuation bytes to go) and one final state
+    /// for `n` (Myhill–Nerode: the residuals differ in length or in the bytes they allow).
+    @Test func countedRepetitionsAreMinimal() throws {
+        for upper in [90, 250] {
+            let dfa = try Self.compile("[^.]{10,\(upper)}", search: false)
+            #expect(dfa.stateCount == 8 * upper + 1, "[^.]{10,\(upper)}")
+        }
+    }
+
     @Test func expandedSizeAndNestingHaveBudgets() {
         guard case .budgetExceeded? = Self.buildError("(a{1000}){1000}") else {
             Issue.record("nested repetitions should exceed the size budget")

@@ -60,6 +60,81 @@ import TypesetTestSupport
     }
 }
 
+/// The DRY penalty against its definition, evaluated by brute force: a candidate's repeat
+/// length is the longest `n` such that the last `n` tokens, followed by the candidate, occur
+/// earlier in the window, with no breaker among them.
+@Suite struct DRYPenaltyTests {
+    static func referenceLengths(_ history: [Int], window: Int?, breakers: Set<Int>) -> [Int: Int] {
+        let end = history.count
+        let start = window.map { max(0, end - $0) } ?? 0
+        var longest: [Int: Int] = [:]
+        guard let last = history.last, !breakers.contains(last) else { return [:] }
+        for n in 1 ... min(end - 1, DRYPenalty.maximumMatchLength) {
+            let tail = history[(end - n)...]
+            if tail.contains(where: breakers.contains) { break }
+            for first in start ..< end - n where first + n <= end - 1 {
+                let candidate = history[first + n]
+                if !breakers.contains(candidate), history[first ..< first + n].elementsEqual(tail) {
+                    longest[candidate] = max(longest[candidate] ?? 0, n)
+                }
+            }
+        }
+        return longest
+    }
+
+    @Test(arguments: 0 ..< 6) func penaltiesMatchTheDefinition(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        let dry = DRYPenalty(multiplier: 0.8, base: 1.75, allowedLength: 2, window: seed % 2 == 0 ? nil : 40)
+        let breakers: Set<Int> = [0]
+        for _ in 0 ..< 200 {
+            // A small alphabet and pasted copies make long repeats common.
+            var history = (0 ..< Int.random(in: 2 ... 30, using: &random)).map { _ in Int.random(in: 0 ... 4, using: &random) }
+            if history.count > 6 {
+                let from = Int.random(in: 0 ..< history.count - 3, using: &random)
+                history += history[from ..< min(history.count, from + Int.random(in: 2 ... 60, using: &random))]
+            }
+            let expected = Self.referenceLengths(history, window: dry.window, breakers: breakers)
+                .filter { $0.value >= dry.allowedLength }
+                .mapValues { dry.multiplier * pow(dry.base, Float($0 - dry.allowedLength)) }
+            let penalties = dry.penalties(after: history, isBreaker: breakers.contains)
+            #expect(Set(penalties.keys) == Set(expected.keys), "\(history)")
+            for (token, amount) in expected {
+                #expect(abs((penalties[token] ?? 0) - amount) <= amount * 1e-5, "\(history), token \(token)")
+            }
+        }
+    }
+
+    /// Greedy decoding that would copy a phrase takes the runner-up once the copy is long
+    /// enough, and only then; a multiplier of 0 turns DRY off.
+    @Test func greedyDecodingLeavesALongCopy() {
+        let history = [5, 6, 7, 8, 9, 1, 5, 6, 7, 8]  // "5 6 7 8" again: 9 would extend a 4-token repeat
+        var logits = [Float](repeating: 0, count: 10)
+        logits[9] = 2.5
+        logits[3] = 1.0
+        var dry = Sampler(options: SamplingOptions(dry: DRYPenalty()))
+        // Penalty on 9: 0.8 × 1.75² = 2.45 → 0.05 < 1.0.
+        #expect(dry.sample(logits, history: history) == 3)
+        // A 2-token repeat (penalty 0.8) leaves 9 ahead.
+        #expect(dry.sample(logits, history: [7, 8, 9, 1, 7, 8]) == 9)
+        var off = Sampler(options: SamplingOptions(dry: DRYPenalty(multiplier: 0)))
+        #expect(off.sample(logits, history: history) == 9)
+    }
+
+    /// Breakers come from the vocabulary's text: SmolLM2's tokens containing a newline, a
+    /// colon, a quote or an asterisk, found here by a substring search on their UTF-8 text.
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func breakersAreTheTokensContainingABreakerText() throws {
+        let vocabulary = try Vocabulary(metadata: try GGUFFile(contentsOf: TestModels.smolLM2Path).metadata)
+        let breakers = DRYPenalty.standard.breakerTokens(in: vocabulary)
+        let expected = (0 ..< vocabulary.count).map { id in
+            let text = String(decoding: vocabulary.bytes(of: id), as: UTF8.self)
+            return ["\n", ":", "\"", "*"].contains { text.range(of: $0, options: .literal) != nil }
+        }
+        #expect(breakers == expected)
+        #expect(breakers.filter { $0 }.count > 100)
+    }
+}
+
 @Suite struct TextGeneratorTests {
     /// A ChatML prompt for SmolLM2, written out (control tokens parsed in the markup only).
     static func chatML(system: String?, user: String, tokenizer: Tokenizer) -> [Int] {

@@ -14,6 +14,9 @@ public struct GenerationOptions: Sendable, Equatable {
     public var topK: Int?
     /// Divides positive (multiplies negative) logits of recently seen tokens; 1 is none.
     public var repetitionPenalty: Float?
+    /// Lowers tokens that would extend a sequence already in the context (prompt included),
+    /// the more the longer the repeat; see ``DRYPenalty``. `nil` or a multiplier of 0: off.
+    public var dry: DRYPenalty?
     /// Seed of the sampler's random generator: same seed, options, model and prompt, same reply.
     public var seed: UInt64?
     /// The most tokens the reply may have. `nil`: until the model stops or the context is full.
@@ -52,7 +55,7 @@ public struct GenerationOptions: Sendable, Equatable {
 
     public init(
         temperature: Float? = nil, topP: Float? = nil, minP: Float? = nil, topK: Int? = nil,
-        repetitionPenalty: Float? = nil, seed: UInt64? = nil, maxTokens: Int? = nil,
+        repetitionPenalty: Float? = nil, dry: DRYPenalty? = nil, seed: UInt64? = nil, maxTokens: Int? = nil,
         jsonSchema: String? = nil, injectSchemaIntoPrompt: Bool = true,
         schemaOptions: JSONSchemaOptions = .generation, closesWithinMaxTokens: Bool = true,
         enableThinking: Bool? = nil, functionCallFormat: FunctionCallFormat = .hermes,
@@ -63,6 +66,7 @@ public struct GenerationOptions: Sendable, Equatable {
         self.minP = minP
         self.topK = topK
         self.repetitionPenalty = repetitionPenalty
+        self.dry = dry
         self.seed = seed
         self.maxTokens = maxTokens
         self.jsonSchema = jsonSchema
@@ -82,6 +86,7 @@ public struct GenerationOptions: Sendable, Equatable {
         result.minP = minP ?? defaults.minP
         result.topK = topK ?? defaults.topK
         result.repetitionPenalty = repetitionPenalty ?? defaults.repetitionPenalty
+        result.dry = dry ?? defaults.dry
         result.seed = seed ?? defaults.seed
         result.maxTokens = maxTokens ?? defaults.maxTokens
         result.enableThinking = enableThinking ?? defaults.enableThinking
@@ -92,7 +97,7 @@ public struct GenerationOptions: Sendable, Equatable {
     var sampling: SamplingOptions {
         SamplingOptions(
             temperature: temperature ?? 0, topK: topK, topP: topP, minP: minP,
-            repetitionPenalty: repetitionPenalty ?? 1, seed: seed ?? 0)
+            repetitionPenalty: repetitionPenalty ?? 1, dry: dry.flatMap { $0.multiplier > 0 ? $0 : nil }, seed: seed ?? 0)
     }
 }
 

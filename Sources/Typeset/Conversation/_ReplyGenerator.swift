@@ -57,7 +57,7 @@ struct _ReplyGenerator {
         var logits = try evaluate(Array(prompt[reused...]) + opening)
         let decodeStart = clock.now
 
-        var sampler = Sampler(options: options.sampling)
+        var sampler = Sampler(options: options.sampling, vocabulary: vocabulary)
         var history = prompt + opening
         var completionTokens = opening.count
         let maxTokens = options.maxTokens ?? Int.max
