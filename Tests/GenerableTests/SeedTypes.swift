@@ -51,6 +51,41 @@ enum CuisineType {
     case indian
 }
 
+@Generable struct RecipeRecommendation {
+    @Guide(description: "The name of the dish")
+    let name: String
+
+    @Guide(description: "Brief cooking instructions")
+    let instructions: String
+
+    @Guide(description: "The cuisine type this recipe belongs to")
+    let cuisine: CuisineType
+}
+
+@Generable
+struct BookRecommendation {
+    @Guide(description: "The book title")
+    let title: String
+
+    @Guide(description: "Author name")
+    let author: String
+
+    @Guide(description: "Brief description")
+    let description: String
+}
+
+/// The chapter's regex example. Its second pattern is printed as `/^d{2}:d{2}$/` (the
+/// backslashes lost in typesetting); the intent, two digits, a colon, two digits, is written
+/// here.
+@Generable
+struct RecipeMetadata {
+    @Guide(description: "Recipe difficulty level", /^(Easy|Medium|Hard)$/)
+    let difficulty: String
+
+    @Guide(description: "Prep time in HH:MM format", /^\d{2}:\d{2}$/)
+    let prepTime: String
+}
+
 @Generable
 struct RecipeDetails {
     @Guide(description: "A clear recipe name, maximum 60 characters")

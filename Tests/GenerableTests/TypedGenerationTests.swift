@@ -124,6 +124,23 @@ struct TypedGenerationTests {
         #expect((1...10).contains(insight.emotional.intensity))
     }
 
+    @Test func recipeRecommendation() async throws {
+        let recipe = try await generate(RecipeRecommendation.self, "Suggest a quick weeknight dinner.").content
+        #expect(!recipe.name.isEmpty && !recipe.instructions.isEmpty)
+    }
+
+    @Test func bookRecommendation() async throws {
+        let book = try await generate(BookRecommendation.self, "Recommend a book about Swift programming.").content
+        #expect(!book.title.isEmpty && !book.author.isEmpty)
+    }
+
+    /// The chapter's regex guides hold in the value (checked here by Swift's own regex engine).
+    @Test func recipeMetadataFollowsItsPatterns() async throws {
+        let metadata = try await generate(RecipeMetadata.self, "Describe the metadata of a simple pancake recipe.").content
+        #expect(metadata.difficulty.wholeMatch(of: /Easy|Medium|Hard/) != nil, "\(metadata.difficulty)")
+        #expect(metadata.prepTime.wholeMatch(of: /[0-9]{2}:[0-9]{2}/) != nil, "\(metadata.prepTime)")
+    }
+
     @Test func dynamicSchemaResponse() async throws {
         let menu = DynamicGenerationSchema(name: "Menu", properties: [
             .init(name: "dailySoup", schema: DynamicGenerationSchema(name: "Soup", anyOf: ["Tomato", "Chicken Noodle", "Clam Chowder"])),
@@ -179,6 +196,38 @@ struct TypedGenerationTests {
         #expect(conversation.history.last?.content == response.rawContent.jsonString)
     }
 
+    /// The blog's unit test of the tool: no model, just Swift (the macro's memberwise
+    /// `Arguments` initializer, the tool's own output).
+    @Test func theBlogsToolIsTestableWithoutAModel() async throws {
+        let tool = BrewHistoryTool(ratings: ["espresso": [4, 2]])
+        let output = try await tool.call(arguments: .init(method: "espresso"))
+        #expect(output.contains("3"))  // (4 + 2) / 2
+    }
+
+    /// The blog's session as written (instructions, tools, default options, so the model
+    /// decides): SmolLM2 calls the tool on its own, each call's output is fed back before the
+    /// model goes on, and the session ends with a BrewSummary. (What a 135M model writes as
+    /// the method is its own affair, "tool calling is a capability, not a command", as the
+    /// blog says.)
+    @Test func theBlogsSessionCallsTheToolOnItsOwn() async throws {
+        let tool = BrewHistoryTool(ratings: ["espresso": [4, 2]])
+        let conversation = try runner().createConversation(
+            systemPrompt: "Summarize the brew, and compare it to the user's usual when relevant.", tools: [tool])
+        let response = try await conversation.respond(
+            to: "Espresso this morning: sharp, sour, thin body. Summarize the brew.", generating: BrewSummary.self, options: Self.options)
+        let methods = tool.calls.methods.withLock { $0 }
+        #expect(!methods.isEmpty)
+        // request, then (call, output) pairs, then the answer.
+        let messages = response.messages
+        #expect(messages.count == 2 + 2 * methods.count)
+        for (index, method) in methods.enumerated() {
+            #expect(messages[1 + 2 * index].functionCalls.first?.name == "lookUpAverageRating")
+            #expect(messages[2 + 2 * index].role == .tool && messages[2 + 2 * index].content.contains("average \(method) rating"))
+        }
+        #expect(messages.last?.content == response.rawContent.jsonString)
+        #expect((1...5).contains(response.content.rating))
+    }
+
     @Test func automaticToolUseStillEndsInAValue() async throws {
         let conversation = try runner().createConversation(tools: [BrewHistoryTool(ratings: [:])])
         let response = try await conversation.respond(to: "A V60 of a Kenyan coffee: juicy and sweet. Summarize it.", generating: BrewSummary.self,
@@ -199,14 +248,73 @@ struct TypedGenerationTests {
     }
 
     @Test func aValueCutShortIsATypedErrorWithTheText() async throws {
-        let conversation = try runner().createConversation()
+        // Too few tokens for any CatProfile: the budget steering sees it and stops at once.
         var options = Self.options
         options.maxTokens = 3
         await #expect {
-            _ = try await conversation.respond(to: "Generate a cat", generating: CatProfile.self, options: options)
+            _ = try await runner().createConversation().respond(to: "Generate a cat", generating: CatProfile.self, options: options)
         } throws: { error in
             guard case GenerationError.incompleteValue(let reason, _) = error else { return false }
             return reason == .constraint
         }
+        // Without the steering the reply is cut mid-value, and the text so far comes with the
+        // error: the opening of a CatProfile.
+        options.maxTokens = 6
+        options.closesWithinMaxTokens = false
+        var raw: String?
+        await #expect {
+            _ = try await runner().createConversation().respond(to: "Generate a cat", generating: CatProfile.self, options: options)
+        } throws: { error in
+            guard case GenerationError.incompleteValue(.constraint, let text) = error else { return false }
+            raw = text
+            return true
+        }
+        let text = try #require(raw)
+        #expect(text.hasPrefix(#"{""#) && (try? JSONValue(parsing: text)) == nil, "\(text)")
     }
+
+    /// A value that fits the schema but not the type's own check is a decoding failure that
+    /// carries the generated JSON.
+    @Test func aValueTheTypeRefusesIsATypedErrorWithTheJSON() async throws {
+        let conversation = try runner().createConversation()
+        var raw: String?
+        await #expect {
+            _ = try await conversation.respond(to: "Name a fruit.", generating: HexColor.self, options: Self.options)
+        } throws: { error in
+            guard case GenerationError.decodingFailure(.typeMismatch(expected: "#RRGGBB", found: _, pointer: ""), let text) = error else { return false }
+            raw = text
+            return true
+        }
+        let text = try #require(raw)
+        #expect(conversation.history.last?.content == text)
+        guard case .string(let fruit)? = try? JSONValue(parsing: text) else {
+            Issue.record("the raw content is not a JSON string: \(text)")
+            return
+        }
+        #expect(!fruit.isEmpty && !fruit.hasPrefix("#"))
+    }
+}
+
+/// A color the schema leaves as any string and the type itself checks (a conformance written
+/// by hand, as a library user may).
+struct HexColor: Generable {
+    var red, green, blue: UInt8
+    static var generationSchema: GenerationSchema { String.generationSchema }
+
+    init(_ content: GeneratedContent) throws {
+        let text = try String(content)
+        let digits = Array(text.utf8.dropFirst())
+        guard text.utf8.first == UInt8(ascii: "#"), digits.count == 6, let value = UInt32(String(decoding: digits, as: UTF8.self), radix: 16) else {
+            throw GeneratedContentError.typeMismatch(expected: "#RRGGBB", found: text, pointer: "")
+        }
+        (red, green, blue) = (UInt8(value >> 16), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF))
+    }
+
+    var generatedContent: GeneratedContent {
+        ("#" + [red, green, blue].map { String($0, radix: 16).leftPadded(to: 2) }.joined()).generatedContent
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -17,11 +17,12 @@ import Testing
 
     @Test func identicalStringPropertiesShareTheirMasks() throws {
         // Three plain strings (two followed by ',' and one by '}'), one bounded string, and
-        // strings inside an array (followed by ',' or ']').
+        // strings inside an array (followed by ',' or ']'). `name` and `note` differ by more
+        // than annotations (which alone would make them one rule), not in their automaton.
         let schema = #"""
         {"type":"object","properties":{
-          "name":{"type":"string","description":"who"},
-          "note":{"type":"string","title":"what"},
+          "name":{"type":"string","minLength":0},
+          "note":{"type":"string","pattern":""},
           "tags":{"type":"array","items":{"type":"string"}},
           "code":{"type":"string","maxLength":3},
           "last":{"type":"string"}},
@@ -35,6 +36,14 @@ import Testing
         var matcher = GrammarMatcher(compiled)
         let accepted = matcher.accept(bytes: Array(#"{"name":"ab","note":"a\"b","tags":["x","é"],"code":"abc","last":""}"#.utf8))
         #expect(accepted && matcher.canTerminate)
+    }
+
+    /// Subschemas that differ only in annotations are one rule (and one set of masks).
+    @Test func annotationsDoNotMakeANewRule() throws {
+        let schema = #"{"type":"array","prefixItems":[{"type":"string","description":"a"},{"type":"string","title":"b","examples":["x"]}],"items":false}"#
+        let grammar = try Grammar(jsonSchema: schema)
+        let plain = try Grammar(jsonSchema: #"{"type":"array","prefixItems":[{"type":"string"},{"type":"string"}],"items":false}"#)
+        #expect(grammar.rules.count == plain.rules.count)
     }
 
     @Test func differentFollowSetsDoNotShare() throws {

@@ -69,7 +69,7 @@ struct _Compiler {
             guard let range = line.range(of: "// error: ") else { continue }
             expected.insert("\(index + 1): \(line[range.upperBound...])")
         }
-        #expect(expected.count == 15)
+        #expect(expected.count == 17)
         let output = try _Compiler.typecheck("Diagnostics.swift", extraArguments: [])
         #expect(output.status != 0)
         var reported: Set<String> = []

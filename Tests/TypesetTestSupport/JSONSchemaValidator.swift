@@ -8,7 +8,9 @@ import Foundation
 /// Keywords: `type`, `enum`, `const`, `properties`, `required`, `additionalProperties`,
 /// `items`, `prefixItems`, `minItems`, `maxItems`, `minimum`, `maximum`, `exclusiveMinimum`,
 /// `exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern`, `format` (date,
-/// date-time, uri), `anyOf`, `oneOf`, `allOf`, `$ref` to `#/…` pointers and `$defs`.
+/// date-time, uri), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
+/// `dependentRequired`, `dependentSchemas`, `dependencies`, `minProperties`,
+/// `maxProperties`, `$ref` to `#/…` pointers and `$defs`.
 /// Annotations are ignored. Any other keyword is reported as a failure, so a schema the
 /// validator does not understand can never pass silently.
 public struct JSONSchemaValidator {
@@ -85,7 +87,7 @@ public struct JSONSchemaValidator {
                 let length = string.unicodeScalars.count
                 if keyword == "minLength" ? length < bound : length > bound { fail("length \(length) violates \(keyword) \(bound)") }
             case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-                guard !(value is Bool), let number = (value as? NSNumber)?.doubleValue, let bound = (rule as? NSNumber)?.doubleValue else { continue }
+                guard !Self.isBoolean(value), let number = (value as? NSNumber)?.doubleValue, let bound = (rule as? NSNumber)?.doubleValue else { continue }
                 let ok: Bool
                 switch keyword {
                 case "minimum": ok = number >= bound
@@ -95,7 +97,7 @@ public struct JSONSchemaValidator {
                 }
                 if !ok { fail("\(number) violates \(keyword) \(bound)") }
             case "multipleOf":
-                guard !(value is Bool), let number = (value as? NSNumber)?.doubleValue, let factor = (rule as? NSNumber)?.doubleValue else { continue }
+                guard !Self.isBoolean(value), let number = (value as? NSNumber)?.doubleValue, let factor = (rule as? NSNumber)?.doubleValue else { continue }
                 let quotient = number / factor
                 if abs(quotient - quotient.rounded()) > 1e-9 { fail("\(number) is not a multiple of \(factor)") }
             case "pattern":
@@ -117,10 +119,35 @@ public struct JSONSchemaValidator {
                 case "oneOf": if passing != 1 { fail("\(passing) oneOf alternatives match") }
                 default: if passing != alternatives.count { fail("an allOf member fails") }
                 }
+            case "not":
+                if passes(value, rule, at: pointer, depth: depth) { fail("matches the 'not' schema") }
+            case "if":
+                let branch = passes(value, rule, at: pointer, depth: depth) ? schema["then"] : schema["else"]
+                if let branch { validate(value, against: branch, at: pointer, into: &problems, depth: depth + 1) }
+            case "then", "else":
+                continue  // read with "if"
+            case "dependentRequired", "dependentSchemas", "dependencies":
+                guard let object = value as? [String: Any], let entries = rule as? [String: Any] else { continue }
+                for (name, dependency) in entries where object[name] != nil {
+                    if let names = dependency as? [String] {
+                        for other in names where object[other] == nil { fail("\(name) requires \(other)") }
+                    } else {
+                        validate(value, against: dependency, at: pointer, into: &problems, depth: depth + 1)
+                    }
+                }
+            case "minProperties", "maxProperties":
+                guard let object = value as? [String: Any], let bound = (rule as? NSNumber)?.intValue else { continue }
+                if keyword == "minProperties" ? object.count < bound : object.count > bound { fail("\(object.count) properties violates \(keyword) \(bound)") }
             default:
                 fail("the validator does not know keyword \(keyword)")
             }
         }
+    }
+
+    private func passes(_ value: Any, _ schema: Any, at pointer: String, depth: Int) -> Bool {
+        var nested: [String] = []
+        validate(value, against: schema, at: pointer, into: &nested, depth: depth + 1)
+        return nested.isEmpty
     }
 
     private func resolve(_ reference: String) -> Any? {

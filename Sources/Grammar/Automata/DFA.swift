@@ -171,55 +171,24 @@ struct _DFA: Sendable {
         return _DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
     }
 
-    /// Merges equivalent states (Moore's partition refinement over byte classes: bytes
-    /// that every state treats alike are one symbol). States keep breadth-first order from
-    /// the start, so equal languages give equal automata.
-    ///
-    /// Moore needs one round per symbol of the longest distinguishing word, each costing
-    /// states × byte classes: a counted repetition such as `[^.]{10,90}` (a few thousand
-    /// states, a hundred rounds) is cheap, a long chain of many states is not. Refinement
-    /// stops once it has examined `minimizationWorkLimit` (state, symbol) cells, and the
-    /// automaton is then left as it is (still deterministic and trimmed; only larger than
-    /// necessary, which costs mask precomputation time, never correctness).
+    /// Merges equivalent states: Hopcroft's partition refinement, over byte classes (bytes
+    /// that every state treats alike are one symbol) and one symbol per called rule, with a
+    /// dead state added so every symbol goes somewhere. O(symbols × n log n): a counted chain
+    /// such as `[^.]{10,1000}` (thousands of states, each split off one round after the next
+    /// in Moore's refinement) costs no more than its size. States keep breadth-first order
+    /// from the start, so equal languages give equal automata.
     func minimized() -> _DFA {
         let count = stateCount
         guard count > 1 else { return self }
-        let representatives = byteClassRepresentatives()
-        var work = 0
-        var classes = isFinal.map { $0 ? Int32(1) : 0 }
-        var classCount = Set(classes).count
-        struct Signature: Hashable {
-            var own: Int32
-            var bytes: [Int32]
-            var rules: [RuleEdge]
-        }
-        var row = [Int32](repeating: -1, count: representatives.count)
-        while true {
-            work += count * (representatives.count + 1)
-            guard work <= Self.minimizationWorkLimit else { return self }
-            var signatures: [Signature: Int32] = [:]
-            signatures.reserveCapacity(classCount * 2)
-            var refined = [Int32](repeating: 0, count: count)
-            for state in 0 ..< count {
-                for (index, byte) in representatives.enumerated() {
-                    let target = transitions[state << 8 | byte]
-                    row[index] = target >= 0 ? classes[Int(target)] : -1
-                }
-                let rules = ruleEdges[state].map { RuleEdge(rule: $0.rule, target: classes[Int($0.target)]) }
-                let signature = Signature(own: classes[state], bytes: row, rules: rules)
-                if let known = signatures[signature] {
-                    refined[state] = known
-                } else {
-                    let id = Int32(signatures.count)
-                    signatures[signature] = id
-                    refined[state] = id
-                }
-            }
-            classes = refined
-            if signatures.count == classCount { break }
-            classCount = signatures.count
-        }
-        // Rebuild on classes, numbered breadth-first from the start's class.
+        let classes = _Hopcroft(self).partition()
+        return quotient(classes)
+    }
+
+    /// The automaton of the classes of `classes` (one per state; equivalent states share a
+    /// class), renumbered breadth-first from the start's class.
+    func quotient(_ classes: [Int32]) -> _DFA {
+        let count = stateCount
+        let classCount = Int((classes.max() ?? -1) + 1)
         var representative = [Int](repeating: -1, count: classCount)
         for state in 0 ..< count where representative[Int(classes[state])] < 0 { representative[Int(classes[state])] = state }
         var renumber = [Int32](repeating: -1, count: classCount)
@@ -254,11 +223,6 @@ struct _DFA: Sendable {
         }
         return _DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
     }
-
-    /// The most (state, byte class) cells Moore's refinement examines, over all its rounds,
-    /// before it gives up (about a second and a half of work on the machines we measure on;
-    /// `[^.]{10,250}`, 7,000 states before and 2,001 after, takes 0.6 s).
-    static let minimizationWorkLimit = 60_000_000
 
     /// One byte of each class of bytes that every state sends to the same place.
     func byteClassRepresentatives() -> [Int] {

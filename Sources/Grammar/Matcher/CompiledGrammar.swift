@@ -85,6 +85,9 @@ public final class CompiledGrammar: Sendable {
         // properties) have the same masks state for state: the first computes, the others share.
         var terminalRows: [_TerminalRuleSignature: Int] = [:]
         var sharedRules: Set<Int> = []
+        // Positions with equal masks (a long string's states far from its length bounds) keep
+        // one copy: the arrays are shared, only the first counts in `maskBytes`.
+        var distinctMasks: [_MaskContent: _PositionMask] = [:]
         func count(_ mask: _PositionMask) {
             accepted += mask.acceptedCount
             rejected += mask.rejectedCount
@@ -139,7 +142,14 @@ public final class CompiledGrammar: Sendable {
                 mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - walkStarted
                 count(mask)
                 if mask.wholesaleCount > 0 { slicedPositions += 1 }
-                bytes += mask.storageBytes
+                let content = _MaskContent(accepted: mask.accepted, undecided: mask.undecided)
+                if let stored = distinctMasks[content] {
+                    mask.accepted = stored.accepted
+                    mask.undecided = stored.undecided
+                } else {
+                    distinctMasks[content] = mask
+                    bytes += mask.storageBytes
+                }
                 row.append(mask)
             }
             masks.append(row)
@@ -204,6 +214,12 @@ public final class CompiledGrammar: Sendable {
         }
         return result
     }
+}
+
+/// A position mask's meaning (without its statistics), for keeping one copy of equal masks.
+struct _MaskContent: Hashable {
+    let accepted: _PositionMask.Accepted
+    let undecided: [Int32]
 }
 
 /// What decides a terminal rule's masks: its automaton (byte transitions and final states; a

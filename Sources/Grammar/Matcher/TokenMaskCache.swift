@@ -12,7 +12,7 @@
 /// Accepted tokens are stored in whichever form is smallest: their list, the list of the
 /// other tokens (rejected), or a bitset.
 struct _PositionMask: Sendable {
-    enum Accepted: Sendable {
+    enum Accepted: Sendable, Hashable {
         case listed([Int32])
         /// Every text token except these (the rejected and undecided ones).
         case allExcept([Int32])

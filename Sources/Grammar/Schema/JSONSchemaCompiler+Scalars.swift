@@ -11,8 +11,9 @@ extension _SchemaCompiler {
     /// pattern (or any text) bounded in length, intersected with the other patterns and the
     /// formats.
     mutating func quotedStringLanguage(_ node: _SchemaNode) throws(GrammarError) -> _DFA {
-        guard node.patterns.isEmpty, node.formats.isEmpty else { return try constrainedStringLanguage(node) }
-        let bounds = _LengthBounds(minimum: node.minimumLength, maximum: node.maximumLength)
+        guard node.patterns.isEmpty, node.formats.isEmpty, node.excludedPatterns.isEmpty,
+              !node.excludedValues.contains(where: \.isString) else { return try constrainedStringLanguage(node) }
+        let bounds = _LengthBounds(minimum: node.minimumLength, maximum: tightenedMaximumLength(node))
         if let known = boundedStringLanguages[bounds] { return known }
         let language = try constrainedStringLanguage(node)
         boundedStringLanguages[bounds] = language
@@ -28,15 +29,15 @@ extension _SchemaCompiler {
             base = try characterLanguage(first.pattern, search: true, pointer: first.pointer, into: &characters)
         }
         let content = base ?? characters.star(characters.symbol(.all))
-        var bounded = content
-        if node.minimumLength > 0 || node.maximumLength != nil {
-            let bound = node.maximumLength ?? node.minimumLength
-            guard bound <= options.repetitionLimit else {
-                throw .budgetExceeded(what: "string length bound at \(node.pointer)", limit: options.repetitionLimit)
+        let maximumLength = tightenedMaximumLength(node)
+        let isBounded = node.minimumLength > 0 || maximumLength != nil
+        if isBounded {
+            let bound = max(maximumLength ?? 0, node.minimumLength)
+            guard bound <= min(options.repetitionLimit, options.stringLengthLimit) else {
+                throw .budgetExceeded(what: "string length bound at \(node.pointer)", limit: min(options.repetitionLimit, options.stringLengthLimit))
             }
-            bounded = characters.boundingLength(content, minimum: node.minimumLength, maximum: node.maximumLength)
         }
-        var language = try quoted(bounded, of: characters)
+        var language = try quoted(content, of: characters)
         var constraints: [(pattern: String, pointer: String, search: Bool)] = remaining.map { ($0.pattern, $0.pointer, true) }
         for (format, pointer) in node.formats {
             guard let pattern = _Formats.pattern(for: format) else {
@@ -51,7 +52,36 @@ extension _SchemaCompiler {
             let other = try quoted(fragment, of: automaton)
             language = try budgeted { () throws(_DFA.TooLarge) in try language.intersection(other) }
         }
+        // Complements (from `not`): strings matching an excluded pattern, excluded strings.
+        for excluded in node.excludedPatterns where !language.isEmptyLanguage {
+            var automaton = _CharacterNFA()
+            guard let fragment = try characterLanguage(excluded.pattern, search: true, pointer: excluded.pointer, into: &automaton) else { continue }
+            let other = try quoted(fragment, of: automaton)
+            language = try budgeted { () throws(_DFA.TooLarge) in try language.subtracting(other) }
+        }
+        let excludedStrings = node.excludedValues.compactMap { value -> [UInt8]? in
+            if case .string(let text) = value { return _Lowering.jsonStringLiteral(text) }
+            return nil
+        }
+        if !excludedStrings.isEmpty, !language.isEmptyLanguage {
+            let literals = try literalsLanguage(excludedStrings)
+            language = try budgeted { () throws(_DFA.TooLarge) in try language.subtracting(literals) }
+        }
+        if isBounded {
+            let unbounded = language
+            let bounded = try budgeted { () throws(_DFA.TooLarge) in
+                try _QuotedStringLength.bounded(unbounded, minimum: node.minimumLength, maximum: maximumLength, stateLimit: 1 << 16)
+            }
+            guard let bounded else { throw .invalidSchema(pointer: node.pointer, message: "string automaton is not over quoted JSON strings") }
+            language = bounded
+        }
         return language
+    }
+
+    /// `maxLength`, tightened to `stringLengthLimit` (when `minLength` leaves room for that).
+    func tightenedMaximumLength(_ node: _SchemaNode) -> Int? {
+        guard let maximum = node.maximumLength else { return nil }
+        return maximum > options.stringLengthLimit && node.minimumLength <= options.stringLengthLimit ? options.stringLengthLimit : maximum
     }
 
     /// A pattern's character automaton; `nil` when a lenient compilation drops it.
@@ -87,12 +117,16 @@ extension _SchemaCompiler {
             }
             return best
         }
+        var filters = _NumericFilters()
         var multiple: _Decimal? = nil
         if node.multipleOf.count > 1 {
-            // Several divisors: only when one is a multiple of all the others.
+            // Several divisors: one that is a multiple of all the others, or all of them.
             let divisors = node.multipleOf.compactMap { _Decimal($0) }
             multiple = divisors.first { candidate in divisors.allSatisfy { candidate.isMultiple(of: $0) } }
-            if multiple == nil { try report("multipleOf", node.pointer, "several multipleOf values without a common one in the schema") }
+            if multiple == nil {
+                multiple = divisors.first
+                filters.requiredMultiples = Array(divisors.dropFirst())
+            }
         } else if let only = node.multipleOf.first {
             multiple = _Decimal(only)
         }
@@ -103,13 +137,22 @@ extension _SchemaCompiler {
             if minimum == nil, exclusiveMinimum == nil { minimum = -limit }
             if maximum == nil, exclusiveMaximum == nil { maximum = limit }
         }
+        for value in node.excludedValues {
+            if case .number(let text) = value, let decimal = _Decimal(text) { filters.excludedValues.append(decimal) }
+        }
+        for text in node.excludedMultiples {
+            guard let decimal = _Decimal(text), decimal.isPositive else { throw .invalidSchema(pointer: node.pointer, message: "bad multipleOf \(text)") }
+            filters.excludedMultiples.append(decimal)
+        }
         do {
             if integer {
                 return try _NumberLanguage.integer(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
-                                                   exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, into: &grammar.automaton)
+                                                   exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, filters: filters,
+                                                   into: &grammar.automaton)
             }
             return try _NumberLanguage.number(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
-                                              exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, into: &grammar.automaton)
+                                              exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, filters: filters,
+                                              into: &grammar.automaton)
         } catch {
             if case .unsupportedKeyword(let keyword, _, let reason) = error {
                 try report(keyword, node.pointer, reason)

@@ -56,7 +56,38 @@ extension _SchemaCompiler {
     /// `{` members `}`: declared properties in declaration order (required ones mandatory),
     /// then any number of other members allowed by `patternProperties` and
     /// `additionalProperties`, with `minProperties`/`maxProperties` counted in the states.
+    ///
+    /// Names are ordered by where the document declares them (`propertyOrder`), so `allOf`
+    /// parts and `anyOf` alternatives keep their place. Required names with no declaration
+    /// (`required` alone, or a dependency's trigger) have no place in the document: up to
+    /// three of them may come in any order (a union over their orders), more follow the order
+    /// in which `required` lists them.
     mutating func objectFragment(_ node: _SchemaNode) throws(GrammarError) -> _Fragment {
+        var names = node.properties.map(\.name)
+        for name in node.required where !names.contains(name) { names.append(name) }
+        let placed = names.filter { node.propertyOrder[$0] != nil }
+        let unplaced = names.filter { node.propertyOrder[$0] == nil }
+        let sorted = placed.enumerated().sorted { a, b in
+            let x = node.propertyOrder[a.element]!, y = node.propertyOrder[b.element]!
+            return x != y ? x.lexicographicallyPrecedes(y) : a.offset < b.offset
+        }.map(\.element)
+        let orders = unplaced.count > 1 && unplaced.count <= 3 ? Self.permutations(of: unplaced) : [unplaced]
+        var pieces: [_Fragment] = []
+        for order in orders { pieces.append(try objectFragment(node, names: sorted + order)) }
+        return pieces.count == 1 ? pieces[0] : grammar.automaton.union(pieces)
+    }
+
+    static func permutations(of names: [String]) -> [[String]] {
+        guard names.count > 1 else { return [names] }
+        return names.indices.flatMap { index in
+            var rest = names
+            let first = rest.remove(at: index)
+            return permutations(of: rest).map { [first] + $0 }
+        }
+    }
+
+    /// The object with its declared members written in the order of `names`.
+    private mutating func objectFragment(_ node: _SchemaNode, names: [String]) throws(GrammarError) -> _Fragment {
         // Names matched by a pattern also take the pattern's schema.
         var patternKeys: [(dfa: _DFA, schemas: [_Subschema])] = []
         for (pattern, schemas) in node.patternProperties {
@@ -64,11 +95,13 @@ extension _SchemaCompiler {
         }
         let nameFilter = try propertyNameLanguage(node)
         var declared: [(name: String, schemas: [_Subschema], required: Bool)] = []
-        var names = node.properties.map(\.name)
-        for name in node.required where !names.contains(name) { names.append(name) }
         for name in names {
             let literal = _Lowering.jsonStringLiteral(name)
             let isRequired = node.required.contains(name)
+            if node.forbiddenProperties.contains(name) {
+                if isRequired { return grammar.automaton.nothing() }
+                continue
+            }
             if let nameFilter, !nameFilter.accepts(literal) {
                 if isRequired { return grammar.automaton.nothing() }
                 continue
@@ -87,7 +120,7 @@ extension _SchemaCompiler {
         }
         // Other members: keys outside the declared names, grouped by the schema they get.
         var extraGroups: [(key: _DFA, schemas: [_Subschema])] = []
-        let declaredNames = try literalsLanguage(declared.map { _Lowering.jsonStringLiteral($0.name) } + names.map { _Lowering.jsonStringLiteral($0) })
+        let declaredNames = try literalsLanguage((names + node.forbiddenProperties).map { _Lowering.jsonStringLiteral($0) })
         var claimed = declaredNames
         for (index, pattern) in patternKeys.enumerated() {
             var key = try budgeted { () throws(_DFA.TooLarge) in try pattern.dfa.subtracting(claimed) }

@@ -7,6 +7,7 @@ extension _SchemaCompiler {
     mutating func admits(_ value: JSONValue, _ node: _SchemaNode, depth: Int) throws(GrammarError) -> Bool? {
         guard depth <= options.referenceDepthLimit else { return nil }
         if let values = node.values, !values.contains(value) { return false }
+        if node.excludes(value) { return false }
         if !node.anyOf.isEmpty || !node.oneOf.isEmpty {
             var rest = node
             let isOneOf = rest.anyOf.isEmpty
@@ -22,6 +23,17 @@ extension _SchemaCompiler {
             }
             if unknown { return nil }
             return isOneOf ? matches == 1 : matches > 0
+        }
+        if let (rest, alternatives) = try splitConditionalAssertion(node, depth: depth) {
+            var unknown = false
+            for alternative in alternatives {
+                switch try admits(value, rest.merged(with: alternative), depth: depth + 1) {
+                case true?: return true
+                case nil: unknown = true
+                case false?: break
+                }
+            }
+            return unknown ? nil : false
         }
         let type: _JSONType
         switch value {
@@ -59,6 +71,7 @@ extension _SchemaCompiler {
             if members.count < node.minimumProperties { return false }
             if let maximum = node.maximumProperties, members.count > maximum { return false }
             for name in node.required where !members.contains(where: { $0.0 == name }) { return false }
+            if members.contains(where: { node.forbiddenProperties.contains($0.0) }) { return false }
             if !node.patternProperties.isEmpty || !node.propertyNames.isEmpty { return nil }
             for (name, member) in members {
                 let schemas = node.schemas(forProperty: name)

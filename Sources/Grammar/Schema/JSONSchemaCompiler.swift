@@ -29,6 +29,8 @@ struct _SchemaCompiler {
     /// Quoted-string automata of nodes with only length bounds, by (minimum, maximum): every
     /// plain `"type": "string"` and every object's "any other key" share one construction.
     var boundedStringLanguages: [_LengthBounds: _DFA] = [:]
+    /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
+    var alternativesExpanded = 0
 
     /// Subschemas by anchor name (`$anchor`, `"$id": "#name"`), for `$ref: "#name"`.
     let anchors: [String: _Subschema]
@@ -48,14 +50,23 @@ struct _SchemaCompiler {
 
     /// The rule matching `schema`'s values (shared by every equal subschema).
     mutating func rule(for schema: _Subschema, name: String? = nil) throws(GrammarError) -> Int32 {
-        let key = schema.value.compactText
+        let assertions = Self.withoutAnnotations(schema.value)
+        let key = assertions.compactText
         if let known = rulesBySchema[key] { return known }
-        if schema.value == .bool(true) || schema.value == .object([]) { return try anyValue() }
+        if assertions == .bool(true) || assertions == .object([]) { return try anyValue() }
         let rule = grammar.declareRule(grammar.uniqueName(name ?? Self.ruleName(schema.pointer)))
         rulesBySchema[key] = rule
         let body = try fragment(for: schema, depth: 0)
         grammar.define(rule, as: body)
         return rule
+    }
+
+    /// The schema without its own annotation members (`title`, `description`, `examples`…),
+    /// which do not change what it admits: subschemas that differ only there share a rule.
+    /// (Nested subschemas keep theirs; each is a rule of its own and sheds them there.)
+    static func withoutAnnotations(_ value: JSONValue) -> JSONValue {
+        guard case .object(let members) = value, members.contains(where: { _SchemaNode.annotations.contains($0.0) }) else { return value }
+        return .object(members.filter { !_SchemaNode.annotations.contains($0.0) })
     }
 
     static func ruleName(_ pointer: String) -> String {
@@ -85,13 +96,14 @@ struct _SchemaCompiler {
         case .bool(false): return nil
         case .object(let members):
             var reports: [(String, String, String)] = []
-            var node = try _SchemaNode(parsing: members, pointer: schema.pointer) { keyword, pointer, reason throws(GrammarError) in
+            var node = try _SchemaNode(parsing: members, pointer: schema.pointer, order: schema.order) { keyword, pointer, reason throws(GrammarError) in
                 reports.append((keyword, pointer, reason))
             }
             for (keyword, pointer, reason) in reports { try report(keyword, pointer, reason) }
             if let reference = node.reference {
                 node.reference = nil
-                let target = try resolve(reference.target, at: reference.pointer)
+                var target = try resolve(reference.target, at: reference.pointer)
+                target.order = schema.order + [members.firstIndex { $0.0 == "$ref" } ?? 0]
                 guard let targetNode = try resolvedNode(target, depth: depth + 1) else { return nil }
                 node = try merge(node, targetNode)
             }
@@ -164,7 +176,10 @@ struct _SchemaCompiler {
         if !node.anyOf.isEmpty || !node.oneOf.isEmpty {
             let isOneOf = node.anyOf.isEmpty
             let alternatives = isOneOf ? node.oneOf.removeFirst() : node.anyOf.removeFirst()
-            if isOneOf { try checkDisjoint(alternatives, pointer: node.pointer, depth: depth) }
+            if isOneOf {
+                let overlaps = try overlappingAlternatives(alternatives, depth: depth)
+                if !overlaps.isEmpty { return try exactlyOne(of: alternatives, rest: node, overlaps: overlaps, depth: depth) }
+            }
             var pieces: [_Fragment] = []
             if node.isUnconstrained {
                 for alternative in alternatives { pieces.append(grammar.automaton.rule(try rule(for: alternative))) }
@@ -173,6 +188,16 @@ struct _SchemaCompiler {
                     guard let alternativeNode = try resolvedNode(alternative, depth: depth + 1) else { continue }
                     pieces.append(try fragment(for: try merge(node, alternativeNode), depth: depth + 1))
                 }
+            }
+            return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
+        }
+        // Distribute `not`, `if` and dependencies the same way, over their alternatives.
+        if let (rest, alternatives) = try splitConditionalAssertion(node, depth: depth) {
+            var pieces: [_Fragment] = []
+            for alternative in alternatives {
+                let merged = try merge(rest, alternative)
+                if merged.types?.isEmpty == true { continue }
+                pieces.append(try fragment(for: merged, depth: depth + 1))
             }
             return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
         }
@@ -187,9 +212,11 @@ struct _SchemaCompiler {
         }
         let types = node.types ?? Set(_JSONType.allCases)
         var pieces: [_Fragment] = []
-        if types.contains(.null) { pieces.append(grammar.automaton.literal(Array("null".utf8))) }
+        if types.contains(.null), !node.excludes(.null) { pieces.append(grammar.automaton.literal(Array("null".utf8))) }
         if types.contains(.boolean) {
-            pieces.append(grammar.automaton.union([grammar.automaton.literal(Array("true".utf8)), grammar.automaton.literal(Array("false".utf8))]))
+            for value in [true, false] where !node.excludes(.bool(value)) {
+                pieces.append(grammar.automaton.literal(Array((value ? "true" : "false").utf8)))
+            }
         }
         if types.contains(.number) {
             pieces.append(try numberFragment(node, integer: false))
@@ -244,10 +271,32 @@ struct _SchemaCompiler {
         grammar.automaton.literal(Array(String(character).utf8))
     }
 
-    /// `oneOf` is compiled as `anyOf` only when no value can match two alternatives: their
-    /// JSON types differ, or both are objects and one requires a property the other forbids,
-    /// or both require a property whose `const`/`enum` values differ (a discriminator).
-    mutating func checkDisjoint(_ alternatives: [_Subschema], pointer: String, depth: Int) throws(GrammarError) {
+    /// `oneOf` where some alternatives may match one value: each alternative together with the
+    /// negation of every other it may overlap (`A ∧ ¬B ∨ ¬A ∧ B ∨ C` when only `A` and `B`
+    /// overlap). A negation that cannot be built makes the `oneOf` unsupported, with the reason.
+    mutating func exactlyOne(of alternatives: [_Subschema], rest: _SchemaNode, overlaps: [(Int, Int)], depth: Int) throws(GrammarError) -> _Fragment {
+        let pointer = rest.pointer
+        let why = "alternatives \(overlaps[0].0) and \(overlaps[0].1) may both match a value"
+        var pieces: [_Fragment] = []
+        for (index, alternative) in alternatives.enumerated() {
+            guard var node = try resolvedNode(alternative, depth: depth + 1) else { continue }
+            let others = overlaps.compactMap { pair in pair.0 == index ? pair.1 : pair.1 == index ? pair.0 : nil }
+            node.negations += others.sorted().map { alternatives[$0] }
+            do {
+                pieces.append(try fragment(for: try merge(rest, node), depth: depth + 1))
+            } catch .unsupportedKeyword(let keyword, let at, let reason) {
+                throw .unsupportedKeyword(keyword: "oneOf", pointer: pointer,
+                                          reason: why + ", and 'exactly one' needs the negation of each: \(keyword) at \(at): \(reason)")
+            }
+        }
+        return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
+    }
+
+    /// Two alternatives of a `oneOf` that may both match a value, or `nil` when no value can
+    /// match two (so the `oneOf` is an `anyOf`): their JSON types differ, or both are objects
+    /// and one requires a property the other forbids, or both require a property whose
+    /// `const`/`enum` values differ (a discriminator).
+    mutating func overlappingAlternatives(_ alternatives: [_Subschema], depth: Int) throws(GrammarError) -> [(Int, Int)] {
         var nodes: [_SchemaNode?] = []
         var footprints: [Set<_JSONType>] = []
         for alternative in alternatives {
@@ -256,27 +305,28 @@ struct _SchemaCompiler {
             if let values = node.values { types = Set(values.map { _JSONType(rawValue: $0.typeName) ?? .number }) }
             if types.contains(.number) { types.insert(.integer) }
             if types.contains(.integer) { types.insert(.number) }
-            if !node.anyOf.isEmpty || !node.oneOf.isEmpty { types = Set(_JSONType.allCases) }
             nodes.append(node)
             footprints.append(types)
         }
+        var overlaps: [(Int, Int)] = []
         for i in footprints.indices {
             for j in footprints.indices where j > i {
                 let shared = footprints[i].intersection(footprints[j])
                 if shared.isEmpty { continue }
                 if shared == [.object], let a = nodes[i], let b = nodes[j], try objectsAreDisjoint(a, b, depth: depth) { continue }
-                try report("oneOf", pointer, "alternatives \(i) and \(j) may both match a value, and 'exactly one' cannot be enforced")
-                return
+                overlaps.append((i, j))
             }
         }
+        return overlaps
     }
 
     /// Whether no object satisfies both nodes, by a required property the other forbids or a
     /// required discriminator property with disjoint constant values.
     mutating func objectsAreDisjoint(_ a: _SchemaNode, _ b: _SchemaNode, depth: Int) throws(GrammarError) -> Bool {
         func forbids(_ node: _SchemaNode, _ name: String) -> Bool {
-            !node.admitsUndeclaredProperties(options)
-                && node.patternProperties.isEmpty && !node.properties.contains(where: { $0.name == name })
+            node.forbiddenProperties.contains(name)
+                || (!node.admitsUndeclaredProperties(options)
+                    && node.patternProperties.isEmpty && !node.properties.contains(where: { $0.name == name }))
         }
         if a.required.contains(where: { forbids(b, $0) }) || b.required.contains(where: { forbids(a, $0) }) { return true }
         for name in a.required where b.required.contains(name) {
@@ -336,5 +386,7 @@ extension _SchemaNode {
             && properties.isEmpty && required.isEmpty && patternProperties.isEmpty && additionalProperties == nil
             && propertyNames.isEmpty && minimumProperties == 0 && maximumProperties == nil
             && anyOf.isEmpty && oneOf.isEmpty && allOf.isEmpty && reference == nil
+            && negations.isEmpty && conditionals.isEmpty && dependencies.isEmpty
+            && excludedValues.isEmpty && excludedPatterns.isEmpty && excludedMultiples.isEmpty && forbiddenProperties.isEmpty
     }
 }

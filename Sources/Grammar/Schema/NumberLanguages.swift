@@ -333,8 +333,8 @@ enum _NumberLanguage {
     ///   Pointers are left empty for the caller to fill in.
     static func integer(minimum: _Decimal? = nil, exclusiveMinimum: _Decimal? = nil,
                         maximum: _Decimal? = nil, exclusiveMaximum: _Decimal? = nil,
-                        multipleOf: _Decimal? = nil, into automaton: inout _ByteNFA,
-                        stateLimit: Int = stateLimit) throws(GrammarError) -> _Fragment {
+                        multipleOf: _Decimal? = nil, filters: _NumericFilters = _NumericFilters(),
+                        into automaton: inout _ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> _Fragment {
         let divisibility = try multipleOf.map { (value) throws(GrammarError) in try _Divisibility(integersMultipleOf: value, stateLimit: stateLimit) }
         let range = _NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
@@ -354,7 +354,8 @@ enum _NumberLanguage {
         if let divisibility {
             languages.append(try determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: false, into: &$0) })
         }
-        return try intersection(of: languages, stateLimit: stateLimit).embeddedFragment(into: &automaton)
+        let language = try filters.applied(to: intersection(of: languages, stateLimit: stateLimit), allowsFraction: false, stateLimit: stateLimit)
+        return language.embeddedFragment(into: &automaton)
     }
 
     /// JSON numbers whose value satisfies every given keyword, as a fragment of `automaton`.
@@ -384,13 +385,13 @@ enum _NumberLanguage {
     ///   automaton passes `stateLimit` states. Pointers are left empty for the caller.
     static func number(minimum: _Decimal? = nil, exclusiveMinimum: _Decimal? = nil,
                        maximum: _Decimal? = nil, exclusiveMaximum: _Decimal? = nil,
-                       multipleOf: _Decimal? = nil, into automaton: inout _ByteNFA,
-                       stateLimit: Int = stateLimit) throws(GrammarError) -> _Fragment {
+                       multipleOf: _Decimal? = nil, filters: _NumericFilters = _NumericFilters(),
+                       into automaton: inout _ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> _Fragment {
         let divisibility = try multipleOf.map { (value) throws(GrammarError) in try _Divisibility(numbersMultipleOf: value, stateLimit: stateLimit) }
         let range = _NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
         guard !range.isEmpty else { return automaton.nothing() }
-        if range.lower == nil, range.upper == nil, divisibility == nil {
+        if range.lower == nil, range.upper == nil, divisibility == nil, filters.isEmpty {
             return try determinized(stateLimit: stateLimit) { $0.numberSyntax(allowsExponent: true) }
                 .embeddedFragment(into: &automaton)
         }
@@ -407,7 +408,8 @@ enum _NumberLanguage {
         if let divisibility {
             languages.append(try determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: true, into: &$0) })
         }
-        return try intersection(of: languages, stateLimit: stateLimit).embeddedFragment(into: &automaton)
+        let language = try filters.applied(to: intersection(of: languages, stateLimit: stateLimit), allowsFraction: true, stateLimit: stateLimit)
+        return language.embeddedFragment(into: &automaton)
     }
 
     // MARK: Bounds
@@ -477,7 +479,7 @@ enum _NumberLanguage {
     // MARK: Automata
 
     /// Builds a fragment in a fresh automaton and determinises it.
-    private static func determinized(stateLimit: Int, _ build: (inout _ByteNFA) -> _Fragment) throws(GrammarError) -> _DFA {
+    fileprivate static func determinized(stateLimit: Int, _ build: (inout _ByteNFA) -> _Fragment) throws(GrammarError) -> _DFA {
         var automaton = _ByteNFA()
         let fragment = build(&automaton)
         do {
@@ -501,7 +503,7 @@ enum _NumberLanguage {
         return result
     }
 
-    private static func budgetError(_ limit: Int) -> GrammarError {
+    fileprivate static func budgetError(_ limit: Int) -> GrammarError {
         .budgetExceeded(what: "states of a number automaton", limit: limit)
     }
 }
@@ -965,5 +967,72 @@ extension _DFA {
     /// The language as a fragment of `automaton`: `nothing()` when it is empty.
     fileprivate func embeddedFragment(into automaton: inout _ByteNFA) -> _Fragment {
         isEmptyLanguage ? automaton.nothing() : embed(into: &automaton)
+    }
+}
+
+
+/// Further conditions on a number language, each applied as an automaton product:
+/// multiples it must also be (a second `multipleOf`, as `allOf` merges them), values it must
+/// leave out (`not` of an `enum`/`const`) and multiples it must not be (`not` of a
+/// `multipleOf`, or of `"type": "integer"`, which is "not a multiple of 1").
+///
+/// An excluded value is subtracted from a language of exponent-free spellings: the spellings
+/// of one value are then the regular set `text(\.0+)?` (a whole number, and `-0` for zero) or
+/// `text0*`, whereas with exponents they would be infinite in a way no automaton counts
+/// ("10e-1", "100e-2", …). The languages filtered therefore never allow exponents.
+struct _NumericFilters: Sendable {
+    var requiredMultiples: [_Decimal] = []
+    var excludedValues: [_Decimal] = []
+    var excludedMultiples: [_Decimal] = []
+
+    var isEmpty: Bool { requiredMultiples.isEmpty && excludedValues.isEmpty && excludedMultiples.isEmpty }
+
+    /// `language` restricted accordingly. `allowsFraction` is false for integer languages
+    /// (whose only spelling of a value is its canonical one).
+    func applied(to language: _DFA, allowsFraction: Bool, stateLimit: Int) throws(GrammarError) -> _DFA {
+        func multiples(of value: _Decimal) throws(GrammarError) -> _DFA {
+            let divisibility = allowsFraction
+                ? try _Divisibility(numbersMultipleOf: value, stateLimit: stateLimit)
+                : try _Divisibility(integersMultipleOf: value, stateLimit: stateLimit)
+            return try _NumberLanguage.determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: allowsFraction, into: &$0) }
+        }
+        func combined(_ result: _DFA, _ other: _DFA, keep: Bool) throws(GrammarError) -> _DFA {
+            do {
+                return keep ? try result.intersection(other, stateLimit: stateLimit) : try result.subtracting(other, stateLimit: stateLimit)
+            } catch {
+                throw _NumberLanguage.budgetError(stateLimit)
+            }
+        }
+        var result = language
+        for multiple in requiredMultiples where !result.isEmptyLanguage {
+            result = try combined(result, try multiples(of: multiple), keep: true)
+        }
+        for value in excludedValues where !result.isEmptyLanguage {
+            let spellings = try _NumberLanguage.determinized(stateLimit: stateLimit) { Self.spellings(of: value, allowsFraction: allowsFraction, into: &$0) }
+            result = try combined(result, spellings, keep: false)
+        }
+        for multiple in excludedMultiples where !result.isEmptyLanguage {
+            result = try combined(result, try multiples(of: multiple), keep: false)
+        }
+        return result
+    }
+
+    /// Every exponent-free spelling of `value` (a superset is harmless: the extra strings are
+    /// not JSON numbers, and the language subtracted from has only JSON numbers).
+    static func spellings(of value: _Decimal, allowsFraction: Bool, into automaton: inout _ByteNFA) -> _Fragment {
+        let text = value.description
+        guard !text.contains("e") else { return automaton.nothing() }  // beyond any exponent-free language's digits
+        var parts: [_Fragment] = []
+        if value.isZero { parts.append(automaton.optional(automaton.literal("-".utf8))) }
+        parts.append(automaton.literal(text.utf8))
+        if allowsFraction {
+            let zero = automaton.bytes(ByteSet([UInt8(ascii: "0")]))
+            if value.isInteger {
+                parts.append(automaton.optional(automaton.sequence([automaton.literal(".".utf8), automaton.plus(zero)])))
+            } else {
+                parts.append(automaton.star(zero))
+            }
+        }
+        return automaton.sequence(parts)
     }
 }

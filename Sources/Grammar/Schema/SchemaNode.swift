@@ -2,11 +2,16 @@
 struct _Subschema: Sendable {
     var value: JSONValue
     var pointer: String
+    /// Where the subschema stands in the document, as the member and element indices on the
+    /// way to it (through `$ref`s as written at the referring site): properties merged from
+    /// several subschemas are written in this order (see `_SchemaNode.propertyOrder`).
+    var order: [Int] = []
 
     /// The conjunction of several subschemas as one (`allOf`), or the single one.
     static func all(_ parts: [_Subschema]) -> _Subschema {
         if parts.count == 1 { return parts[0] }
-        return _Subschema(value: .object([("allOf", .array(parts.map(\.value)))]), pointer: parts.first?.pointer ?? "#")
+        return _Subschema(value: .object([("allOf", .array(parts.map(\.value)))]), pointer: parts.first?.pointer ?? "#",
+                          order: parts.first?.order ?? [])
     }
 }
 
@@ -49,6 +54,10 @@ struct _SchemaNode: Sendable {
 
     // Objects
     var properties: [(name: String, schemas: [_Subschema])] = []
+    /// Where each property was first declared in the document (`_Subschema.order` of its
+    /// schema): an object merged from `allOf` parts and `anyOf` alternatives writes its
+    /// properties in document order, as a person reading the schema top to bottom would.
+    var propertyOrder: [String: [Int]] = [:]
     var required: [String] = []
     var patternProperties: [(pattern: String, schemas: [_Subschema])] = []
     /// `nil`: no `additionalProperties` (any value); else all of these.
@@ -62,6 +71,23 @@ struct _SchemaNode: Sendable {
     var oneOf: [[_Subschema]] = []
     var allOf: [_Subschema] = []
     var reference: (target: String, pointer: String)?
+    /// `not`: the value must fail each of these.
+    var negations: [_Subschema] = []
+    /// `if`/`then`/`else`: when the value passes `condition` it must pass `then`, else `otherwise`.
+    var conditionals: [_Conditional] = []
+    /// `dependentRequired`, `dependentSchemas` and draft-07 `dependencies`: when the object has
+    /// property `name`, it must pass `schema` (a `required` list is a schema too).
+    var dependencies: [(name: String, schema: _Subschema)] = []
+
+    // Complements, produced only by negating a schema (never parsed from one).
+    /// Values the node does not admit (scalars only: null, booleans, numbers, strings).
+    var excludedValues: [JSONValue] = []
+    /// Patterns (search semantics) no string may match.
+    var excludedPatterns: [(pattern: String, pointer: String)] = []
+    /// Numbers must not be multiples of any of these.
+    var excludedMultiples: [String] = []
+    /// Properties the object must not have.
+    var forbiddenProperties: [String] = []
 
     init(pointer: String) { self.pointer = pointer }
 
@@ -75,11 +101,6 @@ struct _SchemaNode: Sendable {
     /// Keywords that constrain values in ways a context-free grammar cannot (or this compiler
     /// does not) enforce.
     static let unsupported: [String: String] = [
-        "not": "negation of a schema is not a grammar operation",
-        "if": "conditional schemas are not supported",
-        "dependentRequired": "dependencies between properties are not supported",
-        "dependentSchemas": "dependencies between properties are not supported",
-        "dependencies": "dependencies between properties are not supported",
         "contains": "'contains' is not supported",
         "unevaluatedProperties": "'unevaluatedProperties' is not supported",
         "unevaluatedItems": "'unevaluatedItems' is not supported",
@@ -90,9 +111,10 @@ struct _SchemaNode: Sendable {
 
     /// Parses one schema object. `report` receives each keyword that cannot be enforced;
     /// it throws (strict) or records and returns (lenient).
-    init(parsing members: [(String, JSONValue)], pointer: String,
+    init(parsing members: [(String, JSONValue)], pointer: String, order: [Int] = [],
          report: (String, String, String) throws(GrammarError) -> Void) throws(GrammarError) {
         self.init(pointer: pointer)
+        var member = 0
         func invalid(_ keyword: String, _ message: String) -> GrammarError {
             .invalidSchema(pointer: pointer + "/" + _Pointer.escape(keyword), message: message)
         }
@@ -102,19 +124,21 @@ struct _SchemaNode: Sendable {
             }
             return integer
         }
-        func schema(_ keyword: String, _ value: JSONValue, _ suffix: String = "") -> _Subschema {
-            _Subschema(value: value, pointer: pointer + "/" + _Pointer.escape(keyword) + suffix)
+        func schema(_ keyword: String, _ value: JSONValue, _ suffix: String = "", element: Int? = nil) -> _Subschema {
+            _Subschema(value: value, pointer: pointer + "/" + _Pointer.escape(keyword) + suffix,
+                       order: order + [member] + (element.map { [$0] } ?? []))
         }
         func schemaList(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> [_Subschema] {
             guard case .array(let list) = value, !list.isEmpty else { throw invalid(keyword, "expected a non-empty array of schemas") }
-            return list.enumerated().map { schema(keyword, $0.element, "/\($0.offset)") }
+            return list.enumerated().map { schema(keyword, $0.element, "/\($0.offset)", element: $0.offset) }
         }
         func number(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> String {
             guard case .number(let text) = value else { throw invalid(keyword, "expected a number") }
             return text
         }
         let keywords = Set(members.map(\.0))
-        for (keyword, value) in members {
+        for (index, (keyword, value)) in members.enumerated() {
+            member = index
             switch keyword {
             case "type":
                 var set = Set<_JSONType>()
@@ -177,7 +201,10 @@ struct _SchemaNode: Sendable {
             case "maxItems": maximumItems = try count(keyword, value)
             case "properties":
                 guard case .object(let list) = value else { throw invalid(keyword, "expected an object") }
-                properties = list.map { ($0.0, [schema(keyword, $0.1, "/" + _Pointer.escape($0.0))]) }
+                properties = list.enumerated().map { index, entry in
+                    (entry.0, [schema(keyword, entry.1, "/" + _Pointer.escape(entry.0), element: index)])
+                }
+                for (index, entry) in list.enumerated() where propertyOrder[entry.0] == nil { propertyOrder[entry.0] = order + [member, index] }
             case "required":
                 guard case .array(let list) = value else { throw invalid(keyword, "expected an array of names") }
                 for name in list {
@@ -199,14 +226,40 @@ struct _SchemaNode: Sendable {
             case "$ref":
                 guard case .string(let target) = value else { throw invalid(keyword, "expected a string") }
                 reference = (target, pointer + "/$ref")
+            case "not":
+                negations.append(schema(keyword, value))
+            case "if":
+                // Without `then` and `else` it asserts nothing (an annotation).
+                guard keywords.contains("then") || keywords.contains("else") else { break }
+                conditionals.append(_Conditional(
+                    condition: schema(keyword, value),
+                    then: members.last { $0.0 == "then" }.map { schema("then", $0.1) },
+                    otherwise: members.last { $0.0 == "else" }.map { schema("else", $0.1) }))
             case "then", "else":
-                if keywords.contains("if") { try report("if", pointer, Self.unsupported["if"]!) }
+                break  // read with `if`; ignored without it, as the specification says
+            case "dependentRequired", "dependentSchemas", "dependencies":
+                guard case .object(let entries) = value else { throw invalid(keyword, "expected an object") }
+                for (entry, (name, dependency)) in entries.enumerated() {
+                    let position = order + [member, entry]
+                    let at = pointer + "/" + _Pointer.escape(keyword) + "/" + _Pointer.escape(name)
+                    switch dependency {
+                    case .array(let names):
+                        // A list of required names (`dependentRequired`, draft-07's array form).
+                        guard keyword != "dependentSchemas", names.allSatisfy({ if case .string = $0 { true } else { false } }) else {
+                            throw .invalidSchema(pointer: at, message: "expected an array of property names")
+                        }
+                        dependencies.append((name, _Subschema(value: .object([("required", dependency)]), pointer: at, order: position)))
+                    case .object, .bool:
+                        guard keyword != "dependentRequired" else { throw .invalidSchema(pointer: at, message: "expected an array of property names") }
+                        dependencies.append((name, _Subschema(value: dependency, pointer: at, order: position)))
+                    default:
+                        throw .invalidSchema(pointer: at, message: "expected a schema or an array of property names")
+                    }
+                }
             case "minContains", "maxContains":
                 if keywords.contains("contains") { try report(keyword, pointer, Self.unsupported["contains"]!) }
             case "uniqueItems":
                 if value == .bool(true) { try report(keyword, pointer, Self.unsupported[keyword]!) }
-            case "if":
-                if keywords.contains("then") || keywords.contains("else") {} // reported once, with then/else
             default:
                 if let reason = Self.unsupported[keyword] { try report(keyword, pointer, reason) }
                 // Anything else is an annotation or an unknown keyword: no effect on validity.
@@ -254,6 +307,10 @@ struct _SchemaNode: Sendable {
         var names = properties.map(\.name)
         for (name, _) in other.properties where !names.contains(name) { names.append(name) }
         result.properties = names.map { name in (name, schemas(forProperty: name) + other.schemas(forProperty: name)) }
+        for (name, position) in other.propertyOrder {
+            if let mine = result.propertyOrder[name], !position.lexicographicallyPrecedes(mine) { continue }
+            result.propertyOrder[name] = position
+        }
         for name in other.required where !result.required.contains(name) { result.required.append(name) }
         result.patternProperties = patternProperties + other.patternProperties
         if additionalProperties != nil || other.additionalProperties != nil {
@@ -265,6 +322,13 @@ struct _SchemaNode: Sendable {
         result.anyOf += other.anyOf
         result.oneOf += other.oneOf
         result.allOf += other.allOf
+        result.negations += other.negations
+        result.conditionals += other.conditionals
+        result.dependencies += other.dependencies
+        result.excludedValues += other.excludedValues
+        result.excludedPatterns += other.excludedPatterns
+        result.excludedMultiples += other.excludedMultiples
+        for name in other.forbiddenProperties where !result.forbiddenProperties.contains(name) { result.forbiddenProperties.append(name) }
         return result
     }
 
@@ -280,6 +344,13 @@ struct _SchemaNode: Sendable {
     /// Whether merging with another node changes the meaning of properties this node leaves
     /// to `additionalProperties`/`patternProperties` (so the merge above is not exact).
     var constrainsUndeclaredProperties: Bool { additionalProperties != nil || !patternProperties.isEmpty }
+}
+
+/// One `if`/`then`/`else`: a missing branch is the `true` schema.
+struct _Conditional: Sendable {
+    var condition: _Subschema
+    var then: _Subschema?
+    var otherwise: _Subschema?
 }
 
 /// JSON Pointer helpers (RFC 6901).

@@ -15,7 +15,10 @@ public struct GenerationOptions: Sendable, Equatable {
     /// Divides positive (multiplies negative) logits of recently seen tokens; 1 is none.
     public var repetitionPenalty: Float?
     /// Lowers tokens that would extend a sequence already in the context (prompt included),
-    /// the more the longer the repeat; see ``DRYPenalty``. `nil` or a multiplier of 0: off.
+    /// the more the longer the repeat; see ``DRYPenalty``. `nil`: off for free text, and
+    /// ``DRYPenalty/standard`` for typed values and tool calls (`respond(to:generating:)`,
+    /// `streamResponse`, replies with tools), where small models otherwise loop on a phrase;
+    /// a multiplier of 0: off everywhere.
     public var dry: DRYPenalty?
     /// Seed of the sampler's random generator: same seed, options, model and prompt, same reply.
     public var seed: UInt64?

@@ -13,6 +13,8 @@ struct Unsupported {
     var unique: Set<String> // error: 'unique' cannot be generated: sets are not generable; use an array
     var name = "x" // error: 'name' needs a type annotation: @Generable reads each property's type
     let version: Int = 1 // error: 'version' is a constant with an initial value, so it cannot be generated; make it a 'var' or leave it out of the type
+    var anything: any Sendable // error: 'anything' cannot be generated: existential and opaque types are not generable; use a concrete @Generable type
+    var maybe: Int?? // error: 'maybe' cannot be generated: nested optionals are not generable
 }
 
 @Generable

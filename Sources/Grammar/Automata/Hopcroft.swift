@@ -1,0 +1,155 @@
+/// Hopcroft's DFA minimisation: the coarsest partition of the states that is stable under
+/// every symbol, found by splitting blocks against "splitters" (a block and a symbol) from a
+/// worklist and, after each split, queueing only the smaller half where the whole block was
+/// not already queued. Each state then enters the worklist O(log n) times per symbol.
+///
+/// Symbols are the automaton's byte classes and the rules its states call; a dead state
+/// (index `stateCount`) receives every missing transition, so the automaton is complete.
+struct _Hopcroft {
+    private let stateCount: Int
+    private let symbolCount: Int
+    /// Sources of the transitions into each state, per symbol, in compressed rows:
+    /// `sources[offsets[symbol * states + target] ..< offsets[… + 1]]`.
+    private var offsets: [Int32]
+    private var sources: [Int32]
+    private let isFinal: [Bool]
+
+    init(_ dfa: _DFA) {
+        let states = dfa.stateCount + 1  // + the dead state
+        let dead = Int32(dfa.stateCount)
+        let bytes = dfa.byteClassRepresentatives()
+        let rules = Array(Set(dfa.ruleEdges.flatMap { $0.map(\.rule) })).sorted()
+        stateCount = states
+        symbolCount = bytes.count + rules.count
+        isFinal = dfa.isFinal + [false]
+        // target(state, symbol), counted per (symbol, target) and laid out in rows.
+        func target(_ state: Int, _ symbol: Int) -> Int32 {
+            guard state < dfa.stateCount else { return dead }
+            if symbol < bytes.count {
+                let next = dfa.transitions[state << 8 | bytes[symbol]]
+                return next >= 0 ? next : dead
+            }
+            let rule = rules[symbol - bytes.count]
+            return dfa.ruleEdges[state].first { $0.rule == rule }?.target ?? dead
+        }
+        var counts = [Int32](repeating: 0, count: symbolCount * states + 1)
+        var targets = [Int32](repeating: 0, count: symbolCount * states)
+        for symbol in 0 ..< symbolCount {
+            for state in 0 ..< states {
+                let next = target(state, symbol)
+                targets[symbol * states + state] = next
+                counts[symbol * states + Int(next) + 1] += 1
+            }
+        }
+        for index in 1 ..< counts.count { counts[index] += counts[index - 1] }
+        var fill = counts
+        var sources = [Int32](repeating: 0, count: symbolCount * states)
+        for symbol in 0 ..< symbolCount {
+            for state in 0 ..< states {
+                let row = symbol * states + Int(targets[symbol * states + state])
+                sources[Int(fill[row])] = Int32(state)
+                fill[row] += 1
+            }
+        }
+        offsets = counts
+        self.sources = sources
+    }
+
+    /// The class of each state of the original automaton (the dead state left out), classes
+    /// numbered from 0.
+    func partition() -> [Int32] {
+        let states = stateCount
+        // Refinable partition: `elements` grouped by block, `position` inverts it.
+        var elements = [Int32](0 ..< Int32(states))
+        var position = [Int32](0 ..< Int32(states))
+        var blockOf = [Int32](repeating: 0, count: states)
+        var blockStart: [Int32] = []
+        var blockEnd: [Int32] = []
+        var marked: [Int32] = []  // per block: how many of its elements are marked (moved to its front)
+        // Initial blocks: final and non-final states.
+        let finals = (0 ..< states).filter { isFinal[$0] }
+        let others = (0 ..< states).filter { !isFinal[$0] }
+        var cursor: Int32 = 0
+        for group in [finals, others] where !group.isEmpty {
+            let block = Int32(blockStart.count)
+            blockStart.append(cursor)
+            for state in group {
+                elements[Int(cursor)] = Int32(state)
+                position[state] = cursor
+                blockOf[state] = block
+                cursor += 1
+            }
+            blockEnd.append(cursor)
+            marked.append(0)
+        }
+        // The worklist of splitters (block, symbol); `queued` says which are in it.
+        var worklist: [(block: Int32, symbol: Int32)] = []
+        var queued = Set<Int64>()
+        func key(_ block: Int32, _ symbol: Int32) -> Int64 { Int64(block) << 20 | Int64(symbol) }
+        let smallest = blockStart.indices.min { blockEnd[$0] - blockStart[$0] < blockEnd[$1] - blockStart[$1] } ?? 0
+        for symbol in 0 ..< Int32(symbolCount) {
+            worklist.append((Int32(smallest), symbol))
+            queued.insert(key(Int32(smallest), symbol))
+        }
+        var touched: [Int32] = []
+        var splitter: [Int32] = []
+        while let (block, symbol) = worklist.popLast() {
+            queued.remove(key(block, symbol))
+            // The states that `symbol` takes into `block` (copied: splitting may move them).
+            splitter.removeAll(keepingCapacity: true)
+            let base = Int(symbol) * states
+            for index in blockStart[Int(block)] ..< blockEnd[Int(block)] {
+                let target = Int(elements[Int(index)])
+                for source in offsets[base + target] ..< offsets[base + target + 1] { splitter.append(sources[Int(source)]) }
+            }
+            // Mark them: move each to the front of its block.
+            for state in splitter {
+                let owner = Int(blockOf[Int(state)])
+                let front = blockStart[owner] + marked[owner]
+                let at = position[Int(state)]
+                guard at >= front else { continue }  // already marked
+                let other = elements[Int(front)]
+                elements[Int(front)] = state
+                position[Int(state)] = front
+                elements[Int(at)] = other
+                position[Int(other)] = at
+                if marked[owner] == 0 { touched.append(Int32(owner)) }
+                marked[owner] += 1
+            }
+            // Split every block partly marked.
+            for owner in touched {
+                let start = blockStart[Int(owner)], end = blockEnd[Int(owner)], middle = start + marked[Int(owner)]
+                marked[Int(owner)] = 0
+                guard middle < end else { continue }  // wholly marked: no split
+                // The marked part becomes a new block; the rest keeps the old number.
+                let fresh = Int32(blockStart.count)
+                blockStart.append(start)
+                blockEnd.append(middle)
+                marked.append(0)
+                blockStart[Int(owner)] = middle
+                for index in start ..< middle { blockOf[Int(elements[Int(index)])] = fresh }
+                let smaller = middle - start <= end - middle ? fresh : owner
+                for other in 0 ..< Int32(symbolCount) {
+                    if queued.contains(key(owner, other)) {
+                        worklist.append((fresh, other))
+                        queued.insert(key(fresh, other))
+                    } else {
+                        worklist.append((smaller, other))
+                        queued.insert(key(smaller, other))
+                    }
+                }
+            }
+            touched.removeAll(keepingCapacity: true)
+        }
+        // Number the classes of the real states in order of first appearance.
+        var number = [Int32](repeating: -1, count: blockStart.count)
+        var classes = [Int32](repeating: 0, count: states - 1)
+        var next: Int32 = 0
+        for state in 0 ..< states - 1 {
+            let block = Int(blockOf[state])
+            if number[block] < 0 { number[block] = next; next += 1 }
+            classes[state] = number[block]
+        }
+        return classes
+    }
+}

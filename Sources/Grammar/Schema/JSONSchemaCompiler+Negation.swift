@@ -1,0 +1,283 @@
+// MARK: Negation, conditionals and dependencies
+
+/// `not`, `if`/`then`/`else` and the dependency keywords are compiled by rewriting them into
+/// alternatives of positive nodes, the way `anyOf` is: the node's other assertions are merged
+/// into each alternative, and the grammar is the union of the alternatives' grammars.
+///
+/// Negation is pushed down to single keywords (De Morgan): a schema is the conjunction of its
+/// keywords, each of which holds vacuously on the JSON types it does not apply to, so
+///
+///     ¬{type: T, K₁, K₂, …} = (a type outside T) ∨ ¬K₁ ∨ ¬K₂ ∨ …
+///
+/// where `¬K` is "a value of K's type that fails K": `¬minimum m` is a number below `m`,
+/// `¬required [a, b]` an object without `a` or without `b`, `¬pattern p` a string that `p`
+/// does not match (its automaton subtracted), `¬enum V` a value outside `V`,
+/// `¬properties {a: S}` an object whose `a` fails `S` (the property gets the schema
+/// `{"not": S}`, negated in turn), `¬anyOf [A, B]` = `¬A ∧ ¬B`, `¬not S` = `S`, and so on.
+///
+/// Soundness: each `¬K` is exact, or a subset of the true complement (numbers without
+/// exponents, bounds tightened inward). A keyword whose complement cannot be built exactly
+/// (a `format`, which the compiler enforces only as a subset of its valid strings;
+/// `patternProperties`, `additionalProperties`, `items` and `propertyNames`, whose failure
+/// means "some member fails", an existential the object and array automata do not track) is
+/// reported as an unsupported `not`. In lenient mode such a negation is dropped whole (the
+/// grammar then admits a superset, as lenient mode promises), never half-built.
+extension _SchemaCompiler {
+    /// The most alternatives `not`, `if` and the dependency keywords may expand into over a
+    /// whole schema (each alternative is a fragment of the grammar).
+    static let alternativeLimit = 20_000
+
+    /// The node's first `not`, `if`/`then`/`else` or dependency, expanded: the node without
+    /// it (`rest`) and the alternatives, one of which the value must also satisfy. `nil` when
+    /// the node has none of these.
+    mutating func splitConditionalAssertion(_ node: _SchemaNode, depth: Int) throws(GrammarError) -> (rest: _SchemaNode, alternatives: [_SchemaNode])? {
+        var rest = node
+        let alternatives: [_SchemaNode]
+        if !rest.negations.isEmpty {
+            alternatives = try complement(of: rest.negations.removeFirst(), depth: depth)
+        } else if !rest.conditionals.isEmpty {
+            let conditional = rest.conditionals.removeFirst()
+            var pieces: [_SchemaNode] = []
+            // (if ∧ then) ∨ (¬if ∧ else); a missing branch is `true`.
+            if let condition = try resolvedNode(conditional.condition, depth: depth + 1) {
+                if let then = conditional.then {
+                    if let thenNode = try resolvedNode(then, depth: depth + 1) { pieces.append(try merge(condition, thenNode)) }
+                } else {
+                    pieces.append(condition)
+                }
+            }
+            var otherwise = _SchemaNode(pointer: conditional.condition.pointer)
+            otherwise.negations = [conditional.condition]
+            if let branch = conditional.otherwise {
+                if let branchNode = try resolvedNode(branch, depth: depth + 1) { pieces.append(try merge(otherwise, branchNode)) }
+            } else {
+                pieces.append(otherwise)
+            }
+            alternatives = pieces
+        } else if !rest.dependencies.isEmpty {
+            // Not an object, or an object without the property, or one with it that satisfies the schema.
+            let dependency = rest.dependencies.removeFirst()
+            var nonObject = _SchemaNode(pointer: dependency.schema.pointer)
+            nonObject.types = Set(_JSONType.allCases).subtracting([.object])
+            var without = _SchemaNode(pointer: dependency.schema.pointer)
+            without.types = [.object]
+            without.forbiddenProperties = [dependency.name]
+            var pieces = [nonObject, without]
+            if let schema = try resolvedNode(dependency.schema, depth: depth + 1) {
+                var with = schema
+                with.types = (schema.types ?? Set(_JSONType.allCases)).intersection([.object])
+                if !with.required.contains(dependency.name) { with.required.append(dependency.name) }
+                // Undeclared elsewhere, the trigger comes before the properties its schema declares.
+                if with.propertyOrder[dependency.name] == nil, !with.properties.isEmpty {
+                    with.propertyOrder[dependency.name] = dependency.schema.order
+                }
+                pieces.append(with)
+            }
+            alternatives = pieces
+        } else {
+            return nil
+        }
+        alternativesExpanded += alternatives.count
+        guard alternativesExpanded <= Self.alternativeLimit else {
+            throw .budgetExceeded(what: "alternatives from not, if and dependencies at \(node.pointer)", limit: Self.alternativeLimit)
+        }
+        return (rest, alternatives)
+    }
+
+    /// Nodes whose union is the values `schema` rejects (a subset of them where a complement
+    /// is tightened, never a superset). See the extension's comment.
+    mutating func complement(of schema: _Subschema, depth: Int) throws(GrammarError) -> [_SchemaNode] {
+        switch try exactComplement(of: schema, depth: depth) {
+        case .alternatives(let alternatives):
+            return alternatives
+        case .unsupported(let reason):
+            // Lenient: the whole `not` is dropped (a superset); strict: an error.
+            try report("not", schema.pointer, reason)
+            return [_SchemaNode(pointer: schema.pointer)]
+        }
+    }
+
+    private enum _Complement {
+        case alternatives([_SchemaNode])
+        case unsupported(String)
+    }
+
+    private mutating func exactComplement(of schema: _Subschema, depth: Int) throws(GrammarError) -> _Complement {
+        guard let node = try resolvedNode(schema, depth: depth + 1) else {
+            return .alternatives([_SchemaNode(pointer: schema.pointer)])  // ¬false: every value
+        }
+        let pointer = node.pointer
+        func only(_ types: Set<_JSONType>) -> _SchemaNode {
+            var alternative = _SchemaNode(pointer: pointer)
+            alternative.types = types
+            return alternative
+        }
+        func cannot(_ keyword: String, _ why: String) -> _Complement {
+            .unsupported("the negation of '\(keyword)' is not supported: \(why)")
+        }
+        var alternatives: [_SchemaNode] = []
+
+        // Types: the other types. `number` includes the integers; "not an integer" is a
+        // number that is not a multiple of 1.
+        if let types = node.types {
+            var others = Set(_JSONType.allCases).subtracting(types)
+            if types.contains(.number) || types.contains(.integer) { others.subtract([.number, .integer]) }
+            if !others.isEmpty { alternatives.append(only(others)) }
+            if types.contains(.integer), !types.contains(.number) {
+                var fraction = only([.number])
+                fraction.excludedMultiples = ["1"]
+                alternatives.append(fraction)
+            }
+        }
+        if let values = node.values {
+            guard values.allSatisfy(\.isScalar) else { return cannot("enum", "an array or object value") }
+            var outside = _SchemaNode(pointer: pointer)
+            outside.excludedValues = values
+            alternatives.append(outside)
+        }
+
+        // Counts (characters, items, properties): below the minimum, or above the maximum.
+        for (type, minimum, maximum) in [(_JSONType.string, \_SchemaNode.minimumLength, \_SchemaNode.maximumLength),
+                                         (.array, \.minimumItems, \.maximumItems), (.object, \.minimumProperties, \.maximumProperties)] {
+            if node[keyPath: minimum] > 0 {
+                var fewer = only([type])
+                fewer[keyPath: maximum] = node[keyPath: minimum] - 1
+                alternatives.append(fewer)
+            }
+            if let bound = node[keyPath: maximum] {
+                var more = only([type])
+                more[keyPath: minimum] = bound + 1
+                alternatives.append(more)
+            }
+        }
+
+        // Strings.
+        for pattern in node.patterns {
+            var failing = only([.string])
+            failing.excludedPatterns = [pattern]
+            alternatives.append(failing)
+        }
+        if let format = node.formats.first {
+            return cannot("format", "'\(format.format)' is enforced as a subset of its valid strings, so its complement would admit valid ones")
+        }
+
+        // Numbers: each bound flips to the opposite strict or non-strict bound.
+        for (bounds, flipped) in [(node.minimum, \_SchemaNode.exclusiveMaximum), (node.exclusiveMinimum, \.maximum),
+                                  (node.maximum, \.exclusiveMinimum), (node.exclusiveMaximum, \.minimum)] {
+            for bound in bounds {
+                var beyond = only([.number])
+                beyond[keyPath: flipped] = [bound]
+                alternatives.append(beyond)
+            }
+        }
+        for multiple in node.multipleOf {
+            var other = only([.number])
+            other.excludedMultiples = [multiple]
+            alternatives.append(other)
+        }
+
+        // Arrays.
+        let forbidsItems = node.items.contains { $0.value == .bool(false) }
+        if forbidsItems {
+            var longer = only([.array])
+            longer.minimumItems = node.prefixItems.count + 1
+            alternatives.append(longer)
+        }
+        let constrainsItems = node.items.contains { $0.value != .bool(true) && $0.value != .object([]) } && !forbidsItems
+        if !node.prefixItems.isEmpty || constrainsItems {
+            return cannot("items", "it needs \"some item fails\", which the array automaton does not track")
+        }
+
+        // Objects.
+        for name in node.required {
+            var missing = only([.object])
+            missing.forbiddenProperties = [name]
+            alternatives.append(missing)
+        }
+        for (name, schemas) in node.properties where !schemas.allSatisfy({ $0.value == .bool(true) || $0.value == .object([]) }) {
+            var failing = only([.object])
+            failing.required = [name]
+            let negated = _Subschema(value: .object([("not", _Subschema.all(schemas).value)]), pointer: schemas[0].pointer)
+            failing.properties = [(name, [negated])]
+            failing.propertyOrder[name] = node.propertyOrder[name]
+            alternatives.append(failing)
+        }
+        if !node.patternProperties.isEmpty { return cannot("patternProperties", "it needs \"some member fails\"") }
+        if let additional = node.additionalProperties, additional.contains(where: { $0.value != .bool(true) && $0.value != .object([]) }) {
+            return cannot("additionalProperties", "it needs \"some other member fails\"")
+        }
+        if !node.propertyNames.isEmpty { return cannot("propertyNames", "it needs \"some name fails\"") }
+
+        // Combinators.
+        for list in node.anyOf {
+            var none = _SchemaNode(pointer: pointer)
+            none.negations = list
+            alternatives.append(none)
+        }
+        for list in node.oneOf {
+            // None of them, or two at once.
+            guard list.count <= 8 else { return cannot("oneOf", "more than 8 alternatives") }
+            var none = _SchemaNode(pointer: pointer)
+            none.negations = list
+            alternatives.append(none)
+            for first in list.indices {
+                for second in list.indices where second > first {
+                    guard let a = try resolvedNode(list[first], depth: depth + 2), let b = try resolvedNode(list[second], depth: depth + 2) else { continue }
+                    alternatives.append(try merge(a, b))
+                }
+            }
+        }
+        for negated in node.negations {
+            if let positive = try resolvedNode(negated, depth: depth + 2) { alternatives.append(positive) }
+        }
+        for conditional in node.conditionals {
+            // ¬(if → then, else) = (if ∧ ¬then) ∨ (¬if ∧ ¬else).
+            if let then = conditional.then, var condition = try resolvedNode(conditional.condition, depth: depth + 2) {
+                condition.negations.append(then)
+                alternatives.append(condition)
+            }
+            if let otherwise = conditional.otherwise {
+                var neither = _SchemaNode(pointer: pointer)
+                neither.negations = [conditional.condition, otherwise]
+                alternatives.append(neither)
+            }
+        }
+        for dependency in node.dependencies {
+            // An object with the property that fails the dependent schema.
+            var failing = only([.object])
+            failing.required = [dependency.name]
+            failing.negations = [dependency.schema]
+            alternatives.append(failing)
+        }
+        precondition(node.excludedValues.isEmpty && node.excludedPatterns.isEmpty && node.excludedMultiples.isEmpty
+                      && node.forbiddenProperties.isEmpty, "complements are built from parsed schemas only")
+        return .alternatives(alternatives)
+    }
+}
+
+extension JSONValue {
+    /// Whether the value is null, a boolean, a number or a string.
+    var isScalar: Bool {
+        switch self {
+        case .array, .object: false
+        default: true
+        }
+    }
+
+    var isString: Bool {
+        if case .string = self { return true }
+        return false
+    }
+}
+
+extension _SchemaNode {
+    /// Whether `value` is one of `excludedValues` (numbers compared by value: `1` and `1.0`).
+    func excludes(_ value: JSONValue) -> Bool {
+        excludedValues.contains { excluded in
+            if case .number(let a) = excluded, case .number(let b) = value, let left = _Decimal(a), let right = _Decimal(b) {
+                return left == right
+            }
+            return excluded == value
+        }
+    }
+}

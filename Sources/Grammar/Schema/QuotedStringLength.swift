@@ -1,0 +1,116 @@
+/// `minLength` and `maxLength` on a language of quoted JSON strings, counted on the bytes.
+///
+/// The strings are canonical JSON text (one spelling per character: raw UTF-8, or an escape
+/// `\"`, `\\`, `\n`… `\u00xx`), a prefix code, so every state of a trimmed automaton of them
+/// stands either at a character boundary inside the quotes or in the middle of a character.
+/// A small decoder finds which; then the product with a counter, bumped by each byte that
+/// starts a character and checked when the closing quote comes, bounds the length. The
+/// counter saturates at the largest bound that matters, so the product has at most
+/// `states × (bound + 1)` states, and minimisation (Hopcroft's) brings a plain string down
+/// to its 14 states per character.
+///
+/// Counting on the character automaton before lowering it to bytes gives the same language,
+/// but its subset construction builds about five times as many states before minimising:
+/// 70,000 for a thousand characters, past the budget.
+enum _QuotedStringLength {
+    /// Where the decoder stands after some prefix of a quoted string.
+    private enum Decoder: Hashable {
+        case beforeOpeningQuote
+        case boundary
+        /// In a UTF-8 sequence with this many continuation bytes to come.
+        case continuation(Int)
+        case escape
+        /// In `\u` with this many hex digits to come.
+        case unicodeEscape(Int)
+        case closed
+
+        func next(_ byte: UInt8) -> Decoder? {
+            switch self {
+            case .beforeOpeningQuote: return byte == 0x22 ? .boundary : nil
+            case .boundary:
+                switch byte {
+                case 0x22: return .closed
+                case 0x5C: return .escape
+                case 0x00 ... 0x7F: return .boundary
+                case 0xC2 ... 0xDF: return .continuation(1)
+                case 0xE0 ... 0xEF: return .continuation(2)
+                case 0xF0 ... 0xF4: return .continuation(3)
+                default: return nil
+                }
+            case .continuation(let remaining):
+                guard (0x80 ... 0xBF).contains(byte) else { return nil }
+                return remaining == 1 ? .boundary : .continuation(remaining - 1)
+            case .escape: return byte == UInt8(ascii: "u") ? .unicodeEscape(4) : .boundary
+            case .unicodeEscape(let remaining): return remaining == 1 ? .boundary : .unicodeEscape(remaining - 1)
+            case .closed: return nil
+            }
+        }
+    }
+
+    /// The strings of `language` (quoted canonical JSON strings, trimmed) with between
+    /// `minimum` and `maximum` characters (`nil`: no upper bound); `nil` when `language` is
+    /// not a language of quoted strings (a state both at a boundary and inside a character).
+    static func bounded(_ language: _DFA, minimum: Int, maximum: Int?, stateLimit: Int) throws(_DFA.TooLarge) -> _DFA? {
+        guard !language.isEmptyLanguage else { return language }
+        // Which states stand at a character boundary inside the quotes.
+        var decoder = [Decoder?](repeating: nil, count: language.stateCount)
+        decoder[0] = .beforeOpeningQuote
+        var work: [Int32] = [0]
+        while let state = work.popLast() {
+            let here = decoder[Int(state)]!
+            for byte in 0 ... 255 {
+                let target = language.next(state, UInt8(byte))
+                guard target >= 0 else { continue }
+                guard let next = here.next(UInt8(byte)) else { return nil }
+                if let known = decoder[Int(target)] {
+                    if known != next { return nil }
+                } else {
+                    decoder[Int(target)] = next
+                    work.append(target)
+                }
+            }
+        }
+        // The product with the counter; `cap` is where counting may stop.
+        let cap = maximum ?? minimum
+        var index: [Int64: Int32] = [:]
+        var keys: [(state: Int32, count: Int)] = []
+        var transitions: [Int32] = []
+        var isFinal: [Bool] = []
+        func intern(_ state: Int32, _ count: Int) throws(_DFA.TooLarge) -> Int32 {
+            let key = Int64(state) << 32 | Int64(count)
+            if let known = index[key] { return known }
+            guard keys.count < stateLimit else { throw _DFA.TooLarge() }
+            let id = Int32(keys.count)
+            index[key] = id
+            keys.append((state, count))
+            transitions.append(contentsOf: repeatElement(-1, count: 256))
+            isFinal.append(language.isFinal[Int(state)])
+            return id
+        }
+        _ = try intern(0, 0)
+        var cursor = 0
+        while cursor < keys.count {
+            let (state, count) = keys[cursor]
+            let atBoundary = decoder[Int(state)] == .boundary
+            for byte in 0 ... 255 {
+                let target = language.next(state, UInt8(byte))
+                guard target >= 0 else { continue }
+                var next = count
+                if atBoundary {
+                    if byte == 0x22 {
+                        guard count >= minimum else { continue }  // closing too early
+                    } else if count < cap {
+                        next = count + 1
+                    } else if maximum != nil {
+                        continue  // one character too many
+                    }
+                }
+                let id = try intern(target, next)
+                transitions[cursor << 8 | byte] = id
+            }
+            cursor += 1
+        }
+        let product = _DFA(transitions: transitions, ruleEdges: [[_DFA.RuleEdge]](repeating: [], count: keys.count), isFinal: isFinal)
+        return product.trimmed(productiveRules: nil).minimized()
+    }
+}

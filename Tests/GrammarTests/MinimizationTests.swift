@@ -1,0 +1,89 @@
+import Testing
+import TypesetTestSupport
+@testable import Grammar
+
+/// Hopcroft's minimisation against Moore's partition refinement, kept here as the reference:
+/// both renumber the classes breadth-first from the start, so on every automaton they must
+/// give the very same tables.
+@Suite struct MinimizationTests {
+    /// Moore: refine "final or not" by the classes each state's symbols lead to, until no
+    /// class splits. Slow on long chains (one round per symbol of the longest distinguishing
+    /// word), obviously right.
+    static func mooreClasses(_ dfa: _DFA) -> [Int32] {
+        let count = dfa.stateCount
+        var classes = dfa.isFinal.map { $0 ? Int32(1) : 0 }
+        var classCount = Set(classes).count
+        struct Signature: Hashable {
+            var own: Int32
+            var bytes: [Int32]
+            var rules: [_DFA.RuleEdge]
+        }
+        while true {
+            var signatures: [Signature: Int32] = [:]
+            var refined = [Int32](repeating: 0, count: count)
+            for state in 0 ..< count {
+                let row = (0 ..< 256).map { byte -> Int32 in
+                    let target = dfa.transitions[state << 8 | byte]
+                    return target >= 0 ? classes[Int(target)] : -1
+                }
+                let rules = dfa.ruleEdges[state].map { _DFA.RuleEdge(rule: $0.rule, target: classes[Int($0.target)]) }.sorted { $0.rule < $1.rule }
+                let signature = Signature(own: classes[state], bytes: row, rules: rules)
+                if let known = signatures[signature] {
+                    refined[state] = known
+                } else {
+                    refined[state] = Int32(signatures.count)
+                    signatures[signature] = Int32(signatures.count)
+                }
+            }
+            classes = refined
+            if signatures.count == classCount { return classes }
+            classCount = signatures.count
+        }
+    }
+
+    /// A random automaton over a few bytes (some shared by ranges, so byte classes matter)
+    /// with rule edges, trimmed.
+    static func randomAutomaton(_ random: inout SplitMix64) -> _DFA {
+        let count = Int.random(in: 1 ... 40, using: &random)
+        let alphabet: [UInt8] = [0x61, 0x62, 0x63, 0x64, 0x30, 0x31]
+        var transitions = [Int32](repeating: -1, count: count << 8)
+        var ruleEdges = [[_DFA.RuleEdge]](repeating: [], count: count)
+        var isFinal = [Bool](repeating: false, count: count)
+        for state in 0 ..< count {
+            isFinal[state] = Int.random(in: 0 ..< 4, using: &random) == 0
+            for byte in alphabet where Int.random(in: 0 ..< 3, using: &random) > 0 {
+                let target = Int32.random(in: 0 ..< Int32(count), using: &random)
+                transitions[state << 8 | Int(byte)] = target
+                // '0' and '1' often move together: one byte class.
+                if byte == 0x30, Bool.random(using: &random) { transitions[state << 8 | 0x31] = target }
+            }
+            for rule in 0 ..< Int32(2) where Int.random(in: 0 ..< 5, using: &random) == 0 {
+                ruleEdges[state].append(_DFA.RuleEdge(rule: rule, target: Int32.random(in: 0 ..< Int32(count), using: &random)))
+            }
+        }
+        return _DFA(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal).trimmed(productiveRules: nil)
+    }
+
+    @Test(arguments: 0 ..< 8) func hopcroftAgreesWithMoore(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        for _ in 0 ..< 250 {
+            let dfa = Self.randomAutomaton(&random)
+            let fast = dfa.minimized()
+            let reference = dfa.quotient(Self.mooreClasses(dfa))
+            #expect(fast.transitions == reference.transitions)
+            #expect(fast.isFinal == reference.isFinal)
+            #expect(fast.ruleEdges.map { Set($0) } == reference.ruleEdges.map { Set($0) })
+        }
+    }
+
+    /// A counted chain of thousands of states, which Moore would refine one layer per round,
+    /// comes out minimal: eight states per character of `[^.]{0,n}` plus the final one.
+    @Test func longCountedChainsAreMinimal() throws {
+        var automaton = _CharacterNFA()
+        let fragment = try _RegularExpression.build("[^.]{0,1000}", search: false, into: &automaton, repetitionLimit: 2000)
+        var bytes = _ByteNFA()
+        let lowered = _Lowering.lower(fragment, of: automaton, into: &bytes) { set, nfa in _Lowering.utf8(set, into: &nfa) }
+        let dfa = try _DFA(lowered, of: bytes, stateLimit: 1 << 20)
+        #expect(dfa.stateCount == 8 * 1000 + 1)
+    }
+}
