@@ -102,6 +102,19 @@ import TypesetTestSupport
         #expect(try !matches(schema, #"{"ios":"x","ref":"y"}"#))
     }
 
+    /// A property both alternatives require, with disjoint schemas, makes them disjoint (so
+    /// no negation is needed, here of an `items`, which has none).
+    @Test func requiredPropertiesOfDisjointTypesAreDisjoint() throws {
+        let schema = #"{"oneOf":[{"type":"object","required":["loc"],"properties":{"loc":{"type":"array","items":{"type":"string"}}}},{"type":"object","required":["loc"],"properties":{"loc":{"type":["string","null"]}}},{"type":"object","required":["loc"],"properties":{"loc":{"const":2}}},{"type":"object","required":["loc"],"properties":{"loc":{"enum":[1,3]}}}]}"#
+        for text in [#"{"loc":["a"]}"#, #"{"loc":null}"#, #"{"loc":"x"}"#, #"{"loc":2}"#, #"{"loc":2.0}"#, #"{"loc":3}"#] {
+            #expect(try matches(schema, text), "\(text)")
+        }
+        for text in [#"{"loc":[1]}"#, #"{"loc":4}"#, "{}"] { #expect(try !matches(schema, text), "\(text)") }
+        // Equal numbers spelled apart are not a discriminator: 1 and 1.0 are one value.
+        let overlapping = #"{"oneOf":[{"type":"object","required":["k"],"properties":{"k":{"const":1},"a":{"type":"array","items":{"type":"string"}}}},{"type":"object","required":["k"],"properties":{"k":{"const":1.0}}}]}"#
+        #expect(throws: GrammarError.self) { try Grammar(jsonSchema: overlapping) }
+    }
+
     @Test func stringDiscriminatorsAreDisjoint() throws {
         let schema = #"{"oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"a"},"x":{"type":"integer"}}},{"type":"object","required":["kind"],"properties":{"kind":{"enum":["b","c"]}}}]}"#
         #expect(try matches(schema, #"{"kind":"a","x":1}"#))

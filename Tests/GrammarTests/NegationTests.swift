@@ -57,6 +57,9 @@ import TypesetTestSupport
         #"{"type":"object","dependentSchemas":{"a":{"properties":{"b":{"type":"integer"}}}}}"#,
         #"{"dependencies":{"c":["a"],"a":{"required":["b"]}}}"#,
         #"{"not":{"dependentRequired":{"a":["c"]}}}"#,
+        #"{"type":"object","properties":{"a":{}},"not":{"properties":{"a":{}},"additionalProperties":false}}"#,
+        #"{"not":{"additionalProperties":false}}"#,
+        #"{"not":{"patternProperties":{"^a":true},"additionalProperties":false},"maxProperties":2}"#,
     ]
 
     /// Each schema compiles; no value it rejects is accepted, and every value it admits is.
@@ -78,7 +81,7 @@ import TypesetTestSupport
     @Test(arguments: [
         (#"{"not":{"format":"date"}}"#, "not", "#/not"),
         (#"{"not":{"items":{"type":"string"}}}"#, "not", "#/not"),
-        (#"{"type":"object","not":{"additionalProperties":false}}"#, "not", "#/not"),
+        (#"{"type":"object","not":{"additionalProperties":{"type":"string"}}}"#, "not", "#/not"),
         (#"{"oneOf":[{"type":"string"},{"format":"date"}]}"#, "oneOf", "#"),
     ])
     func unbuildableNegationsAreReported(schema: String, keyword: String, pointer: String) throws {

@@ -10,7 +10,7 @@ import Foundation
 /// `exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern`, `format` (date,
 /// date-time, uri), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
 /// `dependentRequired`, `dependentSchemas`, `dependencies`, `minProperties`,
-/// `maxProperties`, `$ref` to `#/…` pointers and `$defs`.
+/// `maxProperties`, `patternProperties`, `$ref` to `#/…` pointers and `$defs`.
 /// Annotations are ignored. Any other keyword is reported as a failure, so a schema the
 /// validator does not understand can never pass silently.
 public struct JSONSchemaValidator {
@@ -65,8 +65,16 @@ public struct JSONSchemaValidator {
             case "additionalProperties":
                 guard let object = value as? [String: Any] else { continue }
                 let declared = Set(((schema["properties"] as? [String: Any]) ?? [:]).keys)
-                for (name, member) in object where !declared.contains(name) {
+                let patterns = ((schema["patternProperties"] as? [String: Any]) ?? [:]).keys
+                for (name, member) in object where !declared.contains(name) && !patterns.contains(where: { Self.search($0, in: name) }) {
                     validate(member, against: rule, at: pointer + "/" + name, into: &problems, depth: depth + 1)
+                }
+            case "patternProperties":
+                guard let object = value as? [String: Any], let patterns = rule as? [String: Any] else { continue }
+                for (pattern, subschema) in patterns {
+                    for (name, member) in object where Self.search(pattern, in: name) {
+                        validate(member, against: subschema, at: pointer + "/" + name, into: &problems, depth: depth + 1)
+                    }
                 }
             case "items":
                 guard let array = value as? [Any] else { continue }
@@ -142,6 +150,12 @@ public struct JSONSchemaValidator {
                 fail("the validator does not know keyword \(keyword)")
             }
         }
+    }
+
+    /// Whether `pattern` (ECMAScript, unanchored) matches somewhere in `text`.
+    private static func search(_ pattern: String, in text: String) -> Bool {
+        guard let expression = try? NSRegularExpression(pattern: pattern) else { return false }
+        return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
     }
 
     private func passes(_ value: Any, _ schema: Any, at pointer: String, depth: Int) -> Bool {

@@ -202,9 +202,18 @@ extension _SchemaCompiler {
             failing.propertyOrder[name] = node.propertyOrder[name]
             alternatives.append(failing)
         }
-        if !node.patternProperties.isEmpty { return cannot("patternProperties", "it needs \"some member fails\"") }
-        if let additional = node.additionalProperties, additional.contains(where: { $0.value != .bool(true) && $0.value != .object([]) }) {
-            return cannot("additionalProperties", "it needs \"some other member fails\"")
+        func isTrue(_ schema: _Subschema) -> Bool { schema.value == .bool(true) || schema.value == .object([]) }
+        if node.patternProperties.contains(where: { !$0.schemas.allSatisfy(isTrue) }) {
+            return cannot("patternProperties", "it needs \"some member fails\"")
+        }
+        if let additional = node.additionalProperties, !additional.allSatisfy(isTrue) {
+            // `false` fails exactly when some member is neither declared nor matched by a pattern.
+            guard additional.contains(where: { $0.value == .bool(false) }) else {
+                return cannot("additionalProperties", "it needs \"some other member fails\"")
+            }
+            var other = only([.object])
+            other.requiredOtherMembers = [(node.properties.map(\.name), node.patternProperties.map(\.pattern))]
+            alternatives.append(other)
         }
         if !node.propertyNames.isEmpty { return cannot("propertyNames", "it needs \"some name fails\"") }
 
@@ -250,7 +259,7 @@ extension _SchemaCompiler {
             alternatives.append(failing)
         }
         precondition(node.excludedValues.isEmpty && node.excludedPatterns.isEmpty && node.excludedMultiples.isEmpty
-                      && node.forbiddenProperties.isEmpty, "complements are built from parsed schemas only")
+                      && node.forbiddenProperties.isEmpty && node.requiredOtherMembers.isEmpty, "complements are built from parsed schemas only")
         return .alternatives(alternatives)
     }
 }

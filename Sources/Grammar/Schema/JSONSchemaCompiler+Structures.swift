@@ -139,6 +139,40 @@ extension _SchemaCompiler {
             if !key.isEmptyLanguage { extraGroups.append((key, node.additionalProperties ?? [])) }
         }
 
+        // A member outside some names and patterns may be required (`not` of
+        // `additionalProperties: false`): members are "other" or not, the state remembers
+        // whether one was written, and the object closes only after one.
+        guard node.requiredOtherMembers.count <= 1 else {
+            try report("not", node.pointer, "several negated 'additionalProperties: false' on one object are not supported")
+            return try objectFragment({ var copy = node; copy.requiredOtherMembers = []; return copy }(), names: names)
+        }
+        var otherKeys: _DFA?
+        if let requirement = node.requiredOtherMembers.first {
+            var inside = try literalsLanguage(requirement.names.map { _Lowering.jsonStringLiteral($0) })
+            for pattern in requirement.patterns {
+                let matched = try keyLanguage(pattern: pattern, pointer: node.pointer + "/not/patternProperties")
+                inside = try budgeted { () throws(_DFA.TooLarge) in try _DFA.union(inside, matched) }
+            }
+            let anyKey = try anyKeyLanguage()
+            otherKeys = try budgeted { () throws(_DFA.TooLarge) in try anyKey.subtracting(inside) }
+        }
+        let isOther = declared.map { otherKeys?.accepts(_Lowering.jsonStringLiteral($0.name)) ?? false }
+        var extraIsOther = [Bool](repeating: false, count: extraGroups.count)
+        if let otherKeys {
+            var split: [(key: _DFA, schemas: [_Subschema])] = []
+            extraIsOther = []
+            for group in extraGroups {
+                let others = try budgeted { () throws(_DFA.TooLarge) in try group.key.intersection(otherKeys) }
+                let rest = try budgeted { () throws(_DFA.TooLarge) in try group.key.subtracting(otherKeys) }
+                for (part, other) in [(others, true), (rest, false)] where !part.isEmptyLanguage {
+                    split.append((part, group.schemas))
+                    extraIsOther.append(other)
+                }
+            }
+            extraGroups = split
+        }
+        let requiresOther = otherKeys != nil
+
         let minimum = node.minimumProperties
         let maximum = node.maximumProperties
         if let maximum, maximum < minimum { return grammar.automaton.nothing() }
@@ -146,10 +180,10 @@ extension _SchemaCompiler {
         guard saturation <= options.repetitionLimit else {
             throw .budgetExceeded(what: "property counts at \(node.pointer)", limit: options.repetitionLimit)
         }
-        // State (next declared index, members so far).
+        // State (next declared index, members so far, whether an "other" member was written).
         var states: [_LengthKey: Int32] = [:]
-        func state(_ index: Int, _ count: Int) -> Int32 {
-            let key = _LengthKey(state: Int32(index), count: count)
+        func state(_ index: Int, _ count: Int, _ other: Bool) -> Int32 {
+            let key = _LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)
             if let known = states[key] { return known }
             let created = grammar.automaton.addState()
             states[key] = created
@@ -157,7 +191,7 @@ extension _SchemaCompiler {
         }
         let open = grammar.automaton.sequence([punctuation("{"), whitespace()])
         let close = punctuation("}")
-        grammar.automaton.addEdge(from: open.end, to: state(0, 0), label: nil)
+        grammar.automaton.addEdge(from: open.end, to: state(0, 0, false), label: nil)
         var valueRules: [Int32] = []
         for member in declared { valueRules.append(try valueRule(member.schemas)) }
         var extraMembers: [(key: _DFA, rule: Int32)] = []
@@ -169,35 +203,37 @@ extension _SchemaCompiler {
             parts += [whitespace(), punctuation(":"), whitespace(), grammar.automaton.rule(rule), whitespace()]
             return grammar.automaton.sequence(parts)
         }
-        var work: [(Int, Int)] = [(0, 0)]
+        var work: [(Int, Int, Bool)] = [(0, 0, false)]
         var visited: Set<_LengthKey> = []
-        while let (index, count) = work.popLast() {
-            guard visited.insert(_LengthKey(state: Int32(index), count: count)).inserted else { continue }
-            let source = state(index, count)
+        while let (index, count, other) = work.popLast() {
+            guard visited.insert(_LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)).inserted else { continue }
+            let source = state(index, count, other)
             let nextCount = maximum == nil ? min(count + 1, saturation) : count + 1
             let canAdd = maximum.map { count < $0 } ?? true
             if index < declared.count {
                 if canAdd {
                     let literal = _Lowering.jsonStringLiteral(declared[index].name)
                     let piece = member(key: { $0.literal(literal) }, rule: valueRules[index], first: count == 0)
+                    let after = other || isOther[index]
                     grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
-                    grammar.automaton.addEdge(from: piece.end, to: state(index + 1, nextCount), label: nil)
-                    work.append((index + 1, nextCount))
+                    grammar.automaton.addEdge(from: piece.end, to: state(index + 1, nextCount, after), label: nil)
+                    work.append((index + 1, nextCount, after))
                 }
                 if !declared[index].required {
-                    grammar.automaton.addEdge(from: source, to: state(index + 1, count), label: nil)
-                    work.append((index + 1, count))
+                    grammar.automaton.addEdge(from: source, to: state(index + 1, count, other), label: nil)
+                    work.append((index + 1, count, other))
                 }
             } else {
                 if canAdd {
-                    for extra in extraMembers {
+                    for (position, extra) in extraMembers.enumerated() {
                         let piece = member(key: { extra.key.embed(into: &$0) }, rule: extra.rule, first: count == 0)
+                        let after = other || extraIsOther[position]
                         grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
-                        grammar.automaton.addEdge(from: piece.end, to: state(index, nextCount), label: nil)
-                        work.append((index, nextCount))
+                        grammar.automaton.addEdge(from: piece.end, to: state(index, nextCount, after), label: nil)
+                        work.append((index, nextCount, after))
                     }
                 }
-                if count >= minimum { grammar.automaton.addEdge(from: source, to: close.start, label: nil) }
+                if count >= minimum, other || !requiresOther { grammar.automaton.addEdge(from: source, to: close.start, label: nil) }
             }
         }
         return _Fragment(start: open.start, end: close.end)

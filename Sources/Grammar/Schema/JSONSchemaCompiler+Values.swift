@@ -72,6 +72,10 @@ extension _SchemaCompiler {
             if let maximum = node.maximumProperties, members.count > maximum { return false }
             for name in node.required where !members.contains(where: { $0.0 == name }) { return false }
             if members.contains(where: { node.forbiddenProperties.contains($0.0) }) { return false }
+            for requirement in node.requiredOtherMembers {
+                guard requirement.patterns.isEmpty else { return nil }
+                if !members.contains(where: { !requirement.names.contains($0.0) }) { return false }
+            }
             if !node.patternProperties.isEmpty || !node.propertyNames.isEmpty { return nil }
             for (name, member) in members {
                 let schemas = node.schemas(forProperty: name)

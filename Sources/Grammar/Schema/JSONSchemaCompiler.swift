@@ -292,36 +292,55 @@ struct _SchemaCompiler {
         return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
     }
 
-    /// Two alternatives of a `oneOf` that may both match a value, or `nil` when no value can
-    /// match two (so the `oneOf` is an `anyOf`): their JSON types differ, or both are objects
-    /// and one requires a property the other forbids, or both require a property whose
-    /// `const`/`enum` values differ (a discriminator).
+    /// The pairs of alternatives of a `oneOf` that may both match a value (none: the `oneOf`
+    /// is an `anyOf`). See `nodesAreDisjoint`.
     mutating func overlappingAlternatives(_ alternatives: [_Subschema], depth: Int) throws(GrammarError) -> [(Int, Int)] {
         var nodes: [_SchemaNode?] = []
-        var footprints: [Set<_JSONType>] = []
-        for alternative in alternatives {
-            guard let node = try resolvedNode(alternative, depth: depth + 1) else { nodes.append(nil); footprints.append([]); continue }
-            var types = node.types ?? Set(_JSONType.allCases)
-            if let values = node.values { types = Set(values.map { _JSONType(rawValue: $0.typeName) ?? .number }) }
-            if types.contains(.number) { types.insert(.integer) }
-            if types.contains(.integer) { types.insert(.number) }
-            nodes.append(node)
-            footprints.append(types)
-        }
+        for alternative in alternatives { nodes.append(try resolvedNode(alternative, depth: depth + 1)) }
         var overlaps: [(Int, Int)] = []
-        for i in footprints.indices {
-            for j in footprints.indices where j > i {
-                let shared = footprints[i].intersection(footprints[j])
-                if shared.isEmpty { continue }
-                if shared == [.object], let a = nodes[i], let b = nodes[j], try objectsAreDisjoint(a, b, depth: depth) { continue }
-                overlaps.append((i, j))
+        for i in nodes.indices {
+            for j in nodes.indices where j > i {
+                guard let a = nodes[i], let b = nodes[j] else { continue }  // `false` matches nothing
+                if try !nodesAreDisjoint(a, b, depth: depth) { overlaps.append((i, j)) }
             }
         }
         return overlaps
     }
 
+    /// The JSON types a node's values can have (`integer` and `number` together: `1.0` is both).
+    func footprint(_ node: _SchemaNode) -> Set<_JSONType> {
+        var types = node.types ?? Set(_JSONType.allCases)
+        if let values = node.values { types = types.intersection(values.map { _JSONType(rawValue: $0.typeName) ?? .number }.reduce(into: []) { $0.insert($1) }) }
+        if types.contains(.number) || types.contains(.integer) { types.formUnion([.number, .integer]) }
+        return types
+    }
+
+    /// Whether no value satisfies both nodes (`false`: they may overlap, or it cannot tell):
+    /// their JSON types differ; or their `enum`/`const` scalars differ (numbers by value);
+    /// or both are objects and one requires a property the other forbids, or both require a
+    /// property whose schemas are disjoint in turn (a discriminator).
+    mutating func nodesAreDisjoint(_ a: _SchemaNode, _ b: _SchemaNode, depth: Int) throws(GrammarError) -> Bool {
+        let shared = footprint(a).intersection(footprint(b))
+        if shared.isEmpty { return true }
+        if let first = a.values, let second = b.values, (first + second).allSatisfy(\.isScalar),
+           !first.contains(where: { value in second.contains { Self.sameScalar(value, $0) } }) {
+            return true
+        }
+        if shared == [.object] { return try objectsAreDisjoint(a, b, depth: depth) }
+        return false
+    }
+
+    /// JSON equality of two scalars, numbers compared by value (`1` and `1.0` are equal).
+    static func sameScalar(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        if case .number(let x) = a, case .number(let y) = b {
+            guard let left = _Decimal(x), let right = _Decimal(y) else { return x == y }
+            return left == right
+        }
+        return a == b
+    }
+
     /// Whether no object satisfies both nodes, by a required property the other forbids or a
-    /// required discriminator property with disjoint constant values.
+    /// property both require with disjoint schemas.
     mutating func objectsAreDisjoint(_ a: _SchemaNode, _ b: _SchemaNode, depth: Int) throws(GrammarError) -> Bool {
         func forbids(_ node: _SchemaNode, _ name: String) -> Bool {
             node.forbiddenProperties.contains(name)
@@ -329,14 +348,12 @@ struct _SchemaCompiler {
                     && node.patternProperties.isEmpty && !node.properties.contains(where: { $0.name == name }))
         }
         if a.required.contains(where: { forbids(b, $0) }) || b.required.contains(where: { forbids(a, $0) }) { return true }
+        guard depth + 2 < options.referenceDepthLimit else { return false }
         for name in a.required where b.required.contains(name) {
             guard let first = a.properties.first(where: { $0.name == name }), let second = b.properties.first(where: { $0.name == name }),
                   let firstNode = try resolvedNode(_Subschema.all(first.schemas), depth: depth + 1),
-                  let secondNode = try resolvedNode(_Subschema.all(second.schemas), depth: depth + 1),
-                  let firstValues = firstNode.values, let secondValues = secondNode.values else { continue }
-            // Strings only: equal numbers can be spelled differently (`1`, `1.0`).
-            let strings = (firstValues + secondValues).allSatisfy { if case .string = $0 { return true } else { return false } }
-            if strings, !firstValues.contains(where: { secondValues.contains($0) }) { return true }
+                  let secondNode = try resolvedNode(_Subschema.all(second.schemas), depth: depth + 1) else { continue }
+            if try nodesAreDisjoint(firstNode, secondNode, depth: depth + 1) { return true }
         }
         return false
     }
@@ -388,5 +405,6 @@ extension _SchemaNode {
             && anyOf.isEmpty && oneOf.isEmpty && allOf.isEmpty && reference == nil
             && negations.isEmpty && conditionals.isEmpty && dependencies.isEmpty
             && excludedValues.isEmpty && excludedPatterns.isEmpty && excludedMultiples.isEmpty && forbiddenProperties.isEmpty
+            && requiredOtherMembers.isEmpty
     }
 }

@@ -88,6 +88,9 @@ struct _SchemaNode: Sendable {
     var excludedMultiples: [String] = []
     /// Properties the object must not have.
     var forbiddenProperties: [String] = []
+    /// The object must have a member whose name is none of `names` and matches none of
+    /// `patterns` (the complement of `additionalProperties: false`).
+    var requiredOtherMembers: [(names: [String], patterns: [String])] = []
 
     init(pointer: String) { self.pointer = pointer }
 
@@ -329,6 +332,7 @@ struct _SchemaNode: Sendable {
         result.excludedPatterns += other.excludedPatterns
         result.excludedMultiples += other.excludedMultiples
         for name in other.forbiddenProperties where !result.forbiddenProperties.contains(name) { result.forbiddenProperties.append(name) }
+        result.requiredOtherMembers += other.requiredOtherMembers
         return result
     }
 
