@@ -74,7 +74,8 @@ public enum MatrixMultiplication {
             multiplyPacked(packed, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
         case .automatic where weights.packed != nil:
             multiplyPacked(weights.packed!, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
-        case .integerRows, .automatic where batch <= integerBatchLimit && info.rowLength % 32 == 0:
+        case .integerRows,
+             .automatic where batch <= integerBatchLimit && info.rowLength % 32 == 0:
             var column = [Float](repeating: 0, count: info.rowCount)
             for item in 0..<batch {
                 let input = ActivationVector(Array(inputs[item * info.rowLength ..< (item + 1) * info.rowLength]), for: info.type)
