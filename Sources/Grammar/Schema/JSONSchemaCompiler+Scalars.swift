@@ -33,9 +33,8 @@ extension _SchemaCompiler {
         let isBounded = node.minimumLength > 0 || maximumLength != nil
         if isBounded {
             let bound = max(maximumLength ?? 0, node.minimumLength)
-            guard bound <= min(options.repetitionLimit, options.stringLengthLimit) else {
-                throw .budgetExceeded(what: "string length bound at \(node.pointer)", limit: min(options.repetitionLimit, options.stringLengthLimit))
-            }
+            let limit = min(options.repetitionLimit, options.stringLengthLimit)
+            guard bound <= limit else { throw .budgetExceeded(what: "string length bound at \(node.pointer)", limit: limit) }
         }
         var language = try quoted(content, of: characters)
         var constraints: [(pattern: String, pointer: String, search: Bool)] = remaining.map { ($0.pattern, $0.pointer, true) }

@@ -970,7 +970,6 @@ extension _DFA {
     }
 }
 
-
 /// Further conditions on a number language, each applied as an automaton product:
 /// multiples it must also be (a second `multipleOf`, as `allOf` merges them), values it must
 /// leave out (`not` of an `enum`/`const`) and multiples it must not be (`not` of a
