@@ -136,3 +136,22 @@ struct _FourColumns: _ColumnSink {
         partial = (SIMD32<Int16>(), SIMD32<Int16>(), SIMD32<Int16>(), SIMD32<Int16>())
     }
 }
+
+/// Two sinks fed the same pair vectors: one weight unpacking serves both column sets.
+struct _JoinedSinks<First: _ColumnSink, Second: _ColumnSink>: _ColumnSink {
+    var first: First
+    var second: Second
+
+    @inline(__always) mutating func consume(_ pair: SIMD32<Int16>, index: Int) {
+        first.consume(pair, index: index)
+        second.consume(pair, index: index)
+    }
+    @inline(__always) mutating func flush() {
+        first.flush()
+        second.flush()
+    }
+    @inline(__always) mutating func flush(scaledBy scales: SIMD16<Int32>) {
+        first.flush(scaledBy: scales)
+        second.flush(scaledBy: scales)
+    }
+}

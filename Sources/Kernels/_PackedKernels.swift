@@ -79,6 +79,26 @@ struct _FourColumnSet: _ColumnSet {
     }
 }
 
+/// Two column sets multiplied together: their columns are `First`'s then `Second`'s.
+struct _JoinedColumnSets<First: _ColumnSet, Second: _ColumnSet>: _ColumnSet {
+    var first: First
+    var second: Second
+
+    static var count: Int { First.count + Second.count }
+    @inline(__always) func sink(atPair pair: Int) -> _JoinedSinks<First.Sink, Second.Sink> {
+        _JoinedSinks(first: first.sink(atPair: pair), second: second.sink(atPair: pair))
+    }
+    @inline(__always) func column(_ index: Int) -> _ColumnPointers {
+        index < First.count ? first.column(index) : second.column(index &- First.count)
+    }
+    @inline(__always) func sums(_ sink: _JoinedSinks<First.Sink, Second.Sink>, _ index: Int) -> SIMD16<Int32> {
+        index < First.count ? first.sums(sink.first, index) : second.sums(sink.second, index &- First.count)
+    }
+    @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) {
+        if index < First.count { first.accumulate(value, index) } else { second.accumulate(value, index &- First.count) }
+    }
+}
+
 // MARK: - Block functions
 
 /// Q4_0 / Q4_1: 4 words of nibbles. Word `w` (bytes 4w ..< 4w + 4 of `qs`) holds quads `w`

@@ -10,7 +10,9 @@ import Kernels
 ///
 /// Dot products and sums run in the order of ggml's AVX-512 F16 GEMM (tinyBLAS): 16 lanes,
 /// lane `l` a chain of fused multiply-adds over indices ≡ l (mod 16), the lanes summed in
-/// halves. Keys and values are stored as `KVCache` describes ("paired halves").
+/// halves. The half-precision keys and values of the cache are read widened to floats
+/// (`_CacheWideningJob`, once per block rather than once per query head: Gemma's four query
+/// heads share one key head); widening is exact, so the products are those of the halves.
 ///
 /// `@unchecked Sendable` is sound because the buffers outlive the synchronous
 /// `KernelThreadPool.run` call that uses the job, queries, keys and values are only read, and
@@ -18,8 +20,9 @@ import Kernels
 struct _AttentionJob: @unchecked Sendable {
     /// Queries, already rotated, scaled where the family scales them, and rounded to half.
     let queries: UnsafePointer<Float>
-    let keys: UnsafePointer<UInt32>
-    let values: UnsafePointer<UInt32>
+    /// Widened keys and values: position `p` at `p × keyWidth`, heads in order, dimensions in order.
+    let keys: UnsafePointer<Float>
+    let values: UnsafePointer<Float>
     let output: UnsafeMutablePointer<Float>
     let start: Int
     let headCount: Int
@@ -30,30 +33,30 @@ struct _AttentionJob: @unchecked Sendable {
     let scale: Float
 
     /// Scratch for one thread: scores and probabilities (room for every position rounded up
-    /// to 16, plus 16), and 16 lane accumulators of `headWidth` floats.
+    /// to 16, plus 16).
     struct Scratch {
         let scores: UnsafeMutablePointer<Float>
         let probabilities: UnsafeMutablePointer<Float>
-        let lanes: UnsafeMutablePointer<Float>
     }
 
     func attend(row: Int, head: Int, scratch: Scratch) {
         let position = start + row
         let first = window == Int.max ? 0 : max(0, position - window + 1)
         let query = queries + (row * headCount + head) * headWidth
-        let headOffset = (head / groupSize) * headWidth / 2   // in words of paired halves
-        let wordsPerPosition = keyWidth / 2, groups = headWidth / 16
+        let headOffset = (head / groupSize) * headWidth
+        let groups = headWidth / 16
 
         // Scores: two 8-lane accumulators are lanes 0–7 and 8–15 of each 16-dimension group.
         var maximum = -Float.infinity
         for past in first ... position {
-            let key = keys + past * wordsPerPosition + headOffset
+            let key = UnsafeRawPointer(keys + past * keyWidth + headOffset)
             var low = SIMD8<Float>(), high = SIMD8<Float>()
             for group in 0..<groups {
-                let words = UnsafeRawPointer(key + 8 * group).loadUnaligned(as: SIMD8<UInt32>.self)
                 let q = UnsafeRawPointer(query + 16 * group)
-                low = low.addingProductWhereFused(floatsFromHalves(words & 0xFFFF), q.loadUnaligned(as: SIMD8<Float>.self))
-                high = high.addingProductWhereFused(floatsFromHalves(words &>> 16), q.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+                low = low.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 * group, as: SIMD8<Float>.self),
+                                                  q.loadUnaligned(as: SIMD8<Float>.self))
+                high = high.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 * group + 32, as: SIMD8<Float>.self),
+                                                    q.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
             }
             let score = _sumInHalves(low + high) * scale
             scratch.scores[past] = score
@@ -82,31 +85,62 @@ struct _AttentionJob: @unchecked Sendable {
             index += 8
         }
 
-        // Output: lane p % 16 accumulates position p; the lanes are summed in halves.
-        let lanes = scratch.lanes
-        lanes.update(repeating: 0, count: 16 * headWidth)
-        for past in first ... position {
-            let probability = scratch.probabilities[past]
-            let value = values + past * wordsPerPosition + headOffset
-            let accumulator = lanes + (past & 15) * headWidth
-            let weight = SIMD8<Float>(repeating: probability)
-            for group in 0..<groups {
-                let words = UnsafeRawPointer(value + 8 * group).loadUnaligned(as: SIMD8<UInt32>.self)
-                let target = UnsafeMutableRawPointer(accumulator + 16 * group)
-                target.storeBytes(of: target.load(as: SIMD8<Float>.self).addingProductWhereFused(floatsFromHalves(words & 0xFFFF), weight), as: SIMD8<Float>.self)
-                target.storeBytes(of: target.load(fromByteOffset: 32, as: SIMD8<Float>.self).addingProductWhereFused(floatsFromHalves(words &>> 16), weight),
-                                  toByteOffset: 32, as: SIMD8<Float>.self)
+        // Output: lane p % 16 accumulates position p; the lanes are summed in halves. Sixteen
+        // dimensions at a time, their 16 lane accumulators in registers across the positions.
+        let destination = output + (row * headCount + head) * headWidth
+        let probabilities = scratch.probabilities
+        for group in 0..<groups {
+            let column = values + headOffset + 16 * group
+            var a0 = SIMD16<Float>(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0
+            var a8 = a0, a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0
+            var chunk = first & ~15
+            while chunk <= position {
+                // Positions outside first ... position are skipped, as their lanes would be.
+                @inline(__always) func add(_ accumulator: inout SIMD16<Float>, _ lane: Int) {
+                    let past = chunk + lane
+                    guard past >= first, past <= position else { return }
+                    let value = UnsafeRawPointer(column + past * keyWidth).loadUnaligned(as: SIMD16<Float>.self)
+                    accumulator = accumulator.addingProductWhereFused(value, SIMD16(repeating: probabilities[past]))
+                }
+                add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)
+                add(&a8, 8); add(&a9, 9); add(&a10, 10); add(&a11, 11); add(&a12, 12); add(&a13, 13); add(&a14, 14); add(&a15, 15)
+                chunk += 16
+            }
+            let halves = (a0 + a8, a1 + a9, a2 + a10, a3 + a11, a4 + a12, a5 + a13, a6 + a14, a7 + a15)
+            let quarters = (halves.0 + halves.4, halves.1 + halves.5, halves.2 + halves.6, halves.3 + halves.7)
+            let sum = (quarters.0 + quarters.2) + (quarters.1 + quarters.3)
+            UnsafeMutableRawPointer(destination + 16 * group).storeBytes(of: sum, as: SIMD16<Float>.self)
+        }
+    }
+}
+
+/// Widens positions of one block's cached keys and values (`KVCache`'s paired halves) to
+/// floats in dimension order, position `p` at `p × keyWidth`, shared by the threads that split
+/// the positions.
+///
+/// `@unchecked Sendable` is sound because the cache and the destinations outlive the
+/// synchronous thread-pool call, the cache is only read, and each position is written by one
+/// thread.
+struct _CacheWideningJob: @unchecked Sendable {
+    let keys: UnsafePointer<UInt32>
+    let values: UnsafePointer<UInt32>
+    let wideKeys: UnsafeMutablePointer<Float>
+    let wideValues: UnsafeMutablePointer<Float>
+    let keyWidth: Int
+
+    func widen(positions: Range<Int>) {
+        let words = keyWidth / 2
+        @inline(__always) func widen(_ source: UnsafePointer<UInt32>, _ destination: UnsafeMutablePointer<Float>, _ position: Int) {
+            let from = UnsafeRawPointer(source + position * words), to = UnsafeMutableRawPointer(destination + position * keyWidth)
+            for group in 0 ..< keyWidth / 16 {
+                let pairs = from.loadUnaligned(fromByteOffset: 32 * group, as: SIMD8<UInt32>.self)
+                to.storeBytes(of: SIMD16(lowHalf: floatsFromHalves(pairs & 0xFFFF), highHalf: floatsFromHalves(pairs &>> 16)),
+                              toByteOffset: 64 * group, as: SIMD16<Float>.self)
             }
         }
-        let destination = output + (row * headCount + head) * headWidth
-        for offset in stride(from: 0, to: headWidth, by: 8) {
-            func lane(_ index: Int) -> SIMD8<Float> { UnsafeRawPointer(lanes + index * headWidth + offset).load(as: SIMD8<Float>.self) }
-            var halves = (lane(0) + lane(8), lane(1) + lane(9), lane(2) + lane(10), lane(3) + lane(11),
-                          lane(4) + lane(12), lane(5) + lane(13), lane(6) + lane(14), lane(7) + lane(15))
-            halves = (halves.0 + halves.4, halves.1 + halves.5, halves.2 + halves.6, halves.3 + halves.7,
-                      halves.4, halves.5, halves.6, halves.7)
-            let sum = (halves.0 + halves.2) + (halves.1 + halves.3)
-            UnsafeMutableRawPointer(destination + offset).storeBytes(of: sum, as: SIMD8<Float>.self)
+        for position in positions {
+            widen(keys, wideKeys, position)
+            widen(values, wideValues, position)
         }
     }
 }

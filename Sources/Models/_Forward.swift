@@ -28,6 +28,13 @@ extension TransformerModel {
         var projected = [Float](repeating: 0, count: count * width)
         var gates = [Float](repeating: 0, count: count * hiddenWidth)
         var ups = [Float](repeating: 0, count: count * hiddenWidth)
+        // The cache's keys and values widened to floats for attention, block after block.
+        let wideKeys = UnsafeMutablePointer<Float>.allocate(capacity: (start + count) * keyWidth)
+        let wideValues = UnsafeMutablePointer<Float>.allocate(capacity: (start + count) * keyWidth)
+        defer {
+            wideKeys.deallocate()
+            wideValues.deallocate()
+        }
 
         // Embeddings.
         try residual.withUnsafeMutableBufferPointer { (buffer) throws(KernelError) in
@@ -56,6 +63,17 @@ extension TransformerModel {
                 }
             }
         }
+        /// Several products of the same input (a block's query, key and value projections, or
+        /// its gate and up projections): one quantization per activation format, one dispatch.
+        func project(_ products: [(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)], _ input: [Float]) throws(KernelError) {
+            if count == 1 {
+                try MatrixVectorProduct.multiply(products, input: input, threadCount: threadCount)
+            } else {
+                try input.withUnsafeBufferPointer { (input) throws(KernelError) in
+                    try MatrixMultiplication.multiply(products, inputs: input, batch: count, threadCount: threadCount)
+                }
+            }
+        }
         func normalize(_ source: [Float], _ weight: [Float], into destination: inout [Float], rowWidth: Int) {
             destination = source
             destination.withUnsafeMutableBufferPointer { rows in
@@ -71,20 +89,12 @@ extension TransformerModel {
         for (block, layer) in layers.enumerated() {
             // Attention.
             normalize(residual, layer.attentionNorm, into: &normalized, rowWidth: width)
-            if count == 1 {
-                // Decode: one quantization of the input (per format) and one dispatch for all three.
-                try queries.withUnsafeMutableBufferPointer { (query) throws(KernelError) in
-                    try keys.withUnsafeMutableBufferPointer { (key) throws(KernelError) in
-                        try values.withUnsafeMutableBufferPointer { (value) throws(KernelError) in
-                            try MatrixVectorProduct.multiply(
-                                [(layer.query, query), (layer.key, key), (layer.value, value)], input: normalized, threadCount: threadCount)
-                        }
+            try queries.withUnsafeMutableBufferPointer { (query) throws(KernelError) in
+                try keys.withUnsafeMutableBufferPointer { (key) throws(KernelError) in
+                    try values.withUnsafeMutableBufferPointer { (value) throws(KernelError) in
+                        try project([(layer.query, query), (layer.key, key), (layer.value, value)], normalized)
                     }
                 }
-            } else {
-                try multiply(layer.query, normalized, into: &queries)
-                try multiply(layer.key, normalized, into: &keys)
-                try multiply(layer.value, normalized, into: &values)
             }
             if let queryNorm = layer.queryNorm, let keyNorm = layer.keyNorm {
                 normalizeInPlace(&queries, queryNorm, rowWidth: headWidth)
@@ -108,10 +118,17 @@ extension TransformerModel {
             let positionCapacity = (start + count + 15) / 16 * 16 + 16
             cache.keys[block].withUnsafeBufferPointer { cachedKeys in
                 cache.values[block].withUnsafeBufferPointer { cachedValues in
+                    // The positions any row of the batch attends to, widened once for every head.
+                    let attendedPositions = (window == Int.max ? 0 : max(0, start - window + 1)) ..< start + count
+                    let widening = _CacheWideningJob(keys: cachedKeys.baseAddress!, values: cachedValues.baseAddress!,
+                                                     wideKeys: wideKeys, wideValues: wideValues, keyWidth: keyWidth)
+                    KernelThreadPool.shared.forEachRange(of: attendedPositions.count, parts: attendedPositions.count >= 32 ? threadCount : 1) {
+                        widening.widen(positions: $0.lowerBound + attendedPositions.lowerBound ..< $0.upperBound + attendedPositions.lowerBound)
+                    }
                     queries.withUnsafeBufferPointer { queries in
                         attended.withUnsafeMutableBufferPointer { attended in
                             let job = _AttentionJob(
-                                queries: queries.baseAddress!, keys: cachedKeys.baseAddress!, values: cachedValues.baseAddress!,
+                                queries: queries.baseAddress!, keys: wideKeys, values: wideValues,
                                 output: attended.baseAddress!, start: start, headCount: headCount, headWidth: headWidth,
                                 groupSize: groupSize, keyWidth: keyWidth, window: window,
                                 scale: traits.scalesQueriesBeforeAttention ? 1 : attentionScale)
@@ -120,10 +137,9 @@ extension TransformerModel {
                             let pairs = count * headCount
                             let parts = pairs >= 8 ? threadCount : 1
                             KernelThreadPool.shared.run(parts: parts) { part in
-                                withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity + 16 * headWidth) { buffer in
+                                withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity) { buffer in
                                     let scratch = _AttentionJob.Scratch(
-                                        scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity,
-                                        lanes: buffer.baseAddress! + 2 * positionCapacity)
+                                        scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity)
                                     for pair in stride(from: part, to: pairs, by: max(1, min(parts, KernelThreadPool.shared.threadCount))) {
                                         job.attend(row: pair / headCount, head: pair % headCount, scratch: scratch)
                                     }
@@ -139,21 +155,17 @@ extension TransformerModel {
 
             // Feed-forward.
             normalize(residual, layer.feedForwardNorm, into: &normalized, rowWidth: width)
-            if count == 1 {
-                try gates.withUnsafeMutableBufferPointer { (gate) throws(KernelError) in
-                    try ups.withUnsafeMutableBufferPointer { (up) throws(KernelError) in
-                        try MatrixVectorProduct.multiply([(layer.gate, gate), (layer.up, up)], input: normalized, threadCount: threadCount)
-                    }
+            try gates.withUnsafeMutableBufferPointer { (gate) throws(KernelError) in
+                try ups.withUnsafeMutableBufferPointer { (up) throws(KernelError) in
+                    try project([(layer.gate, gate), (layer.up, up)], normalized)
                 }
-            } else {
-                try multiply(layer.gate, normalized, into: &gates)
-                try multiply(layer.up, normalized, into: &ups)
             }
-            switch traits.activation {
-            case .silu:
-                gates.withUnsafeMutableBufferPointer { gates in ups.withUnsafeBufferPointer { _swiGLU(gates, $0) } }
-            case .gelu:
-                gates.withUnsafeMutableBufferPointer { gates in ups.withUnsafeBufferPointer { _geGLU(gates, $0) } }
+            gates.withUnsafeMutableBufferPointer { gates in
+                ups.withUnsafeBufferPointer { ups in
+                    let job = _GatedActivationJob(gates: gates.baseAddress!, ups: ups.baseAddress!, width: hiddenWidth,
+                                                  activation: traits.activation)
+                    KernelThreadPool.shared.forEachRange(of: count, parts: threadCount) { job.apply(rows: $0) }
+                }
             }
             try multiply(layer.down, gates, into: &projected)
             if let norm = layer.postFeedForwardNorm { normalizeInPlace(&projected, norm, rowWidth: width) }

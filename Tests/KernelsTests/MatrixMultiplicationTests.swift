@@ -68,6 +68,62 @@ import TypesetTestSupport
         try Self.check(weights, batch: 17, seed: 3)
     }
 
+    /// Products of one input batch computed together (one quantization per activation format,
+    /// one dispatch) give exactly the values of the same products computed one by one: two
+    /// packed types sharing q8_0 activations, one taking q8_K, and a matrix without a packed
+    /// copy (300 rows), over batches with and without tails.
+    @Test func productsComputedTogetherEqualSingleProducts() throws {
+        var generator = SplitMix64(seed: 77)
+        let rowLength = 512
+        let matrices = try [(GGMLType.q5_0, 48), (.q8_0, 32), (.q4_K, 64), (.q4_0, 300)].map { type, rows in
+            let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
+            let tensor = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
+            return try WeightMatrix(tensor, packing: PackedMatrix.canPack(tensor))
+        }
+        #expect(matrices.map { $0.packed != nil } == [true, true, true, false])
+        for batch in [2, 7, 13, 24] {
+            let inputs = (0 ..< batch * rowLength).map { _ in Float.random(in: -1...1, using: &generator) }
+            var separate: [[Float]] = []
+            for matrix in matrices {
+                var output = [Float](repeating: .nan, count: batch * matrix.rowCount)
+                try inputs.withUnsafeBufferPointer { input in
+                    try output.withUnsafeMutableBufferPointer { result in
+                        try MatrixMultiplication.multiply(matrix, inputs: input, batch: batch, into: result, threadCount: 2)
+                    }
+                }
+                separate.append(output)
+            }
+            let outputs = matrices.map { UnsafeMutableBufferPointer<Float>.allocate(capacity: batch * $0.rowCount) }
+            defer { for output in outputs { output.deallocate() } }
+            for output in outputs { output.initialize(repeating: .nan) }
+            try inputs.withUnsafeBufferPointer { input in
+                try MatrixMultiplication.multiply(Array(zip(matrices, outputs)).map { (weights: $0, output: $1) },
+                                                  inputs: input, batch: batch, threadCount: 2)
+            }
+            for (index, output) in outputs.enumerated() {
+                #expect(output.map { $0.bitPattern } == separate[index].map { $0.bitPattern },
+                        "\(matrices[index].type), batch \(batch)")
+            }
+        }
+    }
+
+    @Test func productsComputedTogetherCheckEverySizeFirst() throws {
+        let good = try WeightMatrix(SyntheticWeights.tensor(.q8_0, rowLength: 32, rows: 16, data: Array(repeating: 0, count: 16 * 34)), packing: true)
+        let bad = try WeightMatrix(SyntheticWeights.tensor(.q8_0, rowLength: 32, rows: 2, data: Array(repeating: 0, count: 68)))
+        let inputs = [Float](repeating: 1, count: 64)
+        let first = UnsafeMutableBufferPointer<Float>.allocate(capacity: 32), second = UnsafeMutableBufferPointer<Float>.allocate(capacity: 3)
+        defer { first.deallocate(); second.deallocate() }
+        first.initialize(repeating: .nan)
+        let products = [(weights: good, output: first), (weights: bad, output: second)]
+        inputs.withUnsafeBufferPointer { input in
+            _ = #expect(throws: KernelError.sizeMismatch(what: "output for 'w' (batch 2)", expected: 4, actual: 3)) {
+                try MatrixMultiplication.multiply(products, inputs: input, batch: 2)
+            }
+        }
+        // Nothing was computed: the first product's output is untouched.
+        #expect(first.allSatisfy { $0.isNaN })
+    }
+
     @Test func sizesAreChecked() throws {
         let weights = try SyntheticWeights.tensor(.q8_0, rowLength: 32, rows: 2, data: Array(repeating: 0, count: 68))
         let inputs = [Float](repeating: 1, count: 64)
