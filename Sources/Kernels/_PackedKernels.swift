@@ -116,14 +116,19 @@ func _nibbleBlock<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 }
 
 /// Q5_0: a word of re-spread fifth bits (pair `q` at bits `q` and `16 + q`), then the nibbles
-/// as Q4_0. Values 0…31: a flush every 8 pairs. (Every shift count is a literal after
-/// inlining: variable counts made LLVM vectorize the loop across words, with shuffles.)
+/// as Q4_0. The codes 0…31 are offset by −16 here, to ggml's values −16…15: a product is then
+/// at most 16 × 127 in magnitude, so the 16 pairs of a block fit one flush, and the driver
+/// needs no offset correction (the integer sums are the same). (Every shift count is a
+/// literal after inlining: variable counts made LLVM vectorize the loop across words, with
+/// shuffles.)
 @inline(__always)
 func _q5Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     let fifth = _words(body, 0)
+    let offset = SIMD32<Int16>(repeating: 16)
     @inline(__always) func pair(_ words: SIMD16<UInt32>, _ shift: UInt32, _ index: Int) {
         let high = index <= 4 ? (fifth &<< UInt32(4 &- index)) : (fifth &>> UInt32(index &- 4))
-        sink.consume(unsafeBitCast(((words &>> shift) & 0x000F_000F) | (high & 0x0010_0010), to: SIMD32<Int16>.self), index: index)
+        let codes = unsafeBitCast(((words &>> shift) & 0x000F_000F) | (high & 0x0010_0010), to: SIMD32<Int16>.self)
+        sink.consume(codes &- offset, index: index)
     }
     @inline(__always) func word(_ word: Int) {
         let words = _words(body, 1 &+ word)
@@ -134,7 +139,6 @@ func _q5Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     }
     word(0)
     word(1)
-    sink.flush()
     word(2)
     word(3)
     sink.flush()
@@ -155,7 +159,8 @@ func _q8Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 
 // MARK: - Drivers
 
-/// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8, Q5_0: 16, Q8_0: 0):
+/// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8; Q5_0 and Q8_0: 0, their
+/// block functions having offset the codes already):
 /// result += (Σ q·a − offset·Σ a) × (d × d_a), per block.
 @inline(__always)
 func _scaledBlocks<C: _ColumnSet>(
@@ -291,7 +296,7 @@ func _q6_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayo
 func _productOfGroup<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
     switch layout.type {
     case .q4_0: _scaledBlocks(group, layout, &columns, offset: 8) { _nibbleBlock($0, &$1) }
-    case .q5_0: _scaledBlocks(group, layout, &columns, offset: 16) { _q5Block($0, &$1) }
+    case .q5_0: _scaledBlocks(group, layout, &columns, offset: 0) { _q5Block($0, &$1) }
     case .q8_0: _scaledBlocks(group, layout, &columns, offset: 0) { _q8Block($0, &$1) }
     case .q4_1: _q4_1Blocks(group, layout, &columns)
     case .q4_K: _q4_KBlocks(group, layout, &columns)

@@ -74,16 +74,42 @@ extension TransformerModel {
                 }
             }
         }
+        // Per-row operations run on the thread pool, rows split across threads (each row's
+        // arithmetic is unchanged, so the values are too).
+        func normalizeRows(_ rows: UnsafeMutablePointer<Float>, _ range: Range<Int>, _ weight: UnsafeBufferPointer<Float>, rowWidth: Int) {
+            _rmsNorm(UnsafeMutableBufferPointer(start: rows + range.lowerBound * rowWidth, count: range.count * rowWidth),
+                     width: rowWidth, weight: weight, epsilon: epsilon)
+        }
         func normalize(_ source: [Float], _ weight: [Float], into destination: inout [Float], rowWidth: Int) {
             destination = source
-            destination.withUnsafeMutableBufferPointer { rows in
-                weight.withUnsafeBufferPointer { _rmsNorm(rows, width: rowWidth, weight: $0, epsilon: epsilon) }
-            }
+            normalizeInPlace(&destination, weight, rowWidth: rowWidth)
         }
         func normalizeInPlace(_ rows: inout [Float], _ weight: [Float], rowWidth: Int) {
             rows.withUnsafeMutableBufferPointer { rows in
-                weight.withUnsafeBufferPointer { _rmsNorm(rows, width: rowWidth, weight: $0, epsilon: epsilon) }
+                weight.withUnsafeBufferPointer { weight in
+                    _forEachRowRange(rows.count / rowWidth, threadCount: threadCount) { normalizeRows(rows.baseAddress!, $0, weight, rowWidth: rowWidth) }
+                }
             }
+        }
+        /// `residual += postNorm(projected)` (the norm where the family has one).
+        func addToResidual(_ projected: inout [Float], postNorm: [Float]?) {
+            residual.withUnsafeMutableBufferPointer { residual in
+                projected.withUnsafeMutableBufferPointer { projected in
+                    (postNorm ?? []).withUnsafeBufferPointer { norm in
+                        _forEachRowRange(count, threadCount: threadCount) { rows in
+                            if postNorm != nil { normalizeRows(projected.baseAddress!, rows, norm, rowWidth: width) }
+                            for index in rows.lowerBound * width ..< rows.upperBound * width { residual[index] += projected[index] }
+                        }
+                    }
+                }
+            }
+        }
+        var rotaryAngles: [UInt32: _RotaryAngles] = [:]
+        func angles(base: Float) -> _RotaryAngles {
+            if let angles = rotaryAngles[base.bitPattern] { return angles }
+            let angles = _RotaryAngles(positions: positions, headWidth: headWidth, base: base)
+            rotaryAngles[base.bitPattern] = angles
+            return angles
         }
 
         for (block, layer) in layers.enumerated() {
@@ -96,20 +122,31 @@ extension TransformerModel {
                     }
                 }
             }
-            if let queryNorm = layer.queryNorm, let keyNorm = layer.keyNorm {
-                normalizeInPlace(&queries, queryNorm, rowWidth: headWidth)
-                normalizeInPlace(&keys, keyNorm, rowWidth: headWidth)
-            }
-            queries.withUnsafeMutableBufferPointer {
-                _applyRotary($0, headCount: headCount, headWidth: headWidth, positions: positions, base: layer.ropeBase, pairing: traits.rotaryPairing)
-                // llama.cpp multiplies Q by the attention scale here when the family says so
-                // (Gemma), then rounds it to half for the F16 product with the cache.
-                if traits.scalesQueriesBeforeAttention { for index in $0.indices { $0[index] *= attentionScale } }
-                _roundToHalfPrecision($0)
-            }
-            keys.withUnsafeMutableBufferPointer {
-                _applyRotary($0, headCount: configuration.headCountKV, headWidth: headWidth, positions: positions, base: layer.ropeBase,
-                             pairing: traits.rotaryPairing)
+            // Per-head norms (Gemma 3), RoPE, and the queries' scaling and rounding to half.
+            let angles = angles(base: layer.ropeBase)
+            queries.withUnsafeMutableBufferPointer { queries in
+                keys.withUnsafeMutableBufferPointer { keys in
+                    (layer.queryNorm ?? []).withUnsafeBufferPointer { queryNorm in
+                        (layer.keyNorm ?? []).withUnsafeBufferPointer { keyNorm in
+                            _forEachRowRange(count, threadCount: threadCount) { rows in
+                                if layer.queryNorm != nil, layer.keyNorm != nil {
+                                    let heads = rows.lowerBound * headCount ..< rows.upperBound * headCount
+                                    normalizeRows(queries.baseAddress!, heads, queryNorm, rowWidth: headWidth)
+                                    let keyHeads = rows.lowerBound * configuration.headCountKV ..< rows.upperBound * configuration.headCountKV
+                                    normalizeRows(keys.baseAddress!, keyHeads, keyNorm, rowWidth: headWidth)
+                                }
+                                _applyRotary(queries.baseAddress!, rows: rows, headCount: headCount, angles: angles, pairing: traits.rotaryPairing)
+                                _applyRotary(keys.baseAddress!, rows: rows, headCount: configuration.headCountKV, angles: angles,
+                                             pairing: traits.rotaryPairing)
+                                // llama.cpp multiplies Q by the attention scale here when the family
+                                // says so (Gemma), then rounds it to half for the F16 product with the cache.
+                                let rowQueries = UnsafeMutableBufferPointer(rebasing: queries[rows.lowerBound * queryWidth ..< rows.upperBound * queryWidth])
+                                if traits.scalesQueriesBeforeAttention { for index in rowQueries.indices { rowQueries[index] *= attentionScale } }
+                                _roundToHalfPrecision(rowQueries)
+                            }
+                        }
+                    }
+                }
             }
             keys.withUnsafeBufferPointer { cache.store($0, block: block, position: start, keys: true) }
             values.withUnsafeBufferPointer { cache.store($0, block: block, position: start, keys: false) }
@@ -150,8 +187,7 @@ extension TransformerModel {
                 }
             }
             try multiply(layer.attentionOutput, attended, into: &projected)
-            if let norm = layer.postAttentionNorm { normalizeInPlace(&projected, norm, rowWidth: width) }
-            for index in residual.indices { residual[index] += projected[index] }
+            addToResidual(&projected, postNorm: layer.postAttentionNorm)
 
             // Feed-forward.
             normalize(residual, layer.feedForwardNorm, into: &normalized, rowWidth: width)
@@ -168,8 +204,7 @@ extension TransformerModel {
                 }
             }
             try multiply(layer.down, gates, into: &projected)
-            if let norm = layer.postFeedForwardNorm { normalizeInPlace(&projected, norm, rowWidth: width) }
-            for index in residual.indices { residual[index] += projected[index] }
+            addToResidual(&projected, postNorm: layer.postFeedForwardNorm)
         }
         cache.append(tokens)
 
