@@ -98,6 +98,37 @@ public func halvesFromFloats(_ values: SIMD8<Float>) -> SIMD8<UInt32> {
     return half | (sign &>> 16)
 }
 
+// MARK: - Conversion instructions where the target has them
+
+/// Each lane rounded to the nearest half (ties to even), as a float: the value an F16 tensor
+/// would hold. On tuned x86-64 builds (`TYPESET_TARGET_CPU`, whose CPUs have F16C) one
+/// `vcvtps2ph` and one `vcvtph2ps`; elsewhere ``floatsFromHalves(_:)`` of
+/// ``halvesFromFloats(_:)``. The two agree on every value below 65,520 in magnitude (beyond,
+/// the instructions give infinities where the portable pair gives large finite values).
+@inlinable @inline(__always)
+public func roundedToHalfPrecision(_ values: SIMD8<Float>) -> SIMD8<Float> {
+    #if TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)
+    SIMD8<Float>(SIMD8<Float16>(values))
+    #else
+    floatsFromHalves(halvesFromFloats(values))
+    #endif
+}
+
+/// Each lane rounded to an IEEE half (ties to even), its bits widened to 32 bits: what
+/// ``halvesFromFloats(_:)`` returns for every value below 65,520 in magnitude, through F16C's
+/// `vcvtps2ph` on tuned x86-64 builds, for table lookups indexed by a half.
+@inlinable @inline(__always)
+public func halfBitPatterns(_ values: SIMD8<Float>) -> SIMD8<UInt16> {
+    #if TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)
+    unsafeBitCast(SIMD8<Float16>(values), to: SIMD8<UInt16>.self)
+    #else
+    let halves = halvesFromFloats(values)
+    var bits = SIMD8<UInt16>()
+    for lane in 0..<8 { bits[lane] = UInt16(truncatingIfNeeded: halves[lane]) }
+    return bits
+    #endif
+}
+
 // MARK: - Fused multiply-add where it is an instruction
 
 extension SIMD where Scalar == Float {

@@ -46,19 +46,17 @@ struct _AttentionJob: @unchecked Sendable {
         let headOffset = (head / groupSize) * headWidth
         let groups = headWidth / 16
 
-        // Scores: two 8-lane accumulators are lanes 0–7 and 8–15 of each 16-dimension group.
+        // Scores: lane l of the accumulator sums the dimensions ≡ l (mod 16).
         var maximum = -Float.infinity
+        let q = UnsafeRawPointer(query)
         for past in first ... position {
             let key = UnsafeRawPointer(keys + past * keyWidth + headOffset)
-            var low = SIMD8<Float>(), high = SIMD8<Float>()
+            var lanes = SIMD16<Float>()
             for group in 0..<groups {
-                let q = UnsafeRawPointer(query + 16 * group)
-                low = low.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 * group, as: SIMD8<Float>.self),
-                                                  q.loadUnaligned(as: SIMD8<Float>.self))
-                high = high.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 * group + 32, as: SIMD8<Float>.self),
-                                                    q.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+                lanes = lanes.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 * group, as: SIMD16<Float>.self),
+                                                      q.loadUnaligned(fromByteOffset: 64 * group, as: SIMD16<Float>.self))
             }
-            let score = _sumInHalves(low + high) * scale
+            let score = _sumInHalves(lanes.lowHalf + lanes.highHalf) * scale
             scratch.scores[past] = score
             maximum = max(maximum, score)
         }
@@ -81,7 +79,7 @@ struct _AttentionJob: @unchecked Sendable {
         var index = first & ~15
         while index <= position {
             let target = UnsafeMutableRawPointer(scratch.probabilities + index)
-            target.storeBytes(of: floatsFromHalves(halvesFromFloats(target.load(as: SIMD8<Float>.self) * inverse)), as: SIMD8<Float>.self)
+            target.storeBytes(of: roundedToHalfPrecision(target.load(as: SIMD8<Float>.self) * inverse), as: SIMD8<Float>.self)
             index += 8
         }
 

@@ -124,7 +124,7 @@ func _geGLU(_ gates: UnsafeMutableBufferPointer<Float>, _ ups: UnsafeBufferPoint
         var index = 0
         while index + 8 <= gates.count {
             let x = UnsafeRawPointer(gates.baseAddress! + index).loadUnaligned(as: SIMD8<Float>.self)
-            let halves = halvesFromFloats(x)
+            let halves = halfBitPatterns(x)
             var gelu = SIMD8<Float>()
             for lane in 0..<8 { gelu[lane] = table[Int(halves[lane])] }
             gelu.replace(with: 0, where: x .<= -10)
@@ -145,7 +145,7 @@ func _roundToHalfPrecision(_ values: UnsafeMutableBufferPointer<Float>) {
     var index = 0
     while index + 8 <= values.count {
         let target = UnsafeMutableRawPointer(values.baseAddress! + index)
-        target.storeBytes(of: floatsFromHalves(halvesFromFloats(target.loadUnaligned(as: SIMD8<Float>.self))), as: SIMD8<Float>.self)
+        target.storeBytes(of: roundedToHalfPrecision(target.loadUnaligned(as: SIMD8<Float>.self)), as: SIMD8<Float>.self)
         index += 8
     }
     while index < values.count {

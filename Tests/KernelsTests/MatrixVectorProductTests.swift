@@ -124,6 +124,30 @@ import TypesetTestSupport
         #expect(floatFromHalf(halfFromFloat(.nan)).isNaN)
     }
 
+    /// The eight-lane conversions (F16C instructions on tuned x86-64 builds, bit operations
+    /// elsewhere) round lane for lane as the scalar `halfFromFloat` does, over every half's
+    /// neighbourhood below 65,520: the halves themselves, the midpoints between neighbours
+    /// (ties to even) and values just either side of them.
+    @Test func vectorHalfRoundingMatchesScalar() {
+        var samples: [Float] = [0, -0, 65504, -65504, 65519.99, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-26, -2.5e-8]
+        for bits in UInt16(0) ..< 0x7BFF {
+            let low = floatFromHalf(bits), high = floatFromHalf(bits + 1), middle = (low + high) / 2
+            samples += [low, -low, middle, -middle, middle.nextUp, middle.nextDown]
+        }
+        while samples.count % 8 != 0 { samples.append(1) }
+        var mismatches: [Float] = []
+        for start in stride(from: 0, to: samples.count, by: 8) {
+            let lanes = SIMD8<Float>(samples[start ..< start + 8])
+            let rounded = roundedToHalfPrecision(lanes), bits = halfBitPatterns(lanes)
+            for lane in 0..<8 {
+                let expected = halfFromFloat(lanes[lane])
+                if bits[lane] != expected || rounded[lane].bitPattern != floatFromHalf(expected).bitPattern { mismatches.append(lanes[lane]) }
+            }
+        }
+        #expect(samples.count > 180_000)
+        #expect(mismatches.isEmpty, "first mismatches: \(mismatches.prefix(8))")
+    }
+
     /// One real tensor of each type in the two models, every row, two threads.
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName) && TestModels.shouldRun(TestModels.gemma3FileName)),
           arguments: [
