@@ -7,8 +7,8 @@ import GGUF
 ///
 /// - ``Strategy/packed``: each input row is quantized once (``ActivationVector``, as ggml
 ///   quantizes activations) and the packed kernels multiply every group of 16 weight rows
-///   with four inputs at a time (eight on AVX-512 targets), the group's weights staying in L1 across the batch. Needs
-///   a ``WeightMatrix`` with a packed copy.
+///   with four inputs at a time (eight on AVX-512 targets), the group's weights staying in
+///   L1 across the batch. Needs a ``WeightMatrix`` with a packed copy.
 /// - ``Strategy/blasTiles``: rows of `W` are dequantized a tile at a time (``tileRows``
 ///   rows, so scratch memory stays at `tileRows × rowLength` floats, never a dequantized copy
 ///   of the model) and multiplied with OpenBLAS `sgemm`.
