@@ -20,7 +20,9 @@
 // Macros: `@Generable` and `@Guide` are declared in the Typeset module and expanded by the
 // TypesetMacroPlugin compiler plugin, built with swift-syntax. Set TYPESET_WITHOUT_MACROS=1
 // to build the engine without them (and without swift-syntax, the command line and the macro
-// tests), which is how the kernel and sanitizer stages of CI build in a fraction of the time.
+// tests), which is how the fuzzing stages of CI build in a fraction of the time.
+// TYPESET_KERNELS_ONLY=1 goes further and declares only the GGUF and Kernels layers with their
+// tests: CI's baseline-CPU kernel stage and ThreadSanitizer stage build nothing else.
 import CompilerPluginSupport
 import Foundation
 import PackageDescription
@@ -41,7 +43,8 @@ let targetHasAVX512 = targetCPU.map { cpu in
 let kernelSettings: [SwiftSetting] = targetCPU.map {
     [.unsafeFlags(["-target-cpu", $0]), .define("TYPESET_TUNED_CPU")] + (targetHasAVX512 ? [.define("TYPESET_AVX512")] : [])
 } ?? []
-let withMacros = ProcessInfo.processInfo.environment["TYPESET_WITHOUT_MACROS"].map { $0.isEmpty || $0 == "0" } ?? true
+let kernelsOnly = ProcessInfo.processInfo.environment["TYPESET_KERNELS_ONLY"].map { !$0.isEmpty && $0 != "0" } ?? false
+let withMacros = !kernelsOnly && (ProcessInfo.processInfo.environment["TYPESET_WITHOUT_MACROS"].map { $0.isEmpty || $0 == "0" } ?? true)
 
 let package = Package(
     name: "Typeset",
@@ -132,4 +135,11 @@ if withMacros {
         // diagnostics): no second, target-side build of swift-syntax.
         .testTarget(name: "TypesetMacroTests", dependencies: ["Typeset", "TypesetTestSupport"], exclude: ["Fixtures"]),
     ]
+}
+
+if kernelsOnly {
+    let kept: Set<String> = ["GGUF", "COpenBLAS", "Kernels", "TypesetTestSupport", "KernelsTests"]
+    package.targets.removeAll { !kept.contains($0.name) }
+    package.products.removeAll { !["GGUF", "TypesetTestSupport"].contains($0.name) }
+    package.dependencies.removeAll()
 }
