@@ -114,9 +114,9 @@ public func roundedToHalfPrecision(_ values: SIMD8<Float>) -> SIMD8<Float> {
     #endif
 }
 
-/// Each lane rounded to an IEEE half (ties to even), its bits widened to 32 bits: what
-/// ``halvesFromFloats(_:)`` returns for every value below 65,520 in magnitude, through F16C's
-/// `vcvtps2ph` on tuned x86-64 builds, for table lookups indexed by a half.
+/// Each lane rounded to an IEEE half (ties to even), as its 16 bits: the low halves of what
+/// ``halvesFromFloats(_:)`` returns, for every value below 65,520 in magnitude, through F16C's
+/// `vcvtps2ph` on tuned x86-64 builds. For table lookups indexed by a half.
 @inlinable @inline(__always)
 public func halfBitPatterns(_ values: SIMD8<Float>) -> SIMD8<UInt16> {
     #if TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)

@@ -63,9 +63,9 @@ public enum MatrixMultiplication {
         switch strategy {
         case .packed:
             guard let packed = weights.packed else { throw .unsupportedType(info.type, operation: "packed multiplication of '\(info.name)'") }
-            multiplyPacked(packed, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
+            multiplyPacked([(packed, output)], inputs: inputs, batch: batch, threadCount: threadCount)
         case .automatic where weights.packed != nil:
-            multiplyPacked(weights.packed!, inputs: inputs, batch: batch, into: output, threadCount: threadCount)
+            multiplyPacked([(weights.packed!, output)], inputs: inputs, batch: batch, threadCount: threadCount)
         case .integerRows,
              .automatic where batch <= integerBatchLimit && info.rowLength % 32 == 0:
             var column = [Float](repeating: 0, count: info.rowCount)
@@ -95,27 +95,15 @@ public enum MatrixMultiplication {
     ) throws(KernelError) {
         for product in products { try _check(product.weights, inputs: inputs, batch: batch, output: product.output) }
         guard batch > 0 else { return }
-        var batches: [ActivationVector.Format: _ActivationBatch] = [:]
-        var jobs: [(job: _PackedBatchJob, units: Range<Int>)] = []
-        var units = 0
+        var packed: [(matrix: PackedMatrix, output: UnsafeMutableBufferPointer<Float>)] = []
         for product in products {
-            guard let packed = product.weights.packed else {
+            if let matrix = product.weights.packed {
+                packed.append((matrix, product.output))
+            } else {
                 try multiply(product.weights, inputs: inputs, batch: batch, into: product.output, threadCount: threadCount)
-                continue
             }
-            let format = ActivationVector.Format(for: packed.type)
-            let activations = batches[format] ?? _ActivationBatch(inputs, batch: batch, rowLength: packed.rowLength,
-                                                                   format: format, threadCount: threadCount)
-            batches[format] = activations
-            let groups = packed.rowCount / PackedMatrix.groupRows
-            jobs.append((_PackedBatchJob(matrix: packed, columns: activations.columns, batch: batch, output: product.output.baseAddress!),
-                         units ..< units + groups))
-            units += groups
         }
-        guard units > 0 else { return }
-        let group = _PackedBatchGroup(jobs: jobs)
-        KernelThreadPool.shared.forEachRange(of: units, parts: threadCount) { group.compute(units: $0) }
-        withExtendedLifetime(batches) {}
+        multiplyPacked(packed, inputs: inputs, batch: batch, threadCount: threadCount)
     }
 
     /// Throws unless `weights` can multiply `batch` rows of `inputs` into `output`.
@@ -134,20 +122,31 @@ public enum MatrixMultiplication {
         }
     }
 
-    /// Quantizes every input row in the weights' format, then splits the groups of 16 rows
-    /// across threads; each group runs over the batch `_PackedBatchJob.columnsPerPass` inputs
-    /// at a time (then four, then one for the tail).
+    /// Quantizes the input rows once per activation format the matrices take, then splits the
+    /// groups of 16 rows of all the matrices across threads together; each group runs over
+    /// the batch `_PackedBatchJob.columnsPerPass` inputs at a time (then four, then one for
+    /// the tail).
     private static func multiplyPacked(
-        _ weights: PackedMatrix, inputs: UnsafeBufferPointer<Float>, batch: Int,
-        into output: UnsafeMutableBufferPointer<Float>, threadCount: Int
+        _ products: [(matrix: PackedMatrix, output: UnsafeMutableBufferPointer<Float>)], inputs: UnsafeBufferPointer<Float>,
+        batch: Int, threadCount: Int
     ) {
-        let activations = _ActivationBatch(inputs, batch: batch, rowLength: weights.rowLength, format: .init(for: weights.type),
-                                           threadCount: threadCount)
-        let job = _PackedBatchJob(matrix: weights, columns: activations.columns, batch: batch, output: output.baseAddress!)
-        KernelThreadPool.shared.forEachRange(of: weights.rowCount / PackedMatrix.groupRows, parts: threadCount) {
-            job.compute(groups: $0)
+        var batches: [ActivationVector.Format: _ActivationBatch] = [:]
+        var jobs: [(job: _GroupProduct, units: Range<Int>)] = []
+        var units = 0
+        for (matrix, output) in products where matrix.rowCount > 0 {
+            let format = ActivationVector.Format(for: matrix.type)
+            let activations = batches[format] ?? _ActivationBatch(inputs, batch: batch, rowLength: matrix.rowLength,
+                                                                  format: format, threadCount: threadCount)
+            batches[format] = activations
+            let groups = matrix.rowCount / PackedMatrix.groupRows
+            jobs.append((.batch(_PackedBatchJob(matrix: matrix, columns: activations.columns, batch: batch, output: output.baseAddress!)),
+                         units ..< units + groups))
+            units += groups
         }
-        withExtendedLifetime(activations) {}
+        guard units > 0 else { return }
+        let group = _ProductGroup(jobs: jobs)
+        KernelThreadPool.shared.forEachRange(of: units, parts: threadCount) { group.compute(units: $0) }
+        withExtendedLifetime(batches) {}
     }
 
     /// Tiles are split across threads, each decoding its own tiles into its own buffer and
@@ -277,21 +276,6 @@ struct _BatchQuantizationJob: @unchecked Sendable {
                 scales: scales + row * blocks, codes: codes + row * rowLength,
                 sums: sumCount > 0 ? sums + row * sumCount : nil, offsets: format == .q8_1 ? offsets + row * blocks : nil,
                 pairs: pairs + row * rowLength / 2))
-        }
-    }
-}
-
-/// Several packed products of one batch, their groups numbered one after another (the
-/// units); each thread computes the groups of its range of units. `@unchecked Sendable` for
-/// the reasons `_PackedBatchJob` gives, each group of each product being written by one thread.
-struct _PackedBatchGroup: @unchecked Sendable {
-    let jobs: [(job: _PackedBatchJob, units: Range<Int>)]
-
-    func compute(units: Range<Int>) {
-        for (job, range) in jobs {
-            let overlap = range.clamped(to: units)
-            guard !overlap.isEmpty else { continue }
-            job.compute(groups: overlap.lowerBound - range.lowerBound ..< overlap.upperBound - range.lowerBound)
         }
     }
 }

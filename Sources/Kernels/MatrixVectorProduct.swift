@@ -190,12 +190,16 @@ struct _PackedProductJob: @unchecked Sendable {
     }
 }
 
+/// One product among several that share a dispatch: its work units are packed groups (one
+/// column, or a batch of columns) or mapped rows.
 enum _GroupProduct {
     case packed(_PackedProductJob)
+    case batch(_PackedBatchJob)
     case rows(_RowProductJob)
 }
 
-/// Several products seen as one run of work units (packed groups or rows).
+/// Several products seen as one run of work units, numbered one product after another; each
+/// thread computes the units of its range.
 struct _ProductGroup: @unchecked Sendable {
     let jobs: [(job: _GroupProduct, units: Range<Int>)]
 
@@ -206,6 +210,7 @@ struct _ProductGroup: @unchecked Sendable {
             let local = overlap.lowerBound - units.lowerBound ..< overlap.upperBound - units.lowerBound
             switch job {
             case .packed(let product): product.compute(groups: local)
+            case .batch(let product): product.compute(groups: local)
             case .rows(let product): product.compute(rows: local)
             }
         }

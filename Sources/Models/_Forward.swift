@@ -48,31 +48,21 @@ extension TransformerModel {
             }
         }
 
-        func multiply(_ weights: WeightMatrix, _ input: [Float], into output: inout [Float], rows: Int = count) throws(KernelError) {
+        /// Products of the same input, `rows` rows of it (a block's query, key and value
+        /// projections, or its gate and up projections, or one matrix): one quantization per
+        /// activation format, one dispatch; one row goes to the matrix-vector kernels.
+        func project(_ products: [(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)], _ input: [Float],
+                     rows: Int = count) throws(KernelError) {
             if rows == 1 {
-                // Decode: straight to the matrix-vector kernel, no staging buffers.
-                let activations = ActivationVector(input, for: weights.type)
-                try output.withUnsafeMutableBufferPointer { (output) throws(KernelError) in
-                    try MatrixVectorProduct.multiply(weights, by: activations, into: output, threadCount: threadCount)
-                }
-                return
-            }
-            try input.withUnsafeBufferPointer { (input) throws(KernelError) in
-                try output.withUnsafeMutableBufferPointer { (output) throws(KernelError) in
-                    try MatrixMultiplication.multiply(weights, inputs: input, batch: rows, into: output, threadCount: threadCount)
-                }
-            }
-        }
-        /// Several products of the same input (a block's query, key and value projections, or
-        /// its gate and up projections): one quantization per activation format, one dispatch.
-        func project(_ products: [(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)], _ input: [Float]) throws(KernelError) {
-            if count == 1 {
                 try MatrixVectorProduct.multiply(products, input: input, threadCount: threadCount)
             } else {
                 try input.withUnsafeBufferPointer { (input) throws(KernelError) in
-                    try MatrixMultiplication.multiply(products, inputs: input, batch: count, threadCount: threadCount)
+                    try MatrixMultiplication.multiply(products, inputs: input, batch: rows, threadCount: threadCount)
                 }
             }
+        }
+        func multiply(_ weights: WeightMatrix, _ input: [Float], into output: inout [Float], rows: Int = count) throws(KernelError) {
+            try output.withUnsafeMutableBufferPointer { (output) throws(KernelError) in try project([(weights, output)], input, rows: rows) }
         }
         // Per-row operations run on the thread pool, rows split across threads (each row's
         // arithmetic is unchanged, so the values are too).
@@ -198,9 +188,14 @@ extension TransformerModel {
             }
             gates.withUnsafeMutableBufferPointer { gates in
                 ups.withUnsafeBufferPointer { ups in
-                    let job = _GatedActivationJob(gates: gates.baseAddress!, ups: ups.baseAddress!, width: hiddenWidth,
-                                                  activation: traits.activation)
-                    KernelThreadPool.shared.forEachRange(of: count, parts: threadCount) { job.apply(rows: $0) }
+                    _forEachRowRange(count, threadCount: threadCount) { rows in
+                        let elements = rows.lowerBound * hiddenWidth ..< rows.upperBound * hiddenWidth
+                        let (rowGates, rowUps) = (UnsafeMutableBufferPointer(rebasing: gates[elements]), UnsafeBufferPointer(rebasing: ups[elements]))
+                        switch traits.activation {
+                        case .silu: _swiGLU(rowGates, rowUps)
+                        case .gelu: _geGLU(rowGates, rowUps)
+                        }
+                    }
                 }
             }
             try multiply(layer.down, gates, into: &projected)

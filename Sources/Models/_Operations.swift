@@ -153,24 +153,3 @@ func _roundToHalfPrecision(_ values: UnsafeMutableBufferPointer<Float>) {
         index += 1
     }
 }
-
-/// `gate ← activation(gate) · up` over rows of `width` elements, shared by the threads that
-/// split the rows (element-wise, so any split gives the same values).
-///
-/// `@unchecked Sendable` is sound because the buffers outlive the synchronous thread-pool
-/// call, `ups` is only read, and each thread writes its own rows of `gates`.
-struct _GatedActivationJob: @unchecked Sendable {
-    let gates: UnsafeMutablePointer<Float>
-    let ups: UnsafePointer<Float>
-    let width: Int
-    let activation: _Activation
-
-    func apply(rows: Range<Int>) {
-        let gates = UnsafeMutableBufferPointer(start: self.gates + rows.lowerBound * width, count: rows.count * width)
-        let ups = UnsafeBufferPointer(start: self.ups + rows.lowerBound * width, count: rows.count * width)
-        switch activation {
-        case .silu: _swiGLU(gates, ups)
-        case .gelu: _geGLU(gates, ups)
-        }
-    }
-}
