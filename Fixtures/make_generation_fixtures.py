@@ -37,6 +37,8 @@ CACHE = Path(os.environ.get("TYPESET_CACHE") or Path.home() / ".cache" / "typese
 MODELS = {
     "smollm2": "SmolLM2-135M-Instruct.Q4_1.gguf",
     "gemma3": "gemma-3-270m-q4_k_m.gguf",
+    "qwen0.5b": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    "qwen1.5b": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
 }
 PROMPTS = [
     "The capital of France is",
@@ -48,7 +50,9 @@ PROMPTS = [
 CHAT = {
     "smollm2": "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
     "gemma3": "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n",
+    "qwen0.5b": "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
 }
+CHAT["qwen1.5b"] = CHAT["qwen0.5b"]
 GREEDY_TOKENS = 32
 # English prose no one here wrote, present on every Debian system (package base-files).
 PERPLEXITY_FILES = ["GPL-3", "GFDL-1.3", "Apache-2.0", "MPL-2.0", "LGPL-2.1"]
@@ -185,8 +189,17 @@ def main():
     L.llama_backend_init()
     out = HERE / "generation"
     out.mkdir(exist_ok=True)
-    only = sys.argv[1:] or ["prompts", "perplexity"]
-    for name in MODELS:
+    arguments = sys.argv[1:]
+    names = list(MODELS)
+    if "--models" in arguments:
+        index = arguments.index("--models")
+        names = arguments[index + 1].split(",")
+        del arguments[index:index + 2]
+    only = arguments or ["prompts", "perplexity"]
+    for name in names:
+        if not (CACHE / "models" / MODELS[name]).exists():
+            print(f"{name}: {MODELS[name]} is not in the cache; skipped", file=sys.stderr)
+            continue
         if "prompts" in only:
             (out / f"{name}.json").write_text(json.dumps(record(name)) + "\n")
         if "perplexity" in only:

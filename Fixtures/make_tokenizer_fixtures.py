@@ -12,11 +12,16 @@ Keys (one vocabulary each):
 
   smollm2               SmolLM2-135M-Instruct.Q4_1.gguf as shipped (byte-level BPE, pre "smollm")
   gemma3                gemma-3-270m-q4_k_m.gguf as shipped (SentencePiece-style, model "llama")
+  qwen0.5b              qwen2.5-coder-0.5b-instruct-q4_k_m.gguf as shipped (byte-level BPE, pre "qwen2",
+                        151,936 tokens)
   smollm2-pre-<pre>     SmolLM2's vocabulary and merges with tokenizer.ggml.pre replaced by <pre>
                         (default, gpt-2, llama-bpe, qwen2, deepseek-llm, gpt-4o): a metadata-only
                         GGUF written with gguf-py into a temporary directory (every key/value of
                         the SmolLM2 file copied, only tokenizer.ggml.pre changed, no tensors) and
                         loaded by llama.cpp with vocab_only=true.  These tokenize only SUBSET.
+  qwen0.5b-pre-<pre>    the same with Qwen's vocabulary (a tiktoken-style vocabulary like Llama 3's,
+                        SmolLM3's and LFM2's): llama-bpe (Llama 3) on the whole corpus; smaug-bpe
+                        (SmolLM3), lfm2 and gpt-4o (Phi-4-mini) on SUBSET.
 
 For every key and document two lists are recorded: "plain" (add_special=false,
 parse_special=false) and "special" (add_special=true, parse_special=true).
@@ -68,7 +73,10 @@ CACHE = Path(os.environ.get("TYPESET_CACHE") or Path.home() / ".cache" / "typese
 
 SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3 = "gemma-3-270m-q4_k_m.gguf"
+QWEN05 = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 PRE_VARIANTS = ["default", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "gpt-4o"]
+QWEN_PRE_VARIANTS = ["llama-bpe", "smaug-bpe", "lfm2", "gpt-4o"]
+QWEN_WHOLE_CORPUS = {"llama-bpe"}
 
 # ~333 KB for the pre-tokenizer variants: code with tabs, Arabic, Chinese (cut mid-character),
 # Devanagari, Thai, Cyrillic, emoji (ZWJ, skin tones, flags), digit runs, binary with NULs.
@@ -303,7 +311,8 @@ def load_corpus() -> tuple[dict, list[tuple[int, dict, bytes]]]:
 
 
 def main() -> int:
-    all_keys = ["smollm2", "gemma3"] + [f"smollm2-pre-{p}" for p in PRE_VARIANTS]
+    all_keys = (["smollm2", "gemma3", "qwen0.5b"] + [f"smollm2-pre-{p}" for p in PRE_VARIANTS]
+                + [f"qwen0.5b-pre-{p}" for p in QWEN_PRE_VARIANTS])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keys", default=",".join(all_keys), help="comma-separated subset of " + ",".join(all_keys))
     args = ap.parse_args()
@@ -325,21 +334,26 @@ def main() -> int:
         f"subset: {sum(len(t) for _, _, t in subset_docs)} bytes")
 
     models = CACHE / "models"
-    smollm2, gemma3 = models / SMOLLM2, models / GEMMA3
-    smollm2_sha = file_sha256(smollm2)
+    files = {"smollm2": SMOLLM2, "gemma3": GEMMA3, "qwen0.5b": QWEN05}
+    digests: dict[str, str] = {}
+
+    def digest_of(name: str) -> str:
+        if name not in digests:
+            digests[name] = file_sha256(models / files[name])
+        return digests[name]
+
     for key in keys:
-        if key == "smollm2":
-            run_key(key, smollm2, {"file": SMOLLM2, "sha256": smollm2_sha}, docs, True, None)
-        elif key == "gemma3":
-            run_key(key, gemma3, {"file": GEMMA3, "sha256": file_sha256(gemma3)}, docs, True, None)
+        if key in files:
+            run_key(key, models / files[key], {"file": files[key], "sha256": digest_of(key)}, docs, True, None)
         else:
-            pre = key[len("smollm2-pre-"):]
+            base, pre = key.split("-pre-", 1)
+            whole = base == "qwen0.5b" and pre in QWEN_WHOLE_CORPUS
             with tempfile.TemporaryDirectory(prefix="typeset-pre-") as tmp:
-                path = Path(tmp) / f"smollm2-pre-{pre}.gguf"
-                write_pre_variant(GGUFReader(str(smollm2)), pre, path)
-                identity = {"base_file": SMOLLM2, "base_sha256": smollm2_sha, "pre": pre,
+                path = Path(tmp) / f"{key}.gguf"
+                write_pre_variant(GGUFReader(str(models / files[base])), pre, path)
+                identity = {"base_file": files[base], "base_sha256": digest_of(base), "pre": pre,
                             "variant_bytes": path.stat().st_size, "variant_sha256": file_sha256(path)}
-                run_key(key, path, identity, subset_docs, False, SUBSET)
+                run_key(key, path, identity, docs if whole else subset_docs, False, None if whole else SUBSET)
     return 0
 
 

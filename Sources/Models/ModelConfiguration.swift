@@ -1,17 +1,58 @@
 import GGUF
 
-/// The transformer families Typeset can run.
+/// The transformer families Typeset can run. Each is read from `general.architecture`; what
+/// distinguishes one from another is data (``ModelConfiguration`` and the family's traits),
+/// not a separate forward pass.
 public enum ModelArchitecture: String, Sendable, CaseIterable {
-    /// Llama-style decoder: RMSNorm, RoPE, grouped-query attention, SwiGLU (SmolLM2).
+    /// Llama-style decoder: RMSNorm, RoPE, grouped-query attention, SwiGLU (SmolLM2, Llama 3
+    /// with its RoPE frequency factors).
     case llama
+    /// Qwen 2 / 2.5: Llama's block with biases on the query, key and value projections and
+    /// NeoX-style RoPE.
+    case qwen2
+    /// Qwen 3: Qwen 2's block without biases, with RMSNorm on each query and key head.
+    case qwen3
     /// Gemma 3: QK-norm, interleaved sliding-window and global attention, GeGLU (Gemma 3 270M).
     case gemma3
+    /// Phi-3 / Phi-4-mini: fused query-key-value and gate-up projections, queries scaled before
+    /// attention, partial rotary dimensions and LongRoPE frequency factors.
+    case phi3
+    /// Liquid LFM2: short gated causal convolutions interleaved with QK-norm attention.
+    case lfm2
+    /// SmolLM3: Llama's block without RoPE in every fourth block.
+    case smollm3
+}
+
+/// How RoPE angles are stretched beyond the trained context (`<arch>.rope.scaling.type`).
+public enum RotaryScaling: Sendable, Equatable {
+    /// Angles as trained.
+    case none
+    /// Every angle multiplied by `1 / factor` (position interpolation).
+    case linear(factor: Double)
+    /// YaRN: angles interpolated by `1 / factor` below the correction range and kept above it,
+    /// with an attention magnitude correction, over `originalContextLength` positions.
+    case yarn(factor: Double, originalContextLength: Int)
+    /// LongRoPE (Phi-3 / Phi-4): per-dimension frequency factors, the long set when the context
+    /// exceeds `originalContextLength`, the short set otherwise.
+    case longRoPE(originalContextLength: Int)
+}
+
+/// What a block mixes tokens with.
+public enum BlockKind: Sendable, Equatable {
+    /// Causal self-attention with `keyValueHeadCount` key/value heads.
+    case attention(keyValueHeadCount: Int)
+    /// A gated short causal convolution (LFM2), whose state is its inputs at earlier positions.
+    case shortConvolution
 }
 
 /// A model's shape, read and validated from GGUF metadata before any weight is touched.
 ///
 /// Every field is checked to be positive and consistent (heads divide evenly into key/value
 /// groups, head widths multiply out), so later code can size buffers from it without checks.
+/// Every `<architecture>.*` key of the file is either read here or refused: a key that could
+/// change the arithmetic (a RoPE scaling type, soft-capping, an attention scale, a sliding
+/// window where the family has none) and that Typeset does not implement is a
+/// ``ModelConfigurationError/unsupportedKey(_:value:)``, never silently ignored.
 public struct ModelConfiguration: Sendable, Equatable {
     public let architecture: ModelArchitecture
     /// Width of the residual stream.
@@ -20,21 +61,37 @@ public struct ModelConfiguration: Sendable, Equatable {
     public let blockCount: Int
     /// Hidden width of the feed-forward network.
     public let feedForwardLength: Int
-    /// Query heads per block.
+    /// Query heads per attention block.
     public let headCount: Int
-    /// Key/value heads per block (`headCount` is a multiple of it).
+    /// Key/value heads of the attention blocks (`headCount` is a multiple of it).
     public let headCountKV: Int
     /// Width of one attention head (keys, queries and values).
     public let headDimension: Int
+    /// Dimensions of each head that RoPE rotates, from the first (`headDimension` unless the
+    /// family rotates only part of each head, as Phi-4-mini does).
+    public let ropeDimensionCount: Int
     /// The context length the model was trained for, in tokens.
     public let trainedContextLength: Int
     public let rmsNormEpsilon: Double
     /// RoPE base frequency of the global-attention layers.
     public let ropeFrequencyBase: Double
+    /// RoPE base frequency of the sliding-window layers where the family has its own for them
+    /// (Gemma 3: `rope.freq_base_swa`, 10,000 when absent).
+    public let localRopeFrequencyBase: Double?
+    /// How RoPE angles are scaled (`rope.scaling.type` and its parameters).
+    public let ropeScaling: RotaryScaling
+    /// Multiplies RoPE's cosines and sines (`rope.scaling.attn_factor`, 1 when absent).
+    public let ropeAttentionFactor: Double
     /// Tokens in the vocabulary.
     public let vocabularySize: Int
-    /// Width of the local attention window (gemma3), `nil` for full attention everywhere.
+    /// Width of the local attention window, `nil` for full attention everywhere. Gemma 3 uses
+    /// it in five of every six blocks, LFM2 in every attention block.
     public let slidingWindow: Int?
+    /// What each block mixes tokens with: attention everywhere but in LFM2.
+    public let blockKinds: [BlockKind]
+    /// Inputs each short convolution sees, the current one included (LFM2's `shortconv.l_cache`),
+    /// `nil` for families without them.
+    public let shortConvolutionLength: Int?
 
     /// Upper bounds that keep a hostile file from sizing absurd buffers.
     public static let maximumDimension = 1 << 20
@@ -46,13 +103,18 @@ public struct ModelConfiguration: Sendable, Equatable {
         }
         guard let name = try read(try metadata.architecture) else { throw .missing("general.architecture") }
         guard let architecture = ModelArchitecture(rawValue: name) else { throw .unsupportedArchitecture(name) }
+        let traits = architecture.traits
         let parameters = try read(try metadata.hyperparameters)
+        try Self.refuseUnknownKeys(metadata, architecture: architecture)
 
         func required(_ field: String, limit: Int = ModelConfiguration.maximumDimension) throws(ModelConfigurationError) -> Int {
             let key = parameters.key(field)
             guard let value = try read(try metadata.integer(key)) else { throw .missing(key) }
-            guard value > 0, value <= limit else { throw .invalid(key: key, value: "\(value)", reason: "must be in 1...\(limit)") }
-            return value
+            return try Self.checked(value, key: key, limit: limit)
+        }
+        func optional(_ field: String, limit: Int = ModelConfiguration.maximumDimension) throws(ModelConfigurationError) -> Int? {
+            let key = parameters.key(field)
+            return try read(try metadata.integer(key)).map { (value) throws(ModelConfigurationError) in try Self.checked(value, key: key, limit: limit) }
         }
         func positiveDouble(_ field: String, default fallback: Double? = nil) throws(ModelConfigurationError) -> Double {
             let key = parameters.key(field)
@@ -61,16 +123,41 @@ public struct ModelConfiguration: Sendable, Equatable {
             return value
         }
 
+        let blockCount = try required("block_count", limit: Self.maximumBlockCount)
         let embeddingLength = try required("embedding_length")
         let headCount = try required("attention.head_count")
-        let headCountKV = try read(try metadata.integer(parameters.key("attention.head_count_kv"))) ?? headCount
-        guard headCountKV > 0, headCount % headCountKV == 0 else {
-            throw .invalid(key: parameters.key("attention.head_count_kv"), value: "\(headCountKV)",
-                           reason: "must divide the head count \(headCount)")
+
+        // Key/value heads: one number, or one per block (LFM2 writes 0 for its convolution blocks).
+        let keyValueKey = parameters.key("attention.head_count_kv")
+        var keyValueHeads: [Int]
+        switch metadata[keyValueKey] {
+        case nil: keyValueHeads = Array(repeating: headCount, count: blockCount)
+        case .array?:
+            guard let counts = try read(try metadata.integerArray(keyValueKey)), counts.count == blockCount else {
+                throw .invalid(key: keyValueKey, value: "an array", reason: "must hold one count per block (\(blockCount))")
+            }
+            keyValueHeads = counts
+        default: keyValueHeads = Array(repeating: try required("attention.head_count_kv"), count: blockCount)
         }
+        var blockKinds: [BlockKind] = []
+        for count in keyValueHeads {
+            if count == 0, traits.hasShortConvolutions {
+                blockKinds.append(.shortConvolution)
+                continue
+            }
+            guard count > 0, count <= headCount, headCount % count == 0 else {
+                throw .invalid(key: keyValueKey, value: "\(count)", reason: "must divide the head count \(headCount)")
+            }
+            blockKinds.append(.attention(keyValueHeadCount: count))
+        }
+        let attentionHeads = Set(blockKinds.compactMap { if case let .attention(count) = $0 { count } else { nil } })
+        guard attentionHeads.count <= 1 else {
+            throw .invalid(key: keyValueKey, value: "\(keyValueHeads)", reason: "attention blocks with different key/value head counts are not supported")
+        }
+
         let headDimension: Int
-        if metadata.contains(key: parameters.key("attention.key_length")) {
-            headDimension = try required("attention.key_length")
+        if let keyLength = try optional("attention.key_length") {
+            headDimension = keyLength
         } else {
             guard embeddingLength % headCount == 0 else {
                 throw .invalid(key: parameters.key("embedding_length"), value: "\(embeddingLength)",
@@ -78,27 +165,135 @@ public struct ModelConfiguration: Sendable, Equatable {
             }
             headDimension = embeddingLength / headCount
         }
-        guard headDimension % 2 == 0 else {
-            throw .invalid(key: parameters.key("attention.key_length"), value: "\(headDimension)", reason: "RoPE needs an even head width")
+        if let valueLength = try optional("attention.value_length"), valueLength != headDimension {
+            throw .invalid(key: parameters.key("attention.value_length"), value: "\(valueLength)",
+                           reason: "must equal the key length \(headDimension)")
         }
+        let ropeDimensionCount = try optional("rope.dimension_count") ?? headDimension
+        guard ropeDimensionCount % 2 == 0, ropeDimensionCount <= headDimension,
+              traits.rotatesPartialHeads || ropeDimensionCount == headDimension else {
+            throw .invalid(key: parameters.key("rope.dimension_count"), value: "\(ropeDimensionCount)",
+                           reason: traits.rotatesPartialHeads ? "must be even and at most the head width \(headDimension)"
+                                                              : "must equal the head width \(headDimension) for \(name)")
+        }
+
         let tokens = try read(try metadata.array("tokenizer.ggml.tokens"))
         let vocabularySize = try read(try metadata.integer(parameters.key("vocab_size"))) ?? tokens?.count ?? 0
         guard vocabularySize > 0, vocabularySize <= 1 << 24 else {
             throw .invalid(key: parameters.key("vocab_size"), value: "\(vocabularySize)", reason: "must be in 1...\(1 << 24)")
         }
 
+        let trainedContextLength = try required("context_length", limit: 1 << 24)
         self.architecture = architecture
         self.embeddingLength = embeddingLength
-        self.blockCount = try required("block_count", limit: Self.maximumBlockCount)
+        self.blockCount = blockCount
         self.feedForwardLength = try required("feed_forward_length")
         self.headCount = headCount
-        self.headCountKV = headCountKV
+        self.headCountKV = attentionHeads.first ?? headCount
         self.headDimension = headDimension
-        self.trainedContextLength = try required("context_length", limit: 1 << 24)
+        self.ropeDimensionCount = ropeDimensionCount
+        self.trainedContextLength = trainedContextLength
         self.rmsNormEpsilon = try positiveDouble("attention.layer_norm_rms_epsilon")
         self.ropeFrequencyBase = try positiveDouble("rope.freq_base", default: 10_000)
         self.vocabularySize = vocabularySize
-        self.slidingWindow = architecture == .gemma3 ? try required("attention.sliding_window", limit: 1 << 24) : nil
+        self.blockKinds = blockKinds
+        self.shortConvolutionLength = traits.hasShortConvolutions ? try required("shortconv.l_cache", limit: 64) : nil
+
+        // Sliding window: where the family uses it; elsewhere only "none" (0) is accepted, but
+        // for Phi-3, whose window llama.cpp switches off for every checkpoint (all blocks attend
+        // to the whole context), which is the arithmetic its GGUF files are published against.
+        let windowKey = parameters.key("attention.sliding_window")
+        let window = try read(try metadata.integer(windowKey)).flatMap { (value) throws(ModelConfigurationError) -> Int? in
+            value == 0 ? nil : try Self.checked(value, key: windowKey, limit: 1 << 24)
+        }
+        switch traits.slidingWindow {
+        case .required:
+            guard let window else { throw .missing(windowKey) }
+            self.slidingWindow = window
+        case .optional: self.slidingWindow = window
+        case .ignored: self.slidingWindow = nil
+        case .unsupported:
+            if let window {
+                throw .unsupportedKey(windowKey, value: "\(window)")
+            }
+            self.slidingWindow = nil
+        }
+
+        // RoPE scaling.
+        let scalingKey = parameters.key("rope.scaling.type")
+        let scalingType = try read(try metadata.string(scalingKey)) ?? "linear"
+        let factorKey = metadata.contains(key: parameters.key("rope.scaling.factor")) ? parameters.key("rope.scaling.factor")
+                                                                                      : parameters.key("rope.scale_linear")
+        let factor = try read(try metadata.double(factorKey)) ?? 0
+        guard factor.isFinite, factor >= 0 else { throw .invalid(key: factorKey, value: "\(factor)", reason: "must be a non-negative number") }
+        let originalContextLength = try optional("rope.scaling.original_context_length", limit: 1 << 24) ?? trainedContextLength
+        switch scalingType {
+        // Phi-3's converter writes no scaling type; its long/short factor tensors are LongRoPE.
+        case _ where traits.usesLongRoPEFactors && (scalingType == "longrope" || scalingType == "linear" && (factor == 0 || factor == 1)):
+            self.ropeScaling = .longRoPE(originalContextLength: originalContextLength)
+        case "none": self.ropeScaling = .none
+        case "linear": self.ropeScaling = factor == 0 || factor == 1 ? .none : .linear(factor: factor)
+        case "yarn":
+            guard factor > 0 else { throw .invalid(key: factorKey, value: "\(factor)", reason: "YaRN needs a positive factor") }
+            self.ropeScaling = .yarn(factor: factor, originalContextLength: originalContextLength)
+        default: throw .unsupportedKey(scalingKey, value: scalingType)
+        }
+        self.localRopeFrequencyBase = traits.localRopeBase == nil ? nil
+            : try positiveDouble("rope.freq_base_swa", default: traits.localRopeBase)
+        let softCappingKey = parameters.key("final_logit_softcapping")
+        if let softCapping = try read(try metadata.double(softCappingKey)), softCapping != 0 {
+            throw .unsupportedKey(softCappingKey, value: "\(softCapping)")
+        }
+        let attentionFactorKey = parameters.key("rope.scaling.attn_factor")
+        self.ropeAttentionFactor = try read(try metadata.double(attentionFactorKey)) ?? 1
+        guard ropeAttentionFactor.isFinite, ropeAttentionFactor > 0 else {
+            throw .invalid(key: attentionFactorKey, value: "\(ropeAttentionFactor)", reason: "must be a positive number")
+        }
+    }
+
+    private static func checked(_ value: Int, key: String, limit: Int) throws(ModelConfigurationError) -> Int {
+        guard value > 0, value <= limit else { throw .invalid(key: key, value: "\(value)", reason: "must be in 1...\(limit)") }
+        return value
+    }
+
+    /// Keys every family may carry: read above, or (for the `rope.scaling` bookkeeping keys)
+    /// without effect on the arithmetic.
+    static let understoodKeys: Set<String> = [
+        "context_length", "embedding_length", "block_count", "feed_forward_length", "vocab_size",
+        "attention.head_count", "attention.head_count_kv", "attention.key_length", "attention.value_length",
+        "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+        "rope.scaling.type", "rope.scaling.factor", "rope.scale_linear", "rope.scaling.attn_factor",
+        "rope.scaling.original_context_length", "rope.scaling.finetuned",
+    ]
+
+    /// YaRN parameters llama.cpp keeps at fixed values for these families; a file may carry them
+    /// only with those values.
+    static let fixedYaRNParameters: [String: Double] = [
+        "rope.scaling.yarn_beta_fast": 32, "rope.scaling.yarn_beta_slow": 1,
+        "rope.scaling.yarn_attn_factor": 1,
+    ]
+
+    /// Refuses every `<architecture>.*` key this type does not read (or read as having no effect).
+    private static func refuseUnknownKeys(_ metadata: GGUFMetadata, architecture: ModelArchitecture) throws(ModelConfigurationError) {
+        let prefix = architecture.rawValue + "."
+        let extra = architecture.traits.additionalKeys
+        for entry in metadata.entries where entry.key.hasPrefix(prefix) {
+            let field = String(entry.key.dropFirst(prefix.count))
+            if understoodKeys.contains(field) || extra.contains(field) { continue }
+            if let fixed = fixedYaRNParameters[field], entry.value.floatingPointValue ?? entry.value.integerValue.map(Double.init) == fixed { continue }
+            throw .unsupportedKey(entry.key, value: entry.value.summary)
+        }
+    }
+}
+
+extension GGUFValue {
+    /// A short rendering of the value for error messages (arrays by element type and count).
+    var summary: String {
+        switch self {
+        case let .string(text): "'\(text.count > 60 ? text.prefix(60) + "…" : Substring(text))'"
+        case let .array(array): "an array of \(array.count)"
+        default: floatingPointValue.map { "\($0)" } ?? integerValue.map { "\($0)" } ?? "\(self)"
+        }
     }
 }
 
@@ -108,6 +303,8 @@ public enum ModelConfigurationError: Error, Sendable, Equatable, CustomStringCon
     case unsupportedArchitecture(String)
     case missing(String)
     case invalid(key: String, value: String, reason: String)
+    /// A key that may change the model's arithmetic and that Typeset does not implement.
+    case unsupportedKey(String, value: String)
 
     public var description: String {
         switch self {
@@ -116,6 +313,8 @@ public enum ModelConfigurationError: Error, Sendable, Equatable, CustomStringCon
             "unsupported architecture '\(name)' (supported: \(ModelArchitecture.allCases.map(\.rawValue).joined(separator: ", ")))"
         case let .missing(key): "the model has no '\(key)'"
         case let .invalid(key, value, reason): "'\(key)' is \(value): \(reason)"
+        case let .unsupportedKey(key, value):
+            "the model sets '\(key)' to \(value), which Typeset does not implement; running it without would compute something else"
         }
     }
 }

@@ -5,30 +5,43 @@ import Kernels
 /// A decoder-only transformer ready to run: its configuration and its weights. Matrices whose
 /// type has packed kernels are repacked once at load (``PackedMatrix``: same size, same codes,
 /// the mapping's pages of them released afterwards); the others are read in place from the
-/// GGUF mapping, and only the small norm vectors are decoded into memory.
+/// GGUF mapping, and only the small norm vectors, biases and convolution kernels are decoded
+/// into memory.
 ///
-/// One block, as both supported families run it (bracketed steps are Gemma 3's):
+/// One block, as every supported family runs it (bracketed steps where the family has them):
 ///
-///     x ─► RMSNorm ─► Q K V ─► [RMSNorm per head on Q, K] ─► RoPE ─► causal attention
-///       │                                   (Gemma: sliding window on 5 of every 6 blocks)
-///       │                                                          │
-///       │                                   output projection ─► [RMSNorm]
-///       └──────────────────────────────────────────────────────── + ◄┘
+///     x ─► RMSNorm ─► Q K V (+ biases) ─► [RMSNorm per head on Q, K] ─► [RoPE] ─► causal attention
+///       │               (LFM2's convolution blocks: in-projection ─► B·x ─► short causal
+///       │                convolution ─► C· ─► out-projection, in place of attention)
+///       │                                                    output projection ─► [RMSNorm]
+///       └─────────────────────────────────────────────────────────────────────── + ◄┘
 ///     x ─► RMSNorm ─► gate, up ─► act(gate) · up ─► down ─► [RMSNorm] ─► + x
 ///
-/// with SiLU for Llama and tanh-GELU for Gemma, and Gemma's embeddings scaled by √width.
-/// The per-family differences live in `ModelArchitecture.traits`, so a third family is a new
-/// set of traits (and any tensors it adds), not a copy of the forward pass.
+/// The per-family differences live in `ModelArchitecture.traits` and in which tensors a file
+/// has (biases, fused projections, RoPE frequency factors), so a new family is a new set of
+/// traits, not a copy of the forward pass.
+///
+/// Loading is strict: every tensor of the file must be one the forward pass uses
+/// (``ModelLoadError/unusedTensor(_:)`` otherwise), as every metadata key must be one the
+/// configuration reads: nothing in a file is silently ignored.
 ///
 /// A model is immutable and `Sendable`; each generation brings its own `KVCache`.
 public final class TransformerModel: Sendable {
     public let configuration: ModelConfiguration
     public let file: GGUFFile
-    let traits: _ArchitectureTraits
+    let traits: ArchitectureTraits
     let tokenEmbedding: GGUFTensor
-    let output: WeightMatrix
+    let output: Projection
     let outputNorm: [Float]
-    let layers: [_LayerWeights]
+    let blocks: [BlockWeights]
+    /// The distinct rotary embeddings of the attention blocks (`AttentionWeights.rotary`
+    /// indexes them), for contexts up to `longContextThreshold` positions.
+    let rotaryEmbeddings: [RotaryEmbedding]
+    /// LongRoPE (Phi-3): the same embeddings with the long factors, for caches whose context
+    /// exceeds the original one (llama.cpp's choice, made per context, not per position).
+    let longContextRotaryEmbeddings: (threshold: Int, embeddings: [RotaryEmbedding])?
+    /// Multiplies the scores (or the queries, where the family scales them first).
+    let attentionScale: Float
 
     /// Reads the configuration and finds every weight, checking names, shapes and types, and
     /// packs the matrices the packed kernels cover (on every processor), and faults in the
@@ -36,7 +49,7 @@ public final class TransformerModel: Sendable {
     /// to 1. `packsWeights: false` keeps every matrix in the mapping (the row kernels then
     /// compute the products).
     ///
-    /// - Throws: `ModelLoadError` naming the missing or malformed tensor.
+    /// - Throws: `ModelLoadError` naming the missing, malformed or unused tensor.
     public init(file: GGUFFile, packsWeights: Bool = true, progress: ((Double) -> Void)? = nil) throws(ModelLoadError) {
         let configuration: ModelConfiguration
         do { configuration = try ModelConfiguration(metadata: file.metadata) } catch { throw .configuration(error) }
@@ -48,69 +61,103 @@ public final class TransformerModel: Sendable {
         guard configuration.headDimension > 0, configuration.headDimension % 16 == 0 else {
             throw .unsupportedHeadDimension(configuration.headDimension)
         }
+        var loader = WeightLoader(file: file, packsWeights: packsWeights, progress: progress)
         let width = configuration.embeddingLength
-        let queryWidth = configuration.headCount * configuration.headDimension
-        let keyWidth = configuration.headCountKV * configuration.headDimension
+        let headWidth = configuration.headDimension
+        let queryWidth = configuration.headCount * headWidth
+        let hiddenWidth = configuration.feedForwardLength
 
-        func tensor(_ name: String, shape: [Int]) throws(ModelLoadError) -> GGUFTensor {
-            guard file.tensorInfo(named: name) != nil else { throw .missingTensor(name) }
-            let tensor: GGUFTensor
-            do { tensor = try file.tensor(named: name) } catch { throw .file(error) }
-            guard tensor.shape == shape else { throw .shapeMismatch(name, expected: shape, found: tensor.shape) }
-            guard Dequantization.supportedTypes.contains(tensor.type) else { throw .unsupportedType(name, tensor.type) }
-            return tensor
-        }
-        let matrixBytes = max(1, file.tensorInfos.filter { $0.shape.count == 2 }.reduce(0) { $0 + $1.byteCount })
-        var preparedBytes = 0
-        func matrix(_ name: String, shape: [Int]) throws(ModelLoadError) -> WeightMatrix {
-            let weights = try tensor(name, shape: shape)
-            let prepared: WeightMatrix
-            do {
-                prepared = try WeightMatrix(weights, packing: packsWeights, threadCount: KernelThreadPool.shared.threadCount)
-            } catch { throw .kernel(error) }
-            if prepared.packed != nil {
-                weights.releaseResidentPages()
-            } else {
-                // Fault the mapped pages in now rather than during the first token.
-                var checksum: UInt8 = 0
-                for offset in stride(from: 0, to: weights.bytes.count, by: 4096) { checksum &+= weights.bytes[offset] }
-                withExtendedLifetime(checksum) {}
-            }
-            preparedBytes += weights.info.byteCount
-            progress?(min(1, Double(preparedBytes) / Double(matrixBytes)))
-            return prepared
-        }
-        func vector(_ name: String, count: Int) throws(ModelLoadError) -> [Float] {
-            let weights = try tensor(name, shape: [count])
-            do { return try Dequantization.dequantize(weights) } catch { throw .kernel(error) }
+        tokenEmbedding = try loader.tensor("token_embd.weight", shape: [width, configuration.vocabularySize])
+        let tied = file.tensorInfo(named: "output.weight") == nil
+        output = Projection(
+            weights: try loader.matrix(tied ? "token_embd.weight" : "output.weight", shape: [width, configuration.vocabularySize]),
+            bias: try loader.optionalVector("output.bias", count: configuration.vocabularySize))
+        outputNorm = try loader.vector(traits.outputNormName + ".weight", count: width)
+
+        // RoPE: one embedding per distinct (base, scaling) of the attention blocks.
+        let rotary = try Self.rotaryEmbeddings(configuration, traits: traits, loader: &loader)
+        var rotaryEmbeddings: [RotaryEmbedding] = []
+        var longEmbeddings: [RotaryEmbedding] = []
+        func rotaryIndex(local: Bool) -> Int {
+            let embedding = local ? rotary.local : rotary.global
+            if let index = rotaryEmbeddings.firstIndex(of: embedding) { return index }
+            rotaryEmbeddings.append(embedding)
+            longEmbeddings.append(local ? rotary.local : rotary.longGlobal ?? rotary.global)
+            return rotaryEmbeddings.count - 1
         }
 
-        tokenEmbedding = try tensor("token_embd.weight", shape: [width, configuration.vocabularySize])
-        output = try matrix(file.tensorInfo(named: "output.weight") != nil ? "output.weight" : "token_embd.weight",  // tied embeddings
-                            shape: [width, configuration.vocabularySize])
-        outputNorm = try vector("output_norm.weight", count: width)
-        var layers: [_LayerWeights] = []
-        for block in 0 ..< configuration.blockCount {
+        var blocks: [BlockWeights] = []
+        var attentionSlots = 0, convolutionSlots = 0
+        for (block, kind) in configuration.blockKinds.enumerated() {
             let prefix = "blk.\(block)."
-            layers.append(_LayerWeights(
-                attentionNorm: try vector(prefix + "attn_norm.weight", count: width),
-                query: try matrix(prefix + "attn_q.weight", shape: [width, queryWidth]),
-                key: try matrix(prefix + "attn_k.weight", shape: [width, keyWidth]),
-                value: try matrix(prefix + "attn_v.weight", shape: [width, keyWidth]),
-                attentionOutput: try matrix(prefix + "attn_output.weight", shape: [queryWidth, width]),
-                queryNorm: traits.normalizesQueriesAndKeys ? try vector(prefix + "attn_q_norm.weight", count: configuration.headDimension) : nil,
-                keyNorm: traits.normalizesQueriesAndKeys ? try vector(prefix + "attn_k_norm.weight", count: configuration.headDimension) : nil,
-                postAttentionNorm: traits.hasPostNorms ? try vector(prefix + "post_attention_norm.weight", count: width) : nil,
-                feedForwardNorm: try vector(prefix + "ffn_norm.weight", count: width),
-                gate: try matrix(prefix + "ffn_gate.weight", shape: [width, configuration.feedForwardLength]),
-                up: try matrix(prefix + "ffn_up.weight", shape: [width, configuration.feedForwardLength]),
-                down: try matrix(prefix + "ffn_down.weight", shape: [configuration.feedForwardLength, width]),
-                postFeedForwardNorm: traits.hasPostNorms ? try vector(prefix + "post_ffw_norm.weight", count: width) : nil,
-                isLocal: traits.isLocal(block: block),
-                ropeBase: Float(traits.isLocal(block: block) ? traits.localRopeBase ?? configuration.ropeFrequencyBase
-                                                            : configuration.ropeFrequencyBase)))
+            let mixer: TokenMixer
+            let slot: Int
+            switch kind {
+            case let .attention(keyValueHeads):
+                let keyWidth = keyValueHeads * headWidth
+                let inputs: AttentionWeights.Inputs
+                if file.tensorInfo(named: prefix + "attn_qkv.weight") != nil {
+                    inputs = .fused(try loader.projection(prefix + "attn_qkv", shape: [width, queryWidth + 2 * keyWidth]))
+                } else {
+                    inputs = .separate(
+                        query: try loader.projection(prefix + "attn_q", shape: [width, queryWidth]),
+                        key: try loader.projection(prefix + "attn_k", shape: [width, keyWidth]),
+                        value: try loader.projection(prefix + "attn_v", shape: [width, keyWidth]))
+                }
+                let local = traits.isLocal(block: block, hasWindow: configuration.slidingWindow != nil)
+                mixer = .attention(AttentionWeights(
+                    inputs: inputs,
+                    output: try loader.projection(prefix + "attn_output", shape: [queryWidth, width]),
+                    queryNorm: traits.normalizesQueriesAndKeys ? try loader.vector(prefix + "attn_q_norm.weight", count: headWidth) : nil,
+                    keyNorm: traits.normalizesQueriesAndKeys ? try loader.vector(prefix + "attn_k_norm.weight", count: headWidth) : nil,
+                    keyValueHeadCount: keyValueHeads,
+                    rotary: traits.usesRotary(block: block) ? rotaryIndex(local: local) : nil,
+                    window: local ? configuration.slidingWindow : nil))
+                slot = attentionSlots
+                attentionSlots += 1
+            case .shortConvolution:
+                let length = configuration.shortConvolutionLength ?? 1
+                mixer = .shortConvolution(ShortConvolutionWeights(
+                    inputProjection: try loader.projection(prefix + "shortconv.in_proj", shape: [width, 3 * width]),
+                    kernel: try loader.vector(prefix + "shortconv.conv.weight", shape: [length, width]),
+                    length: length,
+                    outputProjection: try loader.projection(prefix + "shortconv.out_proj", shape: [width, width])))
+                slot = convolutionSlots
+                convolutionSlots += 1
+            }
+            let feedForward: FeedForwardWeights.Inputs
+            if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
+               file.tensorInfo(named: prefix + "ffn_up.weight")?.shape == [width, 2 * hiddenWidth] {
+                feedForward = .fused(try loader.projection(prefix + "ffn_up", shape: [width, 2 * hiddenWidth]))
+            } else {
+                feedForward = .separate(
+                    gate: try loader.projection(prefix + "ffn_gate", shape: [width, hiddenWidth]),
+                    up: try loader.projection(prefix + "ffn_up", shape: [width, hiddenWidth]))
+            }
+            blocks.append(BlockWeights(
+                mixerNorm: try loader.vector(prefix + "attn_norm.weight", count: width),
+                mixer: mixer,
+                postMixerNorm: traits.hasPostNorms ? try loader.vector(prefix + "post_attention_norm.weight", count: width) : nil,
+                feedForwardNorm: try loader.vector(prefix + "ffn_norm.weight", count: width),
+                feedForward: FeedForwardWeights(
+                    inputs: feedForward, down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width])),
+                postFeedForwardNorm: traits.hasPostNorms ? try loader.vector(prefix + "post_ffw_norm.weight", count: width) : nil,
+                cacheSlot: slot))
         }
-        self.layers = layers
+        self.blocks = blocks
+        self.rotaryEmbeddings = rotaryEmbeddings
+        if let threshold = rotary.longContextThreshold, longEmbeddings != rotaryEmbeddings {
+            longContextRotaryEmbeddings = (threshold, longEmbeddings)
+        } else {
+            longContextRotaryEmbeddings = nil
+        }
+        // Gemma 3 scales by 1/√(query_pre_attn_scalar): the head width, but the width per head
+        // for the 27B model (62 blocks), as llama.cpp's loader has it.
+        let scaleWidth = configuration.architecture == .gemma3 && configuration.blockCount == 62
+            ? configuration.embeddingLength / configuration.headCount : headWidth
+        attentionScale = 1 / Float(scaleWidth).squareRoot()
+
+        if let unused = loader.unusedTensorName() { throw .unusedTensor(unused) }
     }
 
     /// Opens the model file at `path` (memory-mapped) and reads it.
@@ -120,12 +167,67 @@ public final class TransformerModel: Sendable {
         try self.init(file: file)
     }
 
+    /// The global blocks' embedding (with LongRoPE's short factors), the local blocks' (Gemma 3),
+    /// and with LongRoPE the global one with the long factors and the context beyond which it
+    /// applies.
+    private static func rotaryEmbeddings(
+        _ configuration: ModelConfiguration, traits: ArchitectureTraits, loader: inout WeightLoader
+    ) throws(ModelLoadError) -> (global: RotaryEmbedding, local: RotaryEmbedding, longGlobal: RotaryEmbedding?, longContextThreshold: Int?) {
+        let dimensions = configuration.ropeDimensionCount
+        let base = Float(configuration.ropeFrequencyBase)
+        var global = RotaryEmbedding(pairing: traits.rotaryPairing, dimensionCount: dimensions, base: base)
+        global.attentionFactor = Float(configuration.ropeAttentionFactor)
+        var longGlobal: RotaryEmbedding?
+        var threshold: Int?
+        if traits.usesRotaryFrequencyFactors {
+            global.frequencyFactors = try loader.optionalVector("rope_freqs.weight", count: dimensions / 2)
+        }
+        switch configuration.ropeScaling {
+        case .none: break
+        case let .linear(factor):
+            global.frequencyScale = 1 / Float(factor)
+        case let .yarn(factor, originalContextLength):
+            let scale = 1 / Float(factor)
+            global.frequencyScale = scale
+            global.yarn = RotaryEmbedding.YaRN(dimensionCount: dimensions, originalContextLength: originalContextLength, base: base)
+            // llama.cpp's context: mscale(1/scale), cancelled by the factor rope_yarn applies again.
+            let stretch = 1 / scale
+            let magnitude: Float = stretch <= 1 ? 1 : 0.1 * logf(stretch) + 1
+            global.attentionFactor = magnitude * (1 / (1 + 0.1 * logf(stretch))) * Float(configuration.ropeAttentionFactor)
+        case let .longRoPE(originalContextLength):
+            let short = try loader.optionalVector("rope_factors_short.weight", count: dimensions / 2)
+            let long = try loader.optionalVector("rope_factors_long.weight", count: dimensions / 2)
+            global.frequencyFactors = short
+            if let long {
+                var stretched = global
+                stretched.frequencyFactors = long
+                longGlobal = stretched
+                threshold = originalContextLength
+            }
+        }
+        var local = RotaryEmbedding(pairing: traits.rotaryPairing, dimensionCount: dimensions,
+                                    base: Float(configuration.localRopeFrequencyBase ?? configuration.ropeFrequencyBase))
+        local.attentionFactor = Float(configuration.ropeAttentionFactor)
+        return (global, traits.globalBlockPeriod == nil ? global : local, longGlobal, threshold)
+    }
+
     /// A cache for up to `contextLength` tokens (clamped to the trained context length).
     public func makeCache(contextLength: Int) -> KVCache {
-        KVCache(
+        let keyWidths = configuration.blockKinds.compactMap { kind -> Int? in
+            if case let .attention(heads) = kind { heads * configuration.headDimension } else { nil }
+        }
+        let convolutions = configuration.blockKinds.filter { $0 == .shortConvolution }.count
+        return KVCache(
             contextLength: max(1, min(contextLength, configuration.trainedContextLength)),
-            layerCount: configuration.blockCount,
-            keyWidth: configuration.headCountKV * configuration.headDimension)
+            keyWidths: keyWidths, convolutionCount: convolutions, convolutionWidth: configuration.embeddingLength)
+    }
+
+    /// The rotary embeddings a cache of `contextLength` positions uses (LongRoPE switches to its
+    /// long factors beyond the original context, with the context rounded up to 256 as
+    /// llama.cpp pads it).
+    func rotaryEmbeddings(contextLength: Int) -> [RotaryEmbedding] {
+        guard let long = longContextRotaryEmbeddings, (contextLength + 255) / 256 * 256 > long.threshold else { return rotaryEmbeddings }
+        return long.embeddings
     }
 
     /// Which positions' logits `evaluate` returns.
@@ -137,7 +239,8 @@ public final class TransformerModel: Sendable {
     }
 
     /// Runs `tokens` at the positions following what `cache` holds, appends their keys and
-    /// values to it, and returns the logits asked for (`vocabularySize` floats per position).
+    /// values (and convolution inputs) to it, and returns the logits asked for
+    /// (`vocabularySize` floats per position).
     ///
     /// Prompts run as one batch through the matrix-matrix kernels; a single token through the
     /// matrix-vector kernels.
@@ -154,70 +257,80 @@ public final class TransformerModel: Sendable {
             throw .tokenOutOfRange(token, position: position)
         }
         do {
-            return try _forward(tokens, cache: cache, threadCount: max(1, threadCount), logits: logits)
+            let pass = ForwardPass(model: self, cache: cache, tokenCount: tokens.count, threadCount: max(1, threadCount))
+            return try pass.run(tokens, logits: logits)
         } catch {
             throw .kernel(error)
         }
     }
 }
 
-/// The weights of one block.
-struct _LayerWeights: Sendable {
-    let attentionNorm: [Float]
-    let query, key, value, attentionOutput: WeightMatrix
-    let queryNorm, keyNorm, postAttentionNorm: [Float]?
-    let feedForwardNorm: [Float]
-    let gate, up, down: WeightMatrix
-    let postFeedForwardNorm: [Float]?
-    /// Whether the block attends only within the sliding window.
-    let isLocal: Bool
-    let ropeBase: Float
-}
+/// Finds, checks and prepares a file's tensors, remembering which ones were taken.
+struct WeightLoader {
+    let file: GGUFFile
+    let packsWeights: Bool
+    let progress: ((Double) -> Void)?
+    private var used: Set<String> = []
+    private var preparedBytes = 0
+    private let matrixBytes: Int
 
-// MARK: - Architectures
-
-/// What distinguishes one transformer family from another, for the shared forward pass.
-struct _ArchitectureTraits: Sendable {
-    var rotaryPairing: _RotaryPairing
-    var activation: _Activation
-    /// Multiply token embeddings by √width (Gemma).
-    var scalesEmbeddings = false
-    /// RMSNorm each query and key head before RoPE (Gemma 3).
-    var normalizesQueriesAndKeys = false
-    /// RMSNorm the attention and feed-forward outputs before the residual add (Gemma 2/3).
-    var hasPostNorms = false
-    /// Every `n`-th block attends globally, the others within the sliding window (Gemma 3: 6).
-    var globalBlockPeriod: Int?
-    /// RoPE base of the sliding-window blocks (Gemma 3: 10,000).
-    var localRopeBase: Double?
-    /// Multiply queries by the attention scale after RoPE instead of the scores (Gemma 3, as
-    /// llama.cpp's graph does; it changes where the queries' rounding to half happens).
-    var scalesQueriesBeforeAttention = false
-
-    func isLocal(block: Int) -> Bool {
-        guard let period = globalBlockPeriod else { return false }
-        return (block + 1) % period != 0
+    init(file: GGUFFile, packsWeights: Bool, progress: ((Double) -> Void)?) {
+        self.file = file
+        self.packsWeights = packsWeights
+        self.progress = progress
+        matrixBytes = max(1, file.tensorInfos.filter { $0.shape.count == 2 }.reduce(0) { $0 + $1.byteCount })
     }
-}
 
-/// The feed-forward activation, applied to the gate and multiplied by the up projection.
-enum _Activation: Sendable {
-    /// SiLU (SwiGLU): `_swiGLU`.
-    case silu
-    /// GELU, tanh approximation, through ggml's half-precision table (GeGLU): `_gelu`.
-    case gelu
-}
+    mutating func tensor(_ name: String, shape: [Int]) throws(ModelLoadError) -> GGUFTensor {
+        guard file.tensorInfo(named: name) != nil else { throw .missingTensor(name) }
+        let tensor: GGUFTensor
+        do { tensor = try file.tensor(named: name) } catch { throw .file(error) }
+        guard tensor.shape == shape else { throw .shapeMismatch(name, expected: shape, found: tensor.shape) }
+        guard Dequantization.supportedTypes.contains(tensor.type) else { throw .unsupportedType(name, tensor.type) }
+        used.insert(name)
+        return tensor
+    }
 
-extension ModelArchitecture {
-    var traits: _ArchitectureTraits {
-        switch self {
-        case .llama:
-            _ArchitectureTraits(rotaryPairing: .adjacent, activation: .silu)
-        case .gemma3:
-            _ArchitectureTraits(
-                rotaryPairing: .halves, activation: .gelu, scalesEmbeddings: true, normalizesQueriesAndKeys: true,
-                hasPostNorms: true, globalBlockPeriod: 6, localRopeBase: 10_000, scalesQueriesBeforeAttention: true)
+    mutating func matrix(_ name: String, shape: [Int]) throws(ModelLoadError) -> WeightMatrix {
+        let weights = try tensor(name, shape: shape)
+        let prepared: WeightMatrix
+        do {
+            prepared = try WeightMatrix(weights, packing: packsWeights, threadCount: KernelThreadPool.shared.threadCount)
+        } catch { throw .kernel(error) }
+        if prepared.packed != nil {
+            weights.releaseResidentPages()
+        } else {
+            // Fault the mapped pages in now rather than during the first token.
+            var checksum: UInt8 = 0
+            for offset in stride(from: 0, to: weights.bytes.count, by: 4096) { checksum &+= weights.bytes[offset] }
+            withExtendedLifetime(checksum) {}
         }
+        preparedBytes += weights.info.byteCount
+        progress?(min(1, Double(preparedBytes) / Double(matrixBytes)))
+        return prepared
+    }
+
+    /// `name.weight` and, when the file has it, `name.bias` (one value per output row).
+    mutating func projection(_ name: String, shape: [Int]) throws(ModelLoadError) -> Projection {
+        Projection(weights: try matrix(name + ".weight", shape: shape), bias: try optionalVector(name + ".bias", count: shape[1]))
+    }
+
+    mutating func vector(_ name: String, count: Int) throws(ModelLoadError) -> [Float] {
+        try vector(name, shape: [count])
+    }
+
+    mutating func vector(_ name: String, shape: [Int]) throws(ModelLoadError) -> [Float] {
+        let weights = try tensor(name, shape: shape)
+        do { return try Dequantization.dequantize(weights) } catch { throw .kernel(error) }
+    }
+
+    mutating func optionalVector(_ name: String, count: Int) throws(ModelLoadError) -> [Float]? {
+        file.tensorInfo(named: name) == nil ? nil : try vector(name, count: count)
+    }
+
+    /// The first tensor of the file, in file order, that nothing took.
+    func unusedTensorName() -> String? {
+        file.tensorInfos.first { !used.contains($0.name) }?.name
     }
 }
 
@@ -232,6 +345,9 @@ public enum ModelLoadError: Error, Sendable, Equatable, CustomStringConvertible 
     case unsupportedType(String, GGMLType)
     /// A head width the attention cannot run: it must be a positive multiple of 16.
     case unsupportedHeadDimension(Int)
+    /// A tensor the forward pass of the file's family does not use: running without it would
+    /// compute something else than the model.
+    case unusedTensor(String)
     case kernel(KernelError)
 
     public var description: String {
@@ -242,6 +358,8 @@ public enum ModelLoadError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .shapeMismatch(name, expected, found): "tensor '\(name)' has shape \(found), expected \(expected)"
         case let .unsupportedType(name, type): "tensor '\(name)' has type \(type.name), which Typeset cannot compute with"
         case let .unsupportedHeadDimension(width): "the attention head width \(width) is not a positive multiple of 16, which Typeset's attention needs"
+        case let .unusedTensor(name):
+            "the model has a tensor '\(name)' that Typeset's forward pass for its architecture does not use; running without it would compute something else"
         case let .kernel(error): "\(error)"
         }
     }

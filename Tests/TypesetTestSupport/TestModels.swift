@@ -8,6 +8,10 @@ import Foundation
 public enum TestModels {
     public static let smolLM2FileName = "SmolLM2-135M-Instruct.Q4_1.gguf"
     public static let gemma3FileName = "gemma-3-270m-q4_k_m.gguf"
+    public static let qwen05FileName = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    /// Fetched only on request (`TYPESET_ONLY=qwen1.5b bash Fixtures/fetch.sh`): its tests run
+    /// when it is present and are never required.
+    public static let qwen15FileName = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
     public static var cacheDirectory: String {
         let environment = ProcessInfo.processInfo.environment
@@ -25,17 +29,46 @@ public enum TestModels {
 
     public static var smolLM2Path: String { path(of: smolLM2FileName) }
     public static var gemma3Path: String { path(of: gemma3FileName) }
+    public static var qwen05Path: String { path(of: qwen05FileName) }
 
     /// Whether tests that need `fileName` should run.
     public static func shouldRun(_ fileName: String) -> Bool {
         modelsRequired || FileManager.default.fileExists(atPath: path(of: fileName))
     }
 
-    /// Both real models, as (short name, path), for parameterised tests.
+    /// Whether tests that need a model fetched only on request should run: when it is present.
+    public static func isPresent(_ fileName: String) -> Bool {
+        FileManager.default.fileExists(atPath: path(of: fileName))
+    }
+
+    /// The real models fetched by default, as (short name, file name), for parameterised tests.
     public static let realModels: [(name: String, fileName: String)] = [
         ("smollm2", smolLM2FileName),
         ("gemma3", gemma3FileName),
+        ("qwen0.5b", qwen05FileName),
     ]
+
+    /// Where `Fixtures/make_synthetic_models.py write` (run by `Fixtures/fetch.sh`) puts the
+    /// random-weight model `name` (`qwen3`, `lfm2`, …).
+    public static func syntheticPath(of name: String) -> String {
+        cacheDirectory + "/synthetic/" + name + ".gguf"
+    }
+
+    /// Whether the synthetic-family tests should run: the files are there, or models are required.
+    public static var shouldRunSynthetic: Bool {
+        modelsRequired || FileManager.default.fileExists(atPath: cacheDirectory + "/synthetic")
+    }
+
+    /// The file name of a real model by its short name (`smollm2`, `gemma3`, `qwen0.5b`, `qwen1.5b`).
+    public static func fileName(of name: String) -> String {
+        if name == "qwen1.5b" { return qwen15FileName }
+        return realModels.first { $0.name == name }!.fileName
+    }
+
+    /// The names parity tests run on: the default models, and Qwen 1.5B when it is present.
+    public static var parityModelNames: [String] {
+        realModels.map(\.name) + (isPresent(qwen15FileName) ? ["qwen1.5b"] : [])
+    }
 }
 
 /// Paths inside the repository's `Fixtures/` directory.

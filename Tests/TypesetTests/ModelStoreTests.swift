@@ -5,7 +5,7 @@ import Typeset
 @Suite struct ModelStoreTests {
     @Test func knownModels() {
         #expect(KnownModel.default == .smolLM2)
-        #expect(Set(KnownModel.all.map(\.name)) == ["smollm2", "gemma3"])
+        #expect(Set(KnownModel.all.map(\.name)) == ["smollm2", "gemma3", "qwen0.5b", "qwen1.5b"])
         #expect(ModelStore.cachedPath(of: .gemma3).hasSuffix("/models/gemma-3-270m-q4_k_m.gguf"))
     }
 

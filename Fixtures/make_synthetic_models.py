@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""Tiny random-weight GGUF models of the families that have no real weights on PyPI, written
+with gguf-py, and llama.cpp's outputs on them, for Typeset's forward-pass parity tests.
+
+Two steps:
+
+    write    (gguf==0.19.0 and numpy only; run by Fixtures/fetch.sh on every machine)
+             writes $TYPESET_CACHE/synthetic/<name>.gguf for every model below and checks each
+             file's sha256 against Fixtures/synthetic/<name>.json when that exists. The
+             weights come from PCG64's raw 64-bit stream (stable across numpy versions) and
+             gguf-py's own quantizers, so the files are identical on every machine.
+
+    record   (the peers venv: llama-cpp-python 0.3.36; run once by a developer)
+             runs llama.cpp (CPU, 2 threads, flash attention off, context 512) on each file and
+             writes Fixtures/synthetic/<name>.json: the file's sha256; perplexity as
+             llama-perplexity computes it over the first CHUNKS chunks of 512 tokens of
+             Debian's licence texts (per chunk the summed negative log-likelihood, per position
+             llama.cpp's TOP best ids and their logits); greedy continuations of a few prompts
+             (32 tokens, with llama.cpp's margin between its best two at each step); and how
+             much llama.cpp disagrees with itself on the same chunks when its flash-attention
+             path replaces the plain one (top-1 agreement, largest logit difference): the
+             noise floor of the arithmetic, against which a disagreement is judged.
+
+    ~/.cache/typeset-peers/venv/bin/python Fixtures/make_synthetic_models.py write
+    ~/.cache/typeset-peers/venv/bin/python Fixtures/make_synthetic_models.py record [NAME...]
+
+Every model uses SmolLM2-135M-Instruct's tokenizer (copied key by key from the real file in
+the cache, 49,152 tokens), a residual width of 128 and 4 to 6 blocks, so each file is 7-9 MB.
+What each one exercises:
+
+    qwen2        biases on the query, key and value projections, NeoX RoPE (base 10^6)
+    qwen2-yarn   the same with YaRN RoPE scaling (factor 4 over an original context of 128)
+    qwen3        per-head Q/K RMSNorm before RoPE; head width 32 with 8 query heads (query
+                 width 256, twice the residual width, as Qwen 3 has key_length != width/heads)
+    llama3       Llama 3 RoPE frequency factors (`rope_freqs`, the converter's formula with
+                 factor 8, low/high frequency factors 1 and 4 over an original context of 64,
+                 so they matter within 256 positions)
+    phi3         fused QKV and gate-up projections, partial rotary (24 of 32 dimensions),
+                 LongRoPE factors (long set: context 512 > original 256) and attn_factor,
+                 queries scaled before attention, a sliding window llama.cpp switches off
+    lfm2         short convolutions (L = 3) in blocks 0, 1, 3, 5 and QK-norm GQA attention in
+                 blocks 2 and 4, the final norm stored as token_embd_norm
+    smollm3      Llama's block without RoPE in every fourth block (block 3)
+
+The Swift tests never run Python or llama.cpp; they read the .json files and the .gguf files
+`write` produced.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from gguf import GGMLQuantizationType as T
+from gguf import GGUFReader, GGUFValueType, GGUFWriter
+from gguf.quants import quantize
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "synthetic"
+CACHE = Path(os.environ.get("TYPESET_CACHE") or Path.home() / ".cache" / "typeset")
+TOKENIZER_SOURCE = CACHE / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+WIDTH = 128
+CHUNKS = 4
+TOP = 8
+CTX = 512
+GREEDY_TOKENS = 32
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Once upon a time, in a small village at the edge of a great forest,",
+]
+PERPLEXITY_FILES = ["GPL-3", "GFDL-1.3", "Apache-2.0", "MPL-2.0", "LGPL-2.1"]
+PERPLEXITY_DIRECTORY = Path("/usr/share/common-licenses")
+
+
+# ---------------------------------------------------------------------------------------------
+# Weights
+
+class Weights:
+    """Uniform random values from PCG64's raw stream (numpy guarantees the bit generators'
+    streams across versions, not the distributions')."""
+
+    def __init__(self, seed: int):
+        self.bits = np.random.PCG64(seed)
+
+    def uniform(self, shape, scale: float) -> np.ndarray:
+        count = int(np.prod(shape))
+        raw = self.bits.random_raw(count)
+        unit = (raw >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+        return ((unit * 2 - 1) * scale).astype(np.float32).reshape(shape)
+
+    def matrix(self, rows: int, columns: int, gain: float = 1.0) -> np.ndarray:
+        # Uniform in ±√3/√columns: unit variance of each output for unit-variance inputs.
+        return self.uniform((rows, columns), gain * math.sqrt(3.0 / columns))
+
+    def norm(self, count: int) -> np.ndarray:
+        return (1.0 + self.uniform((count,), 0.2)).astype(np.float32)
+
+
+def copy_tokenizer(writer: GGUFWriter, source: GGUFReader) -> None:
+    for name, field in source.fields.items():
+        if not name.startswith("tokenizer."):
+            continue
+        kind = field.types[0]
+        if kind == GGUFValueType.ARRAY:
+            writer.add_key_value(name, field.contents(), kind, sub_type=field.types[-1])
+        else:
+            writer.add_key_value(name, field.contents(), kind)
+
+
+def add(writer: GGUFWriter, name: str, values: np.ndarray, qtype: T) -> None:
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    if qtype == T.F32:
+        writer.add_tensor(name, values)
+    elif qtype == T.F16:
+        writer.add_tensor(name, values.astype(np.float16))
+    else:
+        writer.add_tensor(name, quantize(values, qtype), raw_dtype=qtype)
+
+
+def llama3_rope_factors(base: float, dimensions: int, factor=8.0, low=1.0, high=4.0, original=64) -> np.ndarray:
+    """The GGUF converter's `rope_freqs` for rope_type "llama3" (its formula, in float32/Python)."""
+    freqs = 1.0 / (base ** (np.arange(0, dimensions, 2, dtype=np.float32) / dimensions))
+    low_wavelength, high_wavelength = original / low, original / high
+    factors = []
+    for freq in freqs:
+        wavelength = 2 * math.pi / freq
+        if wavelength < high_wavelength:
+            factors.append(1.0)
+        elif wavelength > low_wavelength:
+            factors.append(factor)
+        else:
+            smooth = (original / wavelength - low) / (high - low)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(factors, dtype=np.float32)
+
+
+MODELS = {
+    "qwen2": dict(arch="qwen2", blocks=4, heads=4, kv=2, head=32, ff=256, base=1e6, biases=True),
+    "qwen2-yarn": dict(arch="qwen2", blocks=4, heads=4, kv=2, head=32, ff=256, base=1e6, biases=True,
+                       yarn=(4.0, 128)),
+    "qwen3": dict(arch="qwen3", blocks=4, heads=8, kv=2, head=32, ff=256, base=1e6, qk_norm=True, key_length=True),
+    "llama3": dict(arch="llama", blocks=4, heads=4, kv=2, head=32, ff=256, base=5e5, rope_freqs=True,
+                   rope_dimension_count=True),
+    "phi3": dict(arch="phi3", blocks=4, heads=4, kv=2, head=32, ff=256, base=1e4, fused=True, rope_dims=24,
+                 longrope=(256, 1.19), sliding_window=2047),
+    "lfm2": dict(arch="lfm2", blocks=6, heads=4, kv=2, head=32, ff=256, base=1e6, qk_norm=True,
+                 conv_blocks={0, 1, 3, 5}, l_cache=3),
+    "smollm3": dict(arch="smollm3", blocks=4, heads=4, kv=2, head=32, ff=256, base=5e6, rope_dimension_count=True),
+}
+
+
+def write_model(name: str, spec: dict, path: Path) -> None:
+    arch = spec["arch"]
+    weights = Weights(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little"))
+    source = GGUFReader(str(TOKENIZER_SOURCE))
+    vocabulary = len(source.fields["tokenizer.ggml.tokens"].data)
+    width, heads, kv, head, ff, blocks = WIDTH, spec["heads"], spec["kv"], spec["head"], spec["ff"], spec["blocks"]
+    query_width, key_width = heads * head, kv * head
+
+    writer = GGUFWriter(str(path), arch)
+    # Not "phi3"/"phi-3": llama.cpp switches its tokenizer handling on such names.
+    writer.add_name(f"Typeset synthetic {name.replace('3', ' 3')}")
+    writer.add_context_length(4096)
+    writer.add_embedding_length(width)
+    writer.add_block_count(blocks)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    conv_blocks = spec.get("conv_blocks", set())
+    writer.add_head_count_kv([0 if b in conv_blocks else kv for b in range(blocks)] if conv_blocks else kv)
+    writer.add_rope_freq_base(spec["base"])
+    writer.add_layer_norm_rms_eps(1e-6)
+    if spec.get("key_length"):
+        writer.add_key_length(head)
+        writer.add_value_length(head)
+    if spec.get("rope_dimension_count"):
+        writer.add_rope_dimension_count(head)
+    if "rope_dims" in spec:
+        writer.add_rope_dimension_count(spec["rope_dims"])
+    if "yarn" in spec:
+        factor, original = spec["yarn"]
+        writer.add_rope_scaling_type(__import__("gguf").RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(factor)
+        writer.add_rope_scaling_orig_ctx_len(original)
+    if "longrope" in spec:
+        original, attention_factor = spec["longrope"]
+        writer.add_rope_scaling_orig_ctx_len(original)
+        writer.add_rope_scaling_attn_factors(attention_factor)
+    if "sliding_window" in spec:
+        writer.add_sliding_window(spec["sliding_window"])
+    if "l_cache" in spec:
+        writer.add_shortconv_l_cache(spec["l_cache"])
+    if arch in ("llama", "smollm3", "lfm2"):
+        writer.add_vocab_size(vocabulary)
+    copy_tokenizer(writer, source)
+
+    add(writer, "token_embd.weight", weights.uniform((vocabulary, width), 0.3), T.Q8_0)
+    add(writer, ("token_embd_norm" if arch == "lfm2" else "output_norm") + ".weight", weights.norm(width), T.F32)
+    rope_dims = spec.get("rope_dims", head)
+    if spec.get("rope_freqs"):
+        add(writer, "rope_freqs.weight", llama3_rope_factors(spec["base"], rope_dims), T.F32)
+    if "longrope" in spec:
+        add(writer, "rope_factors_long.weight", (1.0 + weights.uniform((rope_dims // 2,), 1.0) ** 2 * 8).astype(np.float32), T.F32)
+        add(writer, "rope_factors_short.weight", (1.0 + weights.uniform((rope_dims // 2,), 0.5) ** 2).astype(np.float32), T.F32)
+
+    for block in range(blocks):
+        p = f"blk.{block}."
+        add(writer, p + "attn_norm.weight", weights.norm(width), T.F32)
+        if block in conv_blocks:
+            add(writer, p + "shortconv.conv.weight", weights.uniform((width, spec["l_cache"]), 0.8), T.F32)
+            add(writer, p + "shortconv.in_proj.weight", weights.matrix(3 * width, width), T.Q8_0)
+            add(writer, p + "shortconv.out_proj.weight", weights.matrix(width, width, 0.5), T.Q5_0)
+        else:
+            if spec.get("fused"):
+                add(writer, p + "attn_qkv.weight", weights.matrix(query_width + 2 * key_width, width), T.Q8_0)
+            else:
+                add(writer, p + "attn_q.weight", weights.matrix(query_width, width), T.Q8_0)
+                add(writer, p + "attn_k.weight", weights.matrix(key_width, width), T.Q5_0)
+                add(writer, p + "attn_v.weight", weights.matrix(key_width, width), T.Q4_0)
+            if spec.get("biases"):
+                add(writer, p + "attn_q.bias", weights.uniform((query_width,), 0.5), T.F32)
+                add(writer, p + "attn_k.bias", weights.uniform((key_width,), 0.5), T.F32)
+                add(writer, p + "attn_v.bias", weights.uniform((key_width,), 0.5), T.F32)
+            if spec.get("qk_norm"):
+                add(writer, p + "attn_q_norm.weight", weights.norm(head), T.F32)
+                add(writer, p + "attn_k_norm.weight", weights.norm(head), T.F32)
+            add(writer, p + "attn_output.weight", weights.matrix(width, query_width, 0.5), T.F16)
+        add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
+        if spec.get("fused"):
+            add(writer, p + "ffn_up.weight", weights.matrix(2 * ff, width), T.Q8_0)
+        else:
+            add(writer, p + "ffn_gate.weight", weights.matrix(ff, width), T.Q4_1)
+            add(writer, p + "ffn_up.weight", weights.matrix(ff, width), T.Q8_0)
+        add(writer, p + "ffn_down.weight", weights.matrix(width, ff, 0.5), T.Q5_0)
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_all() -> int:
+    if not TOKENIZER_SOURCE.exists():
+        raise SystemExit(f"{TOKENIZER_SOURCE} is missing; run Fixtures/fetch.sh first")
+    directory = CACHE / "synthetic"
+    directory.mkdir(parents=True, exist_ok=True)
+    failures = 0
+    for name, spec in MODELS.items():
+        path = directory / f"{name}.gguf"
+        temporary = path.with_suffix(".tmp")
+        write_model(name, spec, temporary)
+        digest = sha256_of(temporary)
+        expected_file = OUT / f"{name}.json"
+        if expected_file.exists():
+            expected = json.loads(expected_file.read_text())["sha256"]
+            if digest != expected:
+                print(f"synthetic: {name}: sha256 {digest} differs from the recorded {expected}", file=sys.stderr)
+                failures += 1
+                temporary.unlink()
+                continue
+        temporary.replace(path)
+        print(f"synthetic: {path} ({path.stat().st_size} bytes, sha256 {digest})", file=sys.stderr)
+    return 1 if failures else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# llama.cpp
+
+def record(names: list[str]) -> int:
+    import ctypes
+
+    import llama_cpp as L
+
+    callback = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)(lambda *_: None)
+    L.llama_log_set(callback, None)
+    L.llama_backend_init()
+    text = b"".join((PERPLEXITY_DIRECTORY / f).read_bytes() for f in PERPLEXITY_FILES)
+    OUT.mkdir(exist_ok=True)
+    for name in names:
+        path = CACHE / "synthetic" / f"{name}.gguf"
+        mp = L.llama_model_default_params()
+        mp.n_gpu_layers = 0
+        model = L.llama_model_load_from_file(str(path).encode(), mp)
+        if not model:
+            raise SystemExit(f"llama.cpp cannot load {path}")
+        vocab = L.llama_model_get_vocab(model)
+        n_vocab = L.llama_vocab_n_tokens(vocab)
+
+        def context(flash: bool):
+            cp = L.llama_context_default_params()
+            cp.n_ctx = cp.n_batch = cp.n_ubatch = CTX
+            cp.n_threads = cp.n_threads_batch = 2
+            cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+            return L.llama_init_from_model(model, cp)
+
+        ctx = context(False)
+        batch = L.llama_batch_init(CTX, 0, 1)
+
+        def tokenize(data: bytes, special: bool) -> list[int]:
+            buffer = (L.llama_token * (len(data) + 8))()
+            count = L.llama_tokenize(vocab, data, len(data), buffer, len(buffer), special, special)
+            return list(buffer[:count])
+
+        def decode(tokens: list[int], start: int, every: bool, ctx=ctx) -> np.ndarray:
+            batch.n_tokens = len(tokens)
+            for i, token in enumerate(tokens):
+                batch.token[i] = token
+                batch.pos[i] = start + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = 1 if every or i == len(tokens) - 1 else 0
+            if L.llama_decode(ctx, batch) != 0:
+                raise RuntimeError("llama_decode failed")
+            first = 0 if every else len(tokens) - 1
+            return np.stack([np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, first + r), shape=(n_vocab,)).copy()
+                             for r in range(len(tokens) - first)])
+
+        def clear(ctx=ctx):
+            L.llama_memory_clear(L.llama_get_memory(ctx), True)
+
+        tokens = tokenize(text, False)
+        chunks = []
+        flash = context(True)
+        agreements, largest_difference = 0, 0.0
+        for c in range(CHUNKS):
+            chunk = tokens[c * CTX:(c + 1) * CTX]
+            clear()
+            logits = decode(chunk, 0, True).astype(np.float64)
+            clear(flash)
+            flash_logits = decode(chunk, 0, True, ctx=flash).astype(np.float64)
+            agreements += int((logits[:-1].argmax(1) == flash_logits[:-1].argmax(1)).sum())
+            largest_difference = max(largest_difference, float(np.abs(logits - flash_logits).max()))
+            nll = 0.0
+            for j in range(CTX // 2, CTX - 1):
+                row = logits[j]
+                peak = row.max()
+                nll -= row[chunk[j + 1]] - peak - np.log(np.exp(row - peak).sum())
+            top = np.argsort(-logits[:-1], axis=1, kind="stable")[:, :TOP]
+            chunks.append({"nll": nll,
+                           "top_ids": top.tolist(),
+                           "top_logits": [[round(float(logits[p, i]), 5) for i in top[p]] for p in range(CTX - 1)]})
+        L.llama_free(flash)
+        scored = CHUNKS * (CTX // 2 - 1)
+        ppl = float(np.exp(sum(c["nll"] for c in chunks) / scored))
+
+        prompts = []
+        for prompt in PROMPTS:
+            clear()
+            ids = tokenize(prompt.encode(), True)
+            row = decode(ids, 0, False)[0]
+            position = len(ids)
+            greedy, margins = [], []
+            for _ in range(GREEDY_TOKENS):
+                order = np.argsort(-row, kind="stable")[:2]
+                greedy.append(int(order[0]))
+                margins.append(float(row[order[0]] - row[order[1]]))
+                row = decode([int(order[0])], position, False)[0]
+                position += 1
+            prompts.append({"text": prompt, "tokens": ids, "greedy": greedy, "margins": margins})
+
+        result = {"model": f"{name}.gguf", "sha256": sha256_of(path), "spec": {k: (sorted(v) if isinstance(v, set) else v)
+                                                                               for k, v in MODELS[name].items()},
+                  "llama_cpp_python": L.__version__, "ctx": CTX, "flash_attention": False,
+                  "files": [str(PERPLEXITY_DIRECTORY / f) for f in PERPLEXITY_FILES],
+                  "text_sha256": hashlib.sha256(text).hexdigest(), "tokens": tokens[:CHUNKS * CTX],
+                  "scored": scored, "ppl": ppl,
+                  "flash_agreement": agreements / (CHUNKS * (CTX - 1)), "flash_largest_difference": largest_difference,
+                  "chunks": chunks, "prompts": prompts}
+        (OUT / f"{name}.json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
+        print(f"synthetic: {name}: perplexity {ppl:.4f}, greedy {prompts[0]['greedy'][:6]}…", file=sys.stderr)
+        L.llama_batch_free(batch)
+        L.llama_free(ctx)
+        L.llama_model_free(model)
+    return 0
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in ("write", "record"):
+        raise SystemExit(__doc__)
+    if sys.argv[1] == "write":
+        return write_all()
+    return record(sys.argv[2:] or list(MODELS))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

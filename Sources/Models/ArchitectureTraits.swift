@@ -1,0 +1,111 @@
+/// What distinguishes one transformer family from another, for the shared forward pass and its
+/// loader. A new family is a new set of traits (plus any operation it adds), not a copy of the
+/// pass.
+///
+/// | trait                      | llama | qwen2 | qwen3 | gemma3 | phi3 | lfm2 | smollm3 |
+/// |----------------------------|-------|-------|-------|--------|------|------|---------|
+/// | RoPE pairing               | adj.  | halves| halves| halves |halves|halves| adj.    |
+/// | activation                 | SiLU  | SiLU  | SiLU  | GELU   | SiLU | SiLU | SiLU    |
+/// | Q/K RMSNorm per head       |       |       | yes   | yes    |      | yes  |         |
+/// | post norms                 |       |       |       | yes    |      |      |         |
+/// | queries scaled before QKᵀ  |       |       |       | yes    | yes  |      |         |
+/// | blocks without RoPE        |       |       |       |        |      |      | every 4th |
+/// | short convolutions         |       |       |       |        |      | yes  |         |
+///
+/// Biases on any projection, fused query-key-value and fused gate-up projections are read
+/// from the tensors a file has, for every family (as llama.cpp's loader does).
+struct ArchitectureTraits: Sendable {
+    var rotaryPairing: RotaryPairing
+    var activation: Activation
+    /// Multiply token embeddings by √width (Gemma).
+    var scalesEmbeddings = false
+    /// RMSNorm each query and key head before RoPE (Qwen 3, Gemma 3, LFM2).
+    var normalizesQueriesAndKeys = false
+    /// RMSNorm the attention and feed-forward outputs before the residual add (Gemma 2/3).
+    var hasPostNorms = false
+    /// Every `n`-th block attends globally, the others within the sliding window (Gemma 3: 6).
+    var globalBlockPeriod: Int?
+    /// RoPE base of the sliding-window blocks (Gemma 3: 10,000).
+    var localRopeBase: Double?
+    /// Multiply queries by the attention scale after RoPE instead of the scores (Gemma 3, Phi-3,
+    /// as llama.cpp's graphs do; it changes where the queries' rounding to half happens).
+    var scalesQueriesBeforeAttention = false
+    /// Every `n`-th block (1-based) runs without RoPE (SmolLM3: 4, as llama.cpp fixes it).
+    var blockWithoutRotaryPeriod: Int?
+    /// Blocks whose key/value head count is 0 are short convolutions (LFM2).
+    var hasShortConvolutions = false
+    /// The final norm's tensor (LFM2 stores it as `token_embd_norm`).
+    var outputNormName = "output_norm"
+    /// What `attention.sliding_window` means for the family.
+    var slidingWindow = SlidingWindowUse.unsupported
+    /// RoPE may rotate only the first `rope.dimension_count` dimensions of each head (Phi-3).
+    var rotatesPartialHeads = false
+    /// The global tensor `rope_freqs.weight` divides RoPE's angles (Llama 3).
+    var usesRotaryFrequencyFactors = false
+    /// `rope_factors_long.weight` / `rope_factors_short.weight` divide RoPE's angles (Phi-3 LongRoPE).
+    var usesLongRoPEFactors = false
+    /// Keys under `<architecture>.` that the family reads beyond the common ones.
+    var additionalKeys: Set<String> = []
+
+    enum SlidingWindowUse: Sendable {
+        /// The key must be present (Gemma 3).
+        case required
+        /// Used when present and positive (LFM2: every attention block).
+        case optional
+        /// Present in files but switched off by llama.cpp for every checkpoint (Phi-3).
+        case ignored
+        /// A positive window is refused: the family has none.
+        case unsupported
+    }
+
+    /// Whether block `block` (0-based) attends within the sliding window.
+    func isLocal(block: Int, hasWindow: Bool) -> Bool {
+        guard hasWindow else { return false }
+        guard let period = globalBlockPeriod else { return true }
+        return (block + 1) % period != 0
+    }
+
+    /// Whether block `block` (0-based) applies RoPE.
+    func usesRotary(block: Int) -> Bool {
+        guard let period = blockWithoutRotaryPeriod else { return true }
+        return (block + 1) % period != 0
+    }
+}
+
+/// The feed-forward activation, applied to the gate and multiplied by the up projection.
+enum Activation: Sendable {
+    /// SiLU (SwiGLU): `_swiGLU`.
+    case silu
+    /// GELU, tanh approximation, through ggml's half-precision table (GeGLU): `_geGLU`.
+    case gelu
+}
+
+extension ModelArchitecture {
+    var traits: ArchitectureTraits {
+        switch self {
+        case .llama:
+            ArchitectureTraits(rotaryPairing: .adjacent, activation: .silu, usesRotaryFrequencyFactors: true)
+        case .qwen2:
+            ArchitectureTraits(rotaryPairing: .halves, activation: .silu)
+        case .qwen3:
+            ArchitectureTraits(rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true)
+        case .gemma3:
+            ArchitectureTraits(
+                rotaryPairing: .halves, activation: .gelu, scalesEmbeddings: true, normalizesQueriesAndKeys: true,
+                hasPostNorms: true, globalBlockPeriod: 6, localRopeBase: 10_000, scalesQueriesBeforeAttention: true,
+                slidingWindow: .required,
+                additionalKeys: ["attention.sliding_window", "rope.freq_base_swa", "final_logit_softcapping"])
+        case .phi3:
+            ArchitectureTraits(
+                rotaryPairing: .halves, activation: .silu, scalesQueriesBeforeAttention: true, slidingWindow: .ignored,
+                rotatesPartialHeads: true, usesLongRoPEFactors: true, additionalKeys: ["attention.sliding_window"])
+        case .lfm2:
+            ArchitectureTraits(
+                rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, hasShortConvolutions: true,
+                outputNormName: "token_embd_norm", slidingWindow: .optional,
+                additionalKeys: ["attention.sliding_window", "shortconv.l_cache"])
+        case .smollm3:
+            ArchitectureTraits(rotaryPairing: .adjacent, activation: .silu, blockWithoutRotaryPeriod: 4)
+        }
+    }
+}

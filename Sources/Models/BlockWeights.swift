@@ -1,0 +1,81 @@
+import Kernels
+
+/// A linear map `y = W·x (+ b)`: a weight matrix (`outputWidth` rows) and, where the file has
+/// one, a bias vector added after the product.
+struct Projection: Sendable {
+    let weights: WeightMatrix
+    let bias: [Float]?
+
+    var outputWidth: Int { weights.rowCount }
+}
+
+/// The weights of one transformer block:
+///
+///     x ─► RMSNorm ─► mixer (attention or short convolution) ─► [RMSNorm] ─► + x
+///     x ─► RMSNorm ─► gate, up ─► act(gate) · up ─► down ──────► [RMSNorm] ─► + x
+struct BlockWeights: Sendable {
+    let mixerNorm: [Float]
+    let mixer: TokenMixer
+    /// Gemma's norm of the mixer's output before the residual add.
+    let postMixerNorm: [Float]?
+    let feedForwardNorm: [Float]
+    let feedForward: FeedForwardWeights
+    let postFeedForwardNorm: [Float]?
+    /// This block's storage in the cache: its key/value slot for attention, its input history
+    /// for a short convolution.
+    let cacheSlot: Int
+}
+
+/// What a block mixes positions with.
+enum TokenMixer: Sendable {
+    case attention(AttentionWeights)
+    case shortConvolution(ShortConvolutionWeights)
+}
+
+/// Causal self-attention's weights and per-block parameters.
+struct AttentionWeights: Sendable {
+    /// Queries, keys and values: three projections, or one whose output rows are the queries,
+    /// then the keys, then the values (Phi-3's `attn_qkv`).
+    enum Inputs: Sendable {
+        case separate(query: Projection, key: Projection, value: Projection)
+        case fused(Projection)
+    }
+
+    let inputs: Inputs
+    let output: Projection
+    /// RMSNorm weights applied to each query and key head before RoPE (Qwen 3, Gemma 3, LFM2).
+    let queryNorm: [Float]?
+    let keyNorm: [Float]?
+    let keyValueHeadCount: Int
+    /// Index into the model's rotary embeddings, `nil` for a block without RoPE (SmolLM3).
+    let rotary: Int?
+    /// Positions attended to before the current one, plus one; `nil` for the whole context.
+    let window: Int?
+}
+
+/// LFM2's gated short causal convolution:
+///
+///     B, C, x = split(inputProjection · h)            three rows of `width`
+///     u[t]    = B[t] ⊙ x[t]                            kept in the cache, one row per position
+///     y[t][c] = Σ_{i<L} u[t − L + 1 + i][c] · kernel[c][i]      (u before position 0 is 0)
+///     out     = outputProjection · (C ⊙ y)
+struct ShortConvolutionWeights: Sendable {
+    let inputProjection: Projection
+    /// `width × length` taps, channel after channel, tap 0 for the oldest input.
+    let kernel: [Float]
+    let length: Int
+    let outputProjection: Projection
+}
+
+/// The feed-forward network's weights.
+struct FeedForwardWeights: Sendable {
+    /// Gate and up: two projections, or one whose first half of output rows is the gate and
+    /// second half the up projection (Phi-3's `ffn_up` of twice the hidden width).
+    enum Inputs: Sendable {
+        case separate(gate: Projection, up: Projection)
+        case fused(Projection)
+    }
+
+    let inputs: Inputs
+    let down: Projection
+}

@@ -1,0 +1,143 @@
+import Foundation
+import GGUF
+import Models
+import Testing
+import TypesetTestSupport
+
+/// Loading is strict: every tensor must be one the forward pass uses and every
+/// `<architecture>.*` key one the configuration reads. Each case rewrites one of the synthetic
+/// models (`Fixtures/make_synthetic_models.py`) with one thing added or changed.
+@Suite struct ModelLoadingTests {
+    /// The synthetic model `name`, rewritten with `changes` applied to its metadata and tensors.
+    static func rewritten(
+        _ name: String, setting values: [String: GGUFValue] = [:], removing keys: Set<String> = [],
+        addingTensor extra: (name: String, shape: [Int])? = nil, droppingTensor dropped: String? = nil
+    ) throws -> GGUFFile {
+        let file = try GGUFFile(contentsOf: TestModels.syntheticPath(of: name))
+        var writer = GGUFWriter()
+        for entry in file.metadata.entries where !keys.contains(entry.key) && !entry.key.hasPrefix("GGUF.") {
+            writer.setValue(values[entry.key] ?? entry.value, forKey: entry.key)
+        }
+        for (key, value) in values where !file.metadata.contains(key: key) { writer.setValue(value, forKey: key) }
+        for tensor in file.tensors where tensor.name != dropped {
+            try writer.addTensor(name: tensor.name, shape: tensor.shape, type: tensor.type, data: Array(tensor.bytes))
+        }
+        if let extra {
+            let count = extra.shape.reduce(1, *)
+            try writer.addTensor(name: extra.name, shape: extra.shape, type: .f32, data: Array(repeating: 0, count: 4 * count))
+        }
+        return try GGUFFile(bytes: try writer.encoded())
+    }
+
+    static func loadError(_ file: GGUFFile) -> ModelLoadError? {
+        do {
+            _ = try TransformerModel(file: file, packsWeights: false)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func rewrittenModelsStillLoad() throws {
+        // The rewriting itself changes nothing that matters.
+        #expect(Self.loadError(try Self.rewritten("qwen2")) == nil)
+        // Optional tensors stay optional: Llama without rope_freqs is SmolLM2's kind of model.
+        #expect(Self.loadError(try Self.rewritten("llama3", droppingTensor: "rope_freqs.weight")) == nil)
+    }
+
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func unusedTensorsAreRefused() throws {
+        // A mixture-of-experts router, a tensor no supported family reads.
+        let router = try Self.rewritten("qwen2", addingTensor: ("blk.1.ffn_gate_inp.weight", [128, 8]))
+        #expect(Self.loadError(router) == .unusedTensor("blk.1.ffn_gate_inp.weight"))
+        // Llama 3's RoPE factors in a family that has none.
+        let factors = try Self.rewritten("qwen3", addingTensor: ("rope_freqs.weight", [16]))
+        #expect(Self.loadError(factors) == .unusedTensor("rope_freqs.weight"))
+        let description = ModelLoadError.unusedTensor("rope_freqs.weight").description
+        #expect(description.contains("rope_freqs.weight") && description.contains("does not use"))
+    }
+
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func keysThatChangeTheArithmeticAreRefused() throws {
+        let cases: [(String, String, GGUFValue)] = [
+            ("qwen2", "qwen2.attention.scale", .float32(0.1)),
+            ("qwen2", "qwen2.rope.scaling.type", .string("longrope")),
+            ("llama3", "llama.attention.sliding_window", .uint32(4096)),
+            ("qwen3", "qwen3.final_logit_softcapping", .float32(30)),
+            ("smollm3", "smollm3.expert_count", .uint32(8)),
+            ("qwen2-yarn", "qwen2.rope.scaling.yarn_beta_fast", .float32(16)),
+        ]
+        for (name, key, value) in cases {
+            let error = Self.loadError(try Self.rewritten(name, setting: [key: value]))
+            guard case let .configuration(.unsupportedKey(reported, _))? = error else {
+                Issue.record("\(name) with \(key): \(String(describing: error))")
+                continue
+            }
+            #expect(reported == key)
+        }
+        // Values that leave the arithmetic unchanged are accepted.
+        #expect(Self.loadError(try Self.rewritten("qwen2", setting: ["qwen2.rope.scaling.type": .string("none")])) == nil)
+        #expect(Self.loadError(try Self.rewritten("qwen2-yarn", setting: ["qwen2.rope.scaling.yarn_beta_fast": .float32(32)])) == nil)
+        #expect(Self.loadError(try Self.rewritten("phi3", setting: ["phi3.attention.sliding_window": .uint32(0)])) == nil)
+    }
+
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func malformedFamilyParametersAreTypedErrors() throws {
+        // LFM2's per-block key/value head counts must have one entry per block.
+        let short = try Self.rewritten("lfm2", setting: ["lfm2.attention.head_count_kv": .array(try GGUFArray(elementType: .int32, elements: [.int32(0), .int32(0), .int32(2)]))])
+        guard case .configuration(.invalid(key: "lfm2.attention.head_count_kv", _, _))? = Self.loadError(short) else {
+            Issue.record("\(String(describing: Self.loadError(short)))")
+            return
+        }
+        // Phi-3 rotates part of each head; an odd or too large count is refused.
+        let odd = try Self.rewritten("phi3", setting: ["phi3.rope.dimension_count": .uint32(33)])
+        guard case .configuration(.invalid(key: "phi3.rope.dimension_count", _, _))? = Self.loadError(odd) else {
+            Issue.record("\(String(describing: Self.loadError(odd)))")
+            return
+        }
+        // Elsewhere RoPE must rotate whole heads, as llama.cpp requires.
+        let partial = try Self.rewritten("qwen2", setting: ["qwen2.rope.dimension_count": .uint32(16)])
+        guard case .configuration(.invalid(key: "qwen2.rope.dimension_count", _, _))? = Self.loadError(partial) else {
+            Issue.record("\(String(describing: Self.loadError(partial)))")
+            return
+        }
+        // A convolution block needs its kernel.
+        #expect(Self.loadError(try Self.rewritten("lfm2", droppingTensor: "blk.3.shortconv.conv.weight"))
+                == .missingTensor("blk.3.shortconv.conv.weight"))
+    }
+
+    /// LFM2's convolution state lives in the cache as the gated input of every position, so a
+    /// truncated cache continues exactly as a fresh one would: prefix reuse and the grammar's
+    /// rollback stay exact. A rolling state (the last L − 1 inputs only) would carry the
+    /// discarded branch's inputs into the next evaluation and fail this.
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func convolutionStateFollowsTruncation() throws {
+        let model = try TransformerModel(contentsOf: TestModels.syntheticPath(of: "lfm2"))
+        let tokens = (0 ..< 40).map { ($0 * 7919 + 13) % 49_152 }
+        let branch = (0 ..< 15).map { ($0 * 104_729 + 5) % 49_152 }
+
+        let fresh = model.makeCache(contextLength: 64)
+        let whole = try model.evaluate(tokens, cache: fresh, threadCount: 2, logits: .all)
+
+        // The same tokens, evaluated after a discarded branch and a truncation.
+        let cache = model.makeCache(contextLength: 64)
+        _ = try model.evaluate(Array(tokens[..<25]), cache: cache, threadCount: 2)
+        _ = try model.evaluate(branch, cache: cache, threadCount: 2)
+        cache.truncate(to: 25)
+        let resumed = try model.evaluate(Array(tokens[25...]), cache: cache, threadCount: 2, logits: .all)
+        let vocabulary = model.configuration.vocabularySize
+        #expect(resumed == Array(whole[25 * vocabulary ..< 40 * vocabulary]))
+
+        // Token by token after a truncation in the middle of a convolution's window.
+        cache.truncate(to: 38)
+        var last: [Float] = []
+        for token in tokens[38...] { last = try model.evaluate([token], cache: cache, threadCount: 2) }
+        let expected = Array(whole[39 * vocabulary ..< 40 * vocabulary])
+        let worst = zip(last, expected).map { abs($0 - $1) }.max() ?? 0
+        // One token goes through the matrix-vector kernels instead of the batched ones: the
+        // same integer sums, float sums in another order.
+        #expect(worst < 1e-3, "largest difference \(worst)")
+        #expect(cache.tokens == tokens)
+    }
+}
