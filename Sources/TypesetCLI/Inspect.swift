@@ -20,7 +20,7 @@ struct Inspect: ParsableCommand {
     static let shortArrayLimit = 16
     static let arrayHeadCount = 8
 
-    @Argument(help: "A GGUF file, or a known model name (smollm2, gemma3). Default: the default model.")
+    @Argument(help: "A GGUF file, or a known model name (smollm2, gemma3, qwen0.5b, qwen1.5b). Default: the default model.")
     var model: String?
 
     @Flag(help: "Print JSON instead of text.")

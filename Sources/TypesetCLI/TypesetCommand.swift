@@ -9,7 +9,7 @@ struct TypesetCommand: AsyncParsableCommand {
         abstract: "A pure-Swift LLM inference engine with a grammar compiler.",
         discussion: """
         Models are GGUF files. Where a command takes a model, give a path or a known name \
-        (smollm2, gemma3); without one, $TYPESET_MODEL or the default model (SmolLM2-135M-Instruct \
+        (smollm2, gemma3, qwen0.5b, qwen1.5b); without one, $TYPESET_MODEL or the default model (SmolLM2-135M-Instruct \
         Q4_1) in $TYPESET_CACHE/models is used. Fetch the models with Fixtures/fetch.sh.
         """,
         version: "0.1.0",

@@ -9,8 +9,8 @@ public enum TestModels {
     public static let smolLM2FileName = "SmolLM2-135M-Instruct.Q4_1.gguf"
     public static let gemma3FileName = "gemma-3-270m-q4_k_m.gguf"
     public static let qwen05FileName = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-    /// Fetched only on request (`TYPESET_ONLY=qwen1.5b bash Fixtures/fetch.sh`): its tests run
-    /// when it is present and are never required.
+    /// The demo's model: its parity tests run with `TYPESET_LARGE_MODELS=1` (CI keeps model-level
+    /// tests on the small models).
     public static let qwen15FileName = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
     public static var cacheDirectory: String {
@@ -34,11 +34,6 @@ public enum TestModels {
     /// Whether tests that need `fileName` should run.
     public static func shouldRun(_ fileName: String) -> Bool {
         modelsRequired || FileManager.default.fileExists(atPath: path(of: fileName))
-    }
-
-    /// Whether tests that need a model fetched only on request should run: when it is present.
-    public static func isPresent(_ fileName: String) -> Bool {
-        FileManager.default.fileExists(atPath: path(of: fileName))
     }
 
     /// The real models fetched by default, as (short name, file name), for parameterised tests.
@@ -65,9 +60,10 @@ public enum TestModels {
         return realModels.first { $0.name == name }!.fileName
     }
 
-    /// The names parity tests run on: the default models, and Qwen 1.5B when it is present.
+    /// The names parity tests run on: the small models, and Qwen 1.5B with `TYPESET_LARGE_MODELS=1`.
     public static var parityModelNames: [String] {
-        realModels.map(\.name) + (isPresent(qwen15FileName) ? ["qwen1.5b"] : [])
+        let large = ProcessInfo.processInfo.environment["TYPESET_LARGE_MODELS"] == "1"
+        return realModels.map(\.name) + (large ? ["qwen1.5b"] : [])
     }
 }
 

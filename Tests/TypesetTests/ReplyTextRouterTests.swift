@@ -8,6 +8,7 @@ import Testing
         var reasoning = ""
         var content = ""
         var callRemainder: String?
+        var markup: String?
     }
 
     private func route(_ text: String, thinking: Bool, format: FunctionCallFormat?, pieceLength: Int) -> Routed {
@@ -25,7 +26,9 @@ import Testing
                 switch piece {
                 case .reasoning(let text): result.reasoning += text
                 case .content(let text): result.content += text
-                case .callStarted(let remainder): result.callRemainder = (result.callRemainder ?? "") + remainder
+                case .callStarted(let markup, let remainder):
+                    result.callRemainder = (result.callRemainder ?? "") + remainder
+                    result.markup = markup
                 }
             }
         }
@@ -57,13 +60,28 @@ import Testing
 
     @Test func hermesCallsStartAtTheirMarker() {
         expectRouting("Let me check.\n<tool_call>\n{\"name\":\"f\"", format: .hermes,
-                      Routed(content: "Let me check.\n", callRemainder: "\n{\"name\":\"f\""))
+                      Routed(content: "Let me check.\n", callRemainder: "\n{\"name\":\"f\"", markup: "<tool_call>"))
         expectRouting("a < b and <tool_ca", format: .hermes, Routed(content: "a < b and <tool_ca"))
-        expectRouting("<think>plan</think><tool_call>{}", format: .hermes, Routed(reasoning: "plan", content: "", callRemainder: "{}"))
+        expectRouting("<think>plan</think><tool_call>{}", format: .hermes, Routed(reasoning: "plan", content: "", callRemainder: "{}", markup: "<tool_call>"))
+    }
+
+    /// Small Qwen models write their calls without the markup; a Hermes reply that opens with
+    /// `{"name"` is such a call. Other JSON, or a brace later in the text, is text.
+    @Test func hermesRepliesMayBeBareCalls() {
+        expectRouting(" \n{\"name\": \"f\", \"arguments\": {}}", thinking: false, format: .hermes,
+                      Routed(callRemainder: "{\"name\": \"f\", \"arguments\": {}}", markup: ""))
+        expectRouting("<think>plan</think>{\"name\"", format: .hermes, Routed(reasoning: "plan", content: "", callRemainder: "{\"name\"", markup: ""))
+        expectRouting("Use {braces}.", thinking: false, format: .hermes, Routed(content: "Use {braces}."))
+        expectRouting("{\"temperature\": 18}", thinking: false, format: .hermes, Routed(content: "{\"temperature\": 18}"))
+        expectRouting("{ \"nam", thinking: false, format: .hermes, Routed(content: "{ \"nam"))
+        // Qwen2.5-Coder-1.5B's code fence and doubled brace: the call starts at the object.
+        expectRouting("```json\n{\n  \"name\": \"f\"", thinking: false, format: .hermes, Routed(callRemainder: "{\n  \"name\": \"f\"", markup: "```json\n"))
+        expectRouting("```python\nprint(1)\n```", thinking: false, format: .hermes, Routed(content: "```python\nprint(1)\n```"))
+        expectRouting("{{\"name\": \"f\"", thinking: false, format: .hermes, Routed(callRemainder: "{\"name\": \"f\"", markup: "{"))
     }
 
     @Test func plainJSONCallsAreReplyThatStartsWithABrace() {
-        expectRouting("  {\"name\": \"f\"}", thinking: false, format: .json, Routed(callRemainder: "{\"name\": \"f\"}"))
+        expectRouting("  {\"name\": \"f\"}", thinking: false, format: .json, Routed(callRemainder: "{\"name\": \"f\"}", markup: ""))
         expectRouting("Sure: {\"a\":1}", thinking: false, format: .json, Routed(content: "Sure: {\"a\":1}"))
     }
 

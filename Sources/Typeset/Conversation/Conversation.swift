@@ -76,7 +76,7 @@ public final class Conversation: Sendable {
     ///   name, or a parameter schema that does not compile.
     public func register(function: FunctionDefinition) throws(ConversationError) {
         guard !function.name.isEmpty else { throw .invalidFunction(name: function.name, reason: "the name is empty") }
-        _ = try runner.compiledGrammar(schema: _PromptBuilder.callSchema([function]), options: .generation)
+        _ = try runner.compiledGrammar(schema: _PromptBuilder.callSchema([function]), options: Self.callGrammarOptions)
         var duplicate = false
         try mutate { state in
             if state.functions.contains(where: { $0.name == function.name }) { duplicate = true } else { state.functions.append(function) }
@@ -198,7 +198,7 @@ public final class Conversation: Sendable {
             // A reply held to a schema is that value only; function calls are for free replies.
             let callFunctions = constraint == nil && options.functionCallMode != .disabled ? functions : []
             let callGrammar = callFunctions.isEmpty ? nil
-                : try runner.compiledGrammar(schema: _PromptBuilder.callSchema(callFunctions), options: .generation)
+                : try runner.compiledGrammar(schema: _PromptBuilder.callSchema(callFunctions), options: Self.callGrammarOptions)
             let prompt = try runner.prompts.tokens(
                 for: promptHistory, functions: callFunctions, format: options.functionCallFormat, enableThinking: options.enableThinking)
             guard prompt.count < runner.contextLength else {
@@ -220,6 +220,15 @@ public final class Conversation: Sendable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// How function calls are compiled: as values (closed objects, bounded integers), with the
+    /// whitespace models put in the calls they start on their own (Qwen2.5-Coder indents its
+    /// arguments), up to 32 bytes in a row.
+    static var callGrammarOptions: JSONSchemaOptions {
+        var options = JSONSchemaOptions.generation
+        options.whitespace = .flexible(maximum: 32)
+        return options
     }
 
     /// What `injectSchemaIntoPrompt` appends to the request: a paragraph asking for a value of

@@ -55,6 +55,9 @@ public struct GenerationOptions: Sendable, Equatable {
     /// The schema `injectSchemaIntoPrompt` shows the model when it is not `jsonSchema` itself
     /// (a typed reply that may also call tools is held to both, but asked for the value).
     var promptSchema: String?
+    /// The reply may not open with what would be a call (`{` or a code fence): the last round
+    /// of `respond` after the model repeated a call, when an answer in words is what is left.
+    var forbidsCallOpening = false
 
     public init(
         temperature: Float? = nil, topP: Float? = nil, minP: Float? = nil, topK: Int? = nil,

@@ -97,18 +97,21 @@ struct _ReplyGenerator {
             return matcher.canTerminate && Self.allowsOnlyEndOfGeneration(mask, vocabulary: matcher.grammar.vocabulary)
         }
 
-        /// Routes free text; returns the text after a call marker when a call starts.
-        func take(_ pieces: [_ReplyTextRouter.Piece]) -> String? {
-            var callRemainder: String?
+        /// Routes free text; returns the call's opening markup and the text after it when a
+        /// call starts.
+        func take(_ pieces: [_ReplyTextRouter.Piece]) -> (markup: String, remainder: String)? {
+            var callStart: (markup: String, remainder: String)?
             for piece in pieces {
                 switch piece {
                 case .reasoning(let text): reasoning += text; emit(.reasoningChunk(text))
                 case .content(let text): content += text; emit(.chunk(text))
-                case .callStarted(let remainder): callRemainder = remainder
+                case .callStarted(let markup, let remainder): callStart = (markup, remainder)
                 }
             }
-            return callRemainder
+            return callStart
         }
+        /// Whether the call being written is a bare JSON object (it then ends the reply).
+        var bareCall = callFormat == .json
 
         generation: while true {
             if cancellation.isCancelled { finishReason = .interrupted; break }
@@ -127,6 +130,9 @@ struct _ReplyGenerator {
                     Self.allowOnlyAnotherCall(
                         after: written, in: &logits, vocabulary: vocabulary,
                         fits: !options.closesWithinMaxTokens || maxTokens - completionTokens >= shortestCall)
+                }
+                if options.forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
+                    Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
                 }
                 guard let sampled = sampler.sample(logits, history: history) else { finishReason = .stop; break generation }
                 token = sampled
@@ -165,19 +171,20 @@ struct _ReplyGenerator {
                     break generation
                 }
             case .free:
-                guard let remainder = take(router.route(text)), let callGrammar else { break }
+                guard let (markup, remainder) = take(router.route(text)), let callGrammar else { break }
+                let marked = markup == _ReplyTextRouter.hermesCallMarker
+                bareCall = !marked
                 afterCall = nil
                 var matcher = GrammarMatcher(callGrammar)
                 let json = String(remainder.drop { $0 == " " || $0 == "\n" || $0 == "\t" })
                 if json.isEmpty {
                     // The model writes `<tool_call>\n{…}`: give it the newline it was trained on.
-                    if callFormat == .hermes { forced = tokenizer.encode("\n", addingSpecialTokens: false) }
+                    if marked { forced = tokenizer.encode("\n", addingSpecialTokens: false) }
                 } else if !matcher.accept(bytes: Array(json.utf8)) {
                     // Not a well-formed call after all: keep it as text.
                     router.resume()
-                    let marker = callFormat == .hermes ? _ReplyTextRouter.hermesCallMarker : ""
-                    content += marker + remainder
-                    emit(.chunk(marker + remainder))
+                    content += markup + remainder
+                    emit(.chunk(markup + remainder))
                     break
                 }
                 phase = .call(matcher, text: json)
@@ -188,9 +195,11 @@ struct _ReplyGenerator {
                 calls.append(Self.functionCall(json + detokenizer.finish(), id: "call_\(firstCallNumber + calls.count)"))
                 detokenizer = tokenizer.makeStreamingDetokenizer()
                 maskIsCurrent = false
-                if callFormat == .json {
+                if bareCall {
+                    // A bare call is the whole reply: it ends here, complete (not "cut short").
                     completionTokens += 1
                     history.append(token)
+                    phase = .free
                     break generation
                 }
                 forced += tokenizer.encode(_ReplyTextRouter.hermesCallClosing, addingSpecialTokens: false)
@@ -218,7 +227,7 @@ struct _ReplyGenerator {
             if !rest.isEmpty { content += rest; emit(.chunk(rest)) }
         } else if case .call(_, let json) = phase {
             // A call cut short stays readable as text (the reply finishes with `.constraint`).
-            let marker = callFormat == .hermes ? _ReplyTextRouter.hermesCallMarker + "\n" : ""
+            let marker = bareCall ? "" : _ReplyTextRouter.hermesCallMarker + "\n"
             let text = marker + json + detokenizer.finish()
             content += text
             emit(.chunk(text))
@@ -311,6 +320,16 @@ struct _ReplyGenerator {
     /// when another call `fits` in the tokens left, tokens that keep spelling at most four
     /// whitespace bytes then another `<tool_call>` marker (so the model cannot loop on
     /// newlines either). When no call fits, only the end of generation is left.
+    /// Sets to −∞ the logits of tokens whose text, after leading whitespace, opens a JSON
+    /// object or a code fence (how a bare call starts).
+    static func forbidCallOpenings(in logits: inout [Float], vocabulary: Vocabulary) {
+        for token in 0 ..< min(logits.count, vocabulary.count) {
+            let bytes = vocabulary.bytes(of: token)
+            guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x09 && $0 != 0x0D }) else { continue }
+            if first == UInt8(ascii: "{") || first == UInt8(ascii: "`") { logits[token] = -.infinity }
+        }
+    }
+
     static func allowOnlyAnotherCall(after written: [UInt8], in logits: inout [Float], vocabulary: Vocabulary, fits: Bool) {
         let marker = Array(_ReplyTextRouter.hermesCallMarker.utf8)
         func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }

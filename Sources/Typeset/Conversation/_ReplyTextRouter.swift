@@ -7,14 +7,18 @@
 ///
 /// Markup it knows: `<think>` … `</think>` at the very start of the reply (when thinking is
 /// possible), and the call marker of the function-call format (`<tool_call>` for Hermes; for
-/// plain JSON, a reply whose first non-space character is `{`).
+/// plain JSON, a reply whose first non-space character is `{`). Hermes replies may also be a
+/// bare call: small Qwen models often write `{"name": …, "arguments": …}` without the markup,
+/// so a Hermes reply that opens with `{"name"` (possibly in a code fence) starts an unmarked
+/// call, which ends the reply as a plain-JSON call does (any other JSON stays text).
 struct _ReplyTextRouter {
     enum Piece: Equatable {
         case reasoning(String)
         case content(String)
-        /// A function call starts; the text after its marker (the JSON's beginning, possibly
-        /// empty) follows. The router passes nothing more until `resume()`.
-        case callStarted(remainder: String)
+        /// A function call starts: `markup` is the text taken as its opening (`<tool_call>`,
+        /// a code fence, nothing for a bare object), `remainder` the text after it (the JSON's
+        /// beginning, possibly empty). The router passes nothing more until `resume()`.
+        case callStarted(markup: String, remainder: String)
     }
 
     private enum Mode { case start, reasoning, content, call }
@@ -83,10 +87,22 @@ struct _ReplyTextRouter {
                 }
                 switch callFormat {
                 case .hermes?:
+                    if !sawContent {
+                        let trimmed = pending.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
+                        switch Self.bareCallStart(trimmed) {
+                        case .undecided: return pieces
+                        case .call(let offset):
+                            pieces.append(.callStarted(markup: String(trimmed.prefix(offset)), remainder: String(trimmed.dropFirst(offset))))
+                            pending = ""
+                            mode = .call
+                            return pieces
+                        case .text: break
+                        }
+                    }
                     if let range = pending.range(of: Self.hermesCallMarker) {
                         let before = String(pending[..<range.lowerBound])
                         if !before.isEmpty { pieces.append(.content(before)); sawContent = true }
-                        pieces.append(.callStarted(remainder: String(pending[range.upperBound...])))
+                        pieces.append(.callStarted(markup: Self.hermesCallMarker, remainder: String(pending[range.upperBound...])))
                         pending = ""
                         mode = .call
                         return pieces
@@ -103,7 +119,7 @@ struct _ReplyTextRouter {
                         let trimmed = pending.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
                         if trimmed.isEmpty { return pieces }
                         if trimmed.first == "{" {
-                            pieces.append(.callStarted(remainder: String(trimmed)))
+                            pieces.append(.callStarted(markup: "", remainder: String(trimmed)))
                             pending = ""
                             mode = .call
                             return pieces
@@ -119,6 +135,45 @@ struct _ReplyTextRouter {
                 return pieces
             }
         }
+    }
+
+    enum BareCallStart: Equatable {
+        case undecided
+        /// A call whose JSON object starts `offset` characters in.
+        case call(offset: Int)
+        case text
+    }
+
+    /// Whether a reply's start (leading spaces removed) opens a bare Hermes call: `{`, optional
+    /// spaces, `"name"`. Two variants small Qwen models write are accepted too: the object in a
+    /// Markdown code fence (```` ```json ````, as Qwen2.5-Coder-1.5B often answers), and a
+    /// doubled opening brace, as in a Python format string (`{{"name": …`); the call's JSON then
+    /// starts after the fence, or at the second brace.
+    static func bareCallStart(_ text: Substring) -> BareCallStart {
+        var offset = 0
+        var rest = text
+        for fence in ["```json", "```"] {
+            if fence.hasPrefix(rest) && rest.count < fence.count { return .undecided }
+            if rest.hasPrefix(fence) {
+                let afterFence = rest.dropFirst(fence.count)
+                let body = afterFence.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
+                if body.isEmpty { return .undecided }
+                offset += rest.count - body.count
+                rest = body
+                break
+            }
+        }
+        guard let first = rest.first else { return .undecided }
+        guard first == "{" else { return .text }
+        if rest.count == 1 { return .undecided }
+        if rest.dropFirst().first == "{" {
+            offset += 1
+            rest = rest.dropFirst()
+        }
+        let key = rest.dropFirst().drop { $0 == " " || $0 == "\n" || $0 == "\t" }
+        let name = "\"name\""
+        if key.count < name.count { return name.hasPrefix(key) ? .undecided : .text }
+        return key.hasPrefix(name) ? .call(offset: offset) : .text
     }
 
     /// A call starts without its marker having been routed (a required call).
