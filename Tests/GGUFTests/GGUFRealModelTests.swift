@@ -154,8 +154,12 @@ import Glibc
     /// and a seeded sample of `MutationPlan.sampledElements` others are mutated byte by byte
     /// (length fields included). The elements of such an array are interchangeable to the
     /// parser, so this covers every distinct structural situation.
+    ///
+    /// SmolLM2's and Gemma's files only: Qwen's header has the same structure as SmolLM2's
+    /// (byte-level BPE, token and merge arrays, a chat template) at three times the size, and
+    /// every mutation re-parses the whole header, so it would add five minutes and no case.
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName) && TestModels.shouldRun(TestModels.gemma3FileName)),
-          arguments: models, 0..<MutationPlan.shardCount)
+          arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName], 0..<MutationPlan.shardCount)
     func mutateEveryHeaderByte(fileName: String, shard: Int) throws {
         let mapping = try PrivateMapping(path: TestModels.path(of: fileName))
         let plan = try MutationPlan(mapping.bytes)
