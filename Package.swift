@@ -12,10 +12,14 @@
 // Grammar knows tokens only as byte strings and depends on nothing else; ChatTemplating (the
 // Jinja subset for chat templates) likewise.
 //
-// Target CPU: by default the package compiles for the toolchain's baseline (x86-64 with SSE2,
-// or the platform's baseline on arm64), so it stays usable as a dependency everywhere. Set
-// TYPESET_TARGET_CPU (for example `native`, `haswell`, `znver4`) when building Typeset itself
-// to let LLVM use AVX2/FMA/AVX-512 in the kernels. See docs/architecture.md.
+// Target CPU: built as the root package (`swift run`, `swift test` in this directory) or as a
+// local path dependency on x86-64, the kernels compile for the machine that builds them
+// (`-target-cpu native`), as llama.cpp does: AVX2/FMA/AVX-512 instead of the toolchain's SSE2
+// baseline, three to nine times faster. Resolved by URL (a checkout under `.build/checkouts`
+// or Xcode's `SourcePackages`), the package has no unsafe flags, as SwiftPM requires of remote
+// dependencies, and compiles for the baseline. TYPESET_TARGET_CPU overrides the choice: a CPU
+// name (`native`, `znver4`, `haswell`, …) or `baseline`. See docs/architecture.md for how a
+// consumer resolving Typeset by URL gets the tuned kernels.
 //
 // Macros: `@Generable` and `@Guide` are declared in the Typeset module and expanded by the
 // TypesetMacroPlugin compiler plugin, built with swift-syntax. Set TYPESET_WITHOUT_MACROS=1
@@ -27,7 +31,19 @@ import CompilerPluginSupport
 import Foundation
 import PackageDescription
 
-let targetCPU = ProcessInfo.processInfo.environment["TYPESET_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
+let isCheckedOutDependency = ["/.build/checkouts/", "/SourcePackages/checkouts/"].contains { Context.packageDirectory.contains($0) }
+let targetCPU: String? = {
+    switch ProcessInfo.processInfo.environment["TYPESET_TARGET_CPU"] {
+    case "baseline"?: return nil
+    case let cpu? where !cpu.isEmpty: return cpu
+    default:
+        #if arch(x86_64)
+        return isCheckedOutDependency ? nil : "native"
+        #else
+        return nil   // arm64's baseline already has NEON and fused multiply-add
+        #endif
+    }
+}()
 // Whether the target CPU has AVX-512 (32 vector registers): "native" on a machine whose
 // /proc/cpuinfo lists avx512f, or a CPU model that has it. The packed prefill kernels then
 // multiply eight activation columns per pass instead of four.

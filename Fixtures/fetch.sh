@@ -87,10 +87,12 @@ ensure_pip() {
   $sudo apt-get install -y -qq python3-pip >/dev/null
 }
 
-pip_download() { # pip_download DEST ARGS...
+pip_download() { # pip_download DEST ARGS...  (pip's progress bar on a terminal, quiet otherwise)
   ensure_pip
   local dest="$1"; shift
-  "$PYTHON" -m pip download --no-deps --disable-pip-version-check -q -d "$dest" "$@"
+  local quiet=(-q)
+  [[ -t 2 ]] && quiet=(--progress-bar on)
+  "$PYTHON" -m pip download --no-deps --disable-pip-version-check "${quiet[@]}" -d "$dest" "$@" >&2
 }
 
 fetch_blas() {

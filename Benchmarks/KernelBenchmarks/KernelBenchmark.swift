@@ -218,9 +218,9 @@ public struct KernelBenchmark {
 
     static var buildDescription: String {
         #if TYPESET_TUNED_CPU
-        "kernels built with TYPESET_TARGET_CPU"
+        "kernels built for the host CPU (or TYPESET_TARGET_CPU)"
         #else
-        "kernels built for the baseline CPU (set TYPESET_TARGET_CPU=native to tune)"
+        "kernels built for the baseline CPU (TYPESET_TARGET_CPU=baseline, or a dependency resolved by URL)"
         #endif
     }
 }

@@ -101,7 +101,7 @@ public func halvesFromFloats(_ values: SIMD8<Float>) -> SIMD8<UInt32> {
 // MARK: - Conversion instructions where the target has them
 
 /// Each lane rounded to the nearest half (ties to even), as a float: the value an F16 tensor
-/// would hold. On tuned x86-64 builds (`TYPESET_TARGET_CPU`, whose CPUs have F16C) one
+/// would hold. On tuned x86-64 builds (the default for the root package; their CPUs have F16C) one
 /// `vcvtps2ph` and one `vcvtph2ps`; elsewhere ``floatsFromHalves(_:)`` of
 /// ``halvesFromFloats(_:)``. The two agree on every value below 65,520 in magnitude (beyond,
 /// the instructions give infinities where the portable pair gives large finite values).
@@ -133,7 +133,7 @@ public func halfBitPatterns(_ values: SIMD8<Float>) -> SIMD8<UInt16> {
 
 extension SIMD where Scalar == Float {
     /// `self + lhs × rhs` with one rounding (as llama.cpp's builds compute these sums) where
-    /// the target CPU has a fused multiply-add instruction — tuned builds (`TYPESET_TARGET_CPU`)
+    /// the target CPU has a fused multiply-add instruction — tuned builds (see Package.swift)
     /// and arm64 — and with two roundings on the x86-64 baseline, where Swift's fused form is a
     /// library call per lane (measured at over 10× the cost of a whole prefill).
     @inlinable @inline(__always)

@@ -15,7 +15,8 @@ import Darwin
 /// for an odd block count or a Q6_K scale word), holds the same codes and scales bit for bit,
 /// and is what ``MatrixVectorProduct`` and ``MatrixMultiplication`` read when a
 /// ``WeightMatrix`` has one. Repacking is a transposition of words (Q8_0 bytes are also
-/// offset by 128 and Q5_0's fifth bits re-spread), so it runs at close to copy speed.
+/// offset by 128, Q5_0's fifth bits re-spread and Q6_K's codes regrouped), so it runs at
+/// close to copy speed.
 ///
 /// ## Layout
 ///
@@ -31,12 +32,12 @@ import Darwin
 ///     Q8_0  pair: [d d'] [qs b: 8 vectors] [qs b+1: 8 vectors]                  1088 bytes
 ///
 ///     Q4_K  super-block: [d | dmin << 16] [scales: 3 vectors] [qs: 32 vectors]  2304 bytes
-///     Q6_K  super-block: [d] [scales: 4 vectors] [half 0] [half 1]            3392 bytes
-///           half h:      [ql 16h ..< 16h+8] [qh 8h ..< 8h+8] [ql 16h+8 ..< 16h+16]
+///     Q6_K  super-block: [d] [scales: 4 vectors] [codes: 16 × 3 vectors]      3392 bytes
 ///
-/// `qs`, `ql`, `qh` and `scales` vector `v` holds word `v` of each row's ggml field (bytes
-/// `4v ..< 4v + 4`); Q6_K's are interleaved per half in the order its kernel first reads them,
-/// so a product streams each group front to back. Q8_0 bytes are stored as `code + 128`
+/// `qs` and `scales` vector `v` holds word `v` of each row's ggml field (bytes `4v ..< 4v + 4`).
+/// Q6_K's codes are rearranged (same bits, other places): three vectors per scale group of 16
+/// elements, each 16-bit half holding whole six-bit codes where ggml splits them between `ql`
+/// nibbles and `qh` bit pairs (`_packQ6_KCodes`). Q8_0 bytes are stored as `code + 128`
 /// (unsigned), and each Q5_0 `qh` word is re-spread so that the fifth bits of activation pair
 /// `q` (below) sit at bits `q` and `16 + q`.
 ///
@@ -241,13 +242,7 @@ struct _RepackJob: @unchecked Sendable {
             each(groups) { source, header, body, row, _ in
                 _copyHalf(source, 208, to: header, row, 0)
                 _transpose(source + 192, words: 4, to: header + 64, row)
-                // Per half, in the order the kernel first reads them: q1/q3 words, their high
-                // bits, q2/q4 words (so a product streams the group front to back).
-                for half in 0..<2 {
-                    _transpose(source + 64 &* half, words: 8, to: body + 1536 &* half, row)
-                    _transpose(source + (128 &+ 32 &* half), words: 8, to: body + (1536 &* half &+ 512), row)
-                    _transpose(source + (64 &* half &+ 32), words: 8, to: body + (1536 &* half &+ 1024), row)
-                }
+                _packQ6_KCodes(source, to: body, row)
             }
         default:
             preconditionFailure("no packed layout for \(layout.type)")
@@ -291,6 +286,42 @@ private func _transpose(_ source: UnsafeRawPointer, words: Int, to destination: 
     for word in 0..<words {
         destination.storeBytes(of: source.loadUnaligned(fromByteOffset: 4 * word, as: UInt32.self),
                                toByteOffset: 64 * word + 4 * row, as: UInt32.self)
+    }
+}
+
+/// One Q6_K super-block's 256 six-bit codes (ggml: low nibbles in `ql`, two high bits in
+/// `qh`) into word `row` of its 48 packed vectors: three words per 16 consecutive elements
+/// (one scale group), in the eight pairs of ``PackedMatrix``'s order, each 16-bit half holding
+/// the pair's first (low half) or second (high half) element:
+///
+///     word 0 of group g:  bits 0–5 pair 0 │ 6–11 pair 1 │ 12–15 low nibble of pair 6
+///     word 1:             bits 0–5 pair 2 │ 6–11 pair 3 │ 12–15 low nibble of pair 7
+///     word 2:             bits 0–5 pair 4 │ 6–11 pair 5 │ 12–13 high bits of pair 6 │ 14–15 of pair 7
+///
+/// so six pairs are one shift and one mask each and the other two a shift, mask and `or` of
+/// two words: 30 operations per 16 codes where ggml's layout takes 54 (docs/kernels.md).
+@inline(__always)
+func _packQ6_KCodes(_ source: UnsafeRawPointer, to body: UnsafeMutableRawPointer, _ row: Int) {
+    @inline(__always) func code(_ element: Int) -> UInt32 {
+        let half = element >> 7, within = element & 127, set = within >> 5, l = within & 31
+        let low = source.load(fromByteOffset: 64 &* half &+ l &+ 32 &* (set & 1), as: UInt8.self)
+        let high = source.load(fromByteOffset: 128 &+ 32 &* half &+ l, as: UInt8.self)
+        let nibble = set < 2 ? low & 0x0F : low >> 4
+        return UInt32(nibble) | UInt32((high >> UInt8(2 &* set)) & 3) << 4
+    }
+    for group in 0..<16 {
+        // Pair m of the group: elements 4⌊m/2⌋ + m % 2 and that + 2.
+        var words: (UInt32, UInt32, UInt32) = (0, 0, 0)
+        for (shift, element) in [(0, 0), (16, 2)] as [(UInt32, Int)] {
+            @inline(__always) func pair(_ m: Int) -> UInt32 { code(16 &* group &+ 4 &* (m >> 1) &+ (m & 1) &+ element) }
+            words.0 |= (pair(0) | pair(1) << 6 | (pair(6) & 0xF) << 12) << shift
+            words.1 |= (pair(2) | pair(3) << 6 | (pair(7) & 0xF) << 12) << shift
+            words.2 |= (pair(4) | pair(5) << 6 | (pair(6) >> 4) << 12 | (pair(7) >> 4) << 14) << shift
+        }
+        let packed = body + (192 &* group &+ 4 &* row)
+        packed.storeBytes(of: words.0.littleEndian, as: UInt32.self)
+        (packed + 64).storeBytes(of: words.1.littleEndian, as: UInt32.self)
+        (packed + 128).storeBytes(of: words.2.littleEndian, as: UInt32.self)
     }
 }
 

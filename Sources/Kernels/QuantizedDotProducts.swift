@@ -7,8 +7,9 @@ import GGUF
 // `_dotDequantizedRow`, which decodes one block at a time and multiplies with the activations'
 // `Float` values. `_dotReference` is the oracle for all of them.
 //
-// With the default target the SIMD types lower to SSE2; built with TYPESET_TARGET_CPU=native
-// they use AVX2/AVX-512 (see docs/architecture.md).
+// Built for the host CPU (the root package's default on x86-64) the SIMD types lower to
+// AVX2/AVX-512; for the toolchain's baseline (TYPESET_TARGET_CPU=baseline, or a dependency
+// resolved by URL) to SSE2 (see docs/architecture.md).
 
 /// Raw pointers into an `ActivationVector`, valid for the duration of one product.
 struct _Activations {
@@ -25,8 +26,8 @@ struct _Activations {
 }
 
 // The integer kernels are plain loops with constant trip counts over pointers: LLVM's loop
-// vectorizer turns them into packed multiply-adds (pmaddwd on SSE2, vpmaddwd/vpdpbusd with
-// TYPESET_TARGET_CPU). Swift's SIMD-type conversions between lane widths
+// vectorizer turns them into packed multiply-adds (pmaddwd on SSE2, vpmaddwd/vpdpbusd on a
+// tuned build). Swift's SIMD-type conversions between lane widths
 // (`SIMD32<Int16>(truncatingIfNeeded: SIMD32<Int8>)`) are not used here: they lower lane by
 // lane through the stack and were measured 100× slower.
 

@@ -245,46 +245,34 @@ func _q4_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayo
 }
 
 /// Q6_K super-blocks: Σ over 16-element groups of scale × Σ (q − 32)·a, times d × d_a.
-/// For half h and word w (elements l = 4w ..< 4w + 4 of the half), at word offsets from
-/// body + 1536h: word w holds q1 (element 128h + l, low nibbles) and q3 (+64, high nibbles),
-/// word 16 + w q2 (+32) and q4 (+96), word 8 + w their two high bits at bits 0, 2, 4 and 6 of
-/// each byte (ggml's `ql` words 16h + w and 16h + 8 + w, `qh` word 8h + w). The kernel first
-/// touches them in that order, so a group streams front to back; out of cache, ggml's order
-/// (all of `ql`, then `qh`) ran at a third of the bandwidth.
+/// Each group is three vectors (`_packQ6_KCodes`): six pairs come out of one shift and mask
+/// each, two out of two words; the 32 is subtracted per pair vector, so 8 pairs of products
+/// of at most 32 × 127 fit the 16-bit lanes until the group's scaled flush.
 @inline(__always)
 func _q6_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
     let bias = SIMD32<Int16>(repeating: 32)
+    @inline(__always) func pair(_ words: SIMD16<UInt32>) -> SIMD32<Int16> { unsafeBitCast(words, to: SIMD32<Int16>.self) &- bias }
     for index in 0..<layout.blockCount {
         let header = group + layout.headerOffset(index)
         let body = group + layout.bodyOffset(index)
         let d = _floatFromHalves(_words(header, 0))
         var sink = columns.sink(atPair: 128 &* index)
-        // One of q1…q4 (`set`) over a half: its ql words, nibble, and qh bit position are
-        // literals once inlined, so every shift count is.
-        @inline(__always) func set(_ half: Int, _ set: Int) {
-            let halfBody = body + 1536 &* half, lowWord = 16 &* (set & 1)
-            let nibbleShift = UInt32(4 &* (set &>> 1)), bitShift = 2 &* set
-            for scaleHalf in 0..<2 {
-                for word in 4 &* scaleHalf ..< 4 &* scaleHalf &+ 4 {
-                    let low = _words(halfBody, lowWord &+ word)
-                    let high = _words(halfBody, 8 &+ word)
-                    // Even bytes' two bits moved to bits 4, 5 of each 16-bit half; odd bytes' 8 further.
-                    let evenHigh = bitShift <= 4 ? high &<< UInt32(4 &- bitShift) : high &>> UInt32(bitShift &- 4)
-                    let oddHigh = high &>> UInt32(bitShift &+ 4)
-                    let even = ((low &>> nibbleShift) & 0x000F_000F) | (evenHigh & 0x0030_0030)
-                    let odd = ((low &>> (nibbleShift &+ 8)) & 0x000F_000F) | (oddHigh & 0x0030_0030)
-                    let quad = 32 &* half &+ 8 &* set &+ word
-                    sink.consume(unsafeBitCast(even, to: SIMD32<Int16>.self) &- bias, index: 2 &* quad)
-                    sink.consume(unsafeBitCast(odd, to: SIMD32<Int16>.self) &- bias, index: 2 &* quad &+ 1)
-                }
-                // The group's int8 scale: byte 8h + 2·set + scaleHalf of the 16.
-                let scaleIndex = 8 &* half &+ 2 &* set &+ scaleHalf
-                let scaleWords = unsafeBitCast(_words(header, 1 &+ (scaleIndex &>> 2)), to: SIMD16<Int32>.self)
-                sink.flush(scaledBy: (scaleWords &<< Int32(24 &- 8 &* (scaleIndex & 3))) &>> 24)
-            }
+        for scaleGroup in 0..<16 {
+            let codes = body + 192 &* scaleGroup
+            let w0 = _words(codes, 0), w1 = _words(codes, 1), w2 = _words(codes, 2)
+            let first = 8 &* scaleGroup
+            sink.consume(pair(w0 & 0x003F_003F), index: first)
+            sink.consume(pair((w0 &>> 6) & 0x003F_003F), index: first &+ 1)
+            sink.consume(pair(w1 & 0x003F_003F), index: first &+ 2)
+            sink.consume(pair((w1 &>> 6) & 0x003F_003F), index: first &+ 3)
+            sink.consume(pair(w2 & 0x003F_003F), index: first &+ 4)
+            sink.consume(pair((w2 &>> 6) & 0x003F_003F), index: first &+ 5)
+            sink.consume(pair(((w0 &>> 12) & 0x000F_000F) | ((w2 &>> 8) & 0x0030_0030)), index: first &+ 6)
+            sink.consume(pair(((w1 &>> 12) & 0x000F_000F) | ((w2 &>> 10) & 0x0030_0030)), index: first &+ 7)
+            // The group's int8 scale: byte `scaleGroup` of the 16.
+            let scaleWords = unsafeBitCast(_words(header, 1 &+ (scaleGroup &>> 2)), to: SIMD16<Int32>.self)
+            sink.flush(scaledBy: (scaleWords &<< Int32(24 &- 8 &* (scaleGroup & 3))) &>> 24)
         }
-        set(0, 0); set(0, 1); set(0, 2); set(0, 3)
-        set(1, 0); set(1, 1); set(1, 2); set(1, 3)
         for c in 0..<C.count {
             columns.accumulate(_floatFromIntegers(columns.sums(sink, c)) * (d * columns.column(c).scales[index]), c)
         }

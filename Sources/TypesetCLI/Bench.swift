@@ -19,7 +19,8 @@ struct BenchKernels: ParsableCommand {
         counts the quantized weight bytes streamed (BLAS: the f32 matrix); "rows" are the SIMD \
         row kernels on the mapped tensor, "packed" the kernels on the 16-row packed copy (what \
         the engine uses). Matmul GFLOP/s is 2·batch·n·k per second. Every figure is a median. \
-        Build with TYPESET_TARGET_CPU=native for tuned kernels.
+        The header says which CPU the kernels were built for (TYPESET_TARGET_CPU=baseline \
+        builds the toolchain's baseline, as a dependency resolved by URL gets).
         """
     )
 
@@ -37,6 +38,11 @@ struct BenchKernels: ParsableCommand {
 
     @Flag(help: "Print JSON instead of tables.")
     var json = false
+
+    @Option(help: "Also write the matrix-vector GB/s of each type as an SVG bar chart against the measured read bandwidth (a roofline).")
+    var svg: String?
+
+    @OptionGroup var progressOptions: ProgressOptions
 
     func run() throws {
         var options = KernelBenchmark.Options()
@@ -59,14 +65,39 @@ struct BenchKernels: ParsableCommand {
             options.matrixVectorShapes.removeAll { $0.k * $0.n > 32 << 20 }
             options.includeScalar = false
         }
-        let report = try KernelBenchmark(options: options).run { line in
-            if !json { writeError(line) }
+        let reporter = progressOptions.makeReporter()
+        let report = try KernelBenchmark(options: options).run { line in reporter.report(line) }
+        reporter.clear()
+        if let svg {
+            do { try rooflineChart(report).svg().write(toFile: svg, atomically: true, encoding: .utf8) } catch {
+                throw BenchError.cannotWrite(svg, "\(error.localizedDescription)")
+            }
         }
         if json {
             print(jsonReport(report).encoded(indent: nil))
         } else {
             printTables(report)
         }
+    }
+
+    /// GB/s of the engine's kernels per type and thread count, on the largest shape measured
+    /// (beyond the last-level cache unless `--quick`), under dashed lines at the read bandwidth.
+    private func rooflineChart(_ report: KernelBenchmark.Report) -> BarChart {
+        let largest = report.matrixVector.map { $0.k * $0.n }.max() ?? 0
+        let types = report.matrixVector.map(\.type).reduce(into: [GGMLType]()) { if !$0.contains($1) { $0.append($1) } }
+        func result(_ type: GGMLType, _ threads: Int) -> KernelBenchmark.MatrixVectorResult? {
+            report.matrixVector.filter { $0.type == type && $0.threads == threads }.max { $0.k * $0.n < $1.k * $1.n }
+        }
+        let threadCounts = report.memory.map(\.threads)
+        let shapes = Set(types.compactMap { type in result(type, threadCounts.last ?? 1).map { "\($0.k)×\($0.n)" } })
+        return BarChart(
+            title: "Matrix-vector products, GB/s of weights read (\(shapes.sorted().joined(separator: ", ")); \(largest > 32 << 20 ? "beyond the last-level cache" : "in cache"))",
+            yLabel: "GB/s",
+            categories: types.map(\.name),
+            series: threadCounts.map { threads in
+                BarChart.Series(name: "\(threads) thread\(threads == 1 ? "" : "s")", values: types.map { result($0, threads)?.simdGBPerSecond })
+            },
+            references: report.memory.map { BarChart.Reference(name: "memory read, \($0.threads) thread\($0.threads == 1 ? "" : "s")", value: $0.readGBPerSecond) })
     }
 
     private func jsonReport(_ report: KernelBenchmark.Report) -> JSONText {
@@ -129,4 +160,15 @@ struct BenchKernels: ParsableCommand {
 /// - Precondition: `values` is not empty.
 func median(_ values: [Double]) -> Double {
     values.sorted()[values.count / 2]
+}
+
+/// Why a benchmark could not write its output.
+enum BenchError: Error, CustomStringConvertible {
+    case cannotWrite(String, String)
+
+    var description: String {
+        switch self {
+        case let .cannotWrite(path, reason): "cannot write \(path): \(reason)"
+        }
+    }
 }

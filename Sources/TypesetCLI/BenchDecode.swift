@@ -14,6 +14,8 @@ struct BenchDecode: ParsableCommand {
         """
     )
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
@@ -32,6 +34,15 @@ struct BenchDecode: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
+    @Option(help: "Also write an SVG bar chart of the figures: against llama.cpp (with --peer), else in tokens/s.")
+    var svg: String?
+
+    @Option(help: "llama.cpp's figures for the chart: a file of ../shared/peers/llama_bench.py bench output lines (repeatable).")
+    var peer: [String] = []
+
+    @Option(help: "More models for the chart: files of earlier 'typeset bench decode --json' output (repeatable).")
+    var include: [String] = []
+
     static let filler = "The quick brown fox jumps over the lazy dog. In 1969, astronauts landed on the Moon, "
         + "and millions watched the grainy broadcast live. Structured output lets a language model "
         + "emit JSON that always parses: {\"name\": \"Ada\", \"age\": 36, \"tags\": [\"math\", \"code\"]}. "
@@ -43,7 +54,7 @@ struct BenchDecode: ParsableCommand {
     }
 
     func run() throws {
-        let loaded = try LoadedModel(model)
+        let loaded = try LoadedModel(model, progress: progressOptions.makeReporter())
         let vocabulary = loaded.tokenizer.vocabulary
         var prompt: [Int] = vocabulary.addBOS ? [vocabulary.bosTokenID!] : []
         let body = loaded.tokenizer.encode(Self.filler, addingSpecialTokens: false)
@@ -75,6 +86,15 @@ struct BenchDecode: ParsableCommand {
             generated = tokens
         }
         let resident = residentBytes()
+        if let svg {
+            let ours = DecodeFigures(model: URL(fileURLWithPath: loaded.path).lastPathComponent, prefill: median(prefill), decode: median(decode))
+            // An earlier line of the measured model gives way to this measurement.
+            let earlier = try include.flatMap(DecodeFigures.read).filter { $0.model != ours.model }
+            let chart = DecodeFigures.chart(ours: earlier + [ours], peers: try peer.flatMap(DecodeFigures.read), threads: threads)
+            do { try chart.svg().write(toFile: svg, atomically: true, encoding: .utf8) } catch {
+                throw BenchError.cannotWrite(svg, error.localizedDescription)
+            }
+        }
         if json {
             let report: JSONText = .object([
                 ("model", .string(URL(fileURLWithPath: loaded.path).lastPathComponent)),
@@ -130,4 +150,42 @@ func residentBytes() -> Int {
     }
     #endif
     return 0
+}
+
+/// Prefill and decode tokens/s of one model, as `typeset bench decode --json` and
+/// `llama_bench.py bench` print them (both use `model`, `prefill_tok_s`, `decode_tok_s`).
+struct DecodeFigures {
+    var model: String
+    var prefill: Double
+    var decode: Double
+
+    /// Every JSON line of `path` that holds the three fields.
+    static func read(_ path: String) throws -> [DecodeFigures] {
+        let text = String(decoding: try readInput(path), as: UTF8.self)
+        return text.split(separator: "\n").compactMap { line in
+            guard let value = try? JSONValue(parsing: Array(line.utf8)), case .string(let model)? = value["model"],
+                  case .number(let prefillText)? = value["prefill_tok_s"], case .number(let decodeText)? = value["decode_tok_s"],
+                  let prefill = Double(prefillText), let decode = Double(decodeText) else { return nil }
+            return DecodeFigures(model: model, prefill: prefill, decode: decode)
+        }
+    }
+
+    /// With peers: Typeset's speed as a multiple of llama.cpp's per model (a line at 1);
+    /// without: tokens/s.
+    static func chart(ours: [DecodeFigures], peers: [DecodeFigures], threads: Int) -> BarChart {
+        let names = ours.map { $0.model.replacingOccurrences(of: ".gguf", with: "") }
+        guard !peers.isEmpty else {
+            return BarChart(title: "Typeset, tokens/s at \(threads) threads", yLabel: "tokens/s", categories: names,
+                            series: [.init(name: "prefill", values: ours.map(\.prefill)), .init(name: "decode", values: ours.map(\.decode))])
+        }
+        func ratio(_ figures: DecodeFigures, _ value: KeyPath<DecodeFigures, Double>) -> Double? {
+            peers.last { $0.model == figures.model }.map { figures[keyPath: value] / $0[keyPath: value] }
+        }
+        return BarChart(
+            title: "Typeset ÷ llama.cpp, tokens/s at \(threads) threads (same machine, same session)", yLabel: "× llama.cpp",
+            categories: names,
+            series: [.init(name: "prefill", values: ours.map { ratio($0, \.prefill) }),
+                     .init(name: "decode", values: ours.map { ratio($0, \.decode) })],
+            references: [.init(name: "llama.cpp", value: 1)])
+    }
 }

@@ -33,6 +33,8 @@ struct Demo: AsyncParsableCommand {
         """
     )
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     @Option(help: "A GGUF file or known model name. Default: $TYPESET_MODEL or Qwen2.5-Coder-1.5B-Instruct (qwen1.5b).")
     var model: String?
 
@@ -55,14 +57,18 @@ struct Demo: AsyncParsableCommand {
         let path = try ModelStore.resolve(model, fallback: .demo)
         var runnerOptions = ModelRunner.Options()
         if let threads { runnerOptions.threadCount = threads }
-        let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: runnerOptions)
+        let reporter = progressOptions.makeReporter()
+        let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: runnerOptions, progress: reporter.loadingProgress)
+        reporter.clear()
         let conversation = runner.createConversation(
             systemPrompt: "You read freeform coffee tasting notes and extract a structured summary. Be honest about the rating.")
         print("model: \(runner.modelID) (\(path))")
         print("notes: \(notes)")
+        reporter.report("reading the notes and generating the summary")
         let response = try await conversation.respond(
             to: "Summarize these tasting notes: \(notes)", generating: BrewSummary.self,
             includeSchemaInPrompt: !noSchemaInPrompt, options: GenerationOptions(temperature: temperature, seed: seed, maxTokens: 256))
+        reporter.clear()
         print("")
         print(SwiftValueText.describe(response.content))
         print("")

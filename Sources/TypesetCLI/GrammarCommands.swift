@@ -214,6 +214,8 @@ struct BenchMasks: ParsableCommand {
         """
     )
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
@@ -271,7 +273,11 @@ struct BenchMasks: ParsableCommand {
         var validAccepted = 0, validTotal = 0, invalidRejected = 0, invalidTotal = 0, fullyPassing = 0
         var errorKinds: [String: Int] = [:]
         var records: [String] = []
-        for file in try schemaFiles() {
+        let reporter = progressOptions.makeReporter()
+        let files = try schemaFiles()
+        for (number, file) in files.enumerated() {
+            reporter.report("schema \(number + 1) of \(files.count), \(fullyPassing) fully passing so far",
+                            fraction: Double(number) / Double(files.count))
             let document = try JSONValue(parsing: try readInput(file))
             let schema = document["schema"] ?? document
             var tests: [(JSONValue, Bool)] = []
@@ -317,6 +323,7 @@ struct BenchMasks: ParsableCommand {
         }
         let wallSeconds = (ContinuousClock.now - wallStart).seconds
         if let jsonl { try (records.joined(separator: "\n") + "\n").write(toFile: jsonl, atomically: true, encoding: .utf8) }
+        reporter.clear()
         compileMilliseconds.sort()
         maskMicroseconds.sort()
         firstMasks.sort()

@@ -12,6 +12,8 @@ struct Perplexity: ParsableCommand {
         """
     )
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
@@ -36,7 +38,8 @@ struct Perplexity: ParsableCommand {
 
     func run() throws {
         let started = ContinuousClock.now
-        let loaded = try LoadedModel(model)
+        let reporter = progressOptions.makeReporter()
+        let loaded = try LoadedModel(model, progress: reporter)
         let bytes = try readInput(file)
         let vocabulary = loaded.tokenizer.vocabulary
         let tokens = bytes.withUnsafeBufferPointer {
@@ -73,10 +76,10 @@ struct Perplexity: ParsableCommand {
                 negativeLogLikelihood -= Double(row[row.startIndex + target]) - maximum - log(total)
                 scored += 1
             }
-            if !json {
-                writeError(String(format: "[chunk %d/%d] perplexity so far %.4f", chunk + 1, chunkCount, exp(negativeLogLikelihood / Double(scored))))
-            }
+            reporter.report(String(format: "chunk %d of %d, perplexity so far %.4f", chunk + 1, chunkCount,
+                                   exp(negativeLogLikelihood / Double(scored))), fraction: Double(chunk + 1) / Double(chunkCount))
         }
+        reporter.clear()
         let perplexity = exp(negativeLogLikelihood / Double(scored))
         let seconds = (ContinuousClock.now - started).seconds
         if json {

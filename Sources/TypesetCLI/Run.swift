@@ -15,6 +15,8 @@ struct Run: AsyncParsableCommand {
         """
     )
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
@@ -83,15 +85,20 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let path = try ModelStore.resolve(model)
+        let reporter = progressOptions.makeReporter()
         let runner = try await ModelRunner.load(
-            from: URL(fileURLWithPath: path), options: ModelRunner.Options(contextLength: context, threadCount: threads))
+            from: URL(fileURLWithPath: path), options: ModelRunner.Options(contextLength: context, threadCount: threads),
+            progress: reporter.loadingProgress)
+        reporter.clear()
         let schemaText = try schema.map { try String(contentsOfFile: $0, encoding: .utf8) }
         let options = GenerationOptions(
             temperature: temperature, topP: topP, minP: minP, topK: topK, repetitionPenalty: repetitionPenalty,
             dry: dryMultiplier.map { DRYPenalty(multiplier: $0, base: dryBase, allowedLength: dryAllowedLength) },
             seed: seed, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: !noSchemaInPrompt)
         let conversation = runner.createConversation(systemPrompt: system)
+        reporter.report(schemaText == nil ? "reading the prompt" : "compiling the schema and reading the prompt")
         for try await response in conversation.generateResponse(to: prompt, options: options) {
+            reporter.clear()
             switch response {
             case .chunk(let text):
                 FileHandle.standardOutput.write(Data(text.utf8))
@@ -117,10 +124,11 @@ struct LoadedModel {
     let model: TransformerModel
     let tokenizer: Tokenizer
 
-    init(_ name: String?) throws {
+    init(_ name: String?, progress: ProgressReporter? = nil) throws {
         path = try ModelStore.resolve(name)
         file = try GGUFFile(contentsOf: path)
-        model = try TransformerModel(file: file)
+        model = try TransformerModel(file: file) { fraction in progress?.report("loading the model", fraction: fraction) }
         tokenizer = try Tokenizer(metadata: file.metadata)
+        progress?.clear()
     }
 }

@@ -192,16 +192,34 @@ extension CommandLineTests {
         defer { try? FileManager.default.removeItem(atPath: text) }
         let perplexity = try Self.run(["perplexity", "--model", "smollm2", "--file", text, "--ctx", "128", "--json"])
         #expect(perplexity.status == 0, "\(perplexity.standardError)")
+        // Standard error is a pipe here and --progress is not set: no progress lines.
+        #expect(perplexity.standardError.isEmpty, "\(perplexity.standardError)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(perplexity.standardOutput.utf8)) as? [String: Any])
         // A repeated sentence is easy to predict once seen.
         #expect((report["ppl"] as? Double ?? 0) > 1 && (report["ppl"] as? Double ?? 99) < 3)
         #expect(report["tokens"] as? Int == report["chunks"] as! Int * 63)
         Self.expectOneLineError(try Self.run(["perplexity", "--model", "smollm2", "--file", text, "--ctx", "4096"]), containing: "needs at least one chunk")
 
-        let bench = try Self.run(["bench", "decode", "--model", "smollm2", "--prompt-tokens", "16", "--gen-tokens", "8", "--runs", "1", "--json"])
+        // llama_bench.py's line for the same model, with round figures, for the chart.
+        let peer = try Self.temporaryFile(Array(#"{"model": "SmolLM2-135M-Instruct.Q4_1.gguf", "prefill_tok_s": 100.0, "decode_tok_s": 50.0}"#.utf8))
+        let chart = NSTemporaryDirectory() + "typeset-test-\(UUID().uuidString).svg"
+        defer { try? FileManager.default.removeItem(atPath: peer); try? FileManager.default.removeItem(atPath: chart) }
+        let bench = try Self.run(["bench", "decode", "--model", "smollm2", "--prompt-tokens", "16", "--gen-tokens", "8", "--runs", "1", "--json",
+                                  "--progress", "--svg", chart, "--peer", peer])
         #expect(bench.status == 0, "\(bench.standardError)")
+        #expect(bench.standardError.contains("loading the model"), "\(bench.standardError)")
         let figures = try #require(try JSONSerialization.jsonObject(with: Data(bench.standardOutput.utf8)) as? [String: Any])
         for key in ["prefill_tok_s", "decode_tok_s", "first_token_s"] { #expect((figures[key] as? Double ?? 0) > 0, "\(key)") }
         #expect((figures["resident_bytes"] as? Int ?? 0) > 0)
+        // The chart's bars are Typeset's figures over the peer's.
+        let svg = try String(contentsOfFile: chart, encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
+        let prefillRatio = (figures["prefill_tok_s"] as? Double ?? 0) / 100, decodeRatio = (figures["decode_tok_s"] as? Double ?? 0) / 50
+        for (name, ratio) in [("prefill", prefillRatio), ("decode", decodeRatio)] {
+            let shown = ratio >= 100 ? String(format: "%.0f", ratio) : ratio >= 10 ? String(format: "%.1f", ratio) : String(format: "%.2f", ratio)
+            #expect(svg.contains("<title>\(name), SmolLM2-135M-Instruct.Q4_1: \(shown)</title>"), "\(name) \(shown)")
+        }
+        Self.expectOneLineError(try Self.run(["bench", "decode", "--model", "smollm2", "--runs", "1", "--gen-tokens", "1", "--svg", "/nonexistent/dir/chart.svg"]),
+                                containing: "/nonexistent/dir/chart.svg")
     }
 }
