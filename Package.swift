@@ -95,7 +95,7 @@ let package = Package(
         .target(name: "Tokenizer", dependencies: ["GGUF"]),
         .target(name: "Grammar"),
         .target(name: "ChatTemplating"),
-        .target(name: "Models", dependencies: ["GGUF", "Kernels", "Tokenizer"], swiftSettings: kernelSettings),
+        .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSettings),
         .target(
             name: "Typeset",
             dependencies: ["GGUF", "Kernels", "Tokenizer", "Grammar", "ChatTemplating", "Models"]
@@ -116,8 +116,8 @@ let package = Package(
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TypesetTestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["Kernels", "TypesetTestSupport"]),
         .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
-        .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "Typeset", "TypesetTestSupport"]),
-        .testTarget(name: "ChatTemplatingTests", dependencies: ["ChatTemplating"], exclude: ["Fixtures"]),
+        .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "TypesetTestSupport"]),
+        .testTarget(name: "ChatTemplatingTests", dependencies: ["ChatTemplating", "TypesetTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
         .testTarget(name: "TypesetTests", dependencies: ["Typeset", "TypesetTestSupport"]),
     ],

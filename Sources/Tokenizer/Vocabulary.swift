@@ -254,6 +254,15 @@ public struct Vocabulary: Sendable {
         return Array(pieceBytes[Int(pieceOffsets[id]) ..< Int(pieceOffsets[id + 1])])
     }
 
+    /// Each token's bytes as the model writes them (``bytes(of:)``), `nil` for the tokens
+    /// that are never text (control, unknown and unused ones): what a grammar compiler needs
+    /// to know of the vocabulary. O(total piece length).
+    public var writtenBytes: [[UInt8]?] {
+        (0 ..< count).map { id in
+            attributes[id].isDisjoint(with: [.control, .unknown, .unused]) ? bytes(of: id) : nil
+        }
+    }
+
     /// Whether generating token `id` ends generation (EOS, EOT and the like).
     public func isEndOfGeneration(_ id: Int) -> Bool {
         endOfGenerationTokenIDs.contains(id)

@@ -60,30 +60,24 @@ struct BenchDecode: ParsableCommand {
         let body = loaded.tokenizer.encode(Self.filler, addingSpecialTokens: false)
         while prompt.count < promptTokens { prompt += body }
         prompt = Array(prompt.prefix(promptTokens))
-        let cache = loaded.model.makeCache(contextLength: promptTokens + genTokens)
+        // One token more than measured: the loop does not evaluate the last token it appends,
+        // so --gen-tokens decode steps (forward passes) follow the prefill, as llama-bench counts.
+        let generator = TextGenerator(model: loaded.model, tokenizer: loaded.tokenizer,
+                                      contextLength: promptTokens + genTokens, threadCount: threads)
         var prefill: [Double] = [], decode: [Double] = []
         var firstTokenSeconds = 0.0
         var generated: [Int] = []
         for run in 0 ... runs {
-            cache.clear()
-            let start = ContinuousClock.now
-            var logits = try loaded.model.evaluate(prompt, cache: cache, threadCount: threads)
-            let prefillSeconds = (ContinuousClock.now - start).seconds
-            var tokens: [Int] = []
-            let decodeStart = ContinuousClock.now
-            var sampler = Sampler(options: .greedy)
-            for step in 0 ..< genTokens {
-                guard let best = sampler.sample(logits, history: []) else { break }
-                tokens.append(best)
-                if run == 0 && step == 0 { firstTokenSeconds = processSeconds() }
-                logits = try loaded.model.evaluate([best], cache: cache, threadCount: threads)
-            }
-            let decodeSeconds = (ContinuousClock.now - decodeStart).seconds
+            generator.cache.clear()
+            let result = try generator.generate(prompt: prompt, maxTokens: genTokens + 1, stopsAtEndOfGeneration: false, onToken: { _ in
+                if run == 0 && firstTokenSeconds == 0 { firstTokenSeconds = processSeconds() }
+                return true
+            })
             if run > 0 {
-                prefill.append(Double(prompt.count) / prefillSeconds)
-                decode.append(Double(genTokens) / decodeSeconds)
+                prefill.append(Double(prompt.count) / result.stats.prefillSeconds)
+                decode.append(Double(genTokens) / result.stats.decodeSeconds)
             }
-            generated = tokens
+            generated = Array(result.tokens.prefix(genTokens))
         }
         let resident = residentBytes()
         if let svg {
@@ -110,7 +104,7 @@ struct BenchDecode: ParsableCommand {
                 ("first_gen_tokens", .array(generated.prefix(16).map { .integer($0) })),
                 ("resident_bytes", .integer(resident)),
                 ("weights_bytes", .integer(loaded.file.fileSize)),
-                ("kv_cache_bytes", .integer(cache.byteCount)),
+                ("kv_cache_bytes", .integer(generator.cache.byteCount)),
             ])
             print(report.encoded(indent: nil))
         } else {
@@ -118,7 +112,7 @@ struct BenchDecode: ParsableCommand {
                          median(prefill), prompt.count, median(decode), genTokens, threads, runs))
             print(String(format: "first token %.0f ms after process start; resident %.0f MiB (file %.0f MiB mapped, KV cache %.1f MiB)",
                          firstTokenSeconds * 1000, Double(resident) / 1_048_576, Double(loaded.file.fileSize) / 1_048_576,
-                         Double(cache.byteCount) / 1_048_576))
+                         Double(generator.cache.byteCount) / 1_048_576))
         }
     }
 }

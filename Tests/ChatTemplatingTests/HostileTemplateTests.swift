@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TypesetTestSupport
 @testable import ChatTemplating
 
 // MARK: - Malformed, unsupported and hostile templates
@@ -190,18 +191,6 @@ struct MalformedTemplateTests {
     }
 }
 
-/// A tiny deterministic random generator for the mutation test.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite("Hostile templates hit limits instead of hanging or crashing")
 struct HostileTemplateTests {

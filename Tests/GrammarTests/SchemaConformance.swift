@@ -3,7 +3,6 @@ import GGUF
 import Grammar
 import Testing
 import Tokenizer
-import Typeset
 import TypesetTestSupport
 
 /// The shared checker of the conformance tests: runs instances through a compiled grammar
@@ -48,7 +47,8 @@ struct SchemaConformance {
     static func model(_ path: String) throws -> SchemaConformance {
         let file = try GGUFFile(contentsOf: path)
         let tokenizer = try Tokenizer(metadata: file.metadata)
-        return SchemaConformance(vocabulary: GrammarVocabulary(tokenizer.vocabulary)) { bytes in
+        let vocabulary = tokenizer.vocabulary
+        return SchemaConformance(vocabulary: GrammarVocabulary(tokens: vocabulary.writtenBytes, endOfGeneration: vocabulary.endOfGenerationTokenIDs)) { bytes in
             bytes.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) }
         }
     }

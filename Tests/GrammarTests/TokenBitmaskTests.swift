@@ -30,4 +30,20 @@ import Testing
         intersection.formIntersection(other)
         #expect(intersection.allowedTokens == [64])
     }
+
+    /// In-place masking against the definition, token by token: random masks over vocabulary
+    /// sizes at and around word boundaries, logits as many as the vocabulary, fewer, and more.
+    @Test(arguments: [1, 31, 32, 33, 100, 1_000])
+    func applyingMatchesTheTokenByTokenDefinition(vocabularySize: Int) {
+        var random = SystemRandomNumberGenerator()
+        for logitCount in [vocabularySize, max(0, vocabularySize - 7), vocabularySize + 40] {
+            var mask = TokenBitmask(vocabularySize: vocabularySize)
+            for token in 0 ..< vocabularySize where Bool.random(using: &random) { mask[token] = true }
+            let logits = (0 ..< logitCount).map { _ in Float.random(in: -5 ... 5, using: &random) }
+            var masked = logits
+            mask.apply(to: &masked)
+            let expected = logits.indices.map { index in index < vocabularySize && mask[index] ? logits[index] : -.infinity }
+            #expect(masked == expected, "vocabulary \(vocabularySize), \(logitCount) logits")
+        }
+    }
 }

@@ -102,13 +102,18 @@ struct ConversationTests {
         let runner = try runner()
         let schema = try String(contentsOfFile: schemasDirectory + "/cat_profile.json", encoding: .utf8)
         let options = GenerationOptions(maxTokens: 200, jsonSchema: schema)
+        // The runner is shared with other tests: count from here.
+        let before = runner.grammarCacheStatistics
         _ = try await collect(runner.createConversation().generateResponse(to: "A cat.", options: options))
-        let count = runner.cachedGrammarCount
+        let first = runner.grammarCacheStatistics
+        #expect(first.misses + first.hits == before.misses + before.hits + 1)
+        #expect(first.byteCount > 0)
         // Same schema, different spelling of the same JSON: no new compilation.
         let respaced = schema.replacingOccurrences(of: "\n", with: " ")
         _ = try await collect(runner.createConversation().generateResponse(
             to: "Another cat.", options: GenerationOptions(maxTokens: 200, jsonSchema: respaced)))
-        #expect(runner.cachedGrammarCount == count)
+        let second = runner.grammarCacheStatistics
+        #expect(second.misses == first.misses && second.hits == first.hits + 1 && second.count == first.count)
     }
 
     /// Too few tokens for any value: `constraint`, and no text pretending to be one.

@@ -3,25 +3,33 @@ import Testing
 import Typeset
 import TypesetTestSupport
 
+extension Sampler {
+    /// `sample` on a copy of `logits` (these tests reuse theirs).
+    mutating func sampled(_ logits: [Float], history: [Int]) -> Int? {
+        var copy = logits
+        return sample(&copy, history: history)
+    }
+}
+
 @Suite struct SamplerTests {
     static let logits: [Float] = [2.0, 1.0, 0.5, -1.0, 3.0, -.infinity, 0.0]
 
     @Test func greedyTakesTheLargestAndSkipsMaskedTokens() {
         var sampler = Sampler(options: .greedy)
-        #expect(sampler.sample(Self.logits, history: []) == 4)
-        #expect(sampler.sample([-.infinity, -.infinity], history: []) == nil)
+        #expect(sampler.sampled(Self.logits, history: []) == 4)
+        #expect(sampler.sampled([-.infinity, -.infinity], history: []) == nil)
         // Ties go to the lowest id.
-        #expect(sampler.sample([1, 5, 5, 0], history: []) == 1)
+        #expect(sampler.sampled([1, 5, 5, 0], history: []) == 1)
     }
 
     @Test func sameSeedSameTokens() {
         let options = SamplingOptions(temperature: 1.2, topP: 0.95, seed: 42)
         var first = Sampler(options: options), second = Sampler(options: options)
-        let a = (0 ..< 200).map { _ in first.sample(Self.logits, history: [])! }
-        let b = (0 ..< 200).map { _ in second.sample(Self.logits, history: [])! }
+        let a = (0 ..< 200).map { _ in first.sampled(Self.logits, history: [])! }
+        let b = (0 ..< 200).map { _ in second.sampled(Self.logits, history: [])! }
         #expect(a == b)
         var other = Sampler(options: SamplingOptions(temperature: 1.2, topP: 0.95, seed: 43))
-        #expect((0 ..< 200).map { _ in other.sample(Self.logits, history: [])! } != a)
+        #expect((0 ..< 200).map { _ in other.sampled(Self.logits, history: [])! } != a)
     }
 
     /// Draw frequencies follow softmax(logits / T) (a test that fails if the distribution is off).
@@ -30,7 +38,7 @@ import TypesetTestSupport
         var sampler = Sampler(options: SamplingOptions(temperature: temperature, seed: 7))
         var counts = [Int](repeating: 0, count: Self.logits.count)
         let draws = 40_000
-        for _ in 0 ..< draws { counts[sampler.sample(Self.logits, history: [])!] += 1 }
+        for _ in 0 ..< draws { counts[sampler.sampled(Self.logits, history: [])!] += 1 }
         let weights = Self.logits.map { $0 == -.infinity ? 0 : exp(Double($0 / temperature)) }
         let total = weights.reduce(0, +)
         for (token, weight) in weights.enumerated() {
@@ -43,20 +51,35 @@ import TypesetTestSupport
 
     @Test func filtersKeepOnlyTheirTokens() {
         var topK = Sampler(options: SamplingOptions(temperature: 5, topK: 2, seed: 1))
-        #expect(Set((0 ..< 500).map { _ in topK.sample(Self.logits, history: [])! }) == [4, 0])
+        #expect(Set((0 ..< 500).map { _ in topK.sampled(Self.logits, history: [])! }) == [4, 0])
         // Probabilities (T=1): token 4 ≈ 0.61, 0 ≈ 0.22, 1 ≈ 0.08, … top-p 0.8 keeps {4, 0}.
         var topP = Sampler(options: SamplingOptions(temperature: 1, topP: 0.8, seed: 1))
-        #expect(Set((0 ..< 500).map { _ in topP.sample(Self.logits, history: [])! }) == [4, 0])
+        #expect(Set((0 ..< 500).map { _ in topP.sampled(Self.logits, history: [])! }) == [4, 0])
         // min-p 0.3: tokens at least 0.3 × p(4): only 4 and 0 (0.22/0.61 = 0.37).
         var minP = Sampler(options: SamplingOptions(temperature: 1, minP: 0.3, seed: 1))
-        #expect(Set((0 ..< 500).map { _ in minP.sample(Self.logits, history: [])! }) == [4, 0])
+        #expect(Set((0 ..< 500).map { _ in minP.sampled(Self.logits, history: [])! }) == [4, 0])
     }
 
     @Test func repetitionPenaltyDemotesRecentTokens() {
         var sampler = Sampler(options: SamplingOptions(repetitionPenalty: 2))
         // 3.0 / 2 = 1.5 < 2.0: token 0 wins once 4 was seen recently.
-        #expect(sampler.sample(Self.logits, history: [4]) == 0)
-        #expect(sampler.sample(Self.logits, history: []) == 4)
+        #expect(sampler.sampled(Self.logits, history: [4]) == 0)
+        #expect(sampler.sampled(Self.logits, history: []) == 4)
+    }
+
+    /// Sampling penalizes the logits in place (no copy of the vocabulary per token); drawing
+    /// again from them does not penalize twice.
+    @Test func penaltiesApplyInPlaceOnce() {
+        let sampler = Sampler(options: SamplingOptions(repetitionPenalty: 2))
+        var logits = Self.logits
+        sampler.applyPenalties(to: &logits, history: [4, 3])
+        var expected = Self.logits
+        expected[4] = 1.5
+        expected[3] = -2
+        #expect(logits == expected)
+        var drawing = sampler
+        #expect(drawing.draw(from: logits) == 0)
+        #expect(logits == expected)
     }
 }
 
@@ -113,11 +136,11 @@ import TypesetTestSupport
         logits[3] = 1.0
         var dry = Sampler(options: SamplingOptions(dry: DRYPenalty()))
         // Penalty on 9: 0.8 × 1.75² = 2.45 → 0.05 < 1.0.
-        #expect(dry.sample(logits, history: history) == 3)
+        #expect(dry.sampled(logits, history: history) == 3)
         // A 2-token repeat (penalty 0.8) leaves 9 ahead.
-        #expect(dry.sample(logits, history: [7, 8, 9, 1, 7, 8]) == 9)
+        #expect(dry.sampled(logits, history: [7, 8, 9, 1, 7, 8]) == 9)
         var off = Sampler(options: SamplingOptions(dry: DRYPenalty(multiplier: 0)))
-        #expect(off.sample(logits, history: history) == 9)
+        #expect(off.sampled(logits, history: history) == 9)
     }
 
     /// Breakers come from the vocabulary's text: SmolLM2's tokens containing a newline, a
@@ -158,7 +181,7 @@ import TypesetTestSupport
         let prompt = Self.chatML(system: nil, user: "What is the capital of France?", tokenizer: generator.tokenizer)
         let result = try generator.generate(prompt: prompt, maxTokens: 32)
         #expect(try generator.tokenizer.decode(result.tokens) == "The capital of France is Paris.")
-        #expect(result.stopReason == .endOfGeneration)
+        #expect(result.finishReason == .stop)
     }
 
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
@@ -167,12 +190,12 @@ import TypesetTestSupport
         let tokenizer = generator.tokenizer
         let first = Self.chatML(system: "Answer briefly.", user: "Name a color.", tokenizer: tokenizer)
         let firstResult = try generator.generate(prompt: first, maxTokens: 8)
-        #expect(firstResult.cachedPromptTokenCount == 0)
+        #expect(firstResult.stats.cachedPromptTokens == 0)
         // A second request that extends the first conversation reuses everything before it.
         let second = first + firstResult.tokens + tokenizer.encode("<|im_end|>\n<|im_start|>user\nAnother one?<|im_end|>\n<|im_start|>assistant\n",
                                                                    addingSpecialTokens: false, parsingSpecialTokens: true)
         let reused = try generator.generate(prompt: second, maxTokens: 8)
-        #expect(reused.cachedPromptTokenCount >= first.count)
+        #expect(reused.stats.cachedPromptTokens >= first.count)
         // …and gives exactly what a fresh generator gives.
         let fresh = try Self.generator().generate(prompt: second, maxTokens: 8)
         #expect(reused.tokens == fresh.tokens)
@@ -188,7 +211,7 @@ import TypesetTestSupport
         #expect(generator.cache.count == 0)  // nothing was computed
         #expect(throws: ModelError.emptyPrompt) { try generator.generate(prompt: [], maxTokens: 4) }
         let result = try generator.generate(prompt: Array(long.prefix(20)), maxTokens: 100)
-        #expect(result.stopReason == .contextFull)
+        #expect(result.finishReason == .exceededContext)
         #expect(result.tokens.count == 5)  // positions 20…23 evaluated, the fifth token sampled last
     }
 

@@ -68,6 +68,16 @@ public final class CompiledGrammar: Sendable {
     /// Rules whose masks are an earlier identical rule's.
     let sharedRules: Set<Int>
 
+    /// Bytes this grammar holds, approximately: its token masks, the automaton's transition
+    /// tables (1 KiB per state) and the completion distances. What ``CompiledGrammarCache``
+    /// counts. O(rules).
+    public var byteCount: Int {
+        let automatonBytes = automaton.rules.reduce(0) { total, rule in
+            total + rule.transitions.count * 4 + rule.stateCount * 2 + rule.ruleEdges.reduce(0) { $0 + $1.count * 8 }
+        }
+        return statistics.maskBytes + automatonBytes + completionDistances.distance.reduce(0) { $0 + $1.count * 4 }
+    }
+
     /// Compiles `grammar`'s automaton and precomputes its token masks over `vocabulary`.
     ///
     /// - Throws: `GrammarError.budgetExceeded`, `.leftRecursion`, `.emptyLanguage`.

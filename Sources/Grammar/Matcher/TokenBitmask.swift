@@ -68,6 +68,33 @@ public struct TokenBitmask: Sendable, Equatable {
         for index in _words.indices { _words[index] &= other._words[index] }
     }
 
+    /// Sets to −∞ the logit of every token this mask does not allow, and of every position at
+    /// or past `vocabularySize` (a model may have more output rows than its tokenizer has
+    /// tokens). In place, one pass; words whose 32 tokens are all allowed are skipped.
+    public func apply(to logits: inout [Float]) {
+        logits.withUnsafeMutableBufferPointer { apply(to: $0) }
+    }
+
+    /// ``apply(to:)-([Float])`` on a buffer of logits.
+    public func apply(to logits: UnsafeMutableBufferPointer<Float>) {
+        let covered = min(vocabularySize, logits.count)
+        _words.withUnsafeBufferPointer { words in
+            var wordIndex = 0
+            while wordIndex << 5 < covered {
+                var forbidden = ~words[wordIndex]
+                let base = wordIndex << 5
+                // Bits past the last covered token stay for the loop below.
+                if covered - base < 32 { forbidden &= (1 << UInt32(covered - base)) - 1 }
+                while forbidden != 0 {
+                    logits[base + forbidden.trailingZeroBitCount] = -.infinity
+                    forbidden &= forbidden - 1
+                }
+                wordIndex += 1
+            }
+        }
+        for index in covered ..< logits.count { logits[index] = -.infinity }
+    }
+
     private mutating func clearPadding() {
         let used = vocabularySize & 31
         if used != 0 { _words[words.count - 1] &= (1 << UInt32(used)) - 1 }

@@ -160,7 +160,7 @@ public final class Conversation: Sendable {
                 continuation.finish()
             case .failure(let error):
                 state.withLock { state in
-                    state.lastCompletion = (.error, GenerationStats(promptTokens: 0, cachedPromptTokens: 0, completionTokens: 0, timeToFirstToken: 0, tokensPerSecond: 0))
+                    state.lastCompletion = (.error, GenerationStats())
                     state.isGenerating = false
                 }
                 continuation.finish(throwing: error)
@@ -184,7 +184,9 @@ public final class Conversation: Sendable {
             var promptHistory = history
             var constraint: CompiledGrammar?
             if let schema = options.jsonSchema {
-                constraint = try runner.compiledGrammar(schema: schema, options: options.schemaOptions)
+                let document: JSONValue
+                do { document = try JSONValue(parsing: schema) } catch { throw .invalidSchema(error) }
+                constraint = try runner.compiledGrammar(schema: document, options: options.schemaOptions)
                 if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
                     promptHistory[last].content += Self.schemaInstruction(options.promptSchema ?? schema)
                     // The instruction is part of what the model was asked: keep it in the history,
@@ -211,8 +213,8 @@ public final class Conversation: Sendable {
                     state.caches[identifier] = _CacheBox(cache: cache)
                 }
             }
-            var generator = _ReplyGenerator(
-                model: model, tokenizer: runner.tokenizer, cache: cache, threadCount: runner.threadCount,
+            let generator = _ReplyGenerator(
+                source: ModelSequence(model: model, cache: cache, threadCount: runner.threadCount), tokenizer: runner.tokenizer,
                 options: options, constraint: constraint, callGrammar: callGrammar, callFormat: options.functionCallFormat,
                 startsWithCall: options.functionCallMode == .required && callGrammar != nil,
                 firstCallNumber: Self.callCount(history) + 1, cancellation: cancellation, requested: requested)

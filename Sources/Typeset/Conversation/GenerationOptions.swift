@@ -126,39 +126,6 @@ public enum FunctionCallMode: String, Sendable, Equatable, CaseIterable {
     case disabled
 }
 
-/// Why a reply ended.
-public enum FinishReason: String, Sendable, Equatable {
-    /// The model ended its turn (or finished its function calls).
-    case stop
-    /// The context filled up before the model ended its turn.
-    case exceededContext
-    /// The consumer stopped listening (its task was cancelled).
-    case interrupted
-    /// `maxTokens` cut a constrained reply (a JSON Schema or a function call) before it was
-    /// complete: the text is not a valid value.
-    case constraint
-    /// `maxTokens` cut an unconstrained reply.
-    case maxTokens
-    /// Generation failed; the stream throws the error after this.
-    case error
-}
-
-/// Counts and speed of one reply.
-public struct GenerationStats: Sendable, Equatable {
-    /// Tokens of the rendered prompt (the whole conversation so far).
-    public var promptTokens: Int
-    /// Prompt tokens whose keys and values were reused from earlier turns.
-    public var cachedPromptTokens: Int
-    /// Tokens the model generated (forced markup included, end-of-turn excluded).
-    public var completionTokens: Int
-    /// Seconds from the request to the first generated token (prefill and queueing).
-    public var timeToFirstToken: Double
-    /// Completion tokens per second of decoding.
-    public var tokensPerSecond: Double
-    /// Seconds of decoding spent in the grammar (masks, acceptance, steering); 0 for free text.
-    public var constraintSeconds: Double = 0
-}
-
 /// What `Conversation.generateResponse` streams.
 public enum MessageResponse: Sendable {
     /// Text of the reply, as it is generated.

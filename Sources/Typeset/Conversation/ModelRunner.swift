@@ -137,7 +137,7 @@ public final class ModelRunner: Sendable {
         self.tokenizer = tokenizer
         self.defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
         self.prompts = _PromptBuilder(template: template, tokenizer: tokenizer)
-        self.state = Mutex(_RunnerState(model: model, grammarVocabulary: nil))
+        self.state = Mutex(_RunnerState(model: model))
         self.queue = DispatchQueue(label: "typeset.model-runner.generation", qos: .userInitiated)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
     }
@@ -203,8 +203,7 @@ public final class ModelRunner: Sendable {
     public func unload() {
         let flags = state.withLock { state in
             state.model = nil
-            state.grammarVocabulary = nil
-            state.compiledGrammars.removeAll()
+            state.grammars = nil
             state.caches.removeAll()
             return state.activeGenerations
         }
@@ -213,51 +212,34 @@ public final class ModelRunner: Sendable {
 
     // MARK: Internals used by Conversation
 
-    /// The compiled grammar for `schema` (cached per schema and options, so a repeated schema
-    /// costs a parse and a dictionary lookup; the vocabulary is the runner's own).
-    func compiledGrammar(schema: String, options: JSONSchemaOptions) throws(ConversationError) -> CompiledGrammar {
-        let document: JSONValue
-        do { document = try JSONValue(parsing: schema) } catch { throw .invalidSchema(error) }
-        let key = _GrammarKey(schema: document.compactText, options: options)
-        let (cached, vocabulary): (CompiledGrammar?, GrammarVocabulary?) = state.withLock { state in
-            if state.grammarVocabulary == nil, state.model != nil {
-                state.grammarVocabulary = GrammarVocabulary(tokenizer.vocabulary)
+    /// The compiled grammar for `schema`, from the runner's cache of compiled grammars (over
+    /// its own vocabulary, bounded to 256 MiB, least recently used out).
+    func compiledGrammar(schema: JSONValue, options: JSONSchemaOptions) throws(ConversationError) -> CompiledGrammar {
+        let cache: CompiledGrammarCache? = state.withLock { state in
+            if state.grammars == nil, state.model != nil {
+                state.grammars = CompiledGrammarCache(vocabulary: GrammarVocabulary(tokenizer.vocabulary))
             }
-            return (state.compiledGrammars[key], state.grammarVocabulary)
+            return state.grammars
         }
-        if let cached { return cached }
-        guard let vocabulary else { throw .runnerUnloaded }
-        let compiled: CompiledGrammar
-        do {
-            let grammar = try Grammar(jsonSchema: document, options: options)
-            compiled = try CompiledGrammar(grammar, vocabulary: vocabulary)
-        } catch {
-            throw .invalidSchema(error)
-        }
-        state.withLock { $0.compiledGrammars[key] = compiled }
-        return compiled
+        guard let cache else { throw .runnerUnloaded }
+        do { return try cache.grammar(forJSONSchema: schema, options: options) } catch { throw .invalidSchema(error) }
     }
 
-    /// Schemas compiled and kept (for tests and diagnostics).
-    public var cachedGrammarCount: Int { state.withLock { $0.compiledGrammars.count } }
+    /// The compiled-grammar cache's counts (hits, misses, evictions, grammars and bytes held).
+    public var grammarCacheStatistics: CompiledGrammarCache.Statistics {
+        state.withLock { $0.grammars?.statistics } ?? CompiledGrammarCache.Statistics()
+    }
 }
 
 /// What a runner holds while loaded.
 struct _RunnerState: Sendable {
     var model: TransformerModel?
-    var grammarVocabulary: GrammarVocabulary?
-    var compiledGrammars: [_GrammarKey: CompiledGrammar] = [:]
+    /// Made on the first constrained reply (the grammar vocabulary takes a pass over the tokens).
+    var grammars: CompiledGrammarCache?
     var activeGenerations: [_CancellationFlag] = []
     /// Each conversation's KV cache, by conversation identifier.
     var caches: [Int: _CacheBox] = [:]
     var nextConversation = 0
-}
-
-/// What a compiled grammar is cached under.
-struct _GrammarKey: Hashable, Sendable {
-    /// The schema as compact JSON (so spacing differences do not matter).
-    var schema: String
-    var options: JSONSchemaOptions
 }
 
 /// Set once when a generation should stop; read between tokens.

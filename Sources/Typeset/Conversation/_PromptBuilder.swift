@@ -137,9 +137,9 @@ struct _PromptBuilder: Sendable {
 
     /// The JSON Schema a call to one of `functions` satisfies: `{"name": …, "arguments": …}`
     /// with the arguments held to that function's parameter schema.
-    static func callSchema(_ functions: [FunctionDefinition]) -> String {
+    static func callSchema(_ functions: [FunctionDefinition]) -> JSONValue {
         let alternatives = callAlternatives(functions)
-        return (alternatives.count == 1 ? alternatives[0] : .object([("anyOf", .array(alternatives))])).compactText
+        return alternatives.count == 1 ? alternatives[0] : .object([("anyOf", .array(alternatives))])
     }
 
     /// One schema per function: `{"name": <its name>, "arguments": <its parameters>}`.

@@ -22,11 +22,9 @@ struct _Reply: Sendable {
 /// model go on with another call or the end of its turn — nothing else: after a call, only the
 /// end of generation (before anything else) and tokens that spell out another `<tool_call>`
 /// marker are allowed, so a small model cannot ramble on after its call.
-struct _ReplyGenerator {
-    let model: TransformerModel
+struct _ReplyGenerator<Source: LogitsSource> {
+    let source: Source
     let tokenizer: Tokenizer
-    let cache: KVCache
-    let threadCount: Int
     let options: GenerationOptions
     let constraint: CompiledGrammar?
     let callGrammar: CompiledGrammar?
@@ -46,21 +44,14 @@ struct _ReplyGenerator {
         case call(GrammarMatcher, text: String)
     }
 
-    mutating func generate(prompt: [Int], emit: (MessageResponse) -> Void) throws(ConversationError) -> _Reply {
+    func generate(prompt: [Int], emit: (MessageResponse) -> Void) throws(ConversationError) -> _Reply {
         let vocabulary = tokenizer.vocabulary
         let clock = ContinuousClock()
-        let reused = cache.reusablePrefixLength(for: prompt)
-        cache.truncate(to: reused)
         // A required call begins with its marker, written for the model and prefilled with the prompt.
         let opening = startsWithCall && callFormat == .hermes
             ? tokenizer.encode(_ReplyTextRouter.hermesCallMarker + "\n", addingSpecialTokens: false) : []
-        var logits = try evaluate(Array(prompt[reused...]) + opening)
-        let decodeStart = clock.now
 
         var sampler = Sampler(options: options.sampling, vocabulary: vocabulary)
-        var history = prompt + opening
-        var completionTokens = opening.count
-        let maxTokens = options.maxTokens ?? Int.max
         var detokenizer = tokenizer.makeStreamingDetokenizer()
         var router = _ReplyTextRouter(
             detectsThinking: constraint == nil && options.enableThinking != false,
@@ -75,8 +66,6 @@ struct _ReplyGenerator {
         var content = ""
         var reasoning = ""
         var calls: [FunctionCall] = []
-        var finishReason = FinishReason.stop
-        var firstToken: ContinuousClock.Instant?
         var constraintSeconds = 0.0
         /// After a Hermes call: the bytes the model has written since (nil when not after a call).
         var afterCall: [UInt8]?
@@ -112,29 +101,23 @@ struct _ReplyGenerator {
         }
         /// Whether the call being written is a bare JSON object (it then ends the reply).
         var bareCall = callFormat == .json
+        /// The markup Typeset writes after a Hermes call, which the call's budget leaves room for.
+        let callClosing = tokenizer.encode(_ReplyTextRouter.hermesCallClosing, addingSpecialTokens: false)
 
-        generation: while true {
-            if cancellation.isCancelled { finishReason = .interrupted; break }
-            if completionTokens >= maxTokens {
-                switch phase {
-                case .free: finishReason = .maxTokens
-                case .schema(let matcher): finishReason = matcher.canTerminate ? .stop : .constraint
-                case .call: finishReason = .constraint
-                }
-                break
-            }
+        /// One step: the next token (and any markup forced after it) for `logits`.
+        func step(_ logits: inout [Float], _ context: TokenLoop<Source>.Context) -> TokenStepDecision {
             let token: Int
             switch phase {
             case .free:
                 if let written = afterCall {
                     Self.allowOnlyAnotherCall(
                         after: written, in: &logits, vocabulary: vocabulary,
-                        fits: !options.closesWithinMaxTokens || maxTokens - completionTokens >= shortestCall)
+                        fits: !options.closesWithinMaxTokens || context.remainingTokens >= shortestCall)
                 }
                 if options.forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
                     Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
                 }
-                guard let sampled = sampler.sample(logits, history: history) else { finishReason = .stop; break generation }
+                guard let sampled = sampler.sample(&logits, history: context.history) else { return .finish(.stop) }
                 token = sampled
                 if afterCall != nil { afterCall! += vocabulary.bytes(of: token) }
             case .schema(var matcher), .call(var matcher, _):
@@ -142,21 +125,20 @@ struct _ReplyGenerator {
                 let started = clock.now
                 defer { constraintSeconds += (clock.now - started).seconds }
                 if !maskIsCurrent { matcher.fillNextTokenMask(into: &mask) }
-                Self.apply(mask, to: &logits)
-                let budget = min(maxTokens - completionTokens, cache.contextLength - cache.count)
-                guard let chosen = choose(&logits, matcher: &matcher, budget: budget, sampler: &sampler, history: history) else {
+                mask.apply(to: &logits)
+                var budget = context.remainingTokens
+                if case .call = phase, !bareCall { budget -= callClosing.count }
+                guard let chosen = choose(&logits, matcher: &matcher, budget: budget, sampler: &sampler, history: context.history) else {
                     // No token keeps the value finishable (or none is allowed at all).
-                    finishReason = .constraint
-                    break generation
+                    return .finish(.constraint)
                 }
                 token = chosen
                 if case .schema = phase { phase = .schema(matcher) } else if case .call(_, let text) = phase { phase = .call(matcher, text: text) }
             }
             maskIsCurrent = false
-            if firstToken == nil { firstToken = clock.now }
             if vocabulary.isEndOfGeneration(token) {
-                if case .call = phase { finishReason = .constraint }
-                break
+                if case .call = phase { return .finish(.constraint) }
+                return .append([token])
             }
             var forced: [Int] = []
             let text = (try? detokenizer.append(token)) ?? ""
@@ -165,11 +147,7 @@ struct _ReplyGenerator {
                 content += text
                 if !text.isEmpty { emit(.chunk(text)) }
                 // Complete and nothing but the end may follow: done, without another step.
-                if refreshMask(after: matcher) {
-                    completionTokens += 1
-                    history.append(token)
-                    break generation
-                }
+                if refreshMask(after: matcher) { return .appendAndFinish([token], .stop) }
             case .free:
                 guard let (markup, remainder) = take(router.route(text)), let callGrammar else { break }
                 let marked = markup == _ReplyTextRouter.hermesCallMarker
@@ -195,27 +173,31 @@ struct _ReplyGenerator {
                 calls.append(Self.functionCall(json + detokenizer.finish(), id: "call_\(firstCallNumber + calls.count)"))
                 detokenizer = tokenizer.makeStreamingDetokenizer()
                 maskIsCurrent = false
-                if bareCall {
-                    // A bare call is the whole reply: it ends here, complete (not "cut short").
-                    completionTokens += 1
-                    history.append(token)
-                    phase = .free
-                    break generation
-                }
-                forced += tokenizer.encode(_ReplyTextRouter.hermesCallClosing, addingSpecialTokens: false)
-                router.resume()
                 phase = .free
+                // A bare call is the whole reply: it ends here, complete (not "cut short").
+                if bareCall { return .appendAndFinish([token], .stop) }
+                forced += callClosing
+                router.resume()
                 afterCall = []
             }
-            completionTokens += 1 + forced.count
-            history.append(token)
-            history += forced
-            let step = [token] + forced
-            guard cache.count + step.count <= cache.contextLength else {
-                finishReason = .exceededContext
-                break
-            }
-            logits = try evaluate(step)
+            return .append([token] + forced)
+        }
+
+        let loop = TokenLoop(source: source, maxTokens: options.maxTokens ?? Int.max, isEndOfGeneration: { vocabulary.isEndOfGeneration($0) })
+        var outcome: TokenLoop<Source>.Outcome
+        do {
+            outcome = try loop.run(
+                prompt: prompt, opening: opening, requested: requested, isCancelled: { cancellation.isCancelled },
+                reasonAtLimit: {
+                    switch phase {
+                    case .free: .maxTokens
+                    case .schema(let matcher): matcher.canTerminate ? .stop : .constraint
+                    case .call: .constraint
+                    }
+                },
+                step: step)
+        } catch {
+            throw .model(error)
         }
 
         // Whatever the detokenizer and the router still hold.
@@ -234,19 +216,13 @@ struct _ReplyGenerator {
         }
         if !calls.isEmpty {
             content = content.trimmingWhitespace
-            if finishReason == .maxTokens || finishReason == .stop { emit(.functionCalls(calls)) }
+            if outcome.finishReason == .maxTokens || outcome.finishReason == .stop { emit(.functionCalls(calls)) }
         }
-        let end = clock.now
-        let decodeSeconds = (end - decodeStart).seconds
-        let stats = GenerationStats(
-            promptTokens: prompt.count, cachedPromptTokens: reused, completionTokens: completionTokens,
-            timeToFirstToken: ((firstToken ?? end) - requested).seconds,
-            tokensPerSecond: decodeSeconds > 0 ? Double(completionTokens) / decodeSeconds : 0,
-            constraintSeconds: constraintSeconds)
+        outcome.stats.constraintSeconds = constraintSeconds
         let message = ChatMessage(
             role: .assistant, content: content, reasoning: reasoning.isEmpty ? nil : reasoning.trimmingWhitespace,
             functionCalls: calls)
-        return _Reply(message: message, finishReason: finishReason, stats: stats)
+        return _Reply(message: message, finishReason: outcome.finishReason, stats: outcome.stats)
     }
 
     // MARK: Choosing constrained tokens
@@ -270,8 +246,10 @@ struct _ReplyGenerator {
             matcher.rollback(1)
             return false
         }
+        // The penalties once, then up to four draws, each without the token rejected before it.
+        sampler.applyPenalties(to: &logits, history: history)
         for _ in 0 ..< 4 {
-            guard let token = sampler.sample(logits, history: history) else { return nil }
+            guard let token = sampler.draw(from: logits) else { return nil }
             if acceptable(token, progressFrom: nil) { return token }
             logits[token] = -.infinity
         }
@@ -287,33 +265,14 @@ struct _ReplyGenerator {
             }
         }
         guard !candidates.isEmpty else { return nil }
-        var narrowed = [Float](repeating: -.infinity, count: logits.count)
-        for token in candidates { narrowed[token] = logits[token] }
-        guard let token = sampler.sample(narrowed, history: history), matcher.accept(token: token) else { return nil }
+        // Only the candidates stay (in place: the logits are not needed after this step).
+        let kept = Set(candidates)
+        for token in ranked where !kept.contains(token) { logits[token] = -.infinity }
+        guard let token = sampler.draw(from: logits), matcher.accept(token: token) else { return nil }
         return token
     }
 
-    private func evaluate(_ tokens: [Int]) throws(ConversationError) -> [Float] {
-        do { return try model.evaluate(tokens, cache: cache, threadCount: threadCount) } catch { throw .model(error) }
-    }
-
     // MARK: Masks
-
-    /// Sets the logit of every token `mask` forbids to −∞ (and of tokens beyond its vocabulary).
-    static func apply(_ mask: TokenBitmask, to logits: inout [Float]) {
-        let words = mask.words
-        logits.withUnsafeMutableBufferPointer { logits in
-            for wordIndex in words.indices {
-                let word = words[wordIndex]
-                if word == .max { continue }
-                let base = wordIndex << 5
-                let end = min(base + 32, logits.count)
-                guard base < end else { break }
-                for index in base ..< end where word & (1 << UInt32(index - base)) == 0 { logits[index] = -.infinity }
-            }
-            for index in min(mask.vocabularySize, logits.count) ..< logits.count { logits[index] = -.infinity }
-        }
-    }
 
     /// Keeps in `logits` only what may follow a finished Hermes call that the model has
     /// extended by `written`: the end of generation (while `written` is only whitespace) and,

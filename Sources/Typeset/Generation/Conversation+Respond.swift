@@ -231,7 +231,7 @@ extension Conversation {
     static func valueOrCallSchema(_ schema: GenerationSchema?, functions: [FunctionDefinition], valueAllowed: Bool) -> String {
         let alternatives = _PromptBuilder.callAlternatives(functions)
         guard valueAllowed, let schema, case .object(var members) = schema.jsonSchema else {
-            return _PromptBuilder.callSchema(functions)
+            return _PromptBuilder.callSchema(functions).compactText
         }
         let definitions = members.first { $0.0 == "$defs" }
         members.removeAll { $0.0 == "$defs" || $0.0 == "title" }

@@ -1,11 +1,12 @@
 import Foundation
 import Typeset
 
-// Asks the default model (SmolLM2-135M-Instruct, or $TYPESET_MODEL) for one value of each type,
-// streaming the last one, and prints what came back. Every value decodes: decoding is held
-// to each type's schema. (A 135M-parameter model's content is another matter.)
+// Asks Qwen2.5-Coder-0.5B-Instruct (or $TYPESET_MODEL) for one value of each type, streaming
+// the last one, and prints what came back. Every value decodes: decoding is held to each
+// type's schema. (SmolLM2-135M fills the same schemas with repetitive text: structure is
+// guaranteed, sense comes from the model.)
 
-let path = try ModelStore.resolve(nil)
+let path = try ModelStore.resolve(nil, fallback: .qwen05)
 let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path))
 let options = GenerationOptions(maxTokens: 400)
 print("model: \(runner.modelID)")

@@ -65,10 +65,16 @@ public struct Sampler: Sendable {
     }
 
     /// The next token for `logits` (one per vocabulary entry) after `history` (the tokens so
-    /// far, prompt included). Tokens whose logit is −∞ (masked by a constraint) are never chosen;
+    /// far, prompt included): ``applyPenalties(to:history:)`` in place, then
+    /// ``draw(from:)``. Tokens whose logit is −∞ (masked by a constraint) are never chosen;
     /// returns `nil` only when every logit is −∞ or NaN.
-    public mutating func sample(_ logits: [Float], history: [Int]) -> Int? {
-        var logits = logits
+    public mutating func sample(_ logits: inout [Float], history: [Int]) -> Int? {
+        applyPenalties(to: &logits, history: history)
+        return draw(from: logits)
+    }
+
+    /// The repetition penalty, then DRY's, on `logits` in place (the first stages of the chain).
+    public func applyPenalties(to logits: inout [Float], history: [Int]) {
         if options.repetitionPenalty != 1 {
             for token in Set(history.suffix(options.repetitionWindow)) where token >= 0 && token < logits.count {
                 logits[token] = logits[token] > 0 ? logits[token] / options.repetitionPenalty : logits[token] * options.repetitionPenalty
@@ -81,9 +87,20 @@ public struct Sampler: Sendable {
                 logits[token] -= amount
             }
         }
+    }
+
+    /// The next token from logits the penalties have already been applied to: the most likely
+    /// one at temperature 0 (ties to the lowest id); otherwise top-k, top-p and min-p narrow the
+    /// candidates, temperature reshapes what is left and a seeded draw picks one. Reads
+    /// `logits` without copying them; `nil` when every logit is −∞ or NaN.
+    public mutating func draw(from logits: [Float]) -> Int? {
         if options.temperature <= 0 {
             var best: Int?
-            for index in logits.indices where logits[index] > -.infinity && (best == nil || logits[index] > logits[best!]) { best = index }
+            var bestLogit = -Float.infinity
+            for index in logits.indices where logits[index] > bestLogit {
+                best = index
+                bestLogit = logits[index]
+            }
             return best
         }
         // Candidates, most likely first. Tokens more than 40·max(1, T) below the best carry

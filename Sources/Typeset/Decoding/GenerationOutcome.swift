@@ -1,0 +1,58 @@
+/// Why generation ended: a conversation's reply, or ``TextGenerator``'s continuation.
+public enum FinishReason: String, Sendable, Equatable {
+    /// The model produced an end-of-generation token (it ended its turn, or finished its
+    /// function calls, or completed the value its grammar allows); that token is not part of
+    /// the output.
+    case stop
+    /// The context filled up first.
+    case exceededContext
+    /// Cancelled: the consumer stopped listening (its task was cancelled), or the token
+    /// callback asked to stop.
+    case interrupted
+    /// `maxTokens` cut a constrained reply (a JSON Schema or a function call) before it was
+    /// complete: the text is not a valid value.
+    case constraint
+    /// `maxTokens` tokens were generated (an unconstrained reply).
+    case maxTokens
+    /// Generation failed; the stream throws the error after this.
+    case error
+}
+
+/// Counts and times of one generation.
+public struct GenerationStats: Sendable, Equatable {
+    /// Tokens of the prompt (for a reply, the whole rendered conversation so far).
+    public var promptTokens: Int
+    /// Prompt tokens whose keys and values were reused from the cache (earlier turns).
+    public var cachedPromptTokens: Int
+    /// Tokens generated (forced markup included, the end-of-generation token excluded).
+    public var completionTokens: Int
+    /// Seconds from the request to the first generated token (queueing, prefill, first step).
+    public var timeToFirstToken: Double
+    /// Seconds computing the prompt tokens that were not reused.
+    public var prefillSeconds: Double
+    /// Seconds from the end of the prefill to the end of generation.
+    public var decodeSeconds: Double
+    /// Seconds of decoding spent in the constraint (masks, acceptance, steering); 0 for free text.
+    public var constraintSeconds: Double
+
+    public init(
+        promptTokens: Int = 0, cachedPromptTokens: Int = 0, completionTokens: Int = 0, timeToFirstToken: Double = 0,
+        prefillSeconds: Double = 0, decodeSeconds: Double = 0, constraintSeconds: Double = 0
+    ) {
+        self.promptTokens = promptTokens
+        self.cachedPromptTokens = cachedPromptTokens
+        self.completionTokens = completionTokens
+        self.timeToFirstToken = timeToFirstToken
+        self.prefillSeconds = prefillSeconds
+        self.decodeSeconds = decodeSeconds
+        self.constraintSeconds = constraintSeconds
+    }
+
+    /// Completion tokens per second of decoding (0 before any).
+    public var tokensPerSecond: Double { decodeSeconds > 0 ? Double(completionTokens) / decodeSeconds : 0 }
+
+    /// Prompt tokens computed per second of prefill (0 when every token was reused).
+    public var prefillTokensPerSecond: Double {
+        prefillSeconds > 0 ? Double(promptTokens - cachedPromptTokens) / prefillSeconds : 0
+    }
+}

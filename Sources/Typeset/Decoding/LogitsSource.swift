@@ -1,0 +1,59 @@
+import Models
+
+/// Where the decoding loop reads its logits: a sequence of tokens held by a model (its KV
+/// cache), which the loop extends and whose next-token logits it reads.
+///
+/// ``ModelSequence`` is the source backed by a ``TransformerModel``; tests drive the loop and
+/// the reply state machine with scripted sources, without a model. A source belongs to one
+/// loop at a time.
+public protocol LogitsSource: AnyObject {
+    /// The most tokens the source can hold.
+    var contextLength: Int { get }
+
+    /// Tokens the source holds.
+    var count: Int { get }
+
+    /// How many leading tokens of `tokens` the source already holds, and can keep: at most
+    /// `tokens.count - 1`, so that evaluating the rest yields the logits after `tokens`.
+    func reusablePrefixLength(for tokens: [Int]) -> Int
+
+    /// Forgets every token after the first `count`.
+    func truncate(to count: Int)
+
+    /// Appends `tokens` and returns the logits for the token after the last of them, one per
+    /// vocabulary entry.
+    ///
+    /// - Throws: ``ModelError/contextOverflow(needed:available:)`` when they do not fit,
+    ///   before any work; ``ModelError/tokenOutOfRange(_:position:)``.
+    func evaluate(_ tokens: [Int]) throws(ModelError) -> [Float]
+}
+
+/// One sequence of tokens run through a transformer: the model, a KV cache of its own and the
+/// threads its products use. What ``TextGenerator`` and conversations decode with.
+public final class ModelSequence: LogitsSource {
+    public let model: TransformerModel
+    public let cache: KVCache
+    /// Threads for the matrix products.
+    public var threadCount: Int
+
+    /// A sequence with a new, empty cache of `contextLength` positions.
+    public convenience init(model: TransformerModel, contextLength: Int, threadCount: Int = 2) {
+        self.init(model: model, cache: model.makeCache(contextLength: contextLength), threadCount: threadCount)
+    }
+
+    /// A sequence continuing what `cache` holds. Precondition: `cache` was made by `model`.
+    public init(model: TransformerModel, cache: KVCache, threadCount: Int = 2) {
+        self.model = model
+        self.cache = cache
+        self.threadCount = max(1, threadCount)
+    }
+
+    public var contextLength: Int { cache.contextLength }
+    public var count: Int { cache.count }
+    public func reusablePrefixLength(for tokens: [Int]) -> Int { cache.reusablePrefixLength(for: tokens) }
+    public func truncate(to count: Int) { cache.truncate(to: count) }
+
+    public func evaluate(_ tokens: [Int]) throws(ModelError) -> [Float] {
+        try model.evaluate(tokens, cache: cache, threadCount: threadCount)
+    }
+}

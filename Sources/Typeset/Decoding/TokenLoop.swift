@@ -1,0 +1,121 @@
+import Models
+
+/// What one step of a ``TokenLoop`` does with the logits it was given.
+enum TokenStepDecision {
+    /// Append these tokens (the chosen one, then any the caller forces after it) and compute
+    /// the logits that follow them. An end-of-generation token in first place ends generation
+    /// with ``FinishReason/stop`` instead; it is not appended.
+    case append([Int])
+    /// Append these tokens and end with the reason, without computing the logits after them
+    /// (the caller knows that nothing may follow).
+    case appendAndFinish([Int], FinishReason)
+    /// End with the reason, appending nothing.
+    case finish(FinishReason)
+}
+
+/// The decoding loop every generation runs: `TextGenerator` (the token-level API, and so
+/// `typeset bench decode`) and conversations' replies.
+///
+///     prompt ─► prefill (reusing the prefix the source holds) ─► logits
+///                 ┌───────────────────────────────────────────────┘
+///                 ▼
+///     ┌─► cancelled? budget spent? ── yes ─► finish
+///     │   step(&logits, context) ─► .finish ─► finish
+///     │        │ .append(tokens): end of generation first? ── yes ─► finish (.stop)
+///     │        ▼
+///     │   append; budget spent? context full? ── yes ─► finish
+///     └── logits = source.evaluate(tokens)
+///
+/// The step — masking, sampling, routing text, forcing markup — is the caller's; the loop owns
+/// the prefill with prefix reuse, the stop conditions that do not depend on the text (cancellation,
+/// `maxTokens`, the context, the end of generation), the output and the timings.
+struct TokenLoop<Source: LogitsSource> {
+    /// What a step knows besides the logits.
+    struct Context {
+        /// The prompt (with any opening) and every token appended since.
+        let history: [Int]
+        /// Tokens appended so far (the opening included).
+        let completionTokens: Int
+        /// Tokens that may still be appended: within `maxTokens` and the context.
+        let remainingTokens: Int
+    }
+
+    /// What a run produced.
+    struct Outcome {
+        /// The opening, then every appended token.
+        var tokens: [Int]
+        var finishReason: FinishReason
+        /// Counts and times; `constraintSeconds` is left for the caller to fill.
+        var stats: GenerationStats
+    }
+
+    let source: Source
+    /// The most tokens a run may append (the opening included).
+    let maxTokens: Int
+    /// Tokens that end generation when a step chooses them.
+    let isEndOfGeneration: (Int) -> Bool
+
+    /// Prefills `prompt` then `opening` (tokens written for the model, counted as output),
+    /// then steps until a step finishes, a chosen token ends generation, `isCancelled` says so
+    /// (checked before each step), `maxTokens` are appended (the reason is `reasonAtLimit()`'s,
+    /// asked then) or the next tokens do not fit in the context.
+    ///
+    /// - Parameter requested: when the generation was asked for (time to first token counts
+    ///   from it).
+    /// - Throws: ``ModelError/emptyPrompt``; ``ModelError/contextOverflow(needed:available:)``
+    ///   before any work when the prompt and opening do not fit; the source's errors.
+    func run(
+        prompt: [Int], opening: [Int] = [], requested: ContinuousClock.Instant = .now,
+        isCancelled: () -> Bool = { false }, reasonAtLimit: () -> FinishReason = { .maxTokens },
+        step: (inout [Float], Context) -> TokenStepDecision
+    ) throws(ModelError) -> Outcome {
+        guard !prompt.isEmpty else { throw .emptyPrompt }
+        let start = prompt + opening
+        guard start.count <= source.contextLength else {
+            throw .contextOverflow(needed: start.count, available: source.contextLength)
+        }
+        let clock = ContinuousClock()
+        let reused = source.reusablePrefixLength(for: start)
+        source.truncate(to: reused)
+        let prefillStart = clock.now
+        var logits = try source.evaluate(Array(start[reused...]))
+        let decodeStart = clock.now
+
+        var history = start
+        var output = opening
+        var firstToken: ContinuousClock.Instant?
+        var reason = FinishReason.maxTokens
+        generation: while true {
+            if isCancelled() { reason = .interrupted; break }
+            if output.count >= maxTokens { reason = reasonAtLimit(); break }
+            // The context's reference to `history` ends with the step, so appending to it
+            // below does not copy it.
+            let decision = step(&logits, Context(
+                history: history, completionTokens: output.count,
+                remainingTokens: min(maxTokens - output.count, source.contextLength - source.count)))
+            let tokens: [Int]
+            switch decision {
+            case .finish(let finish):
+                reason = finish
+                break generation
+            case .append(let chosen), .appendAndFinish(let chosen, _):
+                precondition(!chosen.isEmpty, "a step appends at least one token")
+                tokens = chosen
+            }
+            if firstToken == nil { firstToken = clock.now }
+            if let first = tokens.first, isEndOfGeneration(first) { reason = .stop; break }
+            output += tokens
+            history += tokens
+            if case .appendAndFinish(_, let finish) = decision { reason = finish; break }
+            if output.count >= maxTokens { reason = reasonAtLimit(); break }
+            guard source.count + tokens.count <= source.contextLength else { reason = .exceededContext; break }
+            logits = try source.evaluate(tokens)
+        }
+        let end = clock.now
+        let stats = GenerationStats(
+            promptTokens: prompt.count, cachedPromptTokens: min(reused, prompt.count), completionTokens: output.count,
+            timeToFirstToken: ((firstToken ?? end) - requested).seconds,
+            prefillSeconds: (decodeStart - prefillStart).seconds, decodeSeconds: (end - decodeStart).seconds)
+        return Outcome(tokens: output, finishReason: reason, stats: stats)
+    }
+}

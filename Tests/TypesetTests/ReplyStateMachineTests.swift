@@ -1,0 +1,194 @@
+import Testing
+@testable import Typeset
+
+/// The reply state machine (free text, thinking, JSON Schema values, Hermes and bare JSON
+/// function calls, the rules after a call, closing within `maxTokens`, cancellation) driven by
+/// a scripted writer over a byte-level vocabulary: each case says what the model wants to
+/// write and checks what the reply becomes.
+@Suite struct ReplyStateMachineTests {
+    static let prompt = [32, 32, 32]
+    static let weather = FunctionDefinition(
+        name: "get_weather", description: "The weather in a city.",
+        parameters: try! JSONValue(parsing: #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#))
+    static let city = #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#
+
+    struct Run {
+        var reply: _Reply
+        var events: [MessageResponse]
+        var source: ScriptedSource
+        var text: String { reply.message.content }
+        var calls: [FunctionCall] { reply.message.functionCalls }
+        var streamedCalls: [[FunctionCall]] {
+            events.compactMap { if case .functionCalls(let calls) = $0 { calls } else { nil } }
+        }
+    }
+
+    static func grammar(_ schema: JSONValue, options: JSONSchemaOptions = .generation) throws -> CompiledGrammar {
+        try CompiledGrammar(try Grammar(jsonSchema: schema, options: options), vocabulary: GrammarVocabulary(ByteVocabulary.tokenizer.vocabulary))
+    }
+
+    /// The reply to `prompt` from a model that wants to write `text`.
+    static func reply(
+        writing text: String, options: GenerationOptions = GenerationOptions(), schema: String? = nil,
+        functions: [FunctionDefinition] = [], cancelAfterChunks: Int? = nil
+    ) throws -> Run {
+        let source = ByteVocabulary.writer(text, promptLength: prompt.count)
+        let callGrammar = functions.isEmpty ? nil
+            : try grammar(_PromptBuilder.callSchema(functions), options: Conversation.callGrammarOptions)
+        let cancellation = _CancellationFlag()
+        let generator = _ReplyGenerator(
+            source: source, tokenizer: ByteVocabulary.tokenizer, options: options, constraint: try schema.map { try grammar(try JSONValue(parsing: $0)) },
+            callGrammar: callGrammar, callFormat: options.functionCallFormat,
+            startsWithCall: options.functionCallMode == .required && callGrammar != nil, firstCallNumber: 1,
+            cancellation: cancellation, requested: .now)
+        var events: [MessageResponse] = []
+        var chunks = 0
+        let reply = try generator.generate(prompt: prompt) { event in
+            events.append(event)
+            if case .chunk = event {
+                chunks += 1
+                if chunks == cancelAfterChunks { cancellation.cancel() }
+            }
+        }
+        return Run(reply: reply, events: events, source: source)
+    }
+
+    // MARK: Free text
+
+    @Test func freeTextIsStreamedWhole() throws {
+        let run = try Self.reply(writing: "Paris is the capital.")
+        #expect(run.text == "Paris is the capital.")
+        #expect(run.reply.finishReason == .stop)
+        #expect(run.reply.stats.completionTokens == 21)
+        let streamed = run.events.compactMap { if case .chunk(let text) = $0 { text } else { nil } }.joined()
+        #expect(streamed == run.text)
+    }
+
+    @Test func thinkingGoesToReasoning() throws {
+        let run = try Self.reply(writing: "<think>Capitals: Paris.</think>Paris.")
+        #expect(run.reply.message.reasoning == "Capitals: Paris.")
+        #expect(run.text == "Paris.")
+        #expect(run.events.contains { if case .reasoningChunk = $0 { true } else { false } })
+        // Thinking off: the tags are text.
+        var options = GenerationOptions()
+        options.enableThinking = false
+        #expect(try Self.reply(writing: "<think>x</think>y", options: options).text == "<think>x</think>y")
+    }
+
+    @Test func maxTokensCutsFreeText() throws {
+        let run = try Self.reply(writing: "Paris is the capital.", options: GenerationOptions(maxTokens: 5))
+        #expect(run.text == "Paris")
+        #expect(run.reply.finishReason == .maxTokens)
+        // The fifth token was not computed: nothing would read its logits.
+        #expect(run.source.count == Self.prompt.count + 4)
+    }
+
+    @Test func cancellationStopsWithinOneToken() throws {
+        let run = try Self.reply(writing: "Paris is the capital.", cancelAfterChunks: 3)
+        #expect(run.reply.finishReason == .interrupted)
+        #expect(run.text == "Par")
+        #expect(!run.reply.appendsToHistory)
+    }
+
+    // MARK: JSON Schema values
+
+    @Test func aSchemaValueEndsWhenComplete() throws {
+        let run = try Self.reply(writing: #"{"city":"Paris"} and more"#, schema: Self.city)
+        #expect(run.text == #"{"city":"Paris"}"#)
+        #expect(run.reply.finishReason == .stop)
+        // Complete, with only the end allowed after it: no step for the end of generation.
+        #expect(run.source.count == Self.prompt.count + 15)
+    }
+
+    @Test func aSchemaValueClosesWithinMaxTokens() throws {
+        let run = try Self.reply(writing: #"{"city":"A city whose name goes on and on"}"#, options: GenerationOptions(maxTokens: 16), schema: Self.city)
+        #expect(run.reply.finishReason == .stop)
+        #expect(run.reply.stats.completionTokens <= 16)
+        let value = try JSONValue(parsing: run.text)
+        guard case .string(let name)? = value["city"] else { Issue.record("no city in \(run.text)"); return }
+        #expect("A city whose name goes on and on".hasPrefix(name))
+    }
+
+    @Test func aSchemaValueCutShortIsAConstraintFinish() throws {
+        var options = GenerationOptions(maxTokens: 6)
+        options.closesWithinMaxTokens = false
+        let run = try Self.reply(writing: #"{"city":"Paris"}"#, options: options, schema: Self.city)
+        #expect(run.reply.finishReason == .constraint)
+        #expect(run.text == #"{"city"#)
+    }
+
+    // MARK: Function calls
+
+    static let call = #"{"name":"get_weather","arguments":{"city":"Paris"}}"#
+
+    @Test func aHermesCallBecomesTypedArguments() throws {
+        let run = try Self.reply(writing: "<tool_call>\n" + Self.call + "\n</tool_call>", functions: [Self.weather])
+        #expect(run.calls == [FunctionCall(id: "call_1", name: "get_weather", arguments: .object([("city", .string("Paris"))]))])
+        #expect(run.streamedCalls == [run.calls])
+        #expect(run.text.isEmpty)
+        #expect(run.reply.finishReason == .stop)
+    }
+
+    @Test func nothingButAnotherCallFollowsACall() throws {
+        // The model would go on in words after its call: only the end (or another call) may follow.
+        let run = try Self.reply(writing: "<tool_call>\n" + Self.call + "\n</tool_call>\nIt is sunny.", functions: [Self.weather])
+        #expect(run.calls.count == 1)
+        #expect(run.text.isEmpty)
+        #expect(run.reply.finishReason == .stop)
+        // Two calls in a row are both kept.
+        let twice = "<tool_call>\n" + Self.call + "\n</tool_call>\n<tool_call>\n" + Self.call + "\n</tool_call>"
+        #expect(try Self.reply(writing: twice, functions: [Self.weather]).calls.map(\.id) == ["call_1", "call_2"])
+    }
+
+    @Test func aBareJSONCallEndsTheReply() throws {
+        var options = GenerationOptions()
+        options.functionCallFormat = .json
+        let run = try Self.reply(writing: Self.call + " trailing words", options: options, functions: [Self.weather])
+        #expect(run.calls.map(\.name) == ["get_weather"])
+        #expect(run.reply.finishReason == .stop)
+        #expect(run.source.count == Self.prompt.count + Self.call.utf8.count - 1)
+    }
+
+    @Test func aRequiredCallIsOpenedForTheModel() throws {
+        var options = GenerationOptions()
+        options.functionCallMode = .required
+        let run = try Self.reply(writing: "<tool_call>\n" + Self.call + "\n</tool_call>", options: options, functions: [Self.weather])
+        #expect(run.calls.map(\.name) == ["get_weather"])
+        // The marker was prefilled with the prompt.
+        #expect(run.source.evaluations.first?.count == Self.prompt.count + "<tool_call>\n".utf8.count)
+    }
+
+    @Test func aCallCutShortStaysText() throws {
+        var options = GenerationOptions(maxTokens: 24)
+        options.closesWithinMaxTokens = false
+        let run = try Self.reply(writing: "<tool_call>\n" + Self.call, options: options, functions: [Self.weather])
+        #expect(run.reply.finishReason == .constraint)
+        #expect(run.calls.isEmpty && run.streamedCalls.isEmpty)
+        #expect(run.text == "<tool_call>\n" + String(Self.call.prefix(12)))
+    }
+
+    /// The marker and newline (12 tokens), the call's JSON (51 with "Paris", 46 at least) and
+    /// the closing markup Typeset writes (13) in 72 tokens: the city is cut to one letter so
+    /// that the closing fits too.
+    @Test func aCallAndItsClosingFitWithinMaxTokens() throws {
+        let run = try Self.reply(writing: "<tool_call>\n" + Self.call, options: GenerationOptions(maxTokens: 72), functions: [Self.weather])
+        #expect(run.calls == [FunctionCall(id: "call_1", name: "get_weather", arguments: .object([("city", .string("P"))]))])
+        #expect(run.reply.stats.completionTokens == 72)
+        #expect(run.streamedCalls.count == 1)
+        // In 71 the city is empty; in 70 no call fits: the reply is cut, the call kept as text.
+        let empty = try Self.reply(writing: "<tool_call>\n" + Self.call, options: GenerationOptions(maxTokens: 71), functions: [Self.weather])
+        #expect(empty.calls.map(\.arguments) == [.object([("city", .string(""))])])
+        let short = try Self.reply(writing: "<tool_call>\n" + Self.call, options: GenerationOptions(maxTokens: 70), functions: [Self.weather])
+        #expect(short.reply.finishReason == .constraint && short.calls.isEmpty)
+        #expect(short.text == "<tool_call>\n")
+    }
+
+    @Test func theLastRoundMayNotOpenACall() throws {
+        var options = GenerationOptions()
+        options.forbidsCallOpening = true
+        let run = try Self.reply(writing: Self.call, options: options, functions: [Self.weather])
+        #expect(run.calls.isEmpty)
+        #expect(!run.text.hasPrefix("{"))
+        #expect(run.reply.finishReason == .stop)
+    }
+}

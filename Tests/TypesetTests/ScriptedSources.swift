@@ -1,0 +1,84 @@
+import Foundation
+@testable import Typeset
+
+/// A source of logits without a model: `logits(held)` gives the logits after the tokens it
+/// holds. Records every `evaluate` call, so tests can check what the loop computed.
+final class ScriptedSource: LogitsSource {
+    let contextLength: Int
+    private(set) var held: [Int] = []
+    private(set) var evaluations: [[Int]] = []
+    private let logits: ([Int]) -> [Float]
+
+    init(contextLength: Int = 4096, logits: @escaping ([Int]) -> [Float]) {
+        self.contextLength = contextLength
+        self.logits = logits
+    }
+
+    var count: Int { held.count }
+
+    func reusablePrefixLength(for tokens: [Int]) -> Int {
+        var shared = 0
+        while shared < min(held.count, tokens.count - 1), held[shared] == tokens[shared] { shared += 1 }
+        return shared
+    }
+
+    func truncate(to count: Int) { held.removeLast(max(0, held.count - count)) }
+
+    func evaluate(_ tokens: [Int]) throws(ModelError) -> [Float] {
+        guard held.count + tokens.count <= contextLength else {
+            throw .contextOverflow(needed: held.count + tokens.count, available: contextLength)
+        }
+        held += tokens
+        evaluations.append(tokens)
+        return logits(held)
+    }
+}
+
+/// A byte-level vocabulary: token `b` is byte `b` (GPT-2's alphabet, no merges), then
+/// `<|im_end|>` (256), the end of generation. Every text is one token per byte.
+enum ByteVocabulary {
+    static let endOfGeneration = 256
+    static let size = 257
+
+    static let tokenizer: Tokenizer = {
+        var alphabet: [String] = []
+        var shifted: UInt32 = 0x100
+        for byte in 0 ..< 256 {
+            if (0x21...0x7E).contains(byte) || (0xA1...0xAC).contains(byte) || (0xAE...0xFF).contains(byte) {
+                alphabet.append(String(UnicodeScalar(UInt8(byte))))
+            } else {
+                alphabet.append(String(UnicodeScalar(shifted)!))
+                shifted += 1
+            }
+        }
+        var writer = GGUFWriter()
+        writer.setValue(.string("gpt2"), forKey: "tokenizer.ggml.model")
+        let tokens = alphabet + ["<|im_end|>"]
+        writer.setValue(.array(try! GGUFArray(elementType: .string, elements: tokens.map { .string($0) })), forKey: "tokenizer.ggml.tokens")
+        let types = [Int32](repeating: 1, count: 256) + [3]
+        writer.setValue(.array(try! GGUFArray(elementType: .int32, elements: types.map { .int32($0) })), forKey: "tokenizer.ggml.token_type")
+        writer.setValue(.array(try! GGUFArray(elementType: .string, elements: [])), forKey: "tokenizer.ggml.merges")
+        writer.setValue(.uint32(UInt32(endOfGeneration)), forKey: "tokenizer.ggml.eos_token_id")
+        return try! Tokenizer(metadata: try! GGUFFile(bytes: try! writer.encoded()).metadata)
+    }()
+
+    /// A model that wants to write `text` after a prompt of `promptLength` tokens: while what
+    /// it has written is a proper prefix of `text`, the next byte of `text` has logit 10; once
+    /// `text` is written, or the output has left it, the end of generation has 10. Otherwise
+    /// the end of generation has 1 (the runner-up) and every other token 0 (among those, the
+    /// lowest id wins greedy decoding's ties).
+    static func writer(_ text: String, promptLength: Int, contextLength: Int = 4096) -> ScriptedSource {
+        let target = Array(text.utf8)
+        return ScriptedSource(contextLength: contextLength) { held in
+            var logits = [Float](repeating: 0, count: size)
+            logits[endOfGeneration] = 1
+            let written = held.dropFirst(promptLength).map { UInt8(truncatingIfNeeded: $0) }
+            if written.count < target.count, target.starts(with: written), held.dropFirst(promptLength).allSatisfy({ $0 < 256 }) {
+                logits[Int(target[written.count])] = 10
+            } else {
+                logits[endOfGeneration] = 10
+            }
+            return logits
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Testing
+@testable import Typeset
+
+/// The one decoding loop on a scripted source: what it computes, when it stops and what it
+/// counts, without a model.
+@Suite struct TokenLoopTests {
+    /// Logits that favour token `(last held + 1) % 8` out of 8, 7 being the end of generation.
+    static func counting() -> ScriptedSource {
+        ScriptedSource(contextLength: 32) { held in
+            var logits = [Float](repeating: 0, count: 8)
+            logits[(held.last! + 1) % 8] = 1
+            return logits
+        }
+    }
+
+    static func greedy(_ logits: inout [Float], _ context: TokenLoop<ScriptedSource>.Context) -> TokenStepDecision {
+        .append([logits.indices.max { logits[$0] < logits[$1] }!])
+    }
+
+    @Test func prefillsThenStepsUntilTheEndOfGeneration() throws {
+        let source = Self.counting()
+        let loop = TokenLoop(source: source, maxTokens: 100, isEndOfGeneration: { $0 == 7 })
+        let outcome = try loop.run(prompt: [1, 2], step: Self.greedy)
+        #expect(outcome.tokens == [3, 4, 5, 6])
+        #expect(outcome.finishReason == .stop)
+        // The prompt in one call, then one call per token; the end of generation is not run.
+        #expect(source.evaluations == [[1, 2], [3], [4], [5], [6]])
+        #expect(outcome.stats.promptTokens == 2 && outcome.stats.completionTokens == 4 && outcome.stats.cachedPromptTokens == 0)
+    }
+
+    @Test func reusesTheHeldPrefix() throws {
+        let source = Self.counting()
+        let loop = TokenLoop(source: source, maxTokens: 2, isEndOfGeneration: { $0 == 7 })
+        _ = try loop.run(prompt: [1, 2, 3], step: Self.greedy)
+        #expect(source.held == [1, 2, 3, 4])
+        // The next prompt shares [1, 2, 3, 4]: only what follows is computed.
+        let outcome = try loop.run(prompt: [1, 2, 3, 4, 0], step: Self.greedy)
+        #expect(source.evaluations.suffix(2) == [[0], [1]])
+        #expect(outcome.stats.cachedPromptTokens == 4)
+        #expect(outcome.tokens == [1, 2])
+        // A prompt that diverges early drops what the source held after the divergence.
+        _ = try loop.run(prompt: [1, 5], step: Self.greedy)
+        #expect(source.held.prefix(2) == [1, 5])
+    }
+
+    @Test func maxTokensEndsWithoutComputingTheLastToken() throws {
+        let source = Self.counting()
+        var asked = 0
+        let loop = TokenLoop(source: source, maxTokens: 3, isEndOfGeneration: { $0 == 7 })
+        let outcome = try loop.run(prompt: [0], reasonAtLimit: { asked += 1; return .constraint }, step: Self.greedy)
+        #expect(outcome.tokens == [1, 2, 3])
+        #expect(outcome.finishReason == .constraint && asked == 1)
+        #expect(source.evaluations == [[0], [1], [2]])
+    }
+
+    @Test func forcedTokensAreOneStep() throws {
+        let source = Self.counting()
+        let loop = TokenLoop(source: source, maxTokens: 5, isEndOfGeneration: { $0 == 7 })
+        var remaining: [Int] = []
+        let outcome = try loop.run(prompt: [0]) { logits, context in
+            remaining.append(context.remainingTokens)
+            return context.completionTokens == 0 ? .append([1, 5, 5]) : Self.greedy(&logits, context)
+        }
+        // [1, 5, 5] in one evaluation, then 6, then the end of generation (7).
+        #expect(source.evaluations == [[0], [1, 5, 5], [6]])
+        #expect(outcome.tokens == [1, 5, 5, 6])
+        #expect(remaining == [5, 2, 1])
+        #expect(outcome.finishReason == .stop)
+    }
+
+    @Test func anOpeningIsPrefilledAndCounted() throws {
+        let source = Self.counting()
+        let loop = TokenLoop(source: source, maxTokens: 3, isEndOfGeneration: { $0 == 7 })
+        let outcome = try loop.run(prompt: [0], opening: [4], step: Self.greedy)
+        #expect(source.evaluations.first == [0, 4])
+        #expect(outcome.tokens == [4, 5, 6])
+        #expect(outcome.stats.promptTokens == 1 && outcome.stats.completionTokens == 3)
+    }
+
+    @Test func aFullContextEndsWithTheTokenThatDidNotFit() throws {
+        let source = ScriptedSource(contextLength: 4) { _ in [0, 1] }
+        let loop = TokenLoop(source: source, maxTokens: 100, isEndOfGeneration: { _ in false })
+        let outcome = try loop.run(prompt: [0, 0], step: Self.greedy)
+        // Positions 2 and 3 computed; the third token has no room.
+        #expect(outcome.tokens == [1, 1, 1])
+        #expect(outcome.finishReason == .exceededContext)
+        #expect(source.count == 4)
+        #expect(throws: ModelError.contextOverflow(needed: 5, available: 4)) {
+            try loop.run(prompt: [0, 0, 0, 0, 0], step: Self.greedy)
+        }
+        #expect(throws: ModelError.emptyPrompt) { try loop.run(prompt: [], step: Self.greedy) }
+    }
+
+    @Test func cancellationIsCheckedBeforeEachStep() throws {
+        let source = Self.counting()
+        let loop = TokenLoop(source: source, maxTokens: 100, isEndOfGeneration: { _ in false })
+        var steps = 0
+        let outcome = try loop.run(prompt: [0], isCancelled: { steps == 2 }) { logits, context in
+            steps += 1
+            return Self.greedy(&logits, context)
+        }
+        #expect(outcome.tokens == [1, 2])
+        #expect(outcome.finishReason == .interrupted)
+    }
+
+    @Test func stepsFinishWithOrWithoutTokens() throws {
+        let loop = TokenLoop(source: Self.counting(), maxTokens: 100, isEndOfGeneration: { _ in false })
+        let finished = try loop.run(prompt: [0]) { _, context in
+            context.completionTokens < 2 ? .append([3]) : .finish(.constraint)
+        }
+        #expect(finished.tokens == [3, 3] && finished.finishReason == .constraint)
+        let source = Self.counting()
+        let appended = try TokenLoop(source: source, maxTokens: 100, isEndOfGeneration: { _ in false })
+            .run(prompt: [0]) { _, _ in .appendAndFinish([2, 3], .stop) }
+        #expect(appended.tokens == [2, 3] && appended.finishReason == .stop)
+        #expect(source.evaluations == [[0]])
+    }
+}
