@@ -33,7 +33,9 @@
 # Options (environment):
 #   TYPESET_CACHE=DIR        where to put things (default ~/.cache/typeset)
 #   TYPESET_SKIP_APT=1       never call apt-get (e.g. on a machine without root)
-#   TYPESET_ONLY=models|suite|blas|corpus|synthetic|qwen1.5b   fetch one part only
+#   TYPESET_ONLY=models|suite|blas|corpus|synthetic|qwen1.5b|demo   fetch one part only
+#                            (demo: the BLAS headers and the demo's model, 1.1 GB; also
+#                            given as the first argument: `bash Fixtures/fetch.sh demo`)
 set -euo pipefail
 
 CACHE="${TYPESET_CACHE:-$HOME/.cache/typeset}"
@@ -41,7 +43,7 @@ MODELS="$CACHE/models"
 SUITE="$CACHE/json-schema-test-suite"
 PYTHON="${PYTHON:-python3}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ONLY="${TYPESET_ONLY:-all}"
+ONLY="${1:-${TYPESET_ONLY:-all}}"
 
 SMOLLM2_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
 SMOLLM2_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
@@ -219,9 +221,10 @@ case "$ONLY" in
   blas) fetch_blas ;;
   models) fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15 ;;
   qwen1.5b) fetch_qwen15 ;;
+  demo) fetch_blas; fetch_qwen15 ;;
   suite) fetch_suite ;;
   corpus) fetch_corpus ;;
   synthetic) fetch_synthetic ;;
-  *) die "TYPESET_ONLY must be models, suite, blas, corpus, synthetic or qwen1.5b (got '$ONLY')" ;;
+  *) die "the part to fetch must be models, suite, blas, corpus, synthetic, qwen1.5b or demo (got '$ONLY')" ;;
 esac
 log "cache: $CACHE"
