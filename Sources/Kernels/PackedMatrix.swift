@@ -207,41 +207,41 @@ struct _RepackJob: @unchecked Sendable {
         switch layout.type {
         case .q4_0:
             each(groups) { source, header, body, row, half in
-                _copyHalf(source, 0, to: header, row, half)
-                _transpose(source + 2, words: 4, to: body, row)
+                _copyHalf(source, BlockLayout.Q4_0.scale, to: header, row, half)
+                _transpose(source + BlockLayout.Q4_0.codes, words: 4, to: body, row)
             }
         case .q4_1:
             each(groups) { source, header, body, row, half in
-                _copyHalf(source, 0, to: header, row, half)
-                _copyHalf(source, 2, to: header + 64, row, half)
-                _transpose(source + 4, words: 4, to: body, row)
+                _copyHalf(source, BlockLayout.Q4_1.scale, to: header, row, half)
+                _copyHalf(source, BlockLayout.Q4_1.minimum, to: header + 64, row, half)
+                _transpose(source + BlockLayout.Q4_1.codes, words: 4, to: body, row)
             }
         case .q5_0:
             each(groups) { source, header, body, row, half in
-                _copyHalf(source, 0, to: header, row, half)
-                let fifthBits = UInt32(littleEndian: source.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+                _copyHalf(source, BlockLayout.Q5_0.scale, to: header, row, half)
+                let fifthBits = UInt32(littleEndian: source.loadUnaligned(fromByteOffset: BlockLayout.Q5_0.fifthBits, as: UInt32.self))
                 body.storeBytes(of: _spreadFifthBits(fifthBits).littleEndian, toByteOffset: 4 &* row, as: UInt32.self)
-                _transpose(source + 6, words: 4, to: body + 64, row)
+                _transpose(source + BlockLayout.Q5_0.codes, words: 4, to: body + 64, row)
             }
         case .q8_0:
             each(groups) { source, header, body, row, half in
-                _copyHalf(source, 0, to: header, row, half)
+                _copyHalf(source, BlockLayout.Q8_0.scale, to: header, row, half)
                 for word in 0..<8 {
-                    let codes = source.loadUnaligned(fromByteOffset: 2 &+ 4 &* word, as: UInt32.self)
+                    let codes = source.loadUnaligned(fromByteOffset: BlockLayout.Q8_0.codes &+ 4 &* word, as: UInt32.self)
                     body.storeBytes(of: codes ^ 0x8080_8080, toByteOffset: 64 &* word &+ 4 &* row, as: UInt32.self)
                 }
             }
         case .q4_K:
             each(groups) { source, header, body, row, _ in
-                _copyHalf(source, 0, to: header, row, 0)
-                _copyHalf(source, 2, to: header, row, 2)
-                _transpose(source + 4, words: 3, to: header + 64, row)
-                _transpose(source + 16, words: 32, to: body, row)
+                _copyHalf(source, BlockLayout.Q4_K.scale, to: header, row, 0)
+                _copyHalf(source, BlockLayout.Q4_K.minimumScale, to: header, row, 2)
+                _transpose(source + BlockLayout.Q4_K.scales, words: 3, to: header + 64, row)
+                _transpose(source + BlockLayout.Q4_K.codes, words: 32, to: body, row)
             }
         case .q6_K:
             each(groups) { source, header, body, row, _ in
-                _copyHalf(source, 208, to: header, row, 0)
-                _transpose(source + 192, words: 4, to: header + 64, row)
+                _copyHalf(source, BlockLayout.Q6_K.scale, to: header, row, 0)
+                _transpose(source + BlockLayout.Q6_K.scales, words: 4, to: header + 64, row)
                 _packQ6_KCodes(source, to: body, row)
             }
         default:
@@ -304,8 +304,8 @@ private func _transpose(_ source: UnsafeRawPointer, words: Int, to destination: 
 func _packQ6_KCodes(_ source: UnsafeRawPointer, to body: UnsafeMutableRawPointer, _ row: Int) {
     @inline(__always) func code(_ element: Int) -> UInt32 {
         let half = element >> 7, within = element & 127, set = within >> 5, l = within & 31
-        let low = source.load(fromByteOffset: 64 &* half &+ l &+ 32 &* (set & 1), as: UInt8.self)
-        let high = source.load(fromByteOffset: 128 &+ 32 &* half &+ l, as: UInt8.self)
+        let low = source.load(fromByteOffset: BlockLayout.Q6_K.lowBits &+ 64 &* half &+ l &+ 32 &* (set & 1), as: UInt8.self)
+        let high = source.load(fromByteOffset: BlockLayout.Q6_K.highBits &+ 32 &* half &+ l, as: UInt8.self)
         let nibble = set < 2 ? low & 0x0F : low >> 4
         return UInt32(nibble) | UInt32((high >> UInt8(2 &* set)) & 3) << 4
     }

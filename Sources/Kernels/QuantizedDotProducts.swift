@@ -60,8 +60,8 @@ func _dotNibbles(_ bytes: UnsafeRawPointer, _ offset: Int32, _ a: UnsafePointer<
 func _dotQ4_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
-        let base = row + 18 * block
-        sum += (_half(base, 0) * x.scales[block]) * Float(_dotNibbles(base + 2, 8, x.codes(block: block)))
+        let base = row + BlockLayout.Q4_0.byteCount * block
+        sum += (_half(base, BlockLayout.Q4_0.scale) * x.scales[block]) * Float(_dotNibbles(base + BlockLayout.Q4_0.codes, 8, x.codes(block: block)))
     }
     return sum
 }
@@ -69,9 +69,9 @@ func _dotQ4_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
 func _dotQ4_1(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
-        let base = row + 20 * block
-        sum += (_half(base, 0) * x.scales[block]) * Float(_dotNibbles(base + 4, 0, x.codes(block: block)))
-        sum += _half(base, 2) * x.offsets[block]
+        let base = row + BlockLayout.Q4_1.byteCount * block
+        sum += (_half(base, BlockLayout.Q4_1.scale) * x.scales[block]) * Float(_dotNibbles(base + BlockLayout.Q4_1.codes, 0, x.codes(block: block)))
+        sum += _half(base, BlockLayout.Q4_1.minimum) * x.offsets[block]
     }
     return sum
 }
@@ -79,17 +79,17 @@ func _dotQ4_1(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
 func _dotQ5_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
-        let base = row + 22 * block
-        let high = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+        let base = row + BlockLayout.Q5_0.byteCount * block
+        let high = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: BlockLayout.Q5_0.fifthBits, as: UInt32.self))
         let a = x.codes(block: block)
         var product: Int32 = 0
         for j in 0..<16 {
-            let byte = base.load(fromByteOffset: 6 + j, as: UInt8.self)
+            let byte = base.load(fromByteOffset: BlockLayout.Q5_0.codes + j, as: UInt8.self)
             let low = Int32(byte & 0x0F) | Int32((high >> UInt32(j)) & 1) << 4
             let upper = Int32(byte >> 4) | Int32((high >> UInt32(j + 16)) & 1) << 4
             product &+= (low &- 16) &* Int32(a[j]) &+ (upper &- 16) &* Int32(a[j + 16])
         }
-        sum += (_half(base, 0) * x.scales[block]) * Float(product)
+        sum += (_half(base, BlockLayout.Q5_0.scale) * x.scales[block]) * Float(product)
     }
     return sum
 }
@@ -97,9 +97,9 @@ func _dotQ5_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
 func _dotQ8_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
-        let base = row + 34 * block
-        let weights = (base + 2).assumingMemoryBound(to: Int8.self)
-        sum += (_half(base, 0) * x.scales[block]) * Float(_dot32(weights, x.codes(block: block)))
+        let base = row + BlockLayout.Q8_0.byteCount * block
+        let weights = (base + BlockLayout.Q8_0.codes).assumingMemoryBound(to: Int8.self)
+        sum += (_half(base, BlockLayout.Q8_0.scale) * x.scales[block]) * Float(_dot32(weights, x.codes(block: block)))
     }
     return sum
 }
@@ -110,10 +110,10 @@ func _dotQ8_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
 func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for superBlock in 0..<superBlockCount {
-        let base = row + 144 * superBlock
+        let base = row + BlockLayout.Q4_K.byteCount * superBlock
         var products: Int32 = 0, minimums: Int32 = 0
         for chunk in 0..<4 {
-            let bytes = base + 16 + 32 * chunk
+            let bytes = base + BlockLayout.Q4_K.codes + 32 * chunk
             let a = x.codes + 256 * superBlock + 64 * chunk
             var low: Int32 = 0, high: Int32 = 0
             for lane in 0..<32 {
@@ -121,14 +121,14 @@ func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations
                 low &+= Int32(byte & 0x0F) &* Int32(a[lane])
                 high &+= Int32(byte >> 4) &* Int32(a[lane + 32])
             }
-            let (scaleLow, minimumLow) = _scaleAndMinimum(base + 4, 2 * chunk)
-            let (scaleHigh, minimumHigh) = _scaleAndMinimum(base + 4, 2 * chunk + 1)
+            let (scaleLow, minimumLow) = _scaleAndMinimum(base + BlockLayout.Q4_K.scales, 2 * chunk)
+            let (scaleHigh, minimumHigh) = _scaleAndMinimum(base + BlockLayout.Q4_K.scales, 2 * chunk + 1)
             let sums = x.sums + 16 * superBlock + 4 * chunk
             products &+= Int32(scaleLow) &* low &+ Int32(scaleHigh) &* high
             minimums &+= Int32(minimumLow) &* (sums[0] &+ sums[1]) &+ Int32(minimumHigh) &* (sums[2] &+ sums[3])
         }
         let scale = x.scales[superBlock]
-        sum += (_half(base, 0) * scale) * Float(products) - (_half(base, 2) * scale) * Float(minimums)
+        sum += (_half(base, BlockLayout.Q4_K.scale) * scale) * Float(products) - (_half(base, BlockLayout.Q4_K.minimumScale) * scale) * Float(minimums)
     }
     return sum
 }
@@ -140,12 +140,12 @@ func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations
 func _dotQ6_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations) -> Float {
     var sum: Float = 0
     for superBlock in 0..<superBlockCount {
-        let base = row + 210 * superBlock
+        let base = row + BlockLayout.Q6_K.byteCount * superBlock
         var products: Int32 = 0
         for j in 0..<8 {
             let half = j / 4, quarter = j % 4
-            let lowBytes = base + 64 * half + 32 * (quarter % 2)
-            let highBytes = base + 128 + 32 * half
+            let lowBytes = base + BlockLayout.Q6_K.lowBits + 64 * half + 32 * (quarter % 2)
+            let highBytes = base + BlockLayout.Q6_K.highBits + 32 * half
             let lowShift = UInt8(4 * (quarter / 2)), highShift = UInt8(2 * quarter)
             let a = x.codes + 256 * superBlock + 32 * j
             var first: Int32 = 0, second: Int32 = 0
@@ -159,10 +159,10 @@ func _dotQ6_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations
                 let high = (highBytes.load(fromByteOffset: lane, as: UInt8.self) >> highShift) & 0x03
                 second &+= (Int32(low | high << 4) &- 32) &* Int32(a[lane])
             }
-            products &+= Int32(base.load(fromByteOffset: 192 + 2 * j, as: Int8.self)) &* first
-            products &+= Int32(base.load(fromByteOffset: 193 + 2 * j, as: Int8.self)) &* second
+            products &+= Int32(base.load(fromByteOffset: BlockLayout.Q6_K.scales + 2 * j, as: Int8.self)) &* first
+            products &+= Int32(base.load(fromByteOffset: BlockLayout.Q6_K.scales + 2 * j + 1, as: Int8.self)) &* second
         }
-        sum += (_half(base, 208) * x.scales[superBlock]) * Float(products)
+        sum += (_half(base, BlockLayout.Q6_K.scale) * x.scales[superBlock]) * Float(products)
     }
     return sum
 }
