@@ -74,7 +74,7 @@ struct BenchKernels: ParsableCommand {
             }
         }
         if json {
-            print(jsonReport(report).encoded(indent: nil))
+            print(jsonReport(report).compactText)
         } else {
             printTables(report)
         }
@@ -100,16 +100,16 @@ struct BenchKernels: ParsableCommand {
             references: report.memory.map { BarChart.Reference(name: "memory read, \($0.threads) thread\($0.threads == 1 ? "" : "s")", value: $0.readGBPerSecond) })
     }
 
-    private func jsonReport(_ report: KernelBenchmark.Report) -> JSONText {
-        func rounded(_ value: Double) -> JSONText { .number((value * 100).rounded() / 100) }
+    private func jsonReport(_ report: KernelBenchmark.Report) -> JSONValue {
+        func rounded(_ value: Double) -> JSONValue { JSONValue((value * 100).rounded() / 100) }
         return .object([
             ("cpu", .string(report.cpu)),
             ("build", .string(report.build)),
             ("memory_read_gb_s", .object(report.memory.map { ("\($0.threads)", rounded($0.readGBPerSecond)) })),
             ("matvec", .array(report.matrixVector.map { result in
                 .object([
-                    ("type", .string(result.type.name)), ("k", .integer(result.k)), ("n", .integer(result.n)),
-                    ("threads", .integer(result.threads)), ("weight_bytes", .integer(result.weightBytes)),
+                    ("type", .string(result.type.name)), ("k", JSONValue(result.k)), ("n", JSONValue(result.n)),
+                    ("threads", JSONValue(result.threads)), ("weight_bytes", JSONValue(result.weightBytes)),
                     ("scalar_gb_s", result.scalarGBPerSecond.map(rounded) ?? .null),
                     ("simd_gb_s", rounded(result.simdGBPerSecond)),
                     ("rows_gb_s", rounded(result.rowsGBPerSecond)),
@@ -122,8 +122,8 @@ struct BenchKernels: ParsableCommand {
             })),
             ("matmul", .array(report.matrixMultiply.map { result in
                 .object([
-                    ("type", .string(result.type.name)), ("k", .integer(result.k)), ("n", .integer(result.n)),
-                    ("batch", .integer(result.batch)), ("threads", .integer(result.threads)),
+                    ("type", .string(result.type.name)), ("k", JSONValue(result.k)), ("n", JSONValue(result.n)),
+                    ("batch", JSONValue(result.batch)), ("threads", JSONValue(result.threads)),
                     ("packed_gflop_s", result.packedGFLOPPerSecond.map(rounded) ?? .null),
                     ("blas_tiles_gflop_s", rounded(result.blasTilesGFLOPPerSecond)),
                     ("integer_rows_gflop_s", rounded(result.integerRowsGFLOPPerSecond)),

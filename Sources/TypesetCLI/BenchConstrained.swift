@@ -71,16 +71,16 @@ struct BenchConstrained: AsyncParsableCommand {
         }
         let ratio = median(constrainedRates) / median(freeRates)
         if json {
-            let report: JSONText = .object([
-                ("model", .string(runner.modelID)), ("threads", .integer(threads)), ("runs", .integer(runs)),
-                ("free_tokens", .integer(freeTokens)), ("constrained_tokens", .integer(constrainedTokens)),
-                ("free_tokens_per_second", .number(median(freeRates))),
-                ("constrained_tokens_per_second", .number(median(constrainedRates))),
-                ("ratio", .number(ratio)),
-                ("grammar_share", .number(median(grammarShares))),
-                ("grammar_microseconds_per_token", .number(median(grammarMicrosecondsPerToken))),
+            let report: JSONValue = .object([
+                ("model", .string(runner.modelID)), ("threads", JSONValue(threads)), ("runs", JSONValue(runs)),
+                ("free_tokens", JSONValue(freeTokens)), ("constrained_tokens", JSONValue(constrainedTokens)),
+                ("free_tokens_per_second", JSONValue(median(freeRates))),
+                ("constrained_tokens_per_second", JSONValue(median(constrainedRates))),
+                ("ratio", JSONValue(ratio)),
+                ("grammar_share", JSONValue(median(grammarShares))),
+                ("grammar_microseconds_per_token", JSONValue(median(grammarMicrosecondsPerToken))),
             ])
-            print(report.encoded(indent: nil))
+            print(report.compactText)
         } else {
             print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema)")
             print(String(format: "free          %6.1f tok/s (median; %d tokens per reply)", median(freeRates), freeTokens))

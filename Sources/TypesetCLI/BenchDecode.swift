@@ -90,23 +90,23 @@ struct BenchDecode: ParsableCommand {
             }
         }
         if json {
-            let report: JSONText = .object([
+            let report: JSONValue = .object([
                 ("model", .string(URL(fileURLWithPath: loaded.path).lastPathComponent)),
-                ("threads", .integer(threads)),
-                ("prompt_tokens", .integer(prompt.count)),
-                ("gen_tokens", .integer(genTokens)),
-                ("runs", .integer(runs)),
-                ("prefill_tok_s", .number(median(prefill))),
-                ("decode_tok_s", .number(median(decode))),
-                ("prefill_tok_s_all", .array(prefill.map { .number($0) })),
-                ("decode_tok_s_all", .array(decode.map { .number($0) })),
-                ("first_token_s", .number(firstTokenSeconds)),
-                ("first_gen_tokens", .array(generated.prefix(16).map { .integer($0) })),
-                ("resident_bytes", .integer(resident)),
-                ("weights_bytes", .integer(loaded.file.fileSize)),
-                ("kv_cache_bytes", .integer(generator.cache.byteCount)),
+                ("threads", JSONValue(threads)),
+                ("prompt_tokens", JSONValue(prompt.count)),
+                ("gen_tokens", JSONValue(genTokens)),
+                ("runs", JSONValue(runs)),
+                ("prefill_tok_s", JSONValue(median(prefill))),
+                ("decode_tok_s", JSONValue(median(decode))),
+                ("prefill_tok_s_all", .array(prefill.map { JSONValue($0) })),
+                ("decode_tok_s_all", .array(decode.map { JSONValue($0) })),
+                ("first_token_s", JSONValue(firstTokenSeconds)),
+                ("first_gen_tokens", .array(generated.prefix(16).map { JSONValue($0) })),
+                ("resident_bytes", JSONValue(resident)),
+                ("weights_bytes", JSONValue(loaded.file.fileSize)),
+                ("kv_cache_bytes", JSONValue(generator.cache.byteCount)),
             ])
-            print(report.encoded(indent: nil))
+            print(report.compactText)
         } else {
             print(String(format: "prefill %.1f tok/s (%d tokens), decode %.1f tok/s (%d tokens), %d threads, medians of %d runs",
                          median(prefill), prompt.count, median(decode), genTokens, threads, runs))

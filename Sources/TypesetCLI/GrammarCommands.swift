@@ -84,34 +84,34 @@ struct GrammarCompile: ParsableCommand {
         let statistics = compiled.statistics
         let positions = compiled.positionSummaries
         if json {
-            let output = JSONText.object([
+            let output = JSONValue.object([
                 ("rules", .array(compiled.ruleSummaries.map { rule in
-                    .object([("name", .string(rule.name)), ("states", .integer(rule.states)), ("terminal", .bool(rule.isTerminal)),
+                    .object([("name", .string(rule.name)), ("states", JSONValue(rule.states)), ("terminal", .bool(rule.isTerminal)),
                              ("nullable", .bool(rule.isNullable)), ("first", .string(rule.first)), ("follow", .string(rule.follow)),
                              ("calls", .array(rule.calls.map { .string($0) }))])
                 })),
                 ("root", .string(grammar.rootName)),
-                ("automaton_states", .integer(statistics.automatonStates)),
-                ("positions", .integer(statistics.positions)),
-                ("shared_positions", .integer(statistics.sharedPositions)),
-                ("sliced_positions", .integer(statistics.slicedPositions)),
-                ("accepted_tokens", .integer(statistics.acceptedTokens)),
-                ("rejected_tokens", .integer(statistics.rejectedTokens)),
-                ("undecided_tokens", .integer(statistics.undecidedTokens)),
-                ("mask_bytes", .integer(statistics.maskBytes)),
-                ("compile_ms", .number(seconds * 1000)),
-                ("automaton_ms", .number(statistics.automatonSeconds * 1000)),
-                ("masks_ms", .number(statistics.maskSeconds * 1000)),
+                ("automaton_states", JSONValue(statistics.automatonStates)),
+                ("positions", JSONValue(statistics.positions)),
+                ("shared_positions", JSONValue(statistics.sharedPositions)),
+                ("sliced_positions", JSONValue(statistics.slicedPositions)),
+                ("accepted_tokens", JSONValue(statistics.acceptedTokens)),
+                ("rejected_tokens", JSONValue(statistics.rejectedTokens)),
+                ("undecided_tokens", JSONValue(statistics.undecidedTokens)),
+                ("mask_bytes", JSONValue(statistics.maskBytes)),
+                ("compile_ms", JSONValue(seconds * 1000)),
+                ("automaton_ms", JSONValue(statistics.automatonSeconds * 1000)),
+                ("masks_ms", JSONValue(statistics.maskSeconds * 1000)),
                 ("dropped_keywords", .array(grammar.droppedKeywords.map { .string($0.description) })),
                 ("per_position", .array(positions.map { position in
-                    .object([("rule", .string(position.rule)), ("state", .integer(position.state)),
-                             ("accepted", .integer(position.accepted)), ("rejected", .integer(position.rejected)),
-                             ("undecided", .integer(position.undecided)), ("form", .string(position.form)),
-                             ("bytes", .integer(position.storageBytes)), ("compute_us", .number(position.computeMicroseconds)),
-                             ("shared", .bool(position.isShared)), ("wholesale", .integer(position.wholesaleAccepted))])
+                    .object([("rule", .string(position.rule)), ("state", JSONValue(position.state)),
+                             ("accepted", JSONValue(position.accepted)), ("rejected", JSONValue(position.rejected)),
+                             ("undecided", JSONValue(position.undecided)), ("form", .string(position.form)),
+                             ("bytes", JSONValue(position.storageBytes)), ("compute_us", JSONValue(position.computeMicroseconds)),
+                             ("shared", .bool(position.isShared)), ("wholesale", JSONValue(position.wholesaleAccepted))])
                 })),
             ])
-            print(output.encoded())
+            print(output.formatted())
             return
         }
         print("rules (root '\(grammar.rootName)'):")
@@ -162,7 +162,7 @@ struct GrammarTrace: ParsableCommand {
         let tokens = text.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) }
         var matcher = GrammarMatcher(compiled)
         var mask = TokenBitmask(vocabularySize: vocabulary.size)
-        var steps: [JSONText] = []
+        var steps: [JSONValue] = []
         var accepted = true
         for token in tokens + [-1] {
             let start = ContinuousClock.now
@@ -173,7 +173,7 @@ struct GrammarTrace: ParsableCommand {
             if token < 0 {
                 let canEnd = matcher.canTerminate
                 if json {
-                    steps.append(.object([("token", .string("<end>")), ("allowed", .integer(allowed)), ("mask_us", .number(microseconds)), ("ok", .bool(canEnd))]))
+                    steps.append(.object([("token", .string("<end>")), ("allowed", JSONValue(allowed)), ("mask_us", JSONValue(microseconds)), ("ok", .bool(canEnd))]))
                 } else {
                     print(String(format: "%5@ %-24@ allowed %7d  mask %8.2f µs  %@", "end", "<end of generation>", allowed, microseconds, canEnd ? "ok" : "REJECTED"))
                 }
@@ -183,8 +183,8 @@ struct GrammarTrace: ParsableCommand {
             let ok = mask[token] && matcher.accept(token: token)
             let piece = String(decoding: vocabulary.tokenBytes[token], as: UTF8.self).debugDescription
             if json {
-                steps.append(.object([("token", .integer(token)), ("piece", .string(piece)), ("allowed", .integer(allowed)),
-                                      ("mask_us", .number(microseconds)), ("forced", .string(forced)), ("ok", .bool(ok))]))
+                steps.append(.object([("token", JSONValue(token)), ("piece", .string(piece)), ("allowed", JSONValue(allowed)),
+                                      ("mask_us", JSONValue(microseconds)), ("forced", .string(forced)), ("ok", .bool(ok))]))
             } else {
                 print(String(format: "%5d %-24@ allowed %7d  mask %8.2f µs  %@%@", token, piece, allowed, microseconds, ok ? "ok" : "REJECTED",
                              forced.isEmpty ? "" : "  forced \(forced.debugDescription)"))
@@ -192,7 +192,7 @@ struct GrammarTrace: ParsableCommand {
             if !ok { accepted = false; break }
         }
         if json {
-            print(JSONText.object([("accepted", .bool(accepted)), ("steps", .array(steps))]).encoded())
+            print(JSONValue.object([("accepted", .bool(accepted)), ("steps", .array(steps))]).formatted())
         } else {
             print(accepted ? "accepted" : "rejected")
         }
@@ -295,14 +295,14 @@ struct BenchMasks: ParsableCommand {
                 if case .budgetExceeded(let what, _) = error, what.contains("seconds") { timeouts += 1 } else { compileErrors += 1 }
                 errorKinds[Self.kind(error), default: 0] += 1
                 testsNotRun += tests.count
-                records.append(JSONText.object([("id", .string((file as NSString).lastPathComponent)), ("status", .string("compile_error")),
-                                                ("error", .string(description))]).encoded(indent: nil))
+                records.append(JSONValue.object([("id", .string((file as NSString).lastPathComponent)), ("status", .string("compile_error")),
+                                                ("error", .string(description))]).compactText)
                 continue
             }
             let compileTime = (ContinuousClock.now - start).seconds * 1000
             compileMilliseconds.append(compileTime)
             compiled += 1
-            var wrong: [JSONText] = []
+            var wrong: [JSONValue] = []
             var schemaPasses = true
             for (index, (data, valid)) in tests.enumerated() {
                 let text = Array(data.compactTextWithDoubleNumbers.utf8)
@@ -314,12 +314,12 @@ struct BenchMasks: ParsableCommand {
                 if valid { validTotal += 1; validAccepted += accepted ? 1 : 0 } else { invalidTotal += 1; invalidRejected += accepted ? 0 : 1 }
                 if accepted != valid {
                     schemaPasses = false
-                    wrong.append(.object([("test", .integer(index)), ("valid", .bool(valid))]))
+                    wrong.append(.object([("test", JSONValue(index)), ("valid", .bool(valid))]))
                 }
             }
             if schemaPasses { fullyPassing += 1 }
-            records.append(JSONText.object([("id", .string((file as NSString).lastPathComponent)), ("status", .string("ok")),
-                                            ("compile_ms", .number(compileTime)), ("wrong", .array(wrong))]).encoded(indent: nil))
+            records.append(JSONValue.object([("id", .string((file as NSString).lastPathComponent)), ("status", .string("ok")),
+                                            ("compile_ms", JSONValue(compileTime)), ("wrong", .array(wrong))]).compactText)
         }
         let wallSeconds = (ContinuousClock.now - wallStart).seconds
         if let jsonl { try (records.joined(separator: "\n") + "\n").write(toFile: jsonl, atomically: true, encoding: .utf8) }
@@ -327,7 +327,7 @@ struct BenchMasks: ParsableCommand {
         compileMilliseconds.sort()
         maskMicroseconds.sort()
         firstMasks.sort()
-        func percentiles(_ values: [Double]) -> JSONText {
+        func percentiles(_ values: [Double]) -> JSONValue {
             .object([("p50", number(percentile(values, 50))), ("p90", number(percentile(values, 90))),
                      ("p99", number(percentile(values, 99))), ("max", number(percentile(values, 100)))])
         }
@@ -336,18 +336,18 @@ struct BenchMasks: ParsableCommand {
             members.append(("mean", number(maskMicroseconds.isEmpty ? nil : maskMicroseconds.reduce(0, +) / Double(maskMicroseconds.count))))
             maskSummary = .object(members)
         }
-        let summary = JSONText.object([
+        let summary = JSONValue.object([
             ("engine", .string("typeset")), ("model", .string(tokenizer.vocabulary.model)), ("whitespace", .string(whitespace)),
-            ("schemas", .integer(schemas)), ("compiled", .integer(compiled)), ("compile_errors", .integer(compileErrors)),
-            ("timeouts", .integer(timeouts)), ("fully_passing", .integer(fullyPassing)),
-            ("compile_ms", percentiles(compileMilliseconds)), ("n_masks", .integer(maskMicroseconds.count)),
+            ("schemas", JSONValue(schemas)), ("compiled", JSONValue(compiled)), ("compile_errors", JSONValue(compileErrors)),
+            ("timeouts", JSONValue(timeouts)), ("fully_passing", JSONValue(fullyPassing)),
+            ("compile_ms", percentiles(compileMilliseconds)), ("n_masks", JSONValue(maskMicroseconds.count)),
             ("tbm_us", maskSummary), ("first_mask_us_p50", number(percentile(firstMasks, 50))),
-            ("valid_accepted", .integer(validAccepted)), ("valid_total", .integer(validTotal)),
-            ("invalid_rejected", .integer(invalidRejected)), ("invalid_total", .integer(invalidTotal)),
-            ("tests_not_run", .integer(testsNotRun)), ("init_s", .number(initSeconds)), ("wall_s", .number(wallSeconds)),
-            ("compile_error_kinds", .object(errorKinds.sorted { $0.value > $1.value }.map { ($0.key, .integer($0.value)) })),
+            ("valid_accepted", JSONValue(validAccepted)), ("valid_total", JSONValue(validTotal)),
+            ("invalid_rejected", JSONValue(invalidRejected)), ("invalid_total", JSONValue(invalidTotal)),
+            ("tests_not_run", JSONValue(testsNotRun)), ("init_s", JSONValue(initSeconds)), ("wall_s", JSONValue(wallSeconds)),
+            ("compile_error_kinds", .object(errorKinds.sorted { $0.value > $1.value }.map { ($0.key, JSONValue($0.value)) })),
         ])
-        print(summary.encoded(indent: json ? 2 : nil))
+        print(json ? summary.formatted() : summary.compactText)
     }
 
     /// Masks and accepts `tokens` as mask_bench.py does; each mask's time goes to `times` (µs).
@@ -388,5 +388,5 @@ struct BenchMasks: ParsableCommand {
         return sorted[low] + (sorted[high] - sorted[low]) * (k - Double(low))
     }
 
-    func number(_ value: Double?) -> JSONText { value.map { .number(($0 * 1000).rounded() / 1000) } ?? .null }
+    func number(_ value: Double?) -> JSONValue { value.map { JSONValue(($0 * 1000).rounded() / 1000) } ?? .null }
 }

@@ -32,7 +32,7 @@ struct Inspect: ParsableCommand {
         let file = try GGUFFile(contentsOf: path)
         let elapsed = monotonicSeconds() - start
         if json {
-            print(report(file, path: path, openSeconds: elapsed).encoded())
+            print(report(file, path: path, openSeconds: elapsed).formatted())
         } else {
             printText(file, path: path, openSeconds: elapsed)
         }
@@ -40,21 +40,21 @@ struct Inspect: ParsableCommand {
 
     // MARK: JSON
 
-    func report(_ file: GGUFFile, path: String, openSeconds: Double) -> JSONText {
+    func report(_ file: GGUFFile, path: String, openSeconds: Double) -> JSONValue {
         .object([
             ("path", .string(path)),
-            ("version", .integer(Int(file.version))),
-            ("tensor_count", .integer(file.tensorInfos.count)),
-            ("kv_count", .integer(file.metadata.count)),
-            ("alignment", .integer(file.alignment)),
-            ("data_offset", .integer(file.dataSectionOffset)),
-            ("file_size", .integer(file.fileSize)),
-            ("open_ms", .number((openSeconds * 1e6).rounded() / 1e3)),
+            ("version", JSONValue(Int(file.version))),
+            ("tensor_count", JSONValue(file.tensorInfos.count)),
+            ("kv_count", JSONValue(file.metadata.count)),
+            ("alignment", JSONValue(file.alignment)),
+            ("data_offset", JSONValue(file.dataSectionOffset)),
+            ("file_size", JSONValue(file.fileSize)),
+            ("open_ms", JSONValue((openSeconds * 1e6).rounded() / 1e3)),
             ("metadata", .array(file.metadata.map { entry in
-                var members: [(String, JSONText)] = [("key", .string(entry.key)), ("type", .string(entry.value.type.description))]
+                var members: [(String, JSONValue)] = [("key", .string(entry.key)), ("type", .string(entry.value.type.description))]
                 if case let .array(array) = entry.value {
                     members.append(("element_type", .string(array.elementType.description)))
-                    members.append(("count", .integer(array.count)))
+                    members.append(("count", JSONValue(array.count)))
                     members.append(array.count <= Self.shortArrayLimit
                         ? ("value", jsonValue(entry.value))
                         : ("head", .array(array.prefix(Self.arrayHeadCount).map(jsonValue))))
@@ -67,33 +67,33 @@ struct Inspect: ParsableCommand {
                 .object([
                     ("name", .string(info.name)),
                     ("type", .string(info.type.name)),
-                    ("shape", .array(info.shape.map { .integer($0) })),
-                    ("offset", .integer(info.dataOffset)),
-                    ("file_offset", .integer(info.fileOffset)),
-                    ("n_bytes", .integer(info.byteCount)),
+                    ("shape", .array(info.shape.map { JSONValue($0) })),
+                    ("offset", JSONValue(info.dataOffset)),
+                    ("file_offset", JSONValue(info.fileOffset)),
+                    ("n_bytes", JSONValue(info.byteCount)),
                 ])
             })),
         ])
     }
 
-    private func jsonValue(_ value: GGUFValue) -> JSONText {
+    private func jsonValue(_ value: GGUFValue) -> JSONValue {
         switch value {
-        case let .uint8(v): .integer(Int(v))
-        case let .int8(v): .integer(Int(v))
-        case let .uint16(v): .integer(Int(v))
-        case let .int16(v): .integer(Int(v))
-        case let .uint32(v): .integer(Int(v))
-        case let .int32(v): .integer(Int(v))
-        case let .uint64(v): .unsigned(v)
-        case let .int64(v): .integer(Int(v))
-        case let .float32(v): .number(Double(v))
-        case let .float64(v): .number(v)
+        case let .uint8(v): JSONValue(Int(v))
+        case let .int8(v): JSONValue(Int(v))
+        case let .uint16(v): JSONValue(Int(v))
+        case let .int16(v): JSONValue(Int(v))
+        case let .uint32(v): JSONValue(Int(v))
+        case let .int32(v): JSONValue(Int(v))
+        case let .uint64(v): JSONValue(v)
+        case let .int64(v): JSONValue(Int(v))
+        case let .float32(v): JSONValue(Double(v))
+        case let .float64(v): JSONValue(v)
         case let .bool(v): .bool(v)
         case let .string(v): .string(v)
         case let .array(array):
             array.count <= Self.shortArrayLimit
                 ? .array(array.map(jsonValue))
-                : .object([("count", .integer(array.count)), ("head", .array(array.prefix(Self.arrayHeadCount).map(jsonValue)))])
+                : .object([("count", JSONValue(array.count)), ("head", .array(array.prefix(Self.arrayHeadCount).map(jsonValue)))])
         }
     }
 
@@ -138,9 +138,7 @@ struct Inspect: ParsableCommand {
         let text: String
         switch value {
         case let .string(string):
-            var quoted = ""
-            JSONText.writeString(string, to: &quoted)
-            text = quoted
+            text = JSONValue.string(string).compactText
         case let .array(array):
             let shown = array.prefix(Self.arrayHeadCount).map { textValue($0, limit: 40) }
             let more = array.count > Self.arrayHeadCount ? ", …" : ""

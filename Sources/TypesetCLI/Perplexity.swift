@@ -83,11 +83,11 @@ struct Perplexity: ParsableCommand {
         let perplexity = exp(negativeLogLikelihood / Double(scored))
         let seconds = (ContinuousClock.now - started).seconds
         if json {
-            let report: JSONText = .object([
-                ("ppl", .number(perplexity)), ("tokens", .integer(scored)), ("chunks", .integer(chunkCount)),
-                ("ctx", .integer(ctx)), ("seconds", .number(seconds)),
+            let report: JSONValue = .object([
+                ("ppl", JSONValue(perplexity)), ("tokens", JSONValue(scored)), ("chunks", JSONValue(chunkCount)),
+                ("ctx", JSONValue(ctx)), ("seconds", JSONValue(seconds)),
             ])
-            print(report.encoded(indent: nil))
+            print(report.compactText)
         } else {
             print(String(format: "perplexity %.4f over %d scored tokens (%d chunks of %d), %.1f s", perplexity, scored, chunkCount, ctx, seconds))
         }

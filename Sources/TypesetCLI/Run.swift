@@ -96,6 +96,9 @@ struct Run: AsyncParsableCommand {
             dry: dryMultiplier.map { DRYPenalty(multiplier: $0, base: dryBase, allowedLength: dryAllowedLength) },
             seed: seed, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: !noSchemaInPrompt)
         let conversation = runner.createConversation(systemPrompt: system)
+        conversation.prefillProgress = { computed, total in
+            reporter.report("reading the prompt (\(total) tokens)", fraction: Double(computed) / Double(total))
+        }
         reporter.report(schemaText == nil ? "reading the prompt" : "compiling the schema and reading the prompt")
         for try await response in conversation.generateResponse(to: prompt, options: options) {
             reporter.clear()

@@ -91,14 +91,14 @@ struct BenchTokenize: ParsableCommand {
         let median = seconds.sorted()[seconds.count / 2]
         let megabytesPerSecond = Double(bytes.count) / 1e6 / median
         if json {
-            let report: JSONText = .object([
-                ("mb_s", .number(megabytesPerSecond)),
-                ("tokens", .integer(tokenCount)),
-                ("bytes", .integer(bytes.count)),
-                ("runs_s", .array(seconds.map { .number($0) })),
-                ("load_s", .number(loadSeconds)),
+            let report: JSONValue = .object([
+                ("mb_s", JSONValue(megabytesPerSecond)),
+                ("tokens", JSONValue(tokenCount)),
+                ("bytes", JSONValue(bytes.count)),
+                ("runs_s", .array(seconds.map { JSONValue($0) })),
+                ("load_s", JSONValue(loadSeconds)),
             ])
-            print(report.encoded(indent: nil))
+            print(report.compactText)
         } else {
             print(String(format: "%.2f MB/s  (%d bytes → %d tokens, median of %d runs; tokenizer built in %.0f ms)",
                          megabytesPerSecond, bytes.count, tokenCount, seconds.count, loadSeconds * 1000))

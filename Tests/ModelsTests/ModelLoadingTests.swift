@@ -141,3 +141,23 @@ import TypesetTestSupport
         #expect(cache.tokens == tokens)
     }
 }
+
+/// Prefill in chunks (as a long prompt is computed) gives the logits of one batch, bit for
+/// bit, on a real model with packed weights, as long as no chunk is a single token.
+@Suite struct ChunkedPrefillTests {
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func chunksGiveTheLogitsOfOneBatch() throws {
+        let model = try TransformerModel(contentsOf: TestModels.smolLM2Path)
+        let tokens = (0 ..< 41).map { ($0 * 7919 + 13) % 49_152 }
+        let whole = try model.evaluate(tokens, cache: model.makeCache(contextLength: 64), threadCount: 2)
+        for chunks in [[17, 17, 7], [20, 19, 2], [2, 39]] {
+            let cache = model.makeCache(contextLength: 64)
+            var start = 0, last: [Float] = []
+            for length in chunks {
+                last = try model.evaluate(Array(tokens[start ..< start + length]), cache: cache, threadCount: 2)
+                start += length
+            }
+            #expect(last == whole, "chunks \(chunks)")
+        }
+    }
+}

@@ -186,6 +186,23 @@ extension CommandLineTests {
         #expect(result.standardError.contains("finish: stop"))
     }
 
+    /// A prompt longer than one prefill chunk (512 tokens) reports its progress with
+    /// `--progress`, and nothing without it (standard error is a pipe here).
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func longPromptsReportTheirProgress() throws {
+        let prompt = "Summarize: " + String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 60)
+        let quiet = try Self.run(["run", "--model", "smollm2", "--max-tokens", "1", prompt])
+        #expect(quiet.status == 0, "\(quiet.standardError)")
+        #expect(!quiet.standardError.contains("reading the prompt"))
+        let reported = try Self.run(["run", "--model", "smollm2", "--max-tokens", "1", "--progress", prompt])
+        #expect(reported.status == 0, "\(reported.standardError)")
+        let lines = reported.standardError.split(separator: "\n").filter { $0.hasPrefix("reading the prompt (") }
+        #expect(lines.last?.hasSuffix(" 100%") == true, "\(reported.standardError)")
+        // More than one chunk: the token count is above 512.
+        let count = lines.last.flatMap { Int($0.dropFirst("reading the prompt (".count).prefix { $0.isNumber }) } ?? 0
+        #expect(count > 512, "\(reported.standardError)")
+    }
+
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
     func perplexityAndBenchDecodeReportJSON() throws {
         let text = try Self.temporaryFile(Array(String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 60).utf8))

@@ -43,6 +43,24 @@ import Testing
         #expect(source.held.prefix(2) == [1, 5])
     }
 
+    @Test func aLongPromptIsComputedInChunks() throws {
+        let source = ScriptedSource(contextLength: 32) { _ in [0, 1] }
+        var loop = TokenLoop(source: source, maxTokens: 1, isEndOfGeneration: { _ in false })
+        loop.prefillChunkLength = 3
+        var progress: [[Int]] = []
+        _ = try loop.run(prompt: [0, 0, 0, 0, 0, 0, 0, 0], onPrefill: { progress.append([$0, $1]) }, step: Self.greedy)
+        #expect(source.evaluations.map(\.count) == [3, 3, 2])
+        #expect(progress == [[3, 8], [6, 8], [8, 8]])
+        // No last chunk of a single token: 3 + 2 + 2 rather than 3 + 3 + 1.
+        progress = []
+        _ = try loop.run(prompt: [1, 0, 0, 0, 0, 0, 0], onPrefill: { progress.append([$0, $1]) }, step: Self.greedy)
+        #expect(progress == [[3, 7], [5, 7], [7, 7]])
+        // Reused tokens are not counted.
+        progress = []
+        _ = try loop.run(prompt: [1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1], onPrefill: { progress.append([$0, $1]) }, step: Self.greedy)
+        #expect(progress == [[2, 4], [4, 4]])
+    }
+
     @Test func maxTokensEndsWithoutComputingTheLastToken() throws {
         let source = Self.counting()
         var asked = 0

@@ -127,6 +127,56 @@ public enum JSONValue: Hashable, Sendable {
             bytes.append(UInt8(ascii: "}"))
         }
     }
+
+    /// Indented JSON for people and diffs: one object member per line, `indent` spaces per
+    /// level, `": "` after names; arrays of scalars stay on one line (`[1, 2, 3]`), other
+    /// arrays take a line per element. Strings and numbers as in ``compactText``.
+    public func formatted(indent: Int = 2) -> String {
+        var bytes: [UInt8] = []
+        appendFormatted(to: &bytes, indent: max(0, indent), depth: 0)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private func appendFormatted(to bytes: inout [UInt8], indent: Int, depth: Int) {
+        func newline(_ depth: Int) {
+            bytes.append(UInt8(ascii: "\n"))
+            bytes += [UInt8](repeating: UInt8(ascii: " "), count: indent * depth)
+        }
+        switch self {
+        case .array(let items) where !items.isEmpty:
+            let inline = items.allSatisfy { if case .array = $0 { false } else if case .object = $0 { false } else { true } }
+            bytes.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { bytes += inline ? Array(", ".utf8) : [UInt8(ascii: ",")] }
+                if !inline { newline(depth + 1) }
+                item.appendFormatted(to: &bytes, indent: indent, depth: depth + 1)
+            }
+            if !inline { newline(depth) }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members) where !members.isEmpty:
+            bytes.append(UInt8(ascii: "{"))
+            for (index, (name, value)) in members.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                newline(depth + 1)
+                bytes += _Lowering.jsonStringLiteral(name)
+                bytes += Array(": ".utf8)
+                value.appendFormatted(to: &bytes, indent: indent, depth: depth + 1)
+            }
+            newline(depth)
+            bytes.append(UInt8(ascii: "}"))
+        default:
+            appendCompact(to: &bytes)
+        }
+    }
+}
+
+extension JSONValue {
+    /// An integer as a JSON number.
+    public init(_ value: some BinaryInteger) { self = .number(String(value)) }
+
+    /// A double as a JSON number: the shortest text that reads back as the same value
+    /// (`0.25`, `100.0`, `1e-07`); `null` for infinities and NaN, which JSON cannot write.
+    public init(_ value: Double) { self = value.isFinite ? .number(value.description) : .null }
 }
 
 struct _JSONParser {

@@ -84,7 +84,14 @@ public struct TokenBitmask: Sendable, Equatable {
                 var forbidden = ~words[wordIndex]
                 let base = wordIndex << 5
                 // Bits past the last covered token stay for the loop below.
-                if covered - base < 32 { forbidden &= (1 << UInt32(covered - base)) - 1 }
+                if covered - base < 32 {
+                    forbidden &= (1 << UInt32(covered - base)) - 1
+                } else if forbidden == .max {
+                    // All 32 forbidden (most words, under a grammar): one straight store loop.
+                    for index in base ..< base + 32 { logits[index] = -.infinity }
+                    wordIndex += 1
+                    continue
+                }
                 while forbidden != 0 {
                     logits[base + forbidden.trailingZeroBitCount] = -.infinity
                     forbidden &= forbidden - 1

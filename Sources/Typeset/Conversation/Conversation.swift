@@ -52,6 +52,15 @@ public final class Conversation: Sendable {
         state.withLock { $0.lastCompletion }
     }
 
+    /// Called while a reply's prompt is computed, before its first token: with the prompt
+    /// tokens computed so far and those to compute in all (tokens reused from the cache are
+    /// not counted), after each chunk of 512. On the runner's thread; keep it short. For a
+    /// progress bar on long prompts.
+    public var prefillProgress: (@Sendable (_ computed: Int, _ total: Int) -> Void)? {
+        get { state.withLock { $0.prefillProgress } }
+        set { state.withLock { $0.prefillProgress = newValue } }
+    }
+
     /// Tokens held in this conversation's KV cache (0 before the first reply).
     public var cachedTokenCount: Int { runner.state.withLock { $0.caches[identifier]?.cache.count ?? 0 } }
 
@@ -213,11 +222,12 @@ public final class Conversation: Sendable {
                     state.caches[identifier] = _CacheBox(cache: cache)
                 }
             }
-            let generator = _ReplyGenerator(
+            var generator = _ReplyGenerator(
                 source: ModelSequence(model: model, cache: cache, threadCount: runner.threadCount), tokenizer: runner.tokenizer,
                 options: options, constraint: constraint, callGrammar: callGrammar, callFormat: options.functionCallFormat,
                 startsWithCall: options.functionCallMode == .required && callGrammar != nil,
                 firstCallNumber: Self.callCount(history) + 1, cancellation: cancellation, requested: requested)
+            generator.onPrefill = state.withLock { $0.prefillProgress }
             return .success(try generator.generate(prompt: prompt, emit: emit))
         } catch {
             return .failure(error)
@@ -247,6 +257,7 @@ struct _ConversationState: Sendable {
     var tools: [String: any Tool] = [:]
     var isGenerating = false
     var lastCompletion: (finishReason: FinishReason, stats: GenerationStats)?
+    var prefillProgress: (@Sendable (Int, Int) -> Void)?
 }
 
 /// A conversation's KV cache, created on its first reply and used only on the runner's queue

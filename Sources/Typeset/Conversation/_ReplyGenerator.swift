@@ -34,6 +34,8 @@ struct _ReplyGenerator<Source: LogitsSource> {
     let firstCallNumber: Int
     let cancellation: _CancellationFlag
     let requested: ContinuousClock.Instant
+    /// Told the prompt tokens computed so far and in all, after each prefill chunk.
+    var onPrefill: (@Sendable (Int, Int) -> Void)? = nil
 
     private enum Phase {
         /// Free text (with thinking and call detection).
@@ -195,6 +197,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
                     case .call: .constraint
                     }
                 },
+                onPrefill: onPrefill.map { handler in { handler($0, $1) } },
                 step: step)
         } catch {
             throw .model(error)

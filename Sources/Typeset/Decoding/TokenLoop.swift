@@ -16,7 +16,7 @@ enum TokenStepDecision {
 /// The decoding loop every generation runs: `TextGenerator` (the token-level API, and so
 /// `typeset bench decode`) and conversations' replies.
 ///
-///     prompt ─► prefill (reusing the prefix the source holds) ─► logits
+///     prompt ─► prefill in chunks (reusing the prefix the source holds) ─► logits
 ///                 ┌───────────────────────────────────────────────┘
 ///                 ▼
 ///     ┌─► cancelled? budget spent? ── yes ─► finish
@@ -54,19 +54,27 @@ struct TokenLoop<Source: LogitsSource> {
     let maxTokens: Int
     /// Tokens that end generation when a step chooses them.
     let isEndOfGeneration: (Int) -> Bool
+    /// The most prompt tokens one prefill step computes: a long prompt runs in chunks, each
+    /// attending to the keys the earlier ones cached, so its progress can be reported. The
+    /// logits are those of one batch, bit for bit (chunks of two tokens or more take the same
+    /// kernels).
+    var prefillChunkLength = 512
 
     /// Prefills `prompt` then `opening` (tokens written for the model, counted as output),
     /// then steps until a step finishes, a chosen token ends generation, `isCancelled` says so
     /// (checked before each step), `maxTokens` are appended (the reason is `reasonAtLimit()`'s,
     /// asked then) or the next tokens do not fit in the context.
     ///
-    /// - Parameter requested: when the generation was asked for (time to first token counts
-    ///   from it).
+    /// - Parameters:
+    ///   - requested: when the generation was asked for (time to first token counts from it).
+    ///   - onPrefill: called after each prefill chunk with the prompt tokens computed so far
+    ///     and those to compute (reused ones not counted).
     /// - Throws: ``ModelError/emptyPrompt``; ``ModelError/contextOverflow(needed:available:)``
     ///   before any work when the prompt and opening do not fit; the source's errors.
     func run(
         prompt: [Int], opening: [Int] = [], requested: ContinuousClock.Instant = .now,
         isCancelled: () -> Bool = { false }, reasonAtLimit: () -> FinishReason = { .maxTokens },
+        onPrefill: ((_ computed: Int, _ total: Int) -> Void)? = nil,
         step: (inout [Float], Context) -> TokenStepDecision
     ) throws(ModelError) -> Outcome {
         guard !prompt.isEmpty else { throw .emptyPrompt }
@@ -78,7 +86,17 @@ struct TokenLoop<Source: LogitsSource> {
         let reused = source.reusablePrefixLength(for: start)
         source.truncate(to: reused)
         let prefillStart = clock.now
-        var logits = try source.evaluate(Array(start[reused...]))
+        var logits: [Float] = []
+        var computed = reused
+        repeat {
+            var end = min(computed + max(1, prefillChunkLength), start.count)
+            // A last chunk of one token would take the matrix-vector kernels (the same integer
+            // sums, float sums in another order): give it a second one.
+            if start.count - end == 1 && end - computed > 2 { end -= 1 }
+            logits = try source.evaluate(Array(start[computed ..< end]))
+            computed = end
+            onPrefill?(computed - reused, start.count - reused)
+        } while computed < start.count
         let decodeStart = clock.now
 
         var history = start

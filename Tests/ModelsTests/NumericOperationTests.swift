@@ -1,0 +1,197 @@
+import Foundation
+import Kernels
+@testable import Models
+import Testing
+import TypesetTestSupport
+
+/// The forward pass's numeric operations, each against a scalar reference written here from
+/// its definition (in double precision where the operation's own rounding is not the point).
+@Suite struct NumericOperationTests {
+    static func randomFloats(_ count: Int, in range: ClosedRange<Float>, seed: UInt64) -> [Float] {
+        var random = SplitMix64(seed: seed)
+        return (0 ..< count).map { _ in Float.random(in: range, using: &random) }
+    }
+
+    /// Distance in units in the last place between two finite floats of the same sign.
+    static func ulps(_ a: Float, _ b: Float) -> Int {
+        abs(Int(Int32(bitPattern: a.bitPattern)) - Int(Int32(bitPattern: b.bitPattern)))
+    }
+
+    // MARK: ggml's exponential
+
+    @Test func ggmlExponentialIsWithinTwoUlpsOfExp() {
+        let inputs = Self.randomFloats(64_000, in: -87 ... 88, seed: 1) + [0, -0.0, 1, -1, 88.7, -87.3, 1e-8, -1e-8]
+        var worst = 0
+        for start in stride(from: 0, to: inputs.count - 15, by: 16) {
+            let lanes = SIMD16<Float>(inputs[start ..< start + 16])
+            let result = _ggmlExponential(lanes)
+            for lane in 0 ..< 16 {
+                let expected = Float(exp(Double(lanes[lane])))
+                worst = max(worst, Self.ulps(result[lane], expected))
+            }
+        }
+        #expect(worst <= 2, "worst error \(worst) ulp")
+        let edges = _ggmlExponential(SIMD16([-200, -120, 89, 200, .infinity, -.infinity, .nan, 0, 0, 0, 0, 0, 0, 0, 0, 0]))
+        #expect(edges[0] == 0 && edges[1] == 0)
+        #expect(edges[2] == .infinity && edges[3] == .infinity && edges[4] == .infinity)
+        #expect(edges[5] == 0 && edges[6].isNaN && edges[7] == 1)
+    }
+
+    // MARK: Per-element operations
+
+    @Test func swiGLUMatchesItsDefinition() {
+        for count in [16, 37, 5] {
+            let gates = Self.randomFloats(count, in: -12 ... 12, seed: UInt64(count)), ups = Self.randomFloats(count, in: -3 ... 3, seed: 99)
+            var result = gates
+            result.withUnsafeMutableBufferPointer { output in ups.withUnsafeBufferPointer { _swiGLU(output, $0) } }
+            for index in 0 ..< count {
+                let x = Double(gates[index]), expected = x / (1 + exp(-x)) * Double(ups[index])
+                #expect(abs(Double(result[index]) - expected) <= 1e-6 * max(1, abs(expected)), "\(index): \(result[index]) vs \(expected)")
+            }
+        }
+    }
+
+    /// The vector path (eight at a time) and the scalar tail give the same values: the table
+    /// entry of the input rounded to half; and the table is GELU within half precision.
+    @Test func geGLUMatchesTheScalarTableAndGELU() {
+        let gates = Self.randomFloats(53, in: -11 ... 11, seed: 3) + [-10, 10, -9.99, 9.99, 0, -0.0, 1e-6]
+        let ups = Self.randomFloats(gates.count, in: -2 ... 2, seed: 4)
+        var result = gates
+        result.withUnsafeMutableBufferPointer { output in ups.withUnsafeBufferPointer { _geGLU(output, $0) } }
+        for index in gates.indices {
+            #expect(result[index] == _gelu(gates[index]) * ups[index], "\(gates[index])")
+            let x = Double(gates[index])
+            let exact = 0.5 * x * (1 + tanh(0.7978845608 * x * (1 + 0.044715 * x * x)))
+            #expect(abs(Double(_gelu(gates[index])) - exact) <= 2e-3 * max(1, abs(exact)), "\(gates[index])")
+        }
+    }
+
+    @Test func rmsNormMatchesItsDefinition() {
+        let width = 48, rows = 3
+        let input = Self.randomFloats(width * rows, in: -4 ... 4, seed: 5), weight = Self.randomFloats(width, in: 0.5 ... 1.5, seed: 6)
+        var result = input
+        result.withUnsafeMutableBufferPointer { output in weight.withUnsafeBufferPointer { _rmsNorm(output, width: width, weight: $0, epsilon: 1e-6) } }
+        for row in 0 ..< rows {
+            let values = input[row * width ..< (row + 1) * width].map(Double.init)
+            let scale = 1 / (values.reduce(0) { $0 + $1 * $1 } / Double(width) + 1e-6).squareRoot()
+            for index in 0 ..< width {
+                let expected = values[index] * scale * Double(weight[index])
+                #expect(abs(Double(result[row * width + index]) - expected) <= 1e-5 * max(1, abs(expected)))
+            }
+        }
+    }
+
+    @Test func shortConvolutionIsCausalAndZeroBeforeTheStart() {
+        // Two channels, three taps; history rows 0 … 2.
+        let history: [Float] = [1, 10, 2, 20, 3, 30]
+        let kernel: [Float] = [0.5, 0.25, 2, 1, -1, 0.5]   // channel 0: 0.5, 0.25, 2; channel 1: 1, −1, 0.5
+        var output = [Float](repeating: 0, count: 2)
+        for (position, expected) in [(0, [Float(2), 5]), (1, [4.25, 0]), (2, [7, 5])] {
+            _shortConvolution(history: history, position: position, width: 2, kernel: kernel, length: 3, into: &output)
+            #expect(output == expected, "position \(position)")
+        }
+    }
+
+    // MARK: Rotary embedding
+
+    @Test(arguments: [RotaryPairing.adjacent, .halves])
+    func rotationMatchesItsDefinition(pairing: RotaryPairing) {
+        let headWidth = 16, heads = 2, dimensions = 12   // four dimensions per head pass through
+        let rope = RotaryEmbedding(pairing: pairing, dimensionCount: dimensions, base: 10_000)
+        let positions = 3 ..< 7
+        let angles = rope.angles(positions: positions)
+        let input = Self.randomFloats(positions.count * heads * headWidth, in: -2 ... 2, seed: 7)
+        var result = input
+        result.withUnsafeMutableBufferPointer {
+            _applyRotary($0.baseAddress!, rows: 0 ..< positions.count, headCount: heads, headWidth: headWidth, angles: angles, pairing: pairing)
+        }
+        for (row, position) in positions.enumerated() {
+            for head in 0 ..< heads {
+                let base = (row * heads + head) * headWidth
+                for pair in 0 ..< dimensions / 2 {
+                    let theta = Double(position) * pow(10_000, -2 * Double(pair) / Double(dimensions))
+                    let (first, second) = pairing == .adjacent ? (2 * pair, 2 * pair + 1) : (pair, pair + dimensions / 2)
+                    let x0 = Double(input[base + first]), x1 = Double(input[base + second])
+                    #expect(abs(Double(result[base + first]) - (x0 * cos(theta) - x1 * sin(theta))) < 1e-5)
+                    #expect(abs(Double(result[base + second]) - (x0 * sin(theta) + x1 * cos(theta))) < 1e-5)
+                }
+                for dimension in dimensions ..< headWidth { #expect(result[base + dimension] == input[base + dimension]) }
+            }
+        }
+    }
+
+    // MARK: The cache and attention
+
+    /// Keys and values stored in the paired layout and widened back are the inputs rounded to
+    /// half, dimension for dimension.
+    @Test func cacheStoresHalvesAndWidensThemBack() {
+        let keyWidth = 32, positions = 3
+        let cache = KVCache(contextLength: 8, keyWidths: [keyWidth])
+        let keys = Self.randomFloats(positions * keyWidth, in: -60_000 ... 60_000, seed: 8), values = Self.randomFloats(positions * keyWidth, in: -1 ... 1, seed: 9)
+        keys.withUnsafeBufferPointer { cache.store($0, slot: 0, position: 0, keys: true) }
+        values.withUnsafeBufferPointer { cache.store($0, slot: 0, position: 0, keys: false) }
+        var wideKeys = [Float](repeating: .nan, count: positions * keyWidth), wideValues = wideKeys
+        cache.keys[0].withUnsafeBufferPointer { k in
+            cache.values[0].withUnsafeBufferPointer { v in
+                wideKeys.withUnsafeMutableBufferPointer { wk in
+                    wideValues.withUnsafeMutableBufferPointer { wv in
+                        _CacheWideningJob(keys: k.baseAddress!, values: v.baseAddress!, wideKeys: wk.baseAddress!, wideValues: wv.baseAddress!, keyWidth: keyWidth)
+                            .widen(positions: 0 ..< positions)
+                    }
+                }
+            }
+        }
+        #expect(wideKeys == keys.map { floatFromHalf(halfFromFloat($0)) })
+        #expect(wideValues == values.map { floatFromHalf(halfFromFloat($0)) })
+    }
+
+    /// Causal attention (two query heads sharing one key head) against softmax attention in
+    /// double precision with the same half-precision probabilities.
+    @Test func attentionMatchesSoftmaxAttention() {
+        let headWidth = 32, heads = 2, positions = 21, scale = 1 / Float(headWidth).squareRoot()
+        let half = { (x: Float) in floatFromHalf(halfFromFloat(x)) }
+        let queries = Self.randomFloats(positions * heads * headWidth, in: -1 ... 1, seed: 10).map(half)
+        let keys = Self.randomFloats(positions * headWidth, in: -1 ... 1, seed: 11).map(half)
+        let values = Self.randomFloats(positions * headWidth, in: -1 ... 1, seed: 12).map(half)
+        var output = [Float](repeating: 0, count: positions * heads * headWidth)
+        let capacity = (positions + 15) / 16 * 16 + 16
+        var scores = [Float](repeating: 0, count: capacity), probabilities = scores
+        queries.withUnsafeBufferPointer { q in
+            keys.withUnsafeBufferPointer { k in
+                values.withUnsafeBufferPointer { v in
+                    output.withUnsafeMutableBufferPointer { o in
+                        let job = _AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
+                                                start: 0, headCount: heads, headWidth: headWidth, groupSize: heads, keyWidth: headWidth,
+                                                window: Int.max, scale: scale)
+                        scores.withUnsafeMutableBufferPointer { s in
+                            probabilities.withUnsafeMutableBufferPointer { p in
+                                for row in 0 ..< positions {
+                                    for head in 0 ..< heads { job.attend(row: row, head: head, scratch: .init(scores: s.baseAddress!, probabilities: p.baseAddress!)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        var worst = 0.0
+        for row in 0 ..< positions {
+            for head in 0 ..< heads {
+                let query = (0 ..< headWidth).map { Double(queries[(row * heads + head) * headWidth + $0]) }
+                let logits = (0 ... row).map { past in
+                    (0 ..< headWidth).reduce(0.0) { $0 + query[$1] * Double(keys[past * headWidth + $1]) } * Double(scale)
+                }
+                let maximum = logits.max()!
+                let weights = logits.map { exp($0 - maximum) }
+                let total = weights.reduce(0, +)
+                let rounded = weights.map { Double(half(Float($0 / total))) }
+                for dimension in 0 ..< headWidth {
+                    let expected = (0 ... row).reduce(0.0) { $0 + rounded[$1] * Double(values[$1 * headWidth + dimension]) }
+                    worst = max(worst, abs(Double(output[(row * heads + head) * headWidth + dimension]) - expected))
+                }
+            }
+        }
+        // Half-precision probabilities can round one way or the other at a boundary.
+        #expect(worst < 2e-3, "largest difference \(worst)")
+    }
+}
