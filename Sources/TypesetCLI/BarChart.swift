@@ -92,6 +92,15 @@ struct BarChart {
         return out + "</svg>\n"
     }
 
+    /// Writes ``svg()`` to `path`.
+    ///
+    /// - Throws: ``BenchError/cannotWrite(_:_:)`` naming the path and the reason.
+    func write(to path: String) throws(BenchError) {
+        do { try svg().write(toFile: path, atomically: true, encoding: .utf8) } catch {
+            throw .cannotWrite(path, error.localizedDescription)
+        }
+    }
+
     /// The smallest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10ⁿ at or above `value`.
     static func niceCeiling(_ value: Double) -> Double {
         let magnitude = pow(10, floor(log10(value)))

@@ -68,11 +68,7 @@ struct BenchKernels: ParsableCommand {
         let reporter = progressOptions.makeReporter()
         let report = try KernelBenchmark(options: options).run { line in reporter.report(line) }
         reporter.clear()
-        if let svg {
-            do { try rooflineChart(report).svg().write(toFile: svg, atomically: true, encoding: .utf8) } catch {
-                throw BenchError.cannotWrite(svg, "\(error.localizedDescription)")
-            }
-        }
+        if let svg { try rooflineChart(report).write(to: svg) }
         if json {
             print(jsonReport(report).compactText)
         } else {

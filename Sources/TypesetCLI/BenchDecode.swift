@@ -74,7 +74,7 @@ struct BenchDecode: ParsableCommand {
                 return true
             })
             if run > 0 {
-                prefill.append(Double(prompt.count) / result.stats.prefillSeconds)
+                prefill.append(result.stats.prefillTokensPerSecond)
                 decode.append(Double(genTokens) / result.stats.decodeSeconds)
             }
             generated = Array(result.tokens.prefix(genTokens))
@@ -84,10 +84,7 @@ struct BenchDecode: ParsableCommand {
             let ours = DecodeFigures(model: URL(fileURLWithPath: loaded.path).lastPathComponent, prefill: median(prefill), decode: median(decode))
             // An earlier line of the measured model gives way to this measurement.
             let earlier = try include.flatMap(DecodeFigures.read).filter { $0.model != ours.model }
-            let chart = DecodeFigures.chart(ours: earlier + [ours], peers: try peer.flatMap(DecodeFigures.read), threads: threads)
-            do { try chart.svg().write(toFile: svg, atomically: true, encoding: .utf8) } catch {
-                throw BenchError.cannotWrite(svg, error.localizedDescription)
-            }
+            try DecodeFigures.chart(ours: earlier + [ours], peers: try peer.flatMap(DecodeFigures.read), threads: threads).write(to: svg)
         }
         if json {
             let report: JSONValue = .object([

@@ -32,19 +32,7 @@ import TypesetTestSupport
     }
 
     /// GPT-2's alphabet: the text of each byte's token.
-    static let alphabet: [String] = {
-        var result: [String] = []
-        var shifted: UInt32 = 0x100
-        for byte in 0 ..< 256 {
-            if (0x21...0x7E).contains(byte) || (0xA1...0xAC).contains(byte) || (0xAE...0xFF).contains(byte) {
-                result.append(String(UnicodeScalar(UInt8(byte))))
-            } else {
-                result.append(String(UnicodeScalar(shifted)!))
-                shifted += 1
-            }
-        }
-        return result
-    }()
+    static let alphabet = gpt2ByteAlphabet
 
     /// A byte-level vocabulary over the letters `a…e` with `mergeCount` random merges.
     static func randomByteLevel(seed: UInt64, mergeCount: Int) -> (tokens: [String], merges: [String]) {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Typeset
+import TypesetTestSupport
 
 /// A source of logits without a model: `logits(held)` gives the logits after the tokens it
 /// holds. Records every `evaluate` call, so tests can check what the loop computed.
@@ -41,19 +42,9 @@ enum ByteVocabulary {
     static let size = 257
 
     static let tokenizer: Tokenizer = {
-        var alphabet: [String] = []
-        var shifted: UInt32 = 0x100
-        for byte in 0 ..< 256 {
-            if (0x21...0x7E).contains(byte) || (0xA1...0xAC).contains(byte) || (0xAE...0xFF).contains(byte) {
-                alphabet.append(String(UnicodeScalar(UInt8(byte))))
-            } else {
-                alphabet.append(String(UnicodeScalar(shifted)!))
-                shifted += 1
-            }
-        }
         var writer = GGUFWriter()
         writer.setValue(.string("gpt2"), forKey: "tokenizer.ggml.model")
-        let tokens = alphabet + ["<|im_end|>"]
+        let tokens = gpt2ByteAlphabet + ["<|im_end|>"]
         writer.setValue(.array(try! GGUFArray(elementType: .string, elements: tokens.map { .string($0) })), forKey: "tokenizer.ggml.tokens")
         let types = [Int32](repeating: 1, count: 256) + [3]
         writer.setValue(.array(try! GGUFArray(elementType: .int32, elements: types.map { .int32($0) })), forKey: "tokenizer.ggml.token_type")

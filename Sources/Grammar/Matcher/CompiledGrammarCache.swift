@@ -91,18 +91,22 @@ public final class CompiledGrammarCache: Sendable {
                 state.statistics.byteCount -= oldest.value.byteCount
                 state.statistics.evictions += 1
             }
-            state.statistics.count = state.entries.count
         }
         return compiled
     }
 
-    public var statistics: Statistics { state.withLock { $0.statistics } }
+    public var statistics: Statistics {
+        state.withLock { state in
+            var statistics = state.statistics
+            statistics.count = state.entries.count
+            return statistics
+        }
+    }
 
     /// Forgets every grammar (the counts stay).
     public func removeAll() {
         state.withLock { state in
             state.entries.removeAll()
-            state.statistics.count = 0
             state.statistics.byteCount = 0
         }
     }
