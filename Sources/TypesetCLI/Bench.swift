@@ -159,7 +159,7 @@ func median(_ values: [Double]) -> Double {
 }
 
 /// Why a benchmark could not write its output.
-enum BenchError: Error, CustomStringConvertible {
+enum BenchError: UserFacingError {
     case cannotWrite(String, String)
 
     var description: String {
