@@ -59,19 +59,19 @@ public struct ActivationVector: Sendable {
 
     public let format: Format
     /// The input, unquantized.
-    public let values: [Float]
+    public private(set) var values: [Float]
     /// One scale per block: code × scale approximates the value.
-    public let scales: [Float]
+    public private(set) var scales: [Float]
     /// One code per element (empty for `.float`).
-    public let codes: [Int8]
+    public private(set) var codes: [Int8]
     /// q8_0: Σ codes per 32-element block; q8_K: Σ codes per 16 elements; otherwise empty.
-    public let sums: [Int32]
+    public private(set) var sums: [Int32]
     /// q8_1: `s` per block, fp16(d × Σ codes) read back as a float; otherwise empty.
-    public let offsets: [Float]
+    public private(set) var offsets: [Float]
     /// Codes two by two as the packed kernels read them (``PackedMatrix``, "Pairs"): for each
     /// quad of elements `4k ..< 4k + 4`, `pairs[2k]` holds codes `4k` (low 16 bits) and
     /// `4k + 2` (high 16 bits), `pairs[2k + 1]` codes `4k + 1` and `4k + 3`, sign-extended.
-    let pairs: [UInt32]
+    private(set) var pairs: [UInt32]
 
     /// Elements.
     public var count: Int { values.count }
@@ -88,40 +88,51 @@ public struct ActivationVector: Sendable {
 
     /// Quantizes `values` in `format`. Precondition as ``init(_:for:)``.
     public init(_ values: [Float], format: Format) {
-        precondition(values.count % format.blockSize == 0,
-                     "activation length \(values.count) is not a multiple of \(format.blockSize)")
+        self.init(format: format, count: values.count)
+        values.withUnsafeBufferPointer { quantize($0) }
+    }
+
+    /// A vector of `count` zeros in `format`, whose storage ``quantize(_:)`` then overwrites.
+    /// Precondition: `count` is a multiple of the format's block size.
+    public init(format: Format, count: Int) {
+        precondition(count % format.blockSize == 0, "activation length \(count) is not a multiple of \(format.blockSize)")
         self.format = format
-        self.values = values
+        values = [Float](repeating: 0, count: count)
         guard format != .float else {
             (scales, codes, sums, offsets, pairs) = ([], [], [], [], [])
             return
         }
-        let blockCount = values.count / format.blockSize
-        var scales = [Float](repeating: 0, count: blockCount)
-        var codes = [Int8](repeating: 0, count: values.count)
-        var sums = [Int32](repeating: 0, count: format.sumCount(values.count))
-        var offsets = [Float](repeating: 0, count: format == .q8_1 ? blockCount : 0)
-        var pairs = [UInt32](repeating: 0, count: values.count / 2)
-        values.withUnsafeBufferPointer { input in
-            scales.withUnsafeMutableBufferPointer { scales in
-                codes.withUnsafeMutableBufferPointer { codes in
-                    sums.withUnsafeMutableBufferPointer { sums in
-                        offsets.withUnsafeMutableBufferPointer { offsets in
-                            pairs.withUnsafeMutableBufferPointer { pairs in
-                                _quantize(input.baseAddress!, count: values.count, format: format, into: _QuantizedStorage(
-                                    scales: scales.baseAddress!, codes: codes.baseAddress!, sums: sums.baseAddress,
-                                    offsets: offsets.baseAddress, pairs: pairs.baseAddress!))
-                            }
+        let blockCount = count / format.blockSize
+        scales = [Float](repeating: 0, count: blockCount)
+        codes = [Int8](repeating: 0, count: count)
+        sums = [Int32](repeating: 0, count: format.sumCount(count))
+        offsets = [Float](repeating: 0, count: format == .q8_1 ? blockCount : 0)
+        pairs = [UInt32](repeating: 0, count: count / 2)
+    }
+
+    /// Replaces the vector's values with `values` (as many as ``count``) and quantizes them,
+    /// in place: no allocation while this vector's storage is not shared with a copy.
+    ///
+    /// - Complexity: O(n).
+    public mutating func quantize(_ values: UnsafeBufferPointer<Float>) {
+        precondition(values.count == count, "quantizing \(values.count) values into a vector of \(count)")
+        guard let source = values.baseAddress else { return }
+        self.values.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: source, count: values.count) }
+        guard format != .float else { return }
+        let format = format
+        scales.withUnsafeMutableBufferPointer { scales in
+            codes.withUnsafeMutableBufferPointer { codes in
+                sums.withUnsafeMutableBufferPointer { sums in
+                    offsets.withUnsafeMutableBufferPointer { offsets in
+                        pairs.withUnsafeMutableBufferPointer { pairs in
+                            _quantize(source, count: values.count, format: format, into: _QuantizedStorage(
+                                scales: scales.baseAddress!, codes: codes.baseAddress!, sums: sums.baseAddress,
+                                offsets: offsets.baseAddress, pairs: pairs.baseAddress!))
                         }
                     }
                 }
             }
         }
-        self.scales = scales
-        self.codes = codes
-        self.sums = sums
-        self.offsets = offsets
-        self.pairs = pairs
     }
 
     /// The quantized values as floats (`scale × code`), or the values for `.float`: what an
@@ -132,6 +143,28 @@ public struct ActivationVector: Sendable {
         guard format != .float else { return values }
         let blockSize = format.blockSize
         return codes.indices.map { scales[$0 / blockSize] * Float(codes[$0]) }
+    }
+}
+
+/// Quantized copies of the inputs of a run of products, one ``ActivationVector`` per
+/// activation format and length, kept from call to call so that quantizing the next input
+/// reuses their storage. A decode loop keeps one (its products then allocate nothing); see
+/// ``MatrixVectorProduct/multiply(_:input:reusing:threadCount:)``.
+public struct ActivationBuffers: Sendable {
+    /// At most one vector per (format, length) pair: a model has a handful.
+    private(set) var vectors: [ActivationVector] = []
+
+    public init() {}
+
+    /// Quantizes `values` in `format` into the vector kept for that format and length (made
+    /// on first use) and returns its index in ``vectors``.
+    mutating func quantize(_ values: UnsafeBufferPointer<Float>, format: ActivationVector.Format) -> Int {
+        let index = vectors.firstIndex { $0.format == format && $0.count == values.count } ?? {
+            vectors.append(ActivationVector(format: format, count: values.count))
+            return vectors.count - 1
+        }()
+        vectors[index].quantize(values)
+        return index
     }
 }
 

@@ -69,27 +69,16 @@ public final class KernelThreadPool: @unchecked Sendable {
     /// Runs `body(part)` for every `part` in `0 ..< parts` (at most `threadCount` parts, one per
     /// thread), part 0 on the calling thread, and returns when all have finished.
     ///
-    /// `body` runs concurrently on several threads, hence `@Sendable`.
+    /// `body` runs concurrently on several threads, hence `@Sendable`. Handing a closure to
+    /// other threads costs one heap allocation per call with more than one part (Swift boxes
+    /// the closure to check that it does not escape); ``forEachRange(of:parts:job:)`` costs none.
     public func run(parts: Int, _ body: @Sendable (Int) -> Void) {
         let parts = min(max(parts, 1), threadCount)
-        if parts == 1 || threadCount == 1 {
+        if parts == 1 {
             body(0)
             return
         }
-        callLock.lock()
-        defer { callLock.unlock() }
-        withoutActuallyEscaping(body) { body in
-            var work = _Task(parts: parts, body: body)
-            withUnsafePointer(to: &work) { pointer in
-                task = UnsafeRawPointer(pointer)
-                outstanding.store(threadCount - 1, ordering: .relaxed)
-                generation.add(1, ordering: .releasing)
-                sleep.wakeAll()
-                body(0)
-                while outstanding.load(ordering: .acquiring) > 0 {}
-                task = nil
-            }
-        }
+        withoutActuallyEscaping(body) { body in dispatch(parts: parts, _ClosurePart(body: body)) }
     }
 
     /// Splits `0 ..< count` into at most `parts` contiguous ranges (never more than
@@ -102,7 +91,38 @@ public final class KernelThreadPool: @unchecked Sendable {
         }
         let perPart = (count + parts - 1) / parts
         run(parts: parts) { part in
-            body(part * perPart ..< min((part + 1) * perPart, count))
+            let range = min(part * perPart, count) ..< min((part + 1) * perPart, count)
+            if !range.isEmpty { body(range) }
+        }
+    }
+
+    /// Splits `0 ..< count` as ``forEachRange(of:parts:_:)`` does and runs `job` on each range,
+    /// with no heap allocation: the job stays on the caller's stack and each thread reads it
+    /// through a pointer. The decode-time products and attention dispatch this way.
+    public func forEachRange<Job: RangeJob>(of count: Int, parts: Int, job: Job) {
+        let parts = max(1, min(parts, count, threadCount))
+        guard parts > 1 else {
+            if count > 0 { job.run(0 ..< count) }
+            return
+        }
+        withUnsafePointer(to: job) { job in
+            dispatch(parts: parts, _RangeJobPart(job: job, count: count, perPart: (count + parts - 1) / parts))
+        }
+    }
+
+    /// Publishes `body` to the workers, runs part 0, and waits for the others.
+    private func dispatch(parts: Int, _ body: some _Part) {
+        callLock.lock()
+        defer { callLock.unlock() }
+        var work = _Task(parts: parts, body: body)
+        withUnsafePointer(to: &work) { pointer in
+            task = UnsafeRawPointer(pointer)
+            outstanding.store(threadCount - 1, ordering: .relaxed)
+            generation.add(1, ordering: .releasing)
+            sleep.wakeAll()
+            body.run(part: 0)
+            while outstanding.load(ordering: .acquiring) > 0 {}
+            task = nil
         }
     }
 
@@ -124,17 +144,47 @@ public final class KernelThreadPool: @unchecked Sendable {
             if stopping.load(ordering: .acquiring) { return }
             if let pointer = task {
                 let work = pointer.assumingMemoryBound(to: _Task.self)
-                if index < work.pointee.parts { work.pointee.body(index) }
+                if index < work.pointee.parts { work.pointee.body.run(part: index) }
             }
             outstanding.subtract(1, ordering: .releasing)
         }
     }
 }
 
-/// One call's work, on the caller's stack for the duration of `run`.
+/// Work over `0 ..< count` that ``KernelThreadPool/forEachRange(of:parts:job:)`` splits
+/// into contiguous ranges, one per thread. `run` is called concurrently with disjoint ranges.
+public protocol RangeJob: Sendable {
+    /// Computes the units of `range`.
+    func run(_ range: Range<Int>)
+}
+
+/// What a worker calls for its part of a task.
+private protocol _Part {
+    func run(part: Int)
+}
+
+/// A closure's parts (two words: held inline by the task's existential).
+private struct _ClosurePart: _Part {
+    let body: @Sendable (Int) -> Void
+    func run(part: Int) { body(part) }
+}
+
+/// A range job's parts (three words: held inline by the task's existential, so publishing
+/// one allocates nothing).
+private struct _RangeJobPart<Job: RangeJob>: _Part {
+    let job: UnsafePointer<Job>
+    let count: Int
+    let perPart: Int
+    func run(part: Int) {
+        let range = min(part * perPart, count) ..< min((part + 1) * perPart, count)
+        if !range.isEmpty { job.pointee.run(range) }
+    }
+}
+
+/// One call's work, on the caller's stack for the duration of the call.
 private struct _Task {
     let parts: Int
-    let body: @Sendable (Int) -> Void
+    let body: any _Part
 }
 
 private final class _WorkerContext {

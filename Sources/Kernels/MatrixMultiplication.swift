@@ -144,8 +144,9 @@ public enum MatrixMultiplication {
             units += groups
         }
         guard units > 0 else { return }
-        let group = _ProductGroup(jobs: jobs)
-        KernelThreadPool.shared.forEachRange(of: units, parts: threadCount) { group.compute(units: $0) }
+        jobs.withUnsafeBufferPointer { jobs in
+            KernelThreadPool.shared.forEachRange(of: units, parts: threadCount, job: _ProductGroup(jobs: jobs))
+        }
         withExtendedLifetime(batches) {}
     }
 

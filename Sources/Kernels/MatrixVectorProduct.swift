@@ -74,57 +74,97 @@ public enum MatrixVectorProduct {
         _ products: [(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)], by input: ActivationVector,
         threadCount: Int = 1
     ) throws(KernelError) {
-        var units = 0
-        var parts: [(index: Int, units: Range<Int>)] = []
-        for (index, product) in products.enumerated() {
-            try _check(product.weights.tensor, input, product.output)
-            let weights = product.weights
-            guard weights.rowCount > 0, weights.tensor.bytes.baseAddress != nil, product.output.baseAddress != nil else { continue }
-            // A packed matrix is split by groups of 16 rows, a mapped one by rows.
-            let count = weights.packed == nil ? weights.rowCount : weights.rowCount / PackedMatrix.groupRows
-            parts.append((index, units ..< units + count))
-            units += count
+        try products.withUnsafeBufferPointer { (products) throws(KernelError) in
+            try multiply(products, by: input, threadCount: threadCount)
         }
-        guard units > 0 else { return }
+    }
+
+    /// ``multiply(_:by:threadCount:)-([(weights:output:)],_,_)`` over a buffer of products:
+    /// allocates nothing (the per-product jobs live on the stack for the call).
+    public static func multiply(
+        _ products: UnsafeBufferPointer<(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)>, by input: ActivationVector,
+        threadCount: Int = 1
+    ) throws(KernelError) {
+        for product in products { try _check(product.weights.tensor, input, product.output) }
         input.withPointers { activations in
             input.withColumnPointers { column in
-                let jobs = parts.map { part in
-                    let weights = products[part.index].weights, output = products[part.index].output.baseAddress!
-                    if let packed = weights.packed {
-                        return (_GroupProduct.packed(_PackedProductJob(matrix: packed, column: column, output: output)), part.units)
+                withUnsafeTemporaryAllocation(of: (job: _GroupProduct, units: Range<Int>).self, capacity: products.count) { jobs in
+                    var units = 0, jobCount = 0
+                    for product in products {
+                        let weights = product.weights
+                        guard weights.rowCount > 0, let rows = weights.tensor.bytes.baseAddress, let output = product.output.baseAddress else { continue }
+                        // A packed matrix is split by groups of 16 rows, a mapped one by rows.
+                        let job: _GroupProduct, count: Int
+                        if let packed = weights.packed {
+                            job = .packed(_PackedProductJob(matrix: packed, column: column, output: output))
+                            count = weights.rowCount / PackedMatrix.groupRows
+                        } else {
+                            let info = weights.tensor.info
+                            job = .rows(_RowProductJob(
+                                type: info.type, rows: rows, rowBytes: info.rowByteCount, rowLength: info.rowLength,
+                                fastPath: _integerFastPath(for: info.type), scalar: false, activations: activations, output: output))
+                            count = weights.rowCount
+                        }
+                        (jobs.baseAddress! + jobCount).initialize(to: (job, units ..< units + count))
+                        jobCount += 1
+                        units += count
                     }
-                    let info = weights.tensor.info
-                    return (_GroupProduct.rows(_RowProductJob(
-                        type: info.type, rows: weights.tensor.bytes.baseAddress!, rowBytes: info.rowByteCount,
-                        rowLength: info.rowLength, fastPath: _integerFastPath(for: info.type), scalar: false,
-                        activations: activations, output: output)), part.units)
+                    let group = _ProductGroup(jobs: UnsafeBufferPointer(rebasing: jobs[..<jobCount]))
+                    KernelThreadPool.shared.forEachRange(of: units, parts: threadCount, job: group)
+                    jobs.baseAddress!.deinitialize(count: jobCount)
                 }
-                let group = _ProductGroup(jobs: jobs)
-                KernelThreadPool.shared.forEachRange(of: units, parts: threadCount) { group.compute(units: $0) }
             }
         }
     }
 
     /// Computes several products of the same input values: quantizes `values` once per
     /// activation format the matrices take, and runs the products of each format in one
-    /// dispatch (see ``multiply(_:by:threadCount:)``).
+    /// dispatch (see ``multiply(_:by:threadCount:)-([(weights:output:)],_,_)``).
     ///
     /// - Throws: ``KernelError`` as the single products do.
     public static func multiply(
         _ products: [(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)], input values: [Float],
         threadCount: Int = 1
     ) throws(KernelError) {
-        var formats: [ActivationVector.Format] = []
-        for product in products where !formats.contains(product.weights.activationFormat) {
-            formats.append(product.weights.activationFormat)
-        }
-        for format in formats {
-            guard values.count % format.blockSize == 0 else {
-                throw .sizeMismatch(what: "input length (whole \(format.rawValue) blocks)", expected: values.count / format.blockSize * format.blockSize,
-                                    actual: values.count)
+        var activations = ActivationBuffers()
+        try products.withUnsafeBufferPointer { (products) throws(KernelError) in
+            try values.withUnsafeBufferPointer { (values) throws(KernelError) in
+                try multiply(products, input: values, reusing: &activations, threadCount: threadCount)
             }
-            try multiply(products.filter { $0.weights.activationFormat == format }, by: ActivationVector(values, format: format),
-                         threadCount: threadCount)
+        }
+    }
+
+    /// ``multiply(_:input:threadCount:)`` quantizing into `activations`, whose storage is
+    /// reused from call to call: a decode loop that keeps its `ActivationBuffers` runs its
+    /// products with no heap allocation.
+    ///
+    /// - Throws: ``KernelError`` as the single products do.
+    public static func multiply(
+        _ products: UnsafeBufferPointer<(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)>,
+        input values: UnsafeBufferPointer<Float>, reusing activations: inout ActivationBuffers, threadCount: Int = 1
+    ) throws(KernelError) {
+        try withUnsafeTemporaryAllocation(of: (weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>).self,
+                                          capacity: products.count) { (sameFormat) throws(KernelError) in
+            var done = 0
+            for (index, product) in products.enumerated() {
+                let format = product.weights.activationFormat
+                // Formats are taken in order of first appearance; a product whose format came earlier is done.
+                guard !products[..<index].contains(where: { $0.weights.activationFormat == format }) else { continue }
+                guard values.count % format.blockSize == 0 else {
+                    throw .sizeMismatch(what: "input length (whole \(format.rawValue) blocks)",
+                                        expected: values.count / format.blockSize * format.blockSize, actual: values.count)
+                }
+                var count = 0
+                for other in products[index...] where other.weights.activationFormat == format {
+                    (sameFormat.baseAddress! + count).initialize(to: other)
+                    count += 1
+                }
+                defer { sameFormat.baseAddress!.deinitialize(count: count) }
+                let input = activations.quantize(values, format: format)
+                try multiply(UnsafeBufferPointer(rebasing: sameFormat[..<count]), by: activations.vectors[input], threadCount: threadCount)
+                done += count
+            }
+            assert(done == products.count)
         }
     }
 
@@ -200,10 +240,10 @@ enum _GroupProduct {
 
 /// Several products seen as one run of work units, numbered one product after another; each
 /// thread computes the units of its range.
-struct _ProductGroup: @unchecked Sendable {
-    let jobs: [(job: _GroupProduct, units: Range<Int>)]
+struct _ProductGroup: RangeJob, @unchecked Sendable {
+    let jobs: UnsafeBufferPointer<(job: _GroupProduct, units: Range<Int>)>
 
-    func compute(units range: Range<Int>) {
+    func run(_ range: Range<Int>) {
         for (job, units) in jobs {
             let overlap = range.clamped(to: units)
             guard !overlap.isEmpty else { continue }

@@ -19,8 +19,6 @@ struct ForwardPass {
     let threadCount: Int
     let width: Int
     let epsilon: Float
-    /// The angle tables of the model's rotary embeddings for this call's positions.
-    let rotaryAngles: [RotaryAngles]
 
     init(model: TransformerModel, cache: KVCache, tokenCount: Int, threadCount: Int) {
         let configuration = model.configuration
@@ -50,12 +48,15 @@ struct ForwardPass {
         self.threadCount = threadCount
         self.width = width
         self.epsilon = Float(configuration.rmsNormEpsilon)
+        // The angle tables of the model's rotary embeddings for this call's positions.
         let positions = cache.count ..< cache.count + tokenCount
-        rotaryAngles = model.rotaryEmbeddings(contextLength: cache.contextLength).map { $0.angles(positions: positions) }
+        let embeddings = model.rotaryEmbeddings(contextLength: cache.contextLength)
+        if workspace.rotaryAngles.count != embeddings.count { workspace.rotaryAngles = embeddings.map { _ in RotaryAngles() } }
+        for (index, embedding) in embeddings.enumerated() { embedding.angles(positions: positions, into: &workspace.rotaryAngles[index]) }
     }
 
-    /// Runs the tokens and returns the logits asked for.
-    func run(_ tokens: [Int], logits: TransformerModel.Logits) throws(KernelError) -> [Float] {
+    /// Runs the tokens and writes the logits asked for into `result` (resized if needed).
+    func run(_ tokens: [Int], logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
         try embed(tokens)
         for block in model.blocks {
             switch block.mixer {
@@ -65,7 +66,7 @@ struct ForwardPass {
             try feedForward(block)
         }
         cache.append(tokens)
-        return try outputLogits(logits)
+        try outputLogits(logits, into: &result)
     }
 
     // MARK: Steps
@@ -95,10 +96,10 @@ struct ForwardPass {
         normalize(from: workspace.residual, into: workspace.normalized, weight: block.mixerNorm)
         switch attention.inputs {
         case let .separate(query, key, value):
-            try project([(query, queries), (key, keys), (value, values)])
+            try project((query, queries), (key, keys), (value, values))
         case let .fused(projection):
             let fused = rows(workspace.fused, 0 ..< count, width: projection.outputWidth)
-            try project([(projection, fused)])
+            try project((projection, fused))
             forEachRowRange { range in
                 for row in range {
                     let source = fused.baseAddress! + row * projection.outputWidth
@@ -109,7 +110,7 @@ struct ForwardPass {
             }
         }
 
-        let angles = attention.rotary.map { rotaryAngles[$0] }
+        let angles = attention.rotary.map { workspace.rotaryAngles[$0] }
         let scalesQueries = model.traits.scalesQueriesBeforeAttention
         let scale = model.attentionScale
         let pairing = model.traits.rotaryPairing
@@ -146,30 +147,22 @@ struct ForwardPass {
                 // The positions any row of the batch attends to, widened once for every head.
                 let attendedPositions = (window == Int.max ? 0 : max(0, start - window + 1)) ..< start + count
                 let widening = _CacheWideningJob(keys: cachedKeys.baseAddress!, values: cachedValues.baseAddress!,
-                                                 wideKeys: wideKeys, wideValues: wideValues, keyWidth: keyWidth)
-                KernelThreadPool.shared.forEachRange(of: attendedPositions.count, parts: attendedPositions.count >= 32 ? threadCount : 1) {
-                    widening.widen(positions: $0.lowerBound + attendedPositions.lowerBound ..< $0.upperBound + attendedPositions.lowerBound)
-                }
+                                                 wideKeys: wideKeys, wideValues: wideValues, keyWidth: keyWidth,
+                                                 firstPosition: attendedPositions.lowerBound)
+                KernelThreadPool.shared.forEachRange(of: attendedPositions.count, parts: attendedPositions.count >= 32 ? threadCount : 1,
+                                                     job: widening)
                 let job = _AttentionJob(
                     queries: UnsafePointer(queries.baseAddress!), keys: wideKeys, values: wideValues,
                     output: attended.baseAddress!, start: start, headCount: headCount, headWidth: headWidth,
                     groupSize: headCount / keyValueHeads, keyWidth: keyWidth, window: window,
                     scale: scalesQueries ? 1 : scale)
-                // Work grows with the position, so (row, head) pairs are dealt out round-robin
-                // rather than in contiguous ranges.
                 let pairs = count * headCount
-                let parts = pairs >= 8 ? threadCount : 1
-                KernelThreadPool.shared.run(parts: parts) { part in
-                    withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity) { buffer in
-                        let scratch = _AttentionJob.Scratch(scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity)
-                        for pair in stride(from: part, to: pairs, by: max(1, min(parts, KernelThreadPool.shared.threadCount))) {
-                            job.attend(row: pair / headCount, head: pair % headCount, scratch: scratch)
-                        }
-                    }
-                }
+                let parts = pairs >= 8 ? min(threadCount, KernelThreadPool.shared.threadCount) : 1
+                KernelThreadPool.shared.forEachRange(
+                    of: parts, parts: parts, job: _AttentionParts(job: job, pairs: pairs, parts: parts, positionCapacity: positionCapacity))
             }
         }
-        try project([(attention.output, rows(workspace.projected, 0 ..< count, width: width))],
+        try project((attention.output, rows(workspace.projected, 0 ..< count, width: width)),
                     input: rows(attended, 0 ..< count, width: queryWidth))
         addToResidual(postNorm: block.postMixerNorm)
     }
@@ -179,7 +172,7 @@ struct ForwardPass {
     private func convolve(_ block: BlockWeights, _ convolution: ShortConvolutionWeights) throws(KernelError) {
         normalize(from: workspace.residual, into: workspace.normalized, weight: block.mixerNorm)
         let bcx = rows(workspace.fused, 0 ..< count, width: 3 * width)
-        try project([(convolution.inputProjection, bcx)])
+        try project((convolution.inputProjection, bcx))
         let start = start, width = width
         let gated = workspace.normalized
         cache.convolutionInputs[block.cacheSlot].withUnsafeMutableBufferPointer { history in
@@ -203,7 +196,7 @@ struct ForwardPass {
                 }
             }
         }
-        try project([(convolution.outputProjection, rows(workspace.projected, 0 ..< count, width: width))],
+        try project((convolution.outputProjection, rows(workspace.projected, 0 ..< count, width: width)),
                     input: rows(gated, 0 ..< count, width: width))
         addToResidual(postNorm: block.postMixerNorm)
     }
@@ -217,10 +210,10 @@ struct ForwardPass {
         let ups = rows(workspace.ups, 0 ..< count, width: hiddenWidth)
         switch block.feedForward.inputs {
         case let .separate(gate, up):
-            try project([(gate, gates), (up, ups)])
+            try project((gate, gates), (up, ups))
         case let .fused(projection):
             let fused = rows(workspace.fused, 0 ..< count, width: 2 * hiddenWidth)
-            try project([(projection, fused)])
+            try project((projection, fused))
             forEachRowRange { range in
                 for row in range {
                     let source = fused.baseAddress! + row * 2 * hiddenWidth
@@ -238,13 +231,13 @@ struct ForwardPass {
             case .gelu: _geGLU(rowGates, rowUps)
             }
         }
-        try project([(block.feedForward.down, rows(workspace.projected, 0 ..< count, width: width))],
+        try project((block.feedForward.down, rows(workspace.projected, 0 ..< count, width: width)),
                     input: rows(gates, 0 ..< count, width: hiddenWidth))
         addToResidual(postNorm: block.postFeedForwardNorm)
     }
 
     /// The final norm and the output projection of the last row, or of every row.
-    private func outputLogits(_ logits: TransformerModel.Logits) throws(KernelError) -> [Float] {
+    private func outputLogits(_ logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
         let first = logits == .last ? count - 1 : 0
         let rowCount = count - first
         let final = rows(workspace.normalized, 0 ..< rowCount, width: width)
@@ -253,11 +246,10 @@ struct ForwardPass {
             forEachRowRange(rowCount) { range in _rmsNorm(rows(final, range, width: width), width: width, weight: weight, epsilon: epsilon) }
         }
         let vocabulary = model.configuration.vocabularySize
-        var result = [Float](repeating: 0, count: rowCount * vocabulary)
+        if result.count != rowCount * vocabulary { result = [Float](repeating: 0, count: rowCount * vocabulary) }
         try result.withUnsafeMutableBufferPointer { (result) throws(KernelError) in
-            try project([(model.output, result)], input: final, rows: rowCount)
+            try project((model.output, result), input: final, rows: rowCount)
         }
-        return result
     }
 
     // MARK: Helpers
@@ -284,26 +276,43 @@ struct ForwardPass {
         }
     }
 
+    /// A projection and the buffer its rows of output go to.
+    private typealias Product = (projection: Projection, output: UnsafeMutableBufferPointer<Float>)
+
     /// Products of the same input (`workspace.normalized` unless given), each plus its bias:
-    /// one quantization of the input per activation format, one dispatch; one row goes to the
-    /// matrix-vector kernels.
+    /// one quantization of the input per activation format, one dispatch. One row goes to the
+    /// matrix-vector kernels, quantized into the workspace's buffers: no allocation.
     private func project(
-        _ products: [(Projection, UnsafeMutableBufferPointer<Float>)], input: UnsafeMutableBufferPointer<Float>? = nil, rows: Int? = nil
+        _ first: Product, _ second: Product? = nil, _ third: Product? = nil,
+        input: UnsafeMutableBufferPointer<Float>? = nil, rows: Int? = nil
     ) throws(KernelError) {
         let rowCount = rows ?? count
         let input = input ?? self.rows(workspace.normalized, 0 ..< rowCount, width: width)
-        let pairs = products.map { (weights: $0.0.weights, output: $0.1) }
-        if rowCount == 1 {
-            try MatrixVectorProduct.multiply(pairs, input: Array(input), threadCount: threadCount)
-        } else {
-            try MatrixMultiplication.multiply(pairs, inputs: UnsafeBufferPointer(input), batch: rowCount, threadCount: threadCount)
-        }
-        for (projection, output) in products {
-            guard let bias = projection.bias else { continue }
-            bias.withUnsafeBufferPointer { bias in
-                forEachRowRange(rowCount) { range in _addBias(bias, to: output.baseAddress!, rows: range) }
+        typealias Pair = (weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)
+        try withUnsafeTemporaryAllocation(of: Pair.self, capacity: 3) { (pairs) throws(KernelError) in
+            var pairCount = 0
+            func append(_ product: Product?) {
+                guard let product else { return }
+                (pairs.baseAddress! + pairCount).initialize(to: (product.projection.weights, product.output))
+                pairCount += 1
+            }
+            append(first); append(second); append(third)
+            defer { pairs.baseAddress!.deinitialize(count: pairCount) }
+            let products = UnsafeBufferPointer(rebasing: pairs[..<pairCount])
+            if rowCount == 1 {
+                try MatrixVectorProduct.multiply(products, input: UnsafeBufferPointer(input), reusing: &workspace.activations,
+                                                 threadCount: threadCount)
+            } else {
+                try MatrixMultiplication.multiply(Array(products), inputs: UnsafeBufferPointer(input), batch: rowCount, threadCount: threadCount)
             }
         }
+        func addBias(_ product: Product?) {
+            guard let product, let bias = product.projection.bias else { return }
+            bias.withUnsafeBufferPointer { bias in
+                forEachRowRange(rowCount) { range in _addBias(bias, to: product.output.baseAddress!, rows: range) }
+            }
+        }
+        addBias(first); addBias(second); addBias(third)
     }
 
     /// `residual += postNorm(projected)` (the norm where the family has one).

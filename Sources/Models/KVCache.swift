@@ -121,6 +121,10 @@ final class ForwardWorkspace {
     let fused: UnsafeMutableBufferPointer<Float>
     /// Widened keys and values of the positions attended to: `positionCapacity × keyWidth` each.
     private(set) var wideKeys, wideValues: UnsafeMutableBufferPointer<Float>
+    /// The quantized input of the decode-time products, storage reused from token to token.
+    var activations = ActivationBuffers()
+    /// The angle tables of the model's rotary embeddings for the call's positions.
+    var rotaryAngles: [RotaryAngles] = []
     private let keyWidth: Int
 
     init(batchCapacity: Int, width: Int, queryWidth: Int, keyWidth: Int, hiddenWidth: Int, fusedWidth: Int) {

@@ -63,9 +63,22 @@ struct RotaryEmbedding: Sendable, Equatable {
     /// The cosines and sines of `positions` (`dimensionCount / 2` pairs each), laid out
     /// `[(p − first) × half + k]`. O(positions × half).
     func angles(positions: Range<Int>) -> RotaryAngles {
+        var angles = RotaryAngles()
+        self.angles(positions: positions, into: &angles)
+        return angles
+    }
+
+    /// ``angles(positions:)`` written into `angles`, reusing its storage (a decode step's
+    /// single position then allocates nothing).
+    func angles(positions: Range<Int>, into angles: inout RotaryAngles) {
         let half = dimensionCount / 2
         let thetaScale = powf(base, -2 / Float(dimensionCount))
-        var cosines = [Float](repeating: 0, count: positions.count * half), sines = cosines
+        angles.positions = positions
+        angles.half = half
+        angles.cosines.removeAll(keepingCapacity: true)
+        angles.cosines.append(contentsOf: repeatElement(0, count: positions.count * half))
+        angles.sines.removeAll(keepingCapacity: true)
+        angles.sines.append(contentsOf: repeatElement(0, count: positions.count * half))
         var magnitude = attentionFactor
         if yarn != nil { magnitude *= 1 + 0.1 * logf(1 / frequencyScale) }
         for (row, position) in positions.enumerated() {
@@ -77,24 +90,23 @@ struct RotaryEmbedding: Sendable, Equatable {
                     let mix = yarn.ramp(pair: pair)
                     angle = angle * (1 - mix) + unscaled * mix
                 }
-                cosines[row * half + pair] = cosf(angle) * magnitude
-                sines[row * half + pair] = sinf(angle) * magnitude
+                angles.cosines[row * half + pair] = cosf(angle) * magnitude
+                angles.sines[row * half + pair] = sinf(angle) * magnitude
                 theta *= thetaScale
             }
         }
-        return RotaryAngles(positions: positions, half: half, cosines: cosines, sines: sines)
     }
 }
 
 /// A forward call's cosines and sines for one ``RotaryEmbedding``, shared by the queries and
 /// keys of every block that uses it.
 struct RotaryAngles: Sendable {
-    let positions: Range<Int>
+    var positions: Range<Int> = 0 ..< 0
     /// Pairs per head.
-    let half: Int
+    var half = 0
     /// `cosines[(p − first) × half + k]`, likewise `sines`.
-    let cosines: [Float]
-    let sines: [Float]
+    var cosines: [Float] = []
+    var sines: [Float] = []
 }
 
 /// Rotates each head of rows `rows` (row `r` at position `angles.positions.lowerBound + r`,

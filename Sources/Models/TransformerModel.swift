@@ -249,7 +249,21 @@ public final class TransformerModel: Sendable {
     ///   tokens do not fit, ``ModelError/tokenOutOfRange(_:position:)`` for an id outside the
     ///   vocabulary.
     public func evaluate(_ tokens: [Int], cache: KVCache, threadCount: Int = 1, logits: Logits = .last) throws(ModelError) -> [Float] {
-        guard !tokens.isEmpty else { return [] }
+        var result: [Float] = []
+        try evaluate(tokens, cache: cache, threadCount: threadCount, logits: logits, into: &result)
+        return result
+    }
+
+    /// ``evaluate(_:cache:threadCount:logits:)`` writing the logits into `result`, replacing
+    /// what it held and reusing its storage when it has the size asked for: with the cache's
+    /// workspace (allocated with the cache, grown for a larger batch) a decode step then
+    /// allocates nothing.
+    ///
+    /// - Throws: as ``evaluate(_:cache:threadCount:logits:)``.
+    public func evaluate(
+        _ tokens: [Int], cache: KVCache, threadCount: Int = 1, logits: Logits = .last, into result: inout [Float]
+    ) throws(ModelError) {
+        guard !tokens.isEmpty else { result.removeAll(); return }
         guard cache.count + tokens.count <= cache.contextLength else {
             throw .contextOverflow(needed: cache.count + tokens.count, available: cache.contextLength)
         }
@@ -258,7 +272,7 @@ public final class TransformerModel: Sendable {
         }
         do {
             let pass = ForwardPass(model: self, cache: cache, tokenCount: tokens.count, threadCount: max(1, threadCount))
-            return try pass.run(tokens, logits: logits)
+            try pass.run(tokens, logits: logits, into: &result)
         } catch {
             throw .kernel(error)
         }

@@ -119,12 +119,18 @@ struct _AttentionJob: @unchecked Sendable {
 /// `@unchecked Sendable` is sound because the cache and the destinations outlive the
 /// synchronous thread-pool call, the cache is only read, and each position is written by one
 /// thread.
-struct _CacheWideningJob: @unchecked Sendable {
+struct _CacheWideningJob: RangeJob, @unchecked Sendable {
     let keys: UnsafePointer<UInt32>
     let values: UnsafePointer<UInt32>
     let wideKeys: UnsafeMutablePointer<Float>
     let wideValues: UnsafeMutablePointer<Float>
     let keyWidth: Int
+    /// The first position widened: the job's ranges count from it.
+    let firstPosition: Int
+
+    func run(_ range: Range<Int>) {
+        widen(positions: firstPosition + range.lowerBound ..< firstPosition + range.upperBound)
+    }
 
     func widen(positions: Range<Int>) {
         let words = keyWidth / 2
@@ -139,6 +145,28 @@ struct _CacheWideningJob: @unchecked Sendable {
         for position in positions {
             widen(keys, wideKeys, position)
             widen(values, wideValues, position)
+        }
+    }
+}
+
+/// The (row, head) pairs of an attention call dealt out round-robin, since work grows with the
+/// position: part `p` of `parts` computes pairs `p`, `p + parts`, … with its own scratch. A
+/// range job over the parts (each thread gets one).
+struct _AttentionParts: RangeJob, @unchecked Sendable {
+    let job: _AttentionJob
+    let pairs: Int
+    let parts: Int
+    /// Floats of scratch per list (scores, probabilities): every position rounded up to 16, plus 16.
+    let positionCapacity: Int
+
+    func run(_ range: Range<Int>) {
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity) { buffer in
+            let scratch = _AttentionJob.Scratch(scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity)
+            for part in range {
+                for pair in stride(from: part, to: pairs, by: parts) {
+                    job.attend(row: pair / job.headCount, head: pair % job.headCount, scratch: scratch)
+                }
+            }
         }
     }
 }

@@ -20,10 +20,17 @@ func _rmsNorm(_ rows: UnsafeMutableBufferPointer<Float>, width: Int, weight: Uns
 /// Runs `body` on ranges of `0 ..< count` split across `threadCount` threads (one range when
 /// `count` is 1). For the per-row operations of the forward pass: `body` must touch only the
 /// rows of its range, which is what makes handing it to several threads sound.
+///
+/// One range is run here, before the closure is handed on: a decode step's single row then
+/// costs no allocation (handing a closure to other threads boxes it).
 func _forEachRowRange(_ count: Int, threadCount: Int, _ body: (Range<Int>) -> Void) {
+    guard count > 1, threadCount > 1 else {
+        if count > 0 { body(0 ..< count) }
+        return
+    }
     withoutActuallyEscaping(body) { body in
         let rows = _UncheckedRowBody(body: body)
-        KernelThreadPool.shared.forEachRange(of: count, parts: count > 1 ? threadCount : 1) { rows.body($0) }
+        KernelThreadPool.shared.forEachRange(of: count, parts: threadCount) { rows.body($0) }
     }
 }
 

@@ -103,14 +103,16 @@ struct Run: AsyncParsableCommand {
         for try await response in conversation.generateResponse(to: prompt, options: options) {
             reporter.clear()
             switch response {
+            // Everything goes out unbuffered, so the text, the calls and the statistics on
+            // standard error stay in order when both streams go to one place.
             case .chunk(let text):
                 FileHandle.standardOutput.write(Data(text.utf8))
             case .reasoningChunk(let text):
                 FileHandle.standardError.write(Data(text.utf8))
             case .functionCalls(let calls):
-                for call in calls { print("\n[call \(call.name)(\(call.argumentsText))]") }
+                for call in calls { FileHandle.standardOutput.write(Data("\n[call \(call.name)(\(call.argumentsText))]\n".utf8)) }
             case .complete(_, let finishReason, let stats):
-                print()
+                FileHandle.standardOutput.write(Data("\n".utf8))
                 writeError(String(
                     format: "[%d prompt tokens; first token after %.0f ms; %d tokens at %.1f tok/s; finish: %@]",
                     stats.promptTokens, stats.timeToFirstToken * 1000, stats.completionTokens, stats.tokensPerSecond,

@@ -58,10 +58,12 @@ private final class _Total: Sendable {
 @Suite struct KernelThreadPoolRangeTests {
     /// `forEachRange` covers `0 ..< count` exactly once with contiguous ranges, for counts
     /// smaller than, equal to and larger than the part count (including 0).
-    @Test(arguments: [0, 1, 2, 3, 7, 64, 1001])
+    ///
+    /// Five threads: a count of 5 in 4 parts (2 per part) leaves the last part nothing.
+    @Test(arguments: [0, 1, 2, 3, 5, 7, 64, 1001])
     func rangesCoverEveryIndexOnce(count: Int) {
-        let pool = KernelThreadPool(threadCount: 3)
-        for parts in 1 ... 5 {
+        let pool = KernelThreadPool(threadCount: 5)
+        for parts in 1 ... 6 {
             let hits = UnsafeMutableBufferPointer<Int>.allocate(capacity: max(count, 1))
             defer { hits.deallocate() }
             hits.initialize(repeating: 0)
@@ -69,7 +71,18 @@ private final class _Total: Sendable {
             pool.forEachRange(of: count, parts: parts) { range in
                 for index in range { shared.base[index] += 1 }
             }
-            #expect(hits.prefix(count).allSatisfy { $0 == 1 }, "count \(count), parts \(parts)")
+            #expect(hits.prefix(count).allSatisfy { $0 == 1 }, "closure: count \(count), parts \(parts)")
+            hits.initialize(repeating: 0)
+            pool.forEachRange(of: count, parts: parts, job: _Marking(counts: shared))
+            #expect(hits.prefix(count).allSatisfy { $0 == 1 }, "job: count \(count), parts \(parts)")
         }
+    }
+}
+
+/// A range job counting the indices it is given.
+private struct _Marking: RangeJob {
+    let counts: _Counts
+    func run(_ range: Range<Int>) {
+        for index in range { counts.base[index] += 1 }
     }
 }

@@ -76,6 +76,59 @@ import TypesetTestSupport
         }
     }
 
+    /// Quantizing into a vector's storage gives the vector a fresh quantization gives, and
+    /// leaves a copy taken before untouched (value semantics).
+    @Test(arguments: ActivationVector.Format.allCases)
+    func quantizingInPlaceEqualsQuantizingAfresh(format: ActivationVector.Format) {
+        var generator = SplitMix64(seed: 11)
+        var vector = ActivationVector(format: format, count: 512)
+        for round in 0 ..< 3 {
+            let values = (0 ..< 512).map { _ in Float.random(in: -4 ... 4, using: &generator) }
+            let before = vector
+            values.withUnsafeBufferPointer { vector.quantize($0) }
+            let fresh = ActivationVector(values, format: format)
+            #expect(vector.values == fresh.values && vector.scales == fresh.scales && vector.codes == fresh.codes
+                    && vector.sums == fresh.sums && vector.offsets == fresh.offsets, "round \(round)")
+            #expect(round == 0 || before.values != vector.values)
+        }
+    }
+
+    /// Products run from a buffer with the input quantized into kept `ActivationBuffers` give
+    /// the values of each product alone, for matrices of two activation formats (q8_0, q8_K),
+    /// packed and mapped, over calls that reuse the buffers.
+    @Test func productsReusingActivationBuffersEqualSingleProducts() throws {
+        var generator = SplitMix64(seed: 78)
+        let rowLength = 512
+        let matrices = try [(GGMLType.q4_0, 48, true), (.q6_K, 32, true), (.q8_0, 20, false), (.q4_K, 16, false)].map { type, rows, packs in
+            let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
+            let tensor = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
+            return try WeightMatrix(tensor, packing: packs && PackedMatrix.canPack(tensor))
+        }
+        var buffers = ActivationBuffers()
+        for round in 0 ..< 3 {
+            let values = (0 ..< rowLength).map { _ in Float.random(in: -1 ... 1, using: &generator) }
+            let expected = try matrices.map { matrix in
+                var output = [Float](repeating: .nan, count: matrix.rowCount)
+                try output.withUnsafeMutableBufferPointer { result in
+                    try MatrixVectorProduct.multiply(matrix, by: ActivationVector(values, for: matrix.tensor.info.type), into: result)
+                }
+                return output
+            }
+            let outputs = matrices.map { UnsafeMutableBufferPointer<Float>.allocate(capacity: $0.rowCount) }
+            defer { for output in outputs { output.deallocate() } }
+            for output in outputs { output.initialize(repeating: .nan) }
+            let products = zip(matrices, outputs).map { (weights: $0, output: $1) }
+            try products.withUnsafeBufferPointer { products in
+                try values.withUnsafeBufferPointer { input in
+                    try MatrixVectorProduct.multiply(products, input: input, reusing: &buffers, threadCount: 2)
+                }
+            }
+            for (index, output) in outputs.enumerated() {
+                #expect(Array(output) == expected[index], "round \(round), matrix \(index)")
+            }
+        }
+    }
+
     @Test(arguments: [ActivationVector.Format.q8_0, .q8_1, .q8_K])
     func activationQuantization(format: ActivationVector.Format) {
         var generator = SplitMix64(seed: 7)

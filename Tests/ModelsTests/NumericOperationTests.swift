@@ -135,8 +135,9 @@ import TypesetTestSupport
             cache.values[0].withUnsafeBufferPointer { v in
                 wideKeys.withUnsafeMutableBufferPointer { wk in
                     wideValues.withUnsafeMutableBufferPointer { wv in
-                        _CacheWideningJob(keys: k.baseAddress!, values: v.baseAddress!, wideKeys: wk.baseAddress!, wideValues: wv.baseAddress!, keyWidth: keyWidth)
-                            .widen(positions: 0 ..< positions)
+                        _CacheWideningJob(keys: k.baseAddress!, values: v.baseAddress!, wideKeys: wk.baseAddress!, wideValues: wv.baseAddress!, keyWidth: keyWidth,
+                                          firstPosition: 0)
+                            .run(0 ..< positions)
                     }
                 }
             }

@@ -60,6 +60,30 @@ extension Sampler {
         #expect(Set((0 ..< 500).map { _ in minP.sampled(Self.logits, history: [])! }) == [4, 0])
     }
 
+    /// The chain holds the stages the options turn on, in llama.cpp's order; greedy has none
+    /// after the penalties.
+    @Test func chainFollowsTheOptions() {
+        let options = SamplingOptions(temperature: 0.7, topK: 40, topP: 0.9, minP: 0.05, repetitionPenalty: 1.1, dry: .standard)
+        #expect(Sampler(options: options).stages == [
+            .repetitionPenalty(1.1, window: 64), .dry(.standard), .topK(40), .topP(0.9), .minP(0.05), .temperature(0.7),
+        ])
+        #expect(Sampler(options: .greedy).stages.isEmpty)
+        // Filters mean nothing without a temperature: greedy ignores them.
+        #expect(Sampler(options: SamplingOptions(topK: 5, repetitionPenalty: 1.3)).stages == [.repetitionPenalty(1.3, window: 64)])
+        #expect(Sampler(options: SamplingOptions(temperature: 1, topK: 0, topP: 1, minP: 0)).stages == [.temperature(1)])
+    }
+
+    /// A token seen several times in the window is penalized once, and only the window counts.
+    @Test func repetitionPenaltyCountsEachTokenOnce() {
+        var sampler = Sampler(options: SamplingOptions(repetitionPenalty: 2, repetitionWindow: 3))
+        var logits = Self.logits
+        sampler.applyPenalties(to: &logits, history: [1, 4, 4, 0])
+        var expected = Self.logits
+        expected[4] = 1.5
+        expected[0] = 1
+        #expect(logits == expected)
+    }
+
     @Test func repetitionPenaltyDemotesRecentTokens() {
         var sampler = Sampler(options: SamplingOptions(repetitionPenalty: 2))
         // 3.0 / 2 = 1.5 < 2.0: token 0 wins once 4 was seen recently.
@@ -70,7 +94,7 @@ extension Sampler {
     /// Sampling penalizes the logits in place (no copy of the vocabulary per token); drawing
     /// again from them does not penalize twice.
     @Test func penaltiesApplyInPlaceOnce() {
-        let sampler = Sampler(options: SamplingOptions(repetitionPenalty: 2))
+        var sampler = Sampler(options: SamplingOptions(repetitionPenalty: 2))
         var logits = Self.logits
         sampler.applyPenalties(to: &logits, history: [4, 3])
         var expected = Self.logits

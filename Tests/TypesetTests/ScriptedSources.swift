@@ -25,13 +25,13 @@ final class ScriptedSource: LogitsSource {
 
     func truncate(to count: Int) { held.removeLast(max(0, held.count - count)) }
 
-    func evaluate(_ tokens: [Int]) throws(ModelError) -> [Float] {
+    func evaluate(_ tokens: [Int], into logits: inout [Float]) throws(ModelError) {
         guard held.count + tokens.count <= contextLength else {
             throw .contextOverflow(needed: held.count + tokens.count, available: contextLength)
         }
         held += tokens
         evaluations.append(tokens)
-        return logits(held)
+        logits = self.logits(held)
     }
 }
 

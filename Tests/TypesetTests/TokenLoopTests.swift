@@ -14,7 +14,7 @@ import Testing
     }
 
     static func greedy(_ logits: inout [Float], _ context: TokenLoop<ScriptedSource>.Context) -> TokenStepDecision {
-        .append([logits.indices.max { logits[$0] < logits[$1] }!])
+        .append(logits.indices.max { logits[$0] < logits[$1] }!)
     }
 
     @Test func prefillsThenStepsUntilTheEndOfGeneration() throws {
@@ -77,7 +77,7 @@ import Testing
         var remaining: [Int] = []
         let outcome = try loop.run(prompt: [0]) { logits, context in
             remaining.append(context.remainingTokens)
-            return context.completionTokens == 0 ? .append([1, 5, 5]) : Self.greedy(&logits, context)
+            return context.completionTokens == 0 ? .append(1, forced: [5, 5]) : Self.greedy(&logits, context)
         }
         // [1, 5, 5] in one evaluation, then 6, then the end of generation (7).
         #expect(source.evaluations == [[0], [1, 5, 5], [6]])
@@ -124,12 +124,12 @@ import Testing
     @Test func stepsFinishWithOrWithoutTokens() throws {
         let loop = TokenLoop(source: Self.counting(), maxTokens: 100, isEndOfGeneration: { _ in false })
         let finished = try loop.run(prompt: [0]) { _, context in
-            context.completionTokens < 2 ? .append([3]) : .finish(.constraint)
+            context.completionTokens < 2 ? .append(3) : .finish(.constraint)
         }
         #expect(finished.tokens == [3, 3] && finished.finishReason == .constraint)
         let source = Self.counting()
         let appended = try TokenLoop(source: source, maxTokens: 100, isEndOfGeneration: { _ in false })
-            .run(prompt: [0]) { _, _ in .appendAndFinish([2, 3], .stop) }
+            .run(prompt: [0]) { _, _ in .appendAndFinish(2, forced: [3], .stop) }
         #expect(appended.tokens == [2, 3] && appended.finishReason == .stop)
         #expect(source.evaluations == [[0]])
     }

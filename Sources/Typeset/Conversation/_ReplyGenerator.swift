@@ -140,7 +140,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
             maskIsCurrent = false
             if vocabulary.isEndOfGeneration(token) {
                 if case .call = phase { return .finish(.constraint) }
-                return .append([token])
+                return .append(token)
             }
             var forced: [Int] = []
             let text = (try? detokenizer.append(token)) ?? ""
@@ -149,7 +149,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
                 content += text
                 if !text.isEmpty { emit(.chunk(text)) }
                 // Complete and nothing but the end may follow: done, without another step.
-                if refreshMask(after: matcher) { return .appendAndFinish([token], .stop) }
+                if refreshMask(after: matcher) { return .appendAndFinish(token, .stop) }
             case .free:
                 guard let (markup, remainder) = take(router.route(text)), let callGrammar else { break }
                 let marked = markup == _ReplyTextRouter.hermesCallMarker
@@ -177,12 +177,12 @@ struct _ReplyGenerator<Source: LogitsSource> {
                 maskIsCurrent = false
                 phase = .free
                 // A bare call is the whole reply: it ends here, complete (not "cut short").
-                if bareCall { return .appendAndFinish([token], .stop) }
+                if bareCall { return .appendAndFinish(token, .stop) }
                 forced += callClosing
                 router.resume()
                 afterCall = []
             }
-            return .append([token] + forced)
+            return .append(token, forced: forced)
         }
 
         let loop = TokenLoop(source: source, maxTokens: options.maxTokens ?? Int.max, isEndOfGeneration: { vocabulary.isEndOfGeneration($0) })

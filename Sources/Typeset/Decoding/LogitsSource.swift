@@ -20,12 +20,13 @@ public protocol LogitsSource: AnyObject {
     /// Forgets every token after the first `count`.
     func truncate(to count: Int)
 
-    /// Appends `tokens` and returns the logits for the token after the last of them, one per
-    /// vocabulary entry.
+    /// Appends `tokens` and writes the logits for the token after the last of them into
+    /// `logits`, one per vocabulary entry, replacing what it held (its storage is reused when
+    /// it has the vocabulary's size: the loop keeps one array for the whole generation).
     ///
     /// - Throws: ``ModelError/contextOverflow(needed:available:)`` when they do not fit,
     ///   before any work; ``ModelError/tokenOutOfRange(_:position:)``.
-    func evaluate(_ tokens: [Int]) throws(ModelError) -> [Float]
+    func evaluate(_ tokens: [Int], into logits: inout [Float]) throws(ModelError)
 }
 
 /// One sequence of tokens run through a transformer: the model, a KV cache of its own and the
@@ -53,7 +54,7 @@ public final class ModelSequence: LogitsSource {
     public func reusablePrefixLength(for tokens: [Int]) -> Int { cache.reusablePrefixLength(for: tokens) }
     public func truncate(to count: Int) { cache.truncate(to: count) }
 
-    public func evaluate(_ tokens: [Int]) throws(ModelError) -> [Float] {
-        try model.evaluate(tokens, cache: cache, threadCount: threadCount)
+    public func evaluate(_ tokens: [Int], into logits: inout [Float]) throws(ModelError) {
+        try model.evaluate(tokens, cache: cache, threadCount: threadCount, into: &logits)
     }
 }

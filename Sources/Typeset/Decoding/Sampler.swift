@@ -1,10 +1,10 @@
 import Foundation
 import Tokenizer
 
-/// How the next token is chosen from the model's logits.
+/// How the next token is chosen from the model's logits: the settings of ``Sampler``'s chain.
 ///
-/// The steps run in llama.cpp's default order: repetition penalty and DRY, then top-k, top-p and min-p
-/// on the resulting distribution, then temperature, then a draw from what is left. A
+/// The stages run in llama.cpp's default order: repetition penalty and DRY, then top-k, top-p
+/// and min-p on the resulting distribution, then temperature, then a draw from what is left. A
 /// temperature of 0 (or below) picks the most likely token (greedy; ties go to the lowest id).
 public struct SamplingOptions: Sendable, Equatable {
     /// Softmax temperature; 0 means greedy.
@@ -43,25 +43,70 @@ public struct SamplingOptions: Sendable, Equatable {
 }
 
 /// Draws tokens from logits according to `SamplingOptions`, with its own seeded generator.
+///
+/// Sampling is a chain of small stages, built once from the options (``stages``) and run in
+/// llama.cpp's default order. The penalties rewrite the logits in place; the stages after them
+/// work on the candidates, which the sampler keeps from token to token, so a token costs no
+/// copy of the vocabulary:
+///
+///     logits ─► repetition penalty ─► DRY ─┬─ temperature 0 ─► the most likely token
+///              (in place)                  └─ candidates: tokens within 40·max(1, T) of the
+///                                             best, most likely first ─► top-k ─► top-p
+///                                             ─► min-p ─► temperature ─► seeded draw
 public struct Sampler: Sendable {
+    /// One stage of the chain.
+    public enum Stage: Sendable, Equatable {
+        /// Divides positive logits (multiplies negative ones) of the tokens among the last
+        /// `window` of the history, each once.
+        case repetitionPenalty(Float, window: Int)
+        /// Subtracts the DRY penalty from the tokens that would extend a repeat.
+        case dry(DRYPenalty)
+        /// Keeps the `k` most likely candidates.
+        case topK(Int)
+        /// Keeps the fewest most likely candidates whose probabilities add up to `p`.
+        case topP(Float)
+        /// Drops candidates less likely than `p` × the most likely one's probability.
+        case minP(Float)
+        /// Divides the candidates' logits by `t` before the draw.
+        case temperature(Float)
+    }
+
     public let options: SamplingOptions
+    /// The chain, in the order it runs; greedy when it has no ``Stage/temperature(_:)``.
+    public let stages: [Stage]
     private var random: _SplitMix64
     /// Which token ids are DRY sequence breakers (empty: none is).
     private let breakers: [Bool]
+    /// The candidates of the current draw, storage kept from token to token.
+    private var candidates = _Candidates()
+    /// The distinct tokens of the repetition window, storage kept from token to token.
+    private var recentTokens = Set<Int>()
 
     /// A sampler whose DRY penalty, if any, knows no sequence breakers.
     public init(options: SamplingOptions) {
-        self.options = options
-        self.random = _SplitMix64(seed: options.seed)
-        self.breakers = []
+        self.init(options: options, breakers: [])
     }
 
     /// A sampler for `vocabulary`'s tokens: its DRY penalty, if any, stops at the tokens whose
     /// text contains a sequence breaker (found once, here: one pass over the vocabulary).
     public init(options: SamplingOptions, vocabulary: Vocabulary) {
+        self.init(options: options, breakers: options.dry.map { $0.breakerTokens(in: vocabulary) } ?? [])
+    }
+
+    private init(options: SamplingOptions, breakers: [Bool]) {
         self.options = options
         self.random = _SplitMix64(seed: options.seed)
-        self.breakers = options.dry.map { $0.breakerTokens(in: vocabulary) } ?? []
+        self.breakers = breakers
+        var stages: [Stage] = []
+        if options.repetitionPenalty != 1 { stages.append(.repetitionPenalty(options.repetitionPenalty, window: options.repetitionWindow)) }
+        if let dry = options.dry { stages.append(.dry(dry)) }
+        if options.temperature > 0 {
+            if let k = options.topK, k > 0 { stages.append(.topK(k)) }
+            if let p = options.topP, p < 1 { stages.append(.topP(p)) }
+            if let p = options.minP, p > 0 { stages.append(.minP(p)) }
+            stages.append(.temperature(options.temperature))
+        }
+        self.stages = stages
     }
 
     /// The next token for `logits` (one per vocabulary entry) after `history` (the tokens so
@@ -73,28 +118,35 @@ public struct Sampler: Sendable {
         return draw(from: logits)
     }
 
-    /// The repetition penalty, then DRY's, on `logits` in place (the first stages of the chain).
-    public func applyPenalties(to logits: inout [Float], history: [Int]) {
-        if options.repetitionPenalty != 1 {
-            for token in Set(history.suffix(options.repetitionWindow)) where token >= 0 && token < logits.count {
-                logits[token] = logits[token] > 0 ? logits[token] / options.repetitionPenalty : logits[token] * options.repetitionPenalty
-            }
-        }
-        if let dry = options.dry {
-            let breakers = self.breakers
-            for (token, amount) in dry.penalties(after: history, isBreaker: { $0 < breakers.count && breakers[$0] })
-            where token >= 0 && token < logits.count {
-                logits[token] -= amount
+    /// The chain's penalties (repetition, then DRY) on `logits`, in place.
+    ///
+    /// - Complexity: O(window) for the repetition penalty; DRY's as ``DRYPenalty`` states.
+    public mutating func applyPenalties(to logits: inout [Float], history: [Int]) {
+        for stage in stages {
+            switch stage {
+            case let .repetitionPenalty(penalty, window):
+                recentTokens.removeAll(keepingCapacity: true)
+                for token in history.suffix(window) where token >= 0 && token < logits.count && recentTokens.insert(token).inserted {
+                    logits[token] = logits[token] > 0 ? logits[token] / penalty : logits[token] * penalty
+                }
+            case let .dry(dry):
+                let breakers = self.breakers
+                for (token, amount) in dry.penalties(after: history, isBreaker: { $0 < breakers.count && breakers[$0] })
+                where token >= 0 && token < logits.count {
+                    logits[token] -= amount
+                }
+            case .topK, .topP, .minP, .temperature:
+                continue
             }
         }
     }
 
     /// The next token from logits the penalties have already been applied to: the most likely
-    /// one at temperature 0 (ties to the lowest id); otherwise top-k, top-p and min-p narrow the
-    /// candidates, temperature reshapes what is left and a seeded draw picks one. Reads
-    /// `logits` without copying them; `nil` when every logit is −∞ or NaN.
+    /// one when the chain has no temperature (ties to the lowest id); otherwise the candidate
+    /// stages narrow the likely tokens and a seeded draw picks one. Reads `logits` without
+    /// copying them; `nil` when every logit is −∞ or NaN.
     public mutating func draw(from logits: [Float]) -> Int? {
-        if options.temperature <= 0 {
+        guard case let .temperature(temperature)? = stages.last else {
             var best: Int?
             var bestLogit = -Float.infinity
             for index in logits.indices where logits[index] > bestLogit {
@@ -103,45 +155,74 @@ public struct Sampler: Sendable {
             }
             return best
         }
-        // Candidates, most likely first. Tokens more than 40·max(1, T) below the best carry
-        // less than e⁻⁴⁰ of its weight each after temperature, so they are left out before
-        // sorting (Gemma's vocabulary has 262,144 entries).
-        guard let maximum = logits.lazy.filter({ $0 > -.infinity }).max() else { return nil }
-        let floor = maximum - 40 * max(1, options.temperature)
-        var candidates = logits.indices.filter { logits[$0] >= floor }
-        candidates.sort { logits[$0] != logits[$1] ? logits[$0] > logits[$1] : $0 < $1 }
-        if let topK = options.topK, topK > 0, topK < candidates.count { candidates.removeLast(candidates.count - topK) }
-        func probabilities(_ scale: Float) -> [Float] {
-            let maximum = logits[candidates[0]]
-            var weights = candidates.map { expf((logits[$0] - maximum) * scale) }
-            let total = weights.reduce(0, +)
-            for index in weights.indices { weights[index] /= total }
-            return weights
-        }
-        if let topP = options.topP, topP < 1 {
-            let weights = probabilities(1)
-            var cumulative: Float = 0
-            var keep = candidates.count
-            for (index, weight) in weights.enumerated() {
-                cumulative += weight
-                if cumulative >= topP { keep = index + 1; break }
+        // Tokens more than 40·max(1, T) below the best carry less than e⁻⁴⁰ of its weight each
+        // after temperature, so they are left out before sorting (Gemma's vocabulary has
+        // 262,144 entries).
+        guard candidates.gather(from: logits, within: 40 * max(1, temperature)) else { return nil }
+        for stage in stages {
+            switch stage {
+            case let .topK(k):
+                candidates.count = min(candidates.count, k)
+            case let .topP(p):
+                candidates.normalize(scale: 1)
+                var cumulative: Float = 0
+                for index in 0 ..< candidates.count {
+                    cumulative += candidates.weights[index]
+                    if cumulative >= p { candidates.count = index + 1; break }
+                }
+            case let .minP(p):
+                candidates.normalize(scale: 1)
+                let threshold = candidates.weights[0] * p
+                candidates.count = max(1, (0 ..< candidates.count).first { candidates.weights[$0] < threshold } ?? candidates.count)
+            case let .temperature(temperature):
+                candidates.normalize(scale: 1 / temperature)
+            case .repetitionPenalty, .dry:
+                continue
             }
-            candidates.removeLast(candidates.count - keep)
         }
-        if let minP = options.minP, minP > 0 {
-            let weights = probabilities(1)
-            let threshold = weights[0] * minP
-            let keep = weights.firstIndex { $0 < threshold } ?? weights.count
-            candidates.removeLast(candidates.count - max(1, keep))
-        }
-        let weights = probabilities(1 / options.temperature)
         let draw = Float(random.next() >> 40) / Float(1 << 24)
         var cumulative: Float = 0
-        for (index, weight) in weights.enumerated() {
-            cumulative += weight
-            if draw < cumulative { return candidates[index] }
+        for index in 0 ..< candidates.count {
+            cumulative += candidates.weights[index]
+            if draw < cumulative { return candidates.tokens[index] }
         }
-        return candidates[candidates.count - 1]
+        return candidates.tokens[candidates.count - 1]
+    }
+}
+
+/// The tokens a draw chooses among, most likely first, with their logits and, once
+/// normalized, their probabilities. The first `count` are live; the stages shorten it.
+private struct _Candidates: Sendable {
+    var tokens: [Int] = []
+    var logits: [Float] = []
+    var weights: [Float] = []
+    var count = 0
+
+    /// Gathers the tokens whose logit is within `margin` of the best, most likely first (ties
+    /// to the lowest id); false when every logit is −∞ or NaN.
+    mutating func gather(from source: [Float], within margin: Float) -> Bool {
+        guard let maximum = source.lazy.filter({ $0 > -.infinity }).max() else { return false }
+        let floor = maximum - margin
+        tokens.removeAll(keepingCapacity: true)
+        for index in source.indices where source[index] >= floor { tokens.append(index) }
+        tokens.sort { source[$0] != source[$1] ? source[$0] > source[$1] : $0 < $1 }
+        logits.removeAll(keepingCapacity: true)
+        for token in tokens { logits.append(source[token]) }
+        weights.removeAll(keepingCapacity: true)
+        weights.append(contentsOf: repeatElement(0, count: tokens.count))
+        count = tokens.count
+        return true
+    }
+
+    /// `weights[i] = softmax(logits × scale)` over the live candidates.
+    mutating func normalize(scale: Float) {
+        let maximum = logits[0]
+        var total: Float = 0
+        for index in 0 ..< count {
+            weights[index] = expf((logits[index] - maximum) * scale)
+            total += weights[index]
+        }
+        for index in 0 ..< count { weights[index] /= total }
     }
 }
 

@@ -64,8 +64,8 @@ public final class TextGenerator {
         let outcome = try loop.run(prompt: prompt) { logits, context in
             logitsProcessor?(&logits)
             guard let token = sampler.sample(&logits, history: context.history) else { return .finish(.constraint) }
-            if stopsAtEndOfGeneration && vocabulary.isEndOfGeneration(token) { return .append([token]) }
-            return onToken(token) ? .append([token]) : .appendAndFinish([token], .interrupted)
+            if stopsAtEndOfGeneration && vocabulary.isEndOfGeneration(token) { return .append(token) }
+            return onToken(token) ? .append(token) : .appendAndFinish(token, .interrupted)
         }
         return Result(tokens: outcome.tokens, finishReason: outcome.finishReason, stats: outcome.stats)
     }

@@ -2,13 +2,13 @@ import Models
 
 /// What one step of a ``TokenLoop`` does with the logits it was given.
 enum TokenStepDecision {
-    /// Append these tokens (the chosen one, then any the caller forces after it) and compute
-    /// the logits that follow them. An end-of-generation token in first place ends generation
-    /// with ``FinishReason/stop`` instead; it is not appended.
-    case append([Int])
-    /// Append these tokens and end with the reason, without computing the logits after them
-    /// (the caller knows that nothing may follow).
-    case appendAndFinish([Int], FinishReason)
+    /// Append the chosen token, then the tokens the caller forces after it, and compute the
+    /// logits that follow them. A chosen end-of-generation token ends generation with
+    /// ``FinishReason/stop`` instead; it is not appended.
+    case append(Int, forced: [Int] = [])
+    /// Append the chosen token, then any forced ones, and end with the reason, without
+    /// computing the logits after them (the caller knows that nothing may follow).
+    case appendAndFinish(Int, forced: [Int] = [], FinishReason)
     /// End with the reason, appending nothing.
     case finish(FinishReason)
 }
@@ -21,14 +21,17 @@ enum TokenStepDecision {
 ///                 ▼
 ///     ┌─► cancelled? budget spent? ── yes ─► finish
 ///     │   step(&logits, context) ─► .finish ─► finish
-///     │        │ .append(tokens): end of generation first? ── yes ─► finish (.stop)
+///     │        │ .append(token, forced): end of generation? ── yes ─► finish (.stop)
 ///     │        ▼
 ///     │   append; budget spent? context full? ── yes ─► finish
-///     └── logits = source.evaluate(tokens)
+///     └── source.evaluate(tokens, into: &logits)
 ///
 /// The step — masking, sampling, routing text, forcing markup — is the caller's; the loop owns
 /// the prefill with prefix reuse, the stop conditions that do not depend on the text (cancellation,
 /// `maxTokens`, the context, the end of generation), the output and the timings.
+///
+/// A decode step allocates nothing here: the logits are written into one array the loop keeps
+/// (the step masks and samples it in place) and the step's tokens into another.
 struct TokenLoop<Source: LogitsSource> {
     /// What a step knows besides the logits.
     struct Context {
@@ -87,20 +90,26 @@ struct TokenLoop<Source: LogitsSource> {
         source.truncate(to: reused)
         let prefillStart = clock.now
         var logits: [Float] = []
+        var stepTokens: [Int] = []
         var computed = reused
         repeat {
             var end = min(computed + max(1, prefillChunkLength), start.count)
             // A last chunk of one token would take the matrix-vector kernels (the same integer
             // sums, float sums in another order): give it a second one.
             if start.count - end == 1 && end - computed > 2 { end -= 1 }
-            logits = try source.evaluate(Array(start[computed ..< end]))
+            stepTokens.replaceSubrange(stepTokens.indices, with: start[computed ..< end])
+            try source.evaluate(stepTokens, into: &logits)
             computed = end
             onPrefill?(computed - reused, start.count - reused)
         } while computed < start.count
         let decodeStart = clock.now
 
+        // Room for every token the run may append, so appending never reallocates.
+        let room = min(maxTokens, max(0, source.contextLength - start.count))
         var history = start
+        history.reserveCapacity(start.count + room)
         var output = opening
+        output.reserveCapacity(opening.count + room)
         var firstToken: ContinuousClock.Instant?
         var reason = FinishReason.maxTokens
         generation: while true {
@@ -111,23 +120,23 @@ struct TokenLoop<Source: LogitsSource> {
             let decision = step(&logits, Context(
                 history: history, completionTokens: output.count,
                 remainingTokens: min(maxTokens - output.count, source.contextLength - source.count)))
-            let tokens: [Int]
+            stepTokens.removeAll(keepingCapacity: true)
             switch decision {
             case .finish(let finish):
                 reason = finish
                 break generation
-            case .append(let chosen), .appendAndFinish(let chosen, _):
-                precondition(!chosen.isEmpty, "a step appends at least one token")
-                tokens = chosen
+            case .append(let chosen, let forced), .appendAndFinish(let chosen, let forced, _):
+                stepTokens.append(chosen)
+                stepTokens += forced
             }
             if firstToken == nil { firstToken = clock.now }
-            if let first = tokens.first, isEndOfGeneration(first) { reason = .stop; break }
-            output += tokens
-            history += tokens
-            if case .appendAndFinish(_, let finish) = decision { reason = finish; break }
+            if isEndOfGeneration(stepTokens[0]) { reason = .stop; break }
+            output += stepTokens
+            history += stepTokens
+            if case .appendAndFinish(_, _, let finish) = decision { reason = finish; break }
             if output.count >= maxTokens { reason = reasonAtLimit(); break }
-            guard source.count + tokens.count <= source.contextLength else { reason = .exceededContext; break }
-            logits = try source.evaluate(tokens)
+            guard source.count + stepTokens.count <= source.contextLength else { reason = .exceededContext; break }
+            try source.evaluate(stepTokens, into: &logits)
         }
         let end = clock.now
         let stats = GenerationStats(
