@@ -104,15 +104,18 @@ let package = Package(
         ),
 
         // MARK: Command line and benchmarks
+        // Random weight tensors of every type and a seedable generator: what the kernel
+        // benchmarks multiply (shipped with the command line) and the tests check.
+        .target(name: "SyntheticTensors", dependencies: ["GGUF"], path: "Benchmarks/SyntheticTensors"),
         .target(
             name: "KernelBenchmarks",
-            dependencies: ["GGUF", "Kernels", "TypesetTestSupport"],
+            dependencies: ["GGUF", "Kernels", "SyntheticTensors"],
             path: "Benchmarks/KernelBenchmarks",
             swiftSettings: kernelSettings
         ),
 
         // MARK: Tests
-        .target(name: "TypesetTestSupport", dependencies: ["GGUF"], path: "Tests/TypesetTestSupport"),
+        .target(name: "TypesetTestSupport", dependencies: ["GGUF", "SyntheticTensors"], path: "Tests/TypesetTestSupport"),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TypesetTestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["Kernels", "TypesetTestSupport"]),
         .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
@@ -154,7 +157,7 @@ if withMacros {
 }
 
 if kernelsOnly {
-    let kept: Set<String> = ["GGUF", "COpenBLAS", "Kernels", "TypesetTestSupport", "KernelsTests"]
+    let kept: Set<String> = ["GGUF", "COpenBLAS", "Kernels", "SyntheticTensors", "TypesetTestSupport", "KernelsTests"]
     package.targets.removeAll { !kept.contains($0.name) }
     package.products.removeAll { !["GGUF", "TypesetTestSupport"].contains($0.name) }
     package.dependencies.removeAll()

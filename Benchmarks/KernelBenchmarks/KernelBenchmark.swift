@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import GGUF
 import Kernels
-import TypesetTestSupport
+import SyntheticTensors
 
 /// The kernel benchmark behind `typeset bench kernels`: matrix-vector GB/s (scalar, SIMD row
 /// kernels on the mapped tensor, packed kernels, and OpenBLAS on f32), matrix-matrix GFLOP/s

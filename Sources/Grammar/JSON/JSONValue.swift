@@ -62,18 +62,42 @@ public enum JSONValue: Hashable, Sendable {
 
     // MARK: Parsing
 
-    /// Parses a complete JSON text (RFC 8259; surrounding whitespace allowed).
+    /// Parses a complete JSON text (RFC 8259; surrounding whitespace allowed) with
+    /// ``IncrementalJSONParser``, all at once: a repeated member name keeps its first position
+    /// and its last value; a `\u` escape of an unpaired surrogate reads as U+FFFD.
     ///
     /// - Throws: `GrammarError.invalidJSON` with the byte offset of the problem.
     /// - Complexity: O(n); nesting deeper than `maximumDepth` is an error, not a stack overflow.
     public init(parsing text: String, maximumDepth: Int = 512) throws(GrammarError) {
-        var parser = _JSONParser(bytes: Array(text.utf8), maximumDepth: maximumDepth)
-        self = try parser.parseDocument()
+        try self.init(parsing: Array(text.utf8), maximumDepth: maximumDepth)
     }
 
     public init(parsing bytes: [UInt8], maximumDepth: Int = 512) throws(GrammarError) {
-        var parser = _JSONParser(bytes: bytes, maximumDepth: maximumDepth)
-        self = try parser.parseDocument()
+        var parser = IncrementalJSONParser(maximumDepth: maximumDepth, loneSurrogates: .replace)
+        try parser.append(bytes)
+        try parser.finish()
+        guard let value = parser.value else { throw .invalidJSON(offset: bytes.count, message: "unexpected end of input") }
+        self = value
+    }
+
+    /// The value with each object's repeated member names resolved as the parser resolves
+    /// them (first position, last value), at every depth.
+    ///
+    /// - Complexity: O(n).
+    public var withUniqueMemberNames: JSONValue {
+        switch self {
+        case .null, .bool, .number, .string: return self
+        case .array(let items): return .array(items.map(\.withUniqueMemberNames))
+        case .object(let members):
+            var unique: [(String, JSONValue)] = []
+            var indices: [String: Int] = [:]
+            for (name, value) in members {
+                if let index = indices[name] { unique[index].1 = value.withUniqueMemberNames; continue }
+                indices[name] = unique.count
+                unique.append((name, value.withUniqueMemberNames))
+            }
+            return .object(unique)
+        }
     }
 
     // MARK: Serialization
@@ -177,192 +201,4 @@ extension JSONValue {
     /// A double as a JSON number: the shortest text that reads back as the same value
     /// (`0.25`, `100.0`, `1e-07`); `null` for infinities and NaN, which JSON cannot write.
     public init(_ value: Double) { self = value.isFinite ? .number(value.description) : .null }
-}
-
-struct _JSONParser {
-    let bytes: [UInt8]
-    let maximumDepth: Int
-    var offset = 0
-    var depth = 0
-
-    init(bytes: [UInt8], maximumDepth: Int) {
-        self.bytes = bytes
-        self.maximumDepth = maximumDepth
-    }
-
-    func failure(_ message: String, at position: Int? = nil) -> GrammarError {
-        .invalidJSON(offset: position ?? offset, message: message)
-    }
-
-    mutating func parseDocument() throws(GrammarError) -> JSONValue {
-        skipWhitespace()
-        let value = try parseValue()
-        skipWhitespace()
-        guard offset == bytes.count else { throw failure("unexpected text after the value") }
-        return value
-    }
-
-    mutating func skipWhitespace() {
-        while offset < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[offset]) { offset += 1 }
-    }
-
-    mutating func expect(_ literal: String) throws(GrammarError) {
-        let expected = Array(literal.utf8)
-        guard bytes.count - offset >= expected.count, Array(bytes[offset ..< offset + expected.count]) == expected else {
-            throw failure("expected '\(literal)'")
-        }
-        offset += expected.count
-    }
-
-    mutating func parseValue() throws(GrammarError) -> JSONValue {
-        guard offset < bytes.count else { throw failure("unexpected end of text") }
-        switch bytes[offset] {
-        case UInt8(ascii: "n"): try expect("null"); return .null
-        case UInt8(ascii: "t"): try expect("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expect("false"); return .bool(false)
-        case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "["):
-            depth += 1
-            defer { depth -= 1 }
-            guard depth <= maximumDepth else { throw failure("nesting deeper than \(maximumDepth)") }
-            offset += 1
-            var items: [JSONValue] = []
-            skipWhitespace()
-            if offset < bytes.count, bytes[offset] == UInt8(ascii: "]") { offset += 1; return .array(items) }
-            while true {
-                skipWhitespace()
-                items.append(try parseValue())
-                skipWhitespace()
-                guard offset < bytes.count else { throw failure("unterminated array") }
-                if bytes[offset] == UInt8(ascii: ",") { offset += 1; continue }
-                if bytes[offset] == UInt8(ascii: "]") { offset += 1; return .array(items) }
-                throw failure("expected ',' or ']'")
-            }
-        case UInt8(ascii: "{"):
-            depth += 1
-            defer { depth -= 1 }
-            guard depth <= maximumDepth else { throw failure("nesting deeper than \(maximumDepth)") }
-            offset += 1
-            var members: [(String, JSONValue)] = []
-            skipWhitespace()
-            if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") { offset += 1; return .object(members) }
-            while true {
-                skipWhitespace()
-                guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw failure("expected a member name") }
-                let name = try parseString()
-                skipWhitespace()
-                try expect(":")
-                skipWhitespace()
-                let value = try parseValue()
-                if let existing = members.firstIndex(where: { $0.0 == name }) { members.remove(at: existing) }
-                members.append((name, value))
-                skipWhitespace()
-                guard offset < bytes.count else { throw failure("unterminated object") }
-                if bytes[offset] == UInt8(ascii: ",") { offset += 1; continue }
-                if bytes[offset] == UInt8(ascii: "}") { offset += 1; return .object(members) }
-                throw failure("expected ',' or '}'")
-            }
-        case UInt8(ascii: "-"), UInt8(ascii: "0") ... UInt8(ascii: "9"):
-            return .number(try parseNumber())
-        default:
-            throw failure("unexpected character")
-        }
-    }
-
-    mutating func parseNumber() throws(GrammarError) -> String {
-        let start = offset
-        func digits() -> Int {
-            let first = offset
-            while offset < bytes.count, (0x30 ... 0x39).contains(bytes[offset]) { offset += 1 }
-            return offset - first
-        }
-        if bytes[offset] == UInt8(ascii: "-") { offset += 1 }
-        guard offset < bytes.count, (0x30 ... 0x39).contains(bytes[offset]) else { throw failure("expected a digit") }
-        if bytes[offset] == UInt8(ascii: "0") { offset += 1 } else { _ = digits() }
-        if offset < bytes.count, bytes[offset] == UInt8(ascii: ".") {
-            offset += 1
-            guard digits() > 0 else { throw failure("expected a digit after '.'") }
-        }
-        if offset < bytes.count, bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
-            offset += 1
-            if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") { offset += 1 }
-            guard digits() > 0 else { throw failure("expected an exponent") }
-        }
-        return String(decoding: bytes[start ..< offset], as: UTF8.self)
-    }
-
-    mutating func parseHex4() throws(GrammarError) -> UInt32 {
-        guard bytes.count - offset >= 4 else { throw failure("truncated \\u escape") }
-        var value: UInt32 = 0
-        for _ in 0 ..< 4 {
-            let byte = bytes[offset]
-            let digit: UInt32
-            switch byte {
-            case 0x30 ... 0x39: digit = UInt32(byte - 0x30)
-            case 0x41 ... 0x46: digit = UInt32(byte - 0x41 + 10)
-            case 0x61 ... 0x66: digit = UInt32(byte - 0x61 + 10)
-            default: throw failure("bad hex digit in \\u escape")
-            }
-            value = value << 4 | digit
-            offset += 1
-        }
-        return value
-    }
-
-    mutating func parseString() throws(GrammarError) -> String {
-        offset += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
-        var runStart = offset
-        var raw: [UInt8] = []
-        func flush(_ end: Int) throws(GrammarError) {
-            guard runStart < end else { return }
-            raw = Array(bytes[runStart ..< end])
-            guard let text = String(validating: raw, as: UTF8.self) else { throw failure("invalid UTF-8 in string", at: runStart) }
-            scalars.append(contentsOf: text.unicodeScalars)
-        }
-        while true {
-            guard offset < bytes.count else { throw failure("unterminated string") }
-            let byte = bytes[offset]
-            if byte == UInt8(ascii: "\"") {
-                try flush(offset)
-                offset += 1
-                return String(scalars)
-            }
-            if byte < 0x20 { throw failure("control character in string") }
-            if byte != UInt8(ascii: "\\") { offset += 1; continue }
-            try flush(offset)
-            offset += 1
-            guard offset < bytes.count else { throw failure("unterminated escape") }
-            let escape = bytes[offset]
-            offset += 1
-            switch escape {
-            case UInt8(ascii: "\""): scalars.append("\"")
-            case UInt8(ascii: "\\"): scalars.append("\\")
-            case UInt8(ascii: "/"): scalars.append("/")
-            case UInt8(ascii: "b"): scalars.append("\u{08}")
-            case UInt8(ascii: "f"): scalars.append("\u{0C}")
-            case UInt8(ascii: "n"): scalars.append("\n")
-            case UInt8(ascii: "r"): scalars.append("\r")
-            case UInt8(ascii: "t"): scalars.append("\t")
-            case UInt8(ascii: "u"):
-                var value = try parseHex4()
-                if (0xD800 ... 0xDBFF).contains(value), bytes.count - offset >= 6,
-                   bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") {
-                    let save = offset
-                    offset += 2
-                    let low = try parseHex4()
-                    if (0xDC00 ... 0xDFFF).contains(low) {
-                        value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00)
-                    } else {
-                        offset = save
-                    }
-                }
-                // A lone surrogate has no scalar value; it becomes U+FFFD, as Swift strings must.
-                scalars.append(Unicode.Scalar(value) ?? "\u{FFFD}")
-            default:
-                throw failure("unknown escape", at: offset - 1)
-            }
-            runStart = offset
-        }
-    }
 }

@@ -192,12 +192,14 @@ public final class Conversation: Sendable {
             let options = requestedOptions.filled(from: runner.defaultOptions)
             var promptHistory = history
             var constraint: CompiledGrammar?
-            if let schema = options.jsonSchema {
-                let document: JSONValue
-                do { document = try JSONValue(parsing: schema) } catch { throw .invalidSchema(error) }
+            var schemaDocument = options.schemaDocument
+            if schemaDocument == nil, let schema = options.jsonSchema {
+                do { schemaDocument = try JSONValue(parsing: schema) } catch { throw .invalidSchema(error) }
+            }
+            if let document = schemaDocument {
                 constraint = try runner.compiledGrammar(schema: document, options: options.schemaOptions)
                 if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
-                    promptHistory[last].content += Self.schemaInstruction(options.promptSchema ?? schema)
+                    promptHistory[last].content += Self.schemaInstruction(options.promptSchema ?? options.jsonSchema ?? document.compactText)
                     // The instruction is part of what the model was asked: keep it in the history,
                     // so later turns render the same prompt (and reuse the cache).
                     let instructed = promptHistory[last]

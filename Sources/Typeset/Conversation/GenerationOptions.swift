@@ -52,6 +52,9 @@ public struct GenerationOptions: Sendable, Equatable {
     public var functionCallFormat: FunctionCallFormat
     /// Whether the reply may, must or must not call the registered functions.
     public var functionCallMode: FunctionCallMode
+    /// The schema as a JSON value, which `respond` and `streamResponse` set instead of
+    /// `jsonSchema` (the value is compiled as it is, not written out and parsed back).
+    var schemaDocument: JSONValue?
     /// The schema `injectSchemaIntoPrompt` shows the model when it is not `jsonSchema` itself
     /// (a typed reply that may also call tools is held to both, but asked for the value).
     var promptSchema: String?

@@ -82,7 +82,7 @@ extension Conversation {
     /// Asks for free text (running tool calls on the way, as above).
     public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
         let (reply, _, added) = try await exchange(.user(prompt), schema: nil, includeSchemaInPrompt: false, options: options)
-        return Response(content: reply.message.content, rawContent: GeneratedContent(storage: .string(reply.message.content)),
+        return Response(content: reply.message.content, rawContent: GeneratedContent(JSONValue.string(reply.message.content)),
                         messages: added, finishReason: reply.finishReason, stats: reply.stats)
     }
 
@@ -102,11 +102,11 @@ extension Conversation {
         let toolNames = Set(tools.keys)
         let task = Task {
             do {
-                var parser = _IncrementalJSONParser()
+                var parser = IncrementalJSONParser()
                 var last: GeneratedContent?
                 let (reply, raw, added) = try await exchange(
                     .user(prompt), schema: Content.generationSchema, includeSchemaInPrompt: includeSchemaInPrompt, options: options,
-                    onRoundStart: { parser = _IncrementalJSONParser() },
+                    onRoundStart: { parser = IncrementalJSONParser() },
                     onText: { text in
                         guard (try? parser.append(text.utf8)) != nil, let partial = parser.snapshot else { return }
                         let content = GeneratedContent(partial)
@@ -140,7 +140,7 @@ extension Conversation {
         let startCount = history.count
         let tools = self.tools
         let functions = self.functions
-        let valueSchema = schema?.jsonText
+        let valueSchema = schema?.jsonSchema
         let shownSchema = schema?.promptText
         var message = request
         var previousCalls = Set<String>()
@@ -162,17 +162,18 @@ extension Conversation {
                 roundOptions.functionCallMode = .disabled
                 if callsAllowed {
                     let required = round == 0 && options.functionCallMode == .required
-                    roundOptions.jsonSchema = Self.valueOrCallSchema(schema, functions: functions.filter { tools[$0.name] != nil },
-                                                                        valueAllowed: !required)
-                    roundOptions.promptSchema = shownSchema
+                    roundOptions.schemaDocument = Self.valueOrCallSchema(schema, functions: functions.filter { tools[$0.name] != nil },
+                                                                            valueAllowed: !required)
                 } else {
-                    roundOptions.jsonSchema = valueSchema
-                    roundOptions.promptSchema = shownSchema
+                    roundOptions.schemaDocument = valueSchema
                 }
+                roundOptions.jsonSchema = nil
+                roundOptions.promptSchema = shownSchema
                 // The schema is injected into the request only (a tool's output is no request).
                 if message.role != .user { roundOptions.injectSchemaIntoPrompt = false }
             } else {
                 roundOptions.jsonSchema = nil
+                roundOptions.schemaDocument = nil
                 roundOptions.functionCallMode = callsAllowed ? (round == 0 ? options.functionCallMode : .automatic) : .disabled
             }
             onRoundStart()
@@ -189,7 +190,7 @@ extension Conversation {
 
             // The calls to run: native ones (free text), or a value that is a call (typed).
             var calls = reply.message.functionCalls
-            var value = GeneratedContent(storage: .null)
+            var value = GeneratedContent(JSONValue.null)
             if valueSchema != nil {
                 guard reply.finishReason == .stop, let parsed = try? JSONValue(parsing: reply.message.content) else {
                     throw GenerationError.incompleteValue(finishReason: reply.finishReason, rawContent: reply.message.content)
@@ -228,16 +229,16 @@ extension Conversation {
 
     /// A schema for "the value, or a call of one of `functions`" (only the calls when
     /// `valueAllowed` is false), with the value's definitions at the root.
-    static func valueOrCallSchema(_ schema: GenerationSchema?, functions: [FunctionDefinition], valueAllowed: Bool) -> String {
+    static func valueOrCallSchema(_ schema: GenerationSchema?, functions: [FunctionDefinition], valueAllowed: Bool) -> JSONValue {
         let alternatives = _PromptBuilder.callAlternatives(functions)
         guard valueAllowed, let schema, case .object(var members) = schema.jsonSchema else {
-            return _PromptBuilder.callSchema(functions).compactText
+            return _PromptBuilder.callSchema(functions)
         }
         let definitions = members.first { $0.0 == "$defs" }
         members.removeAll { $0.0 == "$defs" || $0.0 == "title" }
         var root: [(String, JSONValue)] = [("anyOf", .array([.object(members)] + alternatives))]
         if let definitions { root.append(definitions) }
-        return JSONValue.object(root).compactText
+        return JSONValue.object(root)
     }
 
     /// The call `value` is, when it is `{"name": <a tool>, "arguments": {…}}`.
@@ -250,12 +251,12 @@ extension Conversation {
 
     /// Whether a partial value may still turn out to be a tool call (snapshots wait for it).
     static func mayBeToolCall(_ content: GeneratedContent, toolNames: Set<String>) -> Bool {
-        guard !toolNames.isEmpty, case .structure(let members) = content.storage else { return false }
+        guard !toolNames.isEmpty, let members = try? content.properties() else { return false }
         for member in members {
             switch member.name {
             case "arguments": continue
             case "name":
-                guard case .string(let name) = member.value.storage else { return false }
+                guard case .string(let name) = member.value.jsonValue else { return false }
                 if member.value.isComplete ? !toolNames.contains(name) : !toolNames.contains(where: { $0.hasPrefix(name) }) { return false }
             default: return false
             }

@@ -37,26 +37,26 @@ extension String: Generable {
 
     /// A string (in a snapshot, the part generated so far).
     public init(_ content: GeneratedContent) throws {
-        guard case .string(let text) = content.storage else {
+        guard case .string(let text) = content.jsonValue else {
             throw GeneratedContentError.typeMismatch(expected: "string", found: content.typeName, pointer: "")
         }
         self = text
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(storage: .string(self)) }
+    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.string(self)) }
 }
 
 extension Bool: Generable {
     public static var generationSchema: GenerationSchema { GenerationSchema(node: .boolean) }
 
     public init(_ content: GeneratedContent) throws {
-        guard case .bool(let value) = content.storage else {
+        guard case .bool(let value) = content.jsonValue else {
             throw GeneratedContentError.typeMismatch(expected: "boolean", found: content.typeName, pointer: "")
         }
         self = value
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(storage: .bool(self)) }
+    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.bool(self)) }
 }
 
 // MARK: Numbers
@@ -74,7 +74,7 @@ extension _GenerableInteger {
     }
 
     public init(_ content: GeneratedContent) throws {
-        guard case .number(let text) = content.storage else {
+        guard case .number(let text) = content.jsonValue else {
             throw GeneratedContentError.typeMismatch(expected: "integer", found: content.typeName, pointer: "")
         }
         if let value = Self(text) {
@@ -86,7 +86,7 @@ extension _GenerableInteger {
         }
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(storage: .number(String(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.number(String(self))) }
 }
 
 extension Int: _GenerableInteger {}
@@ -107,7 +107,7 @@ extension _GenerableFloatingPoint {
     public static var generationSchema: GenerationSchema { GenerationSchema(node: .number(minimum: nil, maximum: nil)) }
 
     public init(_ content: GeneratedContent) throws {
-        guard case .number(let text) = content.storage else {
+        guard case .number(let text) = content.jsonValue else {
             throw GeneratedContentError.typeMismatch(expected: "number", found: content.typeName, pointer: "")
         }
         guard let value = Self(text), value.isFinite else {
@@ -116,7 +116,7 @@ extension _GenerableFloatingPoint {
         self = value
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(storage: .number(_numberText(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.number(_numberText(self))) }
 }
 
 extension Double: _GenerableFloatingPoint {}
@@ -127,7 +127,7 @@ extension Decimal: Generable {
 
     /// The number exactly as generated.
     public init(_ content: GeneratedContent) throws {
-        guard case .number(let text) = content.storage else {
+        guard case .number(let text) = content.jsonValue else {
             throw GeneratedContentError.typeMismatch(expected: "number", found: content.typeName, pointer: "")
         }
         guard let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
@@ -136,13 +136,13 @@ extension Decimal: Generable {
         self = value
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(storage: .number(_numberText(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.number(_numberText(self))) }
 }
 
 // MARK: Containers
 
 extension Array: ConvertibleToGeneratedContent where Element: ConvertibleToGeneratedContent {
-    public var generatedContent: GeneratedContent { GeneratedContent(storage: .array(map(\.generatedContent))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.array(map(\.generatedContent.jsonValue))) }
 }
 
 extension Array: ConvertibleFromGeneratedContent where Element: ConvertibleFromGeneratedContent {
@@ -169,13 +169,13 @@ extension Array: Generable where Element: Generable {
 }
 
 extension Optional: ConvertibleToGeneratedContent where Wrapped: ConvertibleToGeneratedContent {
-    public var generatedContent: GeneratedContent { self?.generatedContent ?? GeneratedContent(storage: .null) }
+    public var generatedContent: GeneratedContent { self?.generatedContent ?? GeneratedContent(JSONValue.null) }
 }
 
 extension Optional: ConvertibleFromGeneratedContent where Wrapped: ConvertibleFromGeneratedContent {
     /// `nil` for `null`, else the wrapped value.
     public init(_ content: GeneratedContent) throws {
-        self = content.storage == .null ? nil : try Wrapped(content)
+        self = content.jsonValue == .null ? nil : try Wrapped(content)
     }
 }
 

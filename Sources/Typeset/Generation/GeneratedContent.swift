@@ -22,42 +22,16 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
         case structure(properties: [String: GeneratedContent], orderedKeys: [String])
     }
 
-    enum _Storage: Sendable, Equatable {
-        case null
-        case bool(Bool)
-        /// JSON number text.
-        case number(String)
-        case string(String)
-        case array([GeneratedContent])
-        case structure([_Member])
-    }
+    /// The value (structures with unique property names, in generation order) and which of
+    /// its parts are still open.
+    let partial: PartialJSONValue
 
-    struct _Member: Sendable, Equatable {
-        var name: String
-        var value: GeneratedContent
-
-        /// `members` in order of first appearance, a repeated name keeping its last value
-        /// (as JSON parsers do).
-        static func lastOfEachName(_ members: [(String, GeneratedContent)]) -> [_Member] {
-            var unique: [_Member] = []
-            var indices: [String: Int] = [:]
-            for (name, value) in members {
-                if let index = indices[name] { unique[index].value = value } else {
-                    indices[name] = unique.count
-                    unique.append(_Member(name: name, value: value))
-                }
-            }
-            return unique
-        }
-    }
-
-    let storage: _Storage
     /// Whether the value, and everything in it, has been generated to its end.
-    public let isComplete: Bool
+    public var isComplete: Bool { partial.isComplete }
 
-    init(storage: _Storage, isComplete: Bool = true) {
-        self.storage = storage
-        self.isComplete = isComplete
+    /// Content of `partial`, whose objects have unique member names.
+    init(_ partial: PartialJSONValue) {
+        self.partial = partial
     }
 
     // MARK: Creating
@@ -65,33 +39,31 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
     /// A complete value of `kind`.
     public init(kind: Kind) {
         switch kind {
-        case .null: storage = .null
-        case .bool(let value): storage = .bool(value)
-        case .number(let value): storage = .number(_numberText(value))
-        case .string(let value): storage = .string(value)
-        case .array(let elements): storage = .array(elements)
+        case .null: self.init(JSONValue.null)
+        case .bool(let value): self.init(JSONValue.bool(value))
+        case .number(let value): self.init(JSONValue.number(_numberText(value)))
+        case .string(let value): self.init(JSONValue.string(value))
+        case .array(let elements): self.init(JSONValue.array(elements.map(\.jsonValue)))
         case .structure(let properties, let orderedKeys):
-            var members = orderedKeys.compactMap { key in properties[key].map { _Member(name: key, value: $0) } }
+            var members = orderedKeys.compactMap { key in properties[key].map { (key, $0.jsonValue) } }
             let listed = Set(orderedKeys)
-            members += properties.keys.filter { !listed.contains($0) }.sorted().map { _Member(name: $0, value: properties[$0]!) }
-            storage = .structure(members)
+            members += properties.keys.filter { !listed.contains($0) }.sorted().map { ($0, properties[$0]!.jsonValue) }
+            self.init(JSONValue.object(members))
         }
-        isComplete = true
     }
 
     /// The content of `value`.
     public init(_ value: some ConvertibleToGeneratedContent) { self = value.generatedContent }
 
-    /// A structure with `properties`, in their order. A property whose value is `nil` is left out.
+    /// A structure with `properties`, in their order. A property whose value is `nil` is left
+    /// out; a repeated name keeps its first position and its last value.
     public init(properties: KeyValuePairs<String, (any ConvertibleToGeneratedContent)?>) {
-        self.init(storage: .structure(properties.compactMap { name, value in
-            value.map { _Member(name: name, value: $0.generatedContent) }
-        }))
+        self.init(JSONValue.object(properties.compactMap { name, value in value.map { (name, $0.generatedContent.jsonValue) } }))
     }
 
     /// An array of `elements`.
     public init(elements: some Sequence<any ConvertibleToGeneratedContent>) {
-        self.init(storage: .array(elements.map(\.generatedContent)))
+        self.init(JSONValue.array(elements.map(\.generatedContent.jsonValue)))
     }
 
     /// The value of a complete JSON text.
@@ -106,47 +78,36 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
         }
     }
 
-    /// The content of a parsed JSON value (members with the same name keep the last).
+    /// The content of a JSON value, complete (a repeated member name keeps its first position
+    /// and its last value).
     public init(_ json: JSONValue) {
-        switch json {
-        case .null: self.init(storage: .null)
-        case .bool(let value): self.init(storage: .bool(value))
-        case .number(let text): self.init(storage: .number(text))
-        case .string(let text): self.init(storage: .string(text))
-        case .array(let items): self.init(storage: .array(items.map(GeneratedContent.init)))
-        case .object(let members):
-            self.init(storage: .structure(_Member.lastOfEachName(members.map { ($0.0, GeneratedContent($0.1)) })))
-        }
-    }
-
-    /// The content of a value streamed in part.
-    init(_ partial: _PartialJSONValue) {
-        switch partial {
-        case .null: self.init(storage: .null)
-        case .bool(let value): self.init(storage: .bool(value))
-        case .number(let text): self.init(storage: .number(text))
-        case .string(let text, let isComplete): self.init(storage: .string(text), isComplete: isComplete)
-        case .array(let items, let isComplete):
-            self.init(storage: .array(items.map(GeneratedContent.init)), isComplete: isComplete)
-        case .object(let members, let isComplete):
-            self.init(storage: .structure(_Member.lastOfEachName(members.map { ($0.name, GeneratedContent($0.value)) })), isComplete: isComplete)
-        }
+        self.init(PartialJSONValue(json.withUniqueMemberNames))
     }
 
     // MARK: Reading
 
     /// The value's shape.
     public var kind: Kind {
-        switch storage {
+        switch partial.value {
         case .null: return .null
         case .bool(let value): return .bool(value)
         case .number(let text): return .number(Double(text) ?? .nan)
         case .string(let text): return .string(text)
-        case .array(let elements): return .array(elements)
-        case .structure(let members):
-            return .structure(
-                properties: Dictionary(members.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
-                orderedKeys: members.map(\.name))
+        case .array: return .array(children.map(\.value))
+        case .object:
+            let members = children
+            return .structure(properties: Dictionary(members.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
+                              orderedKeys: members.map(\.name))
+        }
+    }
+
+    /// The elements of an array or the members of a structure (unnamed for an array), each open
+    /// only if it is the part still being generated.
+    private var children: [(name: String, value: GeneratedContent)] {
+        switch partial.value {
+        case .array(let items): return items.indices.map { ("", GeneratedContent(partial.child($0))) }
+        case .object(let members): return members.indices.map { (members[$0].0, GeneratedContent(partial.child($0))) }
+        default: return []
         }
     }
 
@@ -174,40 +135,38 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
     public func value<Value: ConvertibleFromGeneratedContent>(
         _ type: Value?.Type, forProperty name: String
     ) throws -> Value? {
-        guard let property = try property(name), property.storage != .null else { return nil }
+        guard let property = try property(name), property.jsonValue != .null else { return nil }
         return try GeneratedContentError.located(at: name) { try Value(property) }
     }
 
     private func property(_ name: String) throws(GeneratedContentError) -> GeneratedContent? {
-        guard case .structure(let members) = storage else {
+        guard case .object(let members) = partial.value else {
             throw .typeMismatch(expected: "structure", found: typeName, pointer: "")
         }
-        return members.last { $0.name == name }?.value
+        return members.firstIndex { $0.0 == name }.map { GeneratedContent(partial.child($0)) }
     }
 
     /// The elements of an array.
     public func elements() throws(GeneratedContentError) -> [GeneratedContent] {
-        guard case .array(let elements) = storage else { throw .typeMismatch(expected: "array", found: typeName, pointer: "") }
-        return elements
+        guard case .array = partial.value else { throw .typeMismatch(expected: "array", found: typeName, pointer: "") }
+        return children.map(\.value)
     }
 
     /// The properties of a structure, in generation order.
     public func properties() throws(GeneratedContentError) -> [(name: String, value: GeneratedContent)] {
-        guard case .structure(let members) = storage else {
-            throw .typeMismatch(expected: "structure", found: typeName, pointer: "")
-        }
-        return members.map { ($0.name, $0.value) }
+        guard case .object = partial.value else { throw .typeMismatch(expected: "structure", found: typeName, pointer: "") }
+        return children
     }
 
     /// The JSON type of the value, as error messages name it.
     var typeName: String {
-        switch storage {
+        switch partial.value {
         case .null: return "null"
         case .bool: return "boolean"
         case .number: return "number"
         case .string: return "string"
         case .array: return "array"
-        case .structure: return "structure"
+        case .object: return "structure"
         }
     }
 
@@ -217,17 +176,8 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
     /// streamed in part reads `"Bri"`).
     public var jsonString: String { jsonValue.compactText }
 
-    /// The value as a JSON value.
-    public var jsonValue: JSONValue {
-        switch storage {
-        case .null: return .null
-        case .bool(let value): return .bool(value)
-        case .number(let text): return .number(text)
-        case .string(let text): return .string(text)
-        case .array(let elements): return .array(elements.map(\.jsonValue))
-        case .structure(let members): return .object(members.map { ($0.name, $0.value.jsonValue) })
-        }
-    }
+    /// The value as a JSON value (an incomplete value as far as it goes, closed).
+    public var jsonValue: JSONValue { partial.value }
 
     public var description: String { jsonString }
 
@@ -290,7 +240,7 @@ extension GeneratedContent {
 
     /// The complete string naming an enumeration's case.
     public func _caseName(of type: String) throws(GeneratedContentError) -> String {
-        guard case .string(let value) = storage else { throw .typeMismatch(expected: "string (a case of \(type))", found: typeName, pointer: "") }
+        guard case .string(let value) = partial.value else { throw .typeMismatch(expected: "string (a case of \(type))", found: typeName, pointer: "") }
         guard isComplete else { throw .incomplete(pointer: "") }
         return value
     }

@@ -60,7 +60,7 @@ extension Tool {
             throw GenerationError.toolCallFailed(tool: name, arguments: arguments.compactText, error: error)
         }
         let content = output.generatedContent
-        if case .string(let text) = content.storage { return text }
+        if case .string(let text) = content.jsonValue { return text }
         return content.jsonString
     }
 }

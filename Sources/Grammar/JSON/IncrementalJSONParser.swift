@@ -1,50 +1,53 @@
-// An incremental JSON reader for text that arrives in pieces (a model's output, token by token):
-// it validates every byte as it comes and can show the value read so far at any moment.
+// The incremental JSON reader: for text that arrives in pieces (a model's output, token by
+// token) it validates every byte as it comes and can show the value read so far at any moment.
+// `JSONValue(parsing:)` is this reader given the whole text at once.
 
 // MARK: - Partial values
 
-/// A JSON value as far as it has arrived.
+/// A JSON value as far as it has arrived: the value read so far, closed where it is cut (a
+/// string streamed in part reads as its text so far; numbers and literals appear only once
+/// complete), and which of its parts are still open.
 ///
-/// Invariant: snapshots of one parse only grow. A later snapshot extends an earlier one: strings
-/// extend by appending scalars, containers gain elements or members or their last one extends,
-/// `isComplete` only goes from `false` to `true`, and complete values never change.
-indirect enum _PartialJSONValue: Sendable, Equatable {
-    case null
-    case bool(Bool)
-    /// The number's text as written; reported only once the number is complete (a delimiter
-    /// `,` `]` `}` or whitespace followed it, or `finish()` was called), never a prefix like "12" of "123".
-    case number(String)
-    case string(String, isComplete: Bool)
-    case array([_PartialJSONValue], isComplete: Bool)
-    /// Members in arrival order; a member appears once its name is complete and its value has started
-    /// (for a string value: as soon as its opening quote arrived, value ""), numbers/literals once complete.
-    /// Duplicate names are all kept.
-    case object([(name: String, value: _PartialJSONValue)], isComplete: Bool)
+/// Only the last value of an open container can itself be open, so the open parts form one
+/// path down from the root, given as child indices (element index, or member index in order):
+///
+///     text so far            value              openPath
+///     {"name": "Bri          {"name":"Bri"}     [0]    the object, and its member 0
+///     [1, 2                  [1,2]              []     the array (its elements are complete)
+///     [1, 2]                 [1,2]              nil    complete
+///
+/// Invariant: snapshots of one parse only grow. A later snapshot extends an earlier one
+/// (strings by appending scalars, containers by gaining members or extending their last one),
+/// and a complete part never changes.
+public struct PartialJSONValue: Sendable, Equatable {
+    /// The value so far.
+    public var value: JSONValue
+    /// `nil` when the value is complete; otherwise the path of open children below the open
+    /// root (empty when the root is the only open part).
+    public var openPath: [Int]?
 
-    static func == (lhs: Self, rhs: Self) -> Bool {
-        switch (lhs, rhs) {
-        case (.null, .null): true
-        case let (.bool(a), .bool(b)): a == b
-        case let (.number(a), .number(b)): a == b
-        case let (.string(a, aIsComplete), .string(b, bIsComplete)): a == b && aIsComplete == bIsComplete
-        case let (.array(a, aIsComplete), .array(b, bIsComplete)): a == b && aIsComplete == bIsComplete
-        case let (.object(a, aIsComplete), .object(b, bIsComplete)):
-            aIsComplete == bIsComplete && a.count == b.count
-                && zip(a, b).allSatisfy { $0.name == $1.name && $0.value == $1.value }
-        default: false
-        }
+    public init(_ value: JSONValue, openPath: [Int]? = nil) {
+        self.value = value
+        self.openPath = openPath
     }
-}
 
-// MARK: - Errors
+    /// Whether the value, and everything in it, has arrived to its end.
+    public var isComplete: Bool { openPath == nil }
 
-/// Why the input is not (the beginning of) a JSON text.
-struct _IncrementalJSONError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// Byte offset from the start of all input where the problem is.
-    var offset: Int
-    var message: String
-
-    var description: String { "invalid JSON at byte \(offset): \(message)" }
+    /// Child `index` of this array or object (element, or member in order) with its own
+    /// openness: open only if it lies on the open path.
+    ///
+    /// Precondition: `index` is a valid child index.
+    public func child(_ index: Int) -> PartialJSONValue {
+        let childValue: JSONValue
+        switch value {
+        case .array(let items): childValue = items[index]
+        case .object(let members): childValue = members[index].1
+        default: preconditionFailure("a \(value.typeName) has no children")
+        }
+        guard let openPath, openPath.first == index else { return PartialJSONValue(childValue) }
+        return PartialJSONValue(childValue, openPath: Array(openPath.dropFirst()))
+    }
 }
 
 // MARK: - Parser
@@ -56,23 +59,57 @@ struct _IncrementalJSONError: Error, Sendable, Equatable, CustomStringConvertibl
 /// so deep input cannot overflow the call stack. Errors are reported at the first byte that cannot
 /// continue a valid JSON text (for `\u` escapes: the first hex digit that makes an unpaired
 /// surrogate certain) and are sticky: once thrown, every later `append` or `finish` rethrows it.
-struct _IncrementalJSONParser: Sendable {
+///
+/// A member name that repeats keeps its first position and takes the last value, as Python's
+/// `json` module and JavaScript's `JSON.parse` read it.
+public struct IncrementalJSONParser: Sendable {
+    /// What to do with a `\u` escape of a surrogate that is not half of a pair.
+    public enum LoneSurrogates: Sendable {
+        /// Reject it (the default: a model writing one has gone wrong).
+        case reject
+        /// Read it as U+FFFD, as Swift strings must (what Python's `json` accepts; for
+        /// reading documents written elsewhere).
+        case replace
+    }
+
     /// A container whose closing bracket has not arrived.
     private struct Frame: Sendable {
         let isObject: Bool
         /// Complete elements (arrays) or complete member values (objects).
-        var values: [_PartialJSONValue] = []
+        var values: [JSONValue] = []
         /// Names of the complete members, parallel to `values` (objects only).
         var names: [String] = []
+        /// Where each name is in `names` (objects only).
+        var nameIndices: [String: Int] = [:]
         /// The name of the member whose value is being read (objects only).
         var pendingName: String?
 
-        /// The container as far as it has arrived, with `child` (the value being read) last.
-        func snapshot(appending child: _PartialJSONValue?) -> _PartialJSONValue {
-            guard isObject else { return .array(values + (child.map { [$0] } ?? []), isComplete: false) }
-            var members = zip(names, values).map { (name: $0, value: $1) }
-            if let child, let pendingName { members.append((name: pendingName, value: child)) }
-            return .object(members, isComplete: false)
+        /// The index a member named `name` takes: its first position when the name repeats.
+        func memberIndex(_ name: String) -> Int { nameIndices[name] ?? names.count }
+
+        /// Adds a complete element or member value.
+        mutating func add(_ value: JSONValue) {
+            guard isObject else { return values.append(value) }
+            let name = pendingName ?? ""
+            pendingName = nil
+            if let index = nameIndices[name] { values[index] = value; return }
+            nameIndices[name] = names.count
+            names.append(name)
+            values.append(value)
+        }
+
+        /// The container as far as it has arrived, with `child` (the value being read, open) in
+        /// its place.
+        func snapshot(with child: PartialJSONValue?) -> PartialJSONValue {
+            guard isObject else {
+                guard let child else { return PartialJSONValue(.array(values), openPath: []) }
+                return PartialJSONValue(.array(values + [child.value]), openPath: [values.count] + (child.openPath ?? []))
+            }
+            var members = Array(zip(names, values))
+            guard let child, let pendingName else { return PartialJSONValue(.object(members), openPath: []) }
+            let index = memberIndex(pendingName)
+            if index < members.count { members[index].1 = child.value } else { members.append((pendingName, child.value)) }
+            return PartialJSONValue(.object(members), openPath: [index] + (child.openPath ?? []))
         }
     }
 
@@ -101,12 +138,14 @@ struct _IncrementalJSONParser: Sendable {
         case none
         case string(isName: Bool)
         case number(NumberPhase)
-        case literal(expected: [UInt8], matched: Int, value: _PartialJSONValue)
+        case literal(expected: [UInt8], matched: Int, value: JSONValue)
     }
 
     private static let trueBytes = Array("true".utf8), falseBytes = Array("false".utf8), nullBytes = Array("null".utf8)
 
-    let maximumDepth: Int
+    /// The most containers that may be open at once.
+    public let maximumDepth: Int
+    public let loneSurrogates: LoneSurrogates
     private var frames: [Frame] = []
     private var expectation = Expectation.value
     private var token = Token.none
@@ -118,20 +157,26 @@ struct _IncrementalJSONParser: Sendable {
     private var partialScalar: UInt32 = 0
     private var continuationRange: ClosedRange<UInt8> = 0x80 ... 0xBF
     /// The top-level value once complete.
-    private var root: _PartialJSONValue?
+    public private(set) var value: JSONValue?
     /// Bytes consumed so far: the offset of the next byte.
     private var offset = 0
-    private var failure: _IncrementalJSONError?
+    private var failure: GrammarError?
     private var isFinished = false
 
-    /// - Parameter maximumDepth: the most containers that may be open at once; deeper input throws.
-    init(maximumDepth: Int = 512) { self.maximumDepth = maximumDepth }
+    /// - Parameters:
+    ///   - maximumDepth: the most containers that may be open at once; deeper input throws.
+    ///   - loneSurrogates: what a `\u` escape of an unpaired surrogate does.
+    public init(maximumDepth: Int = 512, loneSurrogates: LoneSurrogates = .reject) {
+        self.maximumDepth = maximumDepth
+        self.loneSurrogates = loneSurrogates
+    }
 
     /// Consumes more bytes of one JSON text (RFC 8259, whitespace allowed anywhere JSON allows it).
-    /// Throws at the first byte that cannot continue a valid JSON text, or when nesting exceeds maximumDepth.
     ///
+    /// - Throws: ``GrammarError/invalidJSON(offset:message:)`` at the first byte that cannot
+    ///   continue a valid JSON text, or when nesting exceeds `maximumDepth`.
     /// - Complexity: O(`bytes.count`) amortized.
-    mutating func append(_ bytes: some Sequence<UInt8>) throws(_IncrementalJSONError) {
+    public mutating func append(_ bytes: some Sequence<UInt8>) throws(GrammarError) {
         if let failure { throw failure }
         if isFinished { throw fail("input after finish()") }
         for byte in bytes {
@@ -140,42 +185,47 @@ struct _IncrementalJSONParser: Sendable {
         }
     }
 
-    /// Marks the end of input: throws if the text is not a complete JSON value (a top-level number is completed here).
-    mutating func finish() throws(_IncrementalJSONError) {
+    /// Marks the end of input: throws if the text is not a complete JSON value (a top-level
+    /// number is completed here).
+    ///
+    /// - Throws: ``GrammarError/invalidJSON(offset:message:)``.
+    public mutating func finish() throws(GrammarError) {
         if let failure { throw failure }
         isFinished = true
         if case .number(let phase) = token {
             guard phase.isComplete else { throw fail("unexpected end of input in a number") }
             endNumber()
         }
-        guard root != nil else { throw fail("unexpected end of input") }
+        guard value != nil else { throw fail("unexpected end of input") }
     }
 
-    /// The value so far, `nil` before its first byte (or while only a number/literal prefix has arrived at top level).
+    /// The value so far, `nil` before its first byte (or while only a number/literal prefix
+    /// has arrived at top level).
     ///
     /// - Complexity: O(size of the value).
-    var snapshot: _PartialJSONValue? {
-        if let root { return root }
-        var value: _PartialJSONValue?
-        if case .string(isName: false) = token { value = .string(text, isComplete: false) }
-        for frame in frames.reversed() { value = frame.snapshot(appending: value) }
-        return value
+    public var snapshot: PartialJSONValue? {
+        if let value { return PartialJSONValue(value) }
+        var partial: PartialJSONValue?
+        if case .string(isName: false) = token { partial = PartialJSONValue(.string(text), openPath: []) }
+        for frame in frames.reversed() { partial = frame.snapshot(with: partial) }
+        return partial
     }
 
-    /// Whether a complete top-level value has been read (trailing whitespace allowed after it; anything else throws).
-    var isComplete: Bool { root != nil }
+    /// Whether a complete top-level value has been read (trailing whitespace allowed after it;
+    /// anything else throws).
+    public var isComplete: Bool { value != nil }
 
     // MARK: Bytes
 
     /// The error for the current byte (or the end of input), remembered so that later calls rethrow it.
-    private mutating func fail(_ message: String) -> _IncrementalJSONError {
-        let error = _IncrementalJSONError(offset: offset, message: message)
+    private mutating func fail(_ message: String) -> GrammarError {
+        let error = GrammarError.invalidJSON(offset: offset, message: message)
         failure = error
         return error
     }
 
     /// Takes the byte at `offset`: continues the current token, or the structure when there is none.
-    private mutating func consume(_ byte: UInt8) throws(_IncrementalJSONError) {
+    private mutating func consume(_ byte: UInt8) throws(GrammarError) {
         switch token {
         case .none: try consumeStructure(byte)
         case .string(let isName): try consumeString(byte, isName: isName)
@@ -199,7 +249,7 @@ struct _IncrementalJSONParser: Sendable {
     // MARK: Structure
 
     /// Takes a byte outside any token: whitespace, punctuation or the first byte of a value or name.
-    private mutating func consumeStructure(_ byte: UInt8) throws(_IncrementalJSONError) {
+    private mutating func consumeStructure(_ byte: UInt8) throws(GrammarError) {
         if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { return }
         switch expectation {
         case .value, .valueOrClose:
@@ -226,7 +276,7 @@ struct _IncrementalJSONParser: Sendable {
         }
     }
 
-    private mutating func startValue(_ byte: UInt8) throws(_IncrementalJSONError) {
+    private mutating func startValue(_ byte: UInt8) throws(GrammarError) {
         switch byte {
         case UInt8(ascii: "\""): startString(isName: false)
         case UInt8(ascii: "["), UInt8(ascii: "{"):
@@ -246,25 +296,20 @@ struct _IncrementalJSONParser: Sendable {
 
     private mutating func closeContainer() {
         guard let frame = frames.popLast() else { return }
-        let members = zip(frame.names, frame.values).map { (name: $0, value: $1) }
-        deliver(frame.isObject ? .object(members, isComplete: true) : .array(frame.values, isComplete: true))
+        deliver(frame.isObject ? .object(Array(zip(frame.names, frame.values))) : .array(frame.values))
     }
 
     /// Puts a complete value into the open container (or makes it the top-level value).
-    private mutating func deliver(_ value: _PartialJSONValue) {
-        guard let top = frames.indices.last else { (root, expectation) = (value, .end); return }
-        if frames[top].isObject {
-            frames[top].names.append(frames[top].pendingName ?? "")
-            frames[top].pendingName = nil
-        }
-        frames[top].values.append(value)
+    private mutating func deliver(_ complete: JSONValue) {
+        guard let top = frames.indices.last else { (value, expectation) = (complete, .end); return }
+        frames[top].add(complete)
         expectation = .commaOrClose
     }
 
     // MARK: Numbers and literals
 
     /// Adds `byte` to the number and returns `true`, or returns `false` when the number ended before it.
-    private mutating func continueNumber(_ phase: NumberPhase, with byte: UInt8) throws(_IncrementalJSONError) -> Bool {
+    private mutating func continueNumber(_ phase: NumberPhase, with byte: UInt8) throws(GrammarError) -> Bool {
         let isDigit = (UInt8(ascii: "0") ... UInt8(ascii: "9")).contains(byte)
         let isDot = byte == UInt8(ascii: "."), isExponent = byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
         let next: NumberPhase?
@@ -308,9 +353,9 @@ struct _IncrementalJSONParser: Sendable {
         continuationBytes = 0
     }
 
-    private mutating func consumeString(_ byte: UInt8, isName: Bool) throws(_IncrementalJSONError) {
+    private mutating func consumeString(_ byte: UInt8, isName: Bool) throws(GrammarError) {
         if continuationBytes > 0 { return try continueScalar(byte) }
-        if escape != .none { return try continueEscape(byte) }
+        if escape != .none { return try continueEscape(byte, isName: isName) }
         switch byte {
         case UInt8(ascii: "\""): endString(isName: isName)
         case UInt8(ascii: "\\"): escape = .backslash
@@ -324,14 +369,14 @@ struct _IncrementalJSONParser: Sendable {
         token = .none
         let string = text
         text = ""
-        guard isName else { return deliver(.string(string, isComplete: true)) }
+        guard isName else { return deliver(.string(string)) }
         if let top = frames.indices.last { frames[top].pendingName = string }
         expectation = .colon
     }
 
     /// Starts a multi-byte UTF-8 sequence, rejecting overlong forms, surrogates and values past U+10FFFF
     /// through the range allowed for the first continuation byte.
-    private mutating func startScalar(_ lead: UInt8) throws(_IncrementalJSONError) {
+    private mutating func startScalar(_ lead: UInt8) throws(GrammarError) {
         switch lead {
         case 0xC2 ... 0xDF: (continuationBytes, continuationRange) = (1, 0x80 ... 0xBF)
         case 0xE0: (continuationBytes, continuationRange) = (2, 0xA0 ... 0xBF)
@@ -345,7 +390,7 @@ struct _IncrementalJSONParser: Sendable {
         partialScalar = UInt32(lead) & (0x7F >> UInt32(continuationBytes + 1))
     }
 
-    private mutating func continueScalar(_ byte: UInt8) throws(_IncrementalJSONError) {
+    private mutating func continueScalar(_ byte: UInt8) throws(GrammarError) {
         guard continuationRange.contains(byte) else { throw fail("invalid UTF-8") }
         partialScalar = partialScalar << 6 | UInt32(byte & 0x3F)
         continuationBytes -= 1
@@ -353,7 +398,7 @@ struct _IncrementalJSONParser: Sendable {
         if continuationBytes == 0 { try appendScalar(partialScalar) }
     }
 
-    private mutating func continueEscape(_ byte: UInt8) throws(_IncrementalJSONError) {
+    private mutating func continueEscape(_ byte: UInt8, isName: Bool) throws(GrammarError) {
         switch escape {
         case .none: return
         case .backslash:
@@ -362,7 +407,14 @@ struct _IncrementalJSONParser: Sendable {
             escape = .none
             try appendScalar(scalar)
         case let .pairing(high, sawBackslash):
-            guard byte == UInt8(ascii: sawBackslash ? "u" : "\\") else { throw fail("unpaired high surrogate") }
+            guard byte == UInt8(ascii: sawBackslash ? "u" : "\\") else {
+                guard loneSurrogates == .replace else { throw fail("unpaired high surrogate") }
+                // The high surrogate stands alone: a replacement character, then the byte
+                // read as it would have been without it.
+                try appendScalar(0xFFFD)
+                escape = sawBackslash ? .backslash : .none
+                return try consumeString(byte, isName: isName)
+            }
             escape = sawBackslash ? .hex(digits: 0, value: 0, high: high) : .pairing(high: high, sawBackslash: true)
         case let .hex(digits, value, high):
             try continueHex(byte, digits: digits + 1, value: value, high: high)
@@ -376,27 +428,33 @@ struct _IncrementalJSONParser: Sendable {
 
     /// Takes hex digit number `digits` (1...4) of a `\u` escape. Throws as soon as the digits so far
     /// decide that the code unit is a low surrogate without a high one, or not the low surrogate due.
-    private mutating func continueHex(_ byte: UInt8, digits: Int, value: UInt32, high: UInt32?) throws(_IncrementalJSONError) {
+    private mutating func continueHex(_ byte: UInt8, digits: Int, value: UInt32, high: UInt32?) throws(GrammarError) {
         guard let digit = Character(Unicode.Scalar(byte)).hexDigitValue.map(UInt32.init) else {
             throw fail("invalid hex digit in a \\u escape")
         }
         let value = value << 4 | digit
-        let shift = UInt32(4 * (4 - digits))
-        let lowest = value << shift, highest = lowest | ((1 << shift) - 1)
-        if high == nil, lowest >= 0xDC00, highest <= 0xDFFF { throw fail("unpaired low surrogate") }
-        if high != nil, highest < 0xDC00 || lowest > 0xDFFF { throw fail("unpaired high surrogate") }
+        if loneSurrogates == .reject {
+            let shift = UInt32(4 * (4 - digits))
+            let lowest = value << shift, highest = lowest | ((1 << shift) - 1)
+            if high == nil, lowest >= 0xDC00, highest <= 0xDFFF { throw fail("unpaired low surrogate") }
+            if high != nil, highest < 0xDC00 || lowest > 0xDFFF { throw fail("unpaired high surrogate") }
+        }
         guard digits == 4 else { escape = .hex(digits: digits, value: value, high: high); return }
         escape = .none
-        if let high {
-            try appendScalar(0x10000 + ((high - 0xD800) << 10) + (value - 0xDC00))
-        } else if (0xD800 ... 0xDBFF).contains(value) {
+        let isLow = (0xDC00 ... 0xDFFF).contains(value)
+        if let high, isLow {
+            return try appendScalar(0x10000 + ((high - 0xD800) << 10) + (value - 0xDC00))
+        }
+        // Only `.replace` gets here with a lone surrogate: the high one before this escape, or this low one.
+        if high != nil { try appendScalar(0xFFFD) }
+        if (0xD800 ... 0xDBFF).contains(value) {
             escape = .pairing(high: value, sawBackslash: false)
         } else {
-            try appendScalar(value)
+            try appendScalar(isLow ? 0xFFFD : value)
         }
     }
 
-    private mutating func appendScalar(_ value: UInt32) throws(_IncrementalJSONError) {
+    private mutating func appendScalar(_ value: UInt32) throws(GrammarError) {
         guard let scalar = Unicode.Scalar(value) else { throw fail("invalid code point") }
         text.unicodeScalars.append(scalar)
     }
