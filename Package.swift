@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "TypesetTestSupport"]),
         .testTarget(name: "ChatTemplatingTests", dependencies: ["ChatTemplating", "TypesetTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
-        .testTarget(name: "TypesetTests", dependencies: ["Typeset", "TypesetTestSupport"]),
+        .testTarget(name: "TypesetTests", dependencies: ["GGUF", "Typeset", "TypesetTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -144,6 +144,7 @@ if withMacros {
         .executableTarget(
             name: "TypesetCLI",
             dependencies: [
+                "GGUF",
                 "Typeset",
                 "KernelBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -198,7 +198,7 @@ public struct KernelBenchmark {
         let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: count)
         defer { buffer.deallocate() }
         buffer.initialize(repeating: 1)
-        let job = _ReadJob(base: UnsafePointer(buffer.baseAddress!), count: count, parts: threads)
+        let job = ReadJob(base: UnsafePointer(buffer.baseAddress!), count: count, parts: threads)
         let seconds = median(runs: runs) {
             DispatchQueue.concurrentPerform(iterations: threads) { part in job.read(part: part) }
         }
@@ -227,7 +227,7 @@ public struct KernelBenchmark {
 
 /// One memory-read measurement shared by the threads that perform it; each thread reads a
 /// disjoint part of an array that outlives the synchronous call.
-struct _ReadJob: @unchecked Sendable {
+struct ReadJob: @unchecked Sendable {
     let base: UnsafePointer<Float>
     let count: Int
     let parts: Int

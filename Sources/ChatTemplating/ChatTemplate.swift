@@ -46,7 +46,7 @@ public struct ChatTemplate: Sendable {
     /// The limits applied when rendering.
     public var limits: Limits
 
-    private let tree: _SyntaxTree
+    private let tree: SyntaxTree
 
     /// Whether the template reads the `tools` variable (it can describe tools to the model).
     public let mentionsTools: Bool
@@ -65,20 +65,20 @@ public struct ChatTemplate: Sendable {
         self.source = source
         self.limits = limits
         let maximumNesting = limits.maximumNestingDepth
-        let parsed = _LargeStack.run { () -> Result<([_Node], Set<String>, Set<String>, Set<String>), ChatTemplateError> in
+        let parsed = LargeStack.run { () -> Result<([Node], Set<String>, Set<String>, Set<String>), ChatTemplateError> in
             do throws(ChatTemplateError) {
                 let nodes = try _Parser.parse(source, maximumNesting: maximumNesting)
                 var names = Set<String>()
                 var attributes = Set<String>()
                 var strings = Set<String>()
-                _NameCollector.collect(nodes, into: &names, attributes: &attributes, strings: &strings)
+                NameCollector.collect(nodes, into: &names, attributes: &attributes, strings: &strings)
                 return .success((nodes, names, attributes, strings))
             } catch {
                 return .failure(error)
             }
         }
         let (nodes, names, attributes, strings) = try parsed.get()
-        self.tree = _SyntaxTree(nodes)
+        self.tree = SyntaxTree(nodes)
         referencedVariables = names
         mentionsTools = names.contains("tools")
         mentionsToolCalls = attributes.contains("tool_calls") || strings.contains("tool_calls")
@@ -97,12 +97,12 @@ public struct ChatTemplate: Sendable {
     ) throws(ChatTemplateError) -> String {
         let tree = tree
         let limits = limits
-        return try _LargeStack.run { () -> Result<String, ChatTemplateError> in
+        return try LargeStack.run { () -> Result<String, ChatTemplateError> in
             do throws(ChatTemplateError) {
                 let renderer = _Renderer(limits: limits, now: now, timeZone: timeZone)
-                let scope = _Scope(parent: nil)
+                let scope = Scope(parent: nil)
                 for (name, value) in context {
-                    scope.set(name, _Value(value, depth: 0))
+                    scope.set(name, RuntimeValue(value, depth: 0))
                 }
                 var output = ""
                 _ = try renderer.execute(tree.nodes, in: scope, into: &output)
@@ -154,23 +154,23 @@ public struct ChatTemplate: Sendable {
 /// Freeing a tree recurses once per level, like building it: a long filter chain (which the
 /// parser does not count as nesting) makes a tree thousands of levels deep, and releasing it
 /// on a small stack (a 512 KiB secondary thread) would overflow. The last reference moves the
-/// nodes to a `_LargeStack` thread and drops them there.
-final class _SyntaxTree: @unchecked Sendable {
+/// nodes to a `LargeStack` thread and drops them there.
+final class SyntaxTree: @unchecked Sendable {
     /// Set once in `init`; emptied only in `deinit`.
-    private(set) var nodes: [_Node]
+    private(set) var nodes: [Node]
 
-    init(_ nodes: [_Node]) { self.nodes = nodes }
+    init(_ nodes: [Node]) { self.nodes = nodes }
 
     deinit {
         guard !nodes.isEmpty else { return }
-        let doomed = _Doomed(nodes)
+        let doomed = Doomed(nodes)
         nodes = []
-        _LargeStack.run { doomed.nodes = [] }
+        LargeStack.run { doomed.nodes = [] }
     }
 
-    private final class _Doomed: @unchecked Sendable {
-        var nodes: [_Node]
-        init(_ nodes: [_Node]) { self.nodes = nodes }
+    private final class Doomed: @unchecked Sendable {
+        var nodes: [Node]
+        init(_ nodes: [Node]) { self.nodes = nodes }
     }
 }
 
@@ -180,7 +180,7 @@ final class _SyntaxTree: @unchecked Sendable {
 /// in debug builds). Running them on a dedicated 16 MiB stack makes ``ChatTemplate/Limits``
 /// sufficient to rule out stack overflow whatever thread the caller is on (secondary threads
 /// on Apple platforms have only 512 KiB).
-enum _LargeStack {
+enum LargeStack {
     static let size = 16 << 20
 
     private final class Box<T>: @unchecked Sendable {

@@ -81,27 +81,27 @@ public enum ChatTemplateError: Error, Sendable, Equatable, CustomStringConvertib
 // MARK: - Source locations
 
 /// A 1-based position in the (newline-normalized) template source.
-struct _SourceLocation: Sendable, Equatable {
+struct SourceLocation: Sendable, Equatable {
     var line: Int
     var column: Int
 
-    static let unknown = _SourceLocation(line: 0, column: 0)
+    static let unknown = SourceLocation(line: 0, column: 0)
 }
 
 extension ChatTemplateError {
-    static func syntax(_ message: String, at location: _SourceLocation) -> ChatTemplateError {
+    static func syntax(_ message: String, at location: SourceLocation) -> ChatTemplateError {
         .syntax(message: message, line: location.line, column: location.column)
     }
 
-    static func unsupported(_ feature: String, at location: _SourceLocation) -> ChatTemplateError {
+    static func unsupported(_ feature: String, at location: SourceLocation) -> ChatTemplateError {
         .unsupported(feature: feature, line: location.line, column: location.column)
     }
 
-    static func runtime(_ message: String, at location: _SourceLocation) -> ChatTemplateError {
+    static func runtime(_ message: String, at location: SourceLocation) -> ChatTemplateError {
         .runtime(message: message, line: location.line, column: location.column)
     }
 
-    static func limit(_ message: String, at location: _SourceLocation) -> ChatTemplateError {
+    static func limit(_ message: String, at location: SourceLocation) -> ChatTemplateError {
         .limitExceeded(message: message, line: location.line, column: location.column)
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 /// A C/Python `strftime` for the directives chat templates use (`strftime_now("%d %b %Y")`),
 /// in the C locale. Supports the glibc `-` flag (`%-d`: no padding). Unknown directives are
 /// copied through unchanged.
-enum _DateFormatting {
+enum DateFormatting {
     private static let weekdayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
     private static let monthNames = [
         "January", "February", "March", "April", "May", "June",

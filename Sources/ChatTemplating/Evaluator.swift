@@ -4,16 +4,16 @@ import Foundation
 
 /// A frame of variables. `for` iterations, macro calls and `with` blocks get a child scope;
 /// `if` does not (as in Jinja, a `set` inside a loop body is lost after the iteration).
-final class _Scope {
-    let parent: _Scope?
-    private var variables: [String: _Value] = [:]
+final class Scope {
+    let parent: Scope?
+    private var variables: [String: RuntimeValue] = [:]
 
-    init(parent: _Scope?) {
+    init(parent: Scope?) {
         self.parent = parent
     }
 
-    func lookup(_ name: String) -> _Value? {
-        var scope: _Scope? = self
+    func lookup(_ name: String) -> RuntimeValue? {
+        var scope: Scope? = self
         while let current = scope {
             if let value = current.variables[name] { return value }
             scope = current.parent
@@ -21,13 +21,13 @@ final class _Scope {
         return nil
     }
 
-    func set(_ name: String, _ value: _Value) {
+    func set(_ name: String, _ value: RuntimeValue) {
         variables[name] = value
     }
 }
 
 /// How a block of statements finished.
-enum _Flow {
+enum Flow {
     case normal
     case breakLoop
     case continueLoop
@@ -56,7 +56,7 @@ final class _Renderer {
     }
 
     /// Jinja's default globals plus transformers' `raise_exception` and `strftime_now`.
-    static func global(_ name: String) -> _Value? {
+    static func global(_ name: String) -> RuntimeValue? {
         switch name {
         case "range": return .builtin(.range)
         case "dict": return .builtin(.dictionary)
@@ -70,7 +70,7 @@ final class _Renderer {
 
     // MARK: Limits
 
-    private func enter(_ location: _SourceLocation) throws(ChatTemplateError) {
+    private func enter(_ location: SourceLocation) throws(ChatTemplateError) {
         depth += 1
         if depth > limits.maximumEvaluationDepth {
             throw .limit("evaluation nested deeper than \(limits.maximumEvaluationDepth) levels (runaway recursion?)", at: location)
@@ -79,7 +79,7 @@ final class _Renderer {
 
     private func leave() { depth -= 1 }
 
-    func countIteration(at location: _SourceLocation) throws(ChatTemplateError) {
+    func countIteration(at location: SourceLocation) throws(ChatTemplateError) {
         iterations += 1
         if iterations > limits.maximumLoopIterations {
             throw .limit("more than \(limits.maximumLoopIterations) loop iterations", at: location)
@@ -87,7 +87,7 @@ final class _Renderer {
     }
 
     /// Checks a string built by an operation against the size limits.
-    func checked(_ text: String, at location: _SourceLocation) throws(ChatTemplateError) -> String {
+    func checked(_ text: String, at location: SourceLocation) throws(ChatTemplateError) -> String {
         let size = text.utf8.count
         if size > limits.maximumOutputLength {
             throw .limit("a string grew beyond \(limits.maximumOutputLength) bytes", at: location)
@@ -100,13 +100,13 @@ final class _Renderer {
     }
 
     /// Checks a collection built by an operation (list repetition, `range`).
-    func checkCollection(count: Int, at location: _SourceLocation) throws(ChatTemplateError) {
+    func checkCollection(count: Int, at location: SourceLocation) throws(ChatTemplateError) {
         if count > limits.maximumCollectionLength {
             throw .limit("a list grew beyond \(limits.maximumCollectionLength) items", at: location)
         }
     }
 
-    private func emit(_ text: String, into buffer: inout String, at location: _SourceLocation) throws(ChatTemplateError) {
+    private func emit(_ text: String, into buffer: inout String, at location: SourceLocation) throws(ChatTemplateError) {
         producedBytes += text.utf8.count
         if producedBytes > limits.maximumOutputLength {
             throw .limit("output longer than \(limits.maximumOutputLength) bytes", at: location)
@@ -116,7 +116,7 @@ final class _Renderer {
 
     // MARK: Statements
 
-    func execute(_ nodes: [_Node], in scope: _Scope, into buffer: inout String) throws(ChatTemplateError) -> _Flow {
+    func execute(_ nodes: [Node], in scope: Scope, into buffer: inout String) throws(ChatTemplateError) -> Flow {
         for node in nodes {
             let flow = try execute(node, in: scope, into: &buffer)
             if case .normal = flow { continue }
@@ -125,7 +125,7 @@ final class _Renderer {
         return .normal
     }
 
-    private func execute(_ node: _Node, in scope: _Scope, into buffer: inout String) throws(ChatTemplateError) -> _Flow {
+    private func execute(_ node: Node, in scope: Scope, into buffer: inout String) throws(ChatTemplateError) -> Flow {
         switch node {
         case .text(let text):
             try emit(text, into: &buffer, at: .unknown)
@@ -153,7 +153,7 @@ final class _Renderer {
             defer { leave() }
             var captured = ""
             _ = try execute(body, in: scope, into: &captured)
-            var value = _Value.string(captured)
+            var value = RuntimeValue.string(captured)
             for filter in filters {
                 value = try applyFilter(filter.name, to: value, arguments: filter.arguments, in: scope, at: filter.location)
             }
@@ -168,7 +168,7 @@ final class _Renderer {
             defer { leave() }
             var captured = ""
             let flow = try execute(body, in: scope, into: &captured)
-            var value = _Value.string(captured)
+            var value = RuntimeValue.string(captured)
             for filter in filters {
                 value = try applyFilter(filter.name, to: value, arguments: filter.arguments, in: scope, at: filter.location)
             }
@@ -177,7 +177,7 @@ final class _Renderer {
         case let .scope(assignments, body, location):
             try enter(location)
             defer { leave() }
-            let inner = _Scope(parent: scope)
+            let inner = Scope(parent: scope)
             for (target, expression) in assignments {
                 // Jinja evaluates each value in the outer scope.
                 let value = try evaluate(expression, in: scope)
@@ -193,14 +193,14 @@ final class _Renderer {
         }
     }
 
-    private func executeLoop(_ loop: _ForLoop, in scope: _Scope, into buffer: inout String) throws(ChatTemplateError) {
+    private func executeLoop(_ loop: ForLoop, in scope: Scope, into buffer: inout String) throws(ChatTemplateError) {
         let iterable = try evaluate(loop.iterable, in: scope)
         var items = try iterate(iterable, at: loop.iterable.location)
         if let condition = loop.condition {
-            var kept: [_Value] = []
+            var kept: [RuntimeValue] = []
             for item in items {
                 try countIteration(at: loop.location)
-                let probe = _Scope(parent: scope)
+                let probe = Scope(parent: scope)
                 try assign(item, to: loop.target, in: probe, at: loop.location)
                 if try evaluate(condition, in: probe).isTruthy {
                     kept.append(item)
@@ -212,11 +212,11 @@ final class _Renderer {
             _ = try execute(loop.elseBody, in: scope, into: &buffer)
             return
         }
-        let state = _LoopState(items: items)
+        let state = LoopState(items: items)
         for (index, item) in items.enumerated() {
             try countIteration(at: loop.location)
             state.index0 = index
-            let iterationScope = _Scope(parent: scope)
+            let iterationScope = Scope(parent: scope)
             try assign(item, to: loop.target, in: iterationScope, at: loop.location)
             iterationScope.set("loop", .loop(state))
             let flow = try execute(loop.body, in: iterationScope, into: &buffer)
@@ -224,7 +224,7 @@ final class _Renderer {
         }
     }
 
-    private func assign(_ value: _Value, to target: _AssignmentTarget, in scope: _Scope, at location: _SourceLocation) throws(ChatTemplateError) {
+    private func assign(_ value: RuntimeValue, to target: AssignmentTarget, in scope: Scope, at location: SourceLocation) throws(ChatTemplateError) {
         switch target {
         case .name(let name):
             scope.set(name, value)
@@ -252,7 +252,7 @@ final class _Renderer {
 
     // MARK: Expressions
 
-    func evaluate(_ expression: _Expression, in scope: _Scope) throws(ChatTemplateError) -> _Value {
+    func evaluate(_ expression: Expression, in scope: Scope) throws(ChatTemplateError) -> RuntimeValue {
         try enter(expression.location)
         defer { leave() }
         switch expression {
@@ -267,17 +267,17 @@ final class _Renderer {
         case .name(let name, _):
             return scope.lookup(name) ?? Self.global(name) ?? .undefinedName(name)
         case .list(let items, _):
-            var values: [_Value] = []
+            var values: [RuntimeValue] = []
             values.reserveCapacity(items.count)
             for item in items { values.append(try evaluate(item, in: scope)) }
             return .list(values)
         case .tuple(let items, _):
-            var values: [_Value] = []
+            var values: [RuntimeValue] = []
             values.reserveCapacity(items.count)
             for item in items { values.append(try evaluate(item, in: scope)) }
             return .tuple(values)
         case .dictionary(let entries, let location):
-            var dictionary = _Dictionary()
+            var dictionary = Dictionary()
             for entry in entries {
                 let key = try evaluate(entry.key, in: scope)
                 let value = try evaluate(entry.value, in: scope)
@@ -353,13 +353,13 @@ final class _Renderer {
     // MARK: Arguments
 
     struct Arguments {
-        var positional: [_Value] = []
-        var keyword: [(name: String, value: _Value)] = []
+        var positional: [RuntimeValue] = []
+        var keyword: [(name: String, value: RuntimeValue)] = []
 
         var isEmpty: Bool { positional.isEmpty && keyword.isEmpty }
     }
 
-    func evaluateArguments(_ arguments: _CallArguments, in scope: _Scope, at location: _SourceLocation) throws(ChatTemplateError) -> Arguments {
+    func evaluateArguments(_ arguments: CallArguments, in scope: Scope, at location: SourceLocation) throws(ChatTemplateError) -> Arguments {
         var result = Arguments()
         for argument in arguments.positional {
             result.positional.append(try evaluate(argument, in: scope))
@@ -386,8 +386,8 @@ final class _Renderer {
     }
 
     /// Binds arguments to named parameters like a Python signature (extra arguments are errors).
-    func bind(_ arguments: Arguments, names: [String], function: String, at location: _SourceLocation) throws(ChatTemplateError) -> [_Value?] {
-        var bound = [_Value?](repeating: nil, count: names.count)
+    func bind(_ arguments: Arguments, names: [String], function: String, at location: SourceLocation) throws(ChatTemplateError) -> [RuntimeValue?] {
+        var bound = [RuntimeValue?](repeating: nil, count: names.count)
         if arguments.positional.count > names.count {
             throw .runtime("\(function)() takes at most \(names.count) arguments (\(arguments.positional.count) given)", at: location)
         }
@@ -413,12 +413,12 @@ final class _Renderer {
     private static let listMethods: Set<String> = ["index", "count", "copy"]
     private static let listMutators: Set<String> = ["append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"]
 
-    private static func unsafe(_ name: String, of object: _Value) -> _Value {
+    private static func unsafe(_ name: String, of object: RuntimeValue) -> RuntimeValue {
         .undefined(_Undefined(reason: .unsafe("access to attribute '\(name)' of '\(object.typeName)' object is unsafe.")))
     }
 
     /// `object.name` (Jinja's sandboxed `getattr`: Python attribute first, then item).
-    func attribute(_ name: String, of object: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    func attribute(_ name: String, of object: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         if name.hasPrefix("__") {
             if case .undefined(let undefined) = object { throw undefined.error(at: location) }
             return Self.unsafe(name, of: object)
@@ -445,7 +445,7 @@ final class _Renderer {
         return .undefined(_Undefined(reason: .attribute(owner: object.objectTypeDescription, name: name)))
     }
 
-    private func loopAttribute(_ name: String, of loop: _LoopState, object: _Value) -> _Value? {
+    private func loopAttribute(_ name: String, of loop: LoopState, object: RuntimeValue) -> RuntimeValue? {
         let index0 = loop.index0
         switch name {
         case "index": return .integer(index0 + 1)
@@ -469,7 +469,7 @@ final class _Renderer {
     }
 
     /// `object[key]` (Jinja's sandboxed `getitem`: item first, then attribute for string keys).
-    func item(_ key: _Value, of object: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    func item(_ key: RuntimeValue, of object: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         switch object {
         case .undefined(let undefined):
             throw undefined.error(at: location)
@@ -500,8 +500,8 @@ final class _Renderer {
         return .undefined(_Undefined(reason: .element(owner: object.objectTypeDescription, key: key.pythonRepr())))
     }
 
-    private func slice(_ object: _Value, start: _Value?, stop: _Value?, step: _Value?, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
-        func bound(_ value: _Value?) throws(ChatTemplateError) -> Int? {
+    private func slice(_ object: RuntimeValue, start: RuntimeValue?, stop: RuntimeValue?, step: RuntimeValue?, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
+        func bound(_ value: RuntimeValue?) throws(ChatTemplateError) -> Int? {
             guard let value else { return nil }
             switch value {
             case .none: return nil
@@ -571,7 +571,7 @@ final class _Renderer {
     // MARK: Iteration and membership
 
     /// Python `iter(value)` materialized.
-    func iterate(_ value: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> [_Value] {
+    func iterate(_ value: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> [RuntimeValue] {
         switch value {
         case .undefined: return []
         case .list(let items), .tuple(let items): return items
@@ -583,7 +583,7 @@ final class _Renderer {
     }
 
     /// Python `needle in container`.
-    func contains(_ container: _Value, _ needle: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> Bool {
+    func contains(_ container: RuntimeValue, _ needle: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> Bool {
         switch container {
         case .undefined:
             return false
@@ -592,11 +592,11 @@ final class _Renderer {
                 if case .undefined(let undefined) = needle { throw undefined.error(at: location) }
                 throw .runtime("'in <string>' requires string as left operand, not \(needle.typeName)", at: location)
             }
-            return _Text.contains(text, part)
+            return Text.contains(text, part)
         case .list(let items), .tuple(let items):
-            return items.contains { _Value.pythonEquals($0, needle) }
+            return items.contains { RuntimeValue.pythonEquals($0, needle) }
         case .dictionary(let dictionary):
-            if _Dictionary.hashKey(needle) == nil {
+            if Dictionary.hashKey(needle) == nil {
                 throw .runtime("unhashable type: '\(needle.typeName)'", at: location)
             }
             return dictionary.value(for: needle) != nil
@@ -607,25 +607,25 @@ final class _Renderer {
 
     // MARK: Operators
 
-    private func compare(_ operation: _ComparisonOperator, _ left: _Value, _ right: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> Bool {
+    private func compare(_ operation: ComparisonOperator, _ left: RuntimeValue, _ right: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> Bool {
         switch operation {
-        case .equal: return _Value.pythonEquals(left, right)
-        case .notEqual: return !_Value.pythonEquals(left, right)
+        case .equal: return RuntimeValue.pythonEquals(left, right)
+        case .notEqual: return !RuntimeValue.pythonEquals(left, right)
         case .contains: return try contains(right, left, at: location)
         case .notContains: return !(try contains(right, left, at: location))
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             if case .undefined(let undefined) = left { throw undefined.error(at: location) }
             if case .undefined(let undefined) = right { throw undefined.error(at: location) }
             let (a, b) = operation == .less || operation == .lessOrEqual ? (left, right) : (right, left)
-            guard let less = _Value.pythonLess(a, b) else {
+            guard let less = RuntimeValue.pythonLess(a, b) else {
                 throw .runtime("'\(operation.rawValue)' not supported between instances of '\(left.typeName)' and '\(right.typeName)'", at: location)
             }
             if operation == .less || operation == .greater { return less }
-            return less || _Value.pythonEquals(a, b)
+            return less || RuntimeValue.pythonEquals(a, b)
         }
     }
 
-    private func unary(_ operation: _UnaryOperator, _ value: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    private func unary(_ operation: UnaryOperator, _ value: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         if operation == .not { return .boolean(!value.isTruthy) }
         if case .undefined(let undefined) = value { throw undefined.error(at: location) }
         guard let number = value.numericValue else {
@@ -642,7 +642,7 @@ final class _Renderer {
         }
     }
 
-    func binary(_ operation: _BinaryOperator, _ left: _Value, _ right: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    func binary(_ operation: BinaryOperator, _ left: RuntimeValue, _ right: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         if operation == .concatenate {
             return .string(try checked(try stringify(left, at: location) + stringify(right, at: location), at: location))
         }
@@ -680,13 +680,13 @@ final class _Renderer {
         throw .runtime("unsupported operand type(s) for \(operation.rawValue): '\(left.typeName)' and '\(right.typeName)'", at: location)
     }
 
-    private func repeatSequence(_ left: _Value, _ right: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
-        let (sequence, countValue): (_Value, _Value)
+    private func repeatSequence(_ left: RuntimeValue, _ right: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
+        let (sequence, countValue): (RuntimeValue, RuntimeValue)
         switch left {
         case .string, .list, .tuple: (sequence, countValue) = (left, right)
         default: (sequence, countValue) = (right, left)
         }
-        guard case .integer(let rawCount)? = countValue.numericValue.map({ number -> _Value in
+        guard case .integer(let rawCount)? = countValue.numericValue.map({ number -> RuntimeValue in
             if case .integer(let value) = number { return .integer(value) }
             return .none
         }) else {
@@ -704,7 +704,7 @@ final class _Renderer {
             let size = items.count.multipliedReportingOverflow(by: count)
             if size.overflow { throw .limit("a list grew beyond \(limits.maximumCollectionLength) items", at: location) }
             try checkCollection(count: size.partialValue, at: location)
-            var result: [_Value] = []
+            var result: [RuntimeValue] = []
             result.reserveCapacity(size.partialValue)
             for _ in 0..<count { result += items }
             if case .tuple = sequence { return .tuple(result) }
@@ -714,9 +714,9 @@ final class _Renderer {
         }
     }
 
-    private func arithmetic(_ operation: _BinaryOperator, _ a: _Value.Number, _ b: _Value.Number, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    private func arithmetic(_ operation: BinaryOperator, _ a: RuntimeValue.Number, _ b: RuntimeValue.Number, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         if case let (.integer(x), .integer(y)) = (a, b) {
-            func checkedResult(_ pair: (partialValue: Int, overflow: Bool)) throws(ChatTemplateError) -> _Value {
+            func checkedResult(_ pair: (partialValue: Int, overflow: Bool)) throws(ChatTemplateError) -> RuntimeValue {
                 if pair.overflow { throw .runtime("integer overflow (Python integers are unbounded; this interpreter uses 64 bits)", at: location) }
                 return .integer(pair.partialValue)
             }
@@ -792,7 +792,7 @@ final class _Renderer {
 
     // MARK: Calls
 
-    func call(_ function: _Value, with arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    func call(_ function: RuntimeValue, with arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         switch function {
         case .undefined(let undefined):
             throw undefined.error(at: location)
@@ -807,7 +807,7 @@ final class _Renderer {
         }
     }
 
-    private func callMacro(_ macro: _Macro, with arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    private func callMacro(_ macro: _Macro, with arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         let definition = macro.definition
         let parameters = definition.parameters
         if arguments.positional.count > parameters.count && !definition.usesVariadicPositional {
@@ -815,12 +815,12 @@ final class _Renderer {
         }
         try enter(location)
         defer { leave() }
-        let scope = _Scope(parent: macro.scope)
-        var bound = [_Value?](repeating: nil, count: parameters.count)
+        let scope = Scope(parent: macro.scope)
+        var bound = [RuntimeValue?](repeating: nil, count: parameters.count)
         for (index, value) in arguments.positional.prefix(parameters.count).enumerated() {
             bound[index] = value
         }
-        var extraKeywords = _Dictionary()
+        var extraKeywords = Dictionary()
         for (name, value) in arguments.keyword {
             if let index = parameters.firstIndex(where: { $0.name == name }) {
                 if bound[index] != nil {
@@ -849,7 +849,7 @@ final class _Renderer {
         return .string(output)
     }
 
-    private func callBuiltin(_ builtin: _Builtin, with arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    private func callBuiltin(_ builtin: Builtin, with arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         switch builtin {
         case .raiseException:
             let message = arguments.positional.first ?? arguments.keyword.first?.value ?? .none
@@ -858,7 +858,7 @@ final class _Renderer {
             guard case .string(let format)? = arguments.positional.first else {
                 throw .runtime("strftime_now() argument must be str", at: location)
             }
-            return .string(_DateFormatting.strftime(format, date: now, timeZone: timeZone))
+            return .string(DateFormatting.strftime(format, date: now, timeZone: timeZone))
         case .range:
             guard arguments.keyword.isEmpty else {
                 throw .runtime("range() takes no keyword arguments", at: location)
@@ -886,7 +886,7 @@ final class _Renderer {
                 throw .limit("Range too big. The sandbox blocks ranges larger than MAX_RANGE (\(limits.maximumRangeLength)).", at: location)
             }
             let count = Int(exactCount)
-            var values: [_Value] = []
+            var values: [RuntimeValue] = []
             values.reserveCapacity(count)
             var current = start
             for _ in 0..<count {
@@ -895,7 +895,7 @@ final class _Renderer {
             }
             return .list(values)
         case .dictionary:
-            var dictionary = _Dictionary()
+            var dictionary = Dictionary()
             if let first = arguments.positional.first {
                 guard arguments.positional.count == 1 else {
                     throw .runtime("dict expected at most 1 argument, got \(arguments.positional.count)", at: location)
@@ -933,7 +933,7 @@ final class _Renderer {
     }
 }
 
-extension _Value {
+extension RuntimeValue {
     /// An integer usable as an index (Python `int` or `bool`).
     var integerIndex: Int? {
         switch self {

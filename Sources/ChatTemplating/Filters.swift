@@ -3,7 +3,7 @@ import Foundation
 // MARK: - Filter and test names
 
 /// The Jinja filters this interpreter implements.
-enum _FilterName: String, Sendable, CaseIterable {
+enum FilterName: String, Sendable, CaseIterable {
     case abs, capitalize, center, `default`, dictsort, escape, first, float, format, indent, int,
          items, join, last, length, list, lower, map, max, min, reject, rejectattr, replace,
          reverse, round, safe, select, selectattr, sort, string, sum, title, tojson, trim,
@@ -26,7 +26,7 @@ enum _FilterName: String, Sendable, CaseIterable {
 }
 
 /// The Jinja tests (`x is …`).
-enum _TestName: String, Sendable {
+enum TestName: String, Sendable {
     case boolean, callable, defined, divisibleby, equal, escaped, even, `false`, filter, float,
          greaterOrEqual, greater, `in`, integer, iterable, lessOrEqual, lower, less, mapping,
          notEqual, none, number, odd, sameas, sequence, string, test, `true`, undefined, upper
@@ -72,9 +72,9 @@ enum _TestName: String, Sendable {
 
 extension _Renderer {
     func applyFilter(
-        _ filter: _Callable<_FilterName>, to value: _Value, arguments: _CallArguments,
-        in scope: _Scope, at location: _SourceLocation
-    ) throws(ChatTemplateError) -> _Value {
+        _ filter: Callable<FilterName>, to value: RuntimeValue, arguments: CallArguments,
+        in scope: Scope, at location: SourceLocation
+    ) throws(ChatTemplateError) -> RuntimeValue {
         switch filter {
         case .missing(let name):
             throw .runtime("No filter named '\(name)' found.", at: location)
@@ -87,17 +87,17 @@ extension _Renderer {
     }
 
     private func filterArguments(
-        _ arguments: Arguments, _ names: [String], filter: _FilterName, at location: _SourceLocation
-    ) throws(ChatTemplateError) -> [_Value?] {
+        _ arguments: Arguments, _ names: [String], filter: FilterName, at location: SourceLocation
+    ) throws(ChatTemplateError) -> [RuntimeValue?] {
         try bind(arguments, names: names, function: filter.rawValue, at: location)
     }
 
     /// Jinja's `soft_str`: `str(value)`, with Undefined as "".
-    private func text(_ value: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> String {
+    private func text(_ value: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> String {
         try stringify(value, at: location)
     }
 
-    func applyFilter(_ filter: _FilterName, to value: _Value, arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    func applyFilter(_ filter: FilterName, to value: RuntimeValue, arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         switch filter {
         case .abs:
             _ = try filterArguments(arguments, [], filter: filter, at: location)
@@ -113,14 +113,14 @@ extension _Renderer {
             }
         case .capitalize:
             _ = try filterArguments(arguments, [], filter: filter, at: location)
-            return .string(_Text.capitalize(try text(value, at: location)))
+            return .string(Text.capitalize(try text(value, at: location)))
         case .center:
             let bound = try filterArguments(arguments, ["width"], filter: filter, at: location)
             let width = try integerArgument(bound[0], default: 80, name: "width", at: location)
             if width > limits.maximumOutputLength {
                 throw .limit("a string grew beyond \(limits.maximumOutputLength) bytes", at: location)
             }
-            return .string(try checked(_Text.center(try text(value, at: location), width: width), at: location))
+            return .string(try checked(Text.center(try text(value, at: location), width: width), at: location))
         case .default:
             let bound = try filterArguments(arguments, ["default_value", "boolean"], filter: filter, at: location)
             let useBoolean = bound[1]?.isTruthy ?? false
@@ -143,7 +143,7 @@ extension _Renderer {
                 default: throw .runtime("You can only sort by either 'key' or 'value'", at: location)
                 }
             }
-            let pairs: [_Value] = dictionary.entries.map { .tuple([$0.0, $0.1]) }
+            let pairs: [RuntimeValue] = dictionary.entries.map { .tuple([$0.0, $0.1]) }
             let sorted = try sortValues(pairs, reverse: bound[2]?.isTruthy ?? false, at: location) { pair in
                 guard case .tuple(let parts) = pair else { return pair }
                 let key = parts[byValue ? 1 : 0]
@@ -152,7 +152,7 @@ extension _Renderer {
             return .list(sorted)
         case .escape:
             _ = try filterArguments(arguments, [], filter: filter, at: location)
-            return .string(try checked(_Text.escapeHTML(try text(value, at: location)), at: location))
+            return .string(try checked(Text.escapeHTML(try text(value, at: location)), at: location))
         case .first:
             _ = try filterArguments(arguments, [], filter: filter, at: location)
             let items = try iterate(value, at: location)
@@ -168,7 +168,7 @@ extension _Renderer {
             case .boolean, .integer, .double:
                 return .double(value.numericValue?.doubleValue ?? 0)
             case .string(let string):
-                if let parsed = _Text.parsePythonFloat(string) { return .double(parsed) }
+                if let parsed = Text.parsePythonFloat(string) { return .double(parsed) }
             default:
                 break
             }
@@ -177,9 +177,9 @@ extension _Renderer {
             if !arguments.positional.isEmpty && !arguments.keyword.isEmpty {
                 throw .runtime("can't handle positional and keyword arguments at the same time", at: location)
             }
-            var formatArguments: _Value = .tuple(arguments.positional)
+            var formatArguments: RuntimeValue = .tuple(arguments.positional)
             if !arguments.keyword.isEmpty {
-                var dictionary = _Dictionary()
+                var dictionary = Dictionary()
                 for (name, item) in arguments.keyword { dictionary.set(name, item) }
                 formatArguments = .dictionary(dictionary)
             }
@@ -200,7 +200,7 @@ extension _Renderer {
             if growth.overflow || growth.partialValue + source.utf8.count > limits.maximumOutputLength {
                 throw .limit("a string grew beyond \(limits.maximumOutputLength) bytes", at: location)
             }
-            let result = _Text.indent(source, indentation: indentation,
+            let result = Text.indent(source, indentation: indentation,
                                       first: bound[1]?.isTruthy ?? false, blank: bound[2]?.isTruthy ?? false)
             return .string(try checked(result, at: location))
         case .int:
@@ -213,8 +213,8 @@ extension _Renderer {
             case .double(let number):
                 if number.isFinite, let truncated = Int(exactly: number.rounded(.towardZero)) { return .integer(truncated) }
             case .string(let string):
-                if let parsed = _Text.parsePythonInteger(string, base: base) { return .integer(parsed) }
-                if let parsed = _Text.parsePythonFloat(string), parsed.isFinite,
+                if let parsed = Text.parsePythonInteger(string, base: base) { return .integer(parsed) }
+                if let parsed = Text.parsePythonFloat(string), parsed.isFinite,
                    let truncated = Int(exactly: parsed.rounded(.towardZero)) {
                     return .integer(truncated)
                 }
@@ -264,13 +264,13 @@ extension _Renderer {
             var bestKey = try sortKey(best, attribute: bound[1], caseSensitive: caseSensitive, at: location)
             for item in items.dropFirst() {
                 let key = try sortKey(item, attribute: bound[1], caseSensitive: caseSensitive, at: location)
-                guard let less = _Value.pythonLess(key, bestKey) else {
+                guard let less = RuntimeValue.pythonLess(key, bestKey) else {
                     throw .runtime("'<' not supported between instances of '\(key.typeName)' and '\(bestKey.typeName)'", at: location)
                 }
                 let better: Bool
                 if filter == .min {
                     better = less
-                } else if let greater = _Value.pythonLess(bestKey, key) {
+                } else if let greater = RuntimeValue.pythonLess(bestKey, key) {
                     better = greater
                 } else {
                     better = false
@@ -283,7 +283,7 @@ extension _Renderer {
             return best
         case .reject, .select:
             let items = try iterate(value, at: location)
-            var kept: [_Value] = []
+            var kept: [RuntimeValue] = []
             var testArguments = arguments
             let testName = testArguments.positional.isEmpty ? nil : testArguments.positional.removeFirst()
             for item in items {
@@ -304,7 +304,7 @@ extension _Renderer {
             }
             let attribute = testArguments.positional.removeFirst()
             let testName = testArguments.positional.isEmpty ? nil : testArguments.positional.removeFirst()
-            var kept: [_Value] = []
+            var kept: [RuntimeValue] = []
             for item in items {
                 let field = try attributePath(attribute, of: item, at: location)
                 let passed: Bool
@@ -322,7 +322,7 @@ extension _Renderer {
                 throw .runtime("replace() missing required arguments 'old' and 'new'", at: location)
             }
             let count = try integerArgument(bound[2], default: -1, name: "count", at: location)
-            guard let replaced = _Text.replace(
+            guard let replaced = Text.replace(
                 try text(value, at: location), try text(old, at: location), try text(new, at: location),
                 count: count, maximumLength: limits.maximumOutputLength) else {
                 throw .limit("a string grew beyond \(limits.maximumOutputLength) bytes", at: location)
@@ -370,7 +370,7 @@ extension _Renderer {
             let caseSensitive = bound[1]?.isTruthy ?? false
             let items = try iterate(value, at: location)
             let attribute = bound[2]
-            var keys: [_Value] = []
+            var keys: [RuntimeValue] = []
             for item in items { keys.append(try sortKey(item, attribute: attribute, caseSensitive: caseSensitive, at: location)) }
             let order = try stableOrder(keys, reverse: bound[0]?.isTruthy ?? false, at: location)
             return .list(order.map { items[$0] })
@@ -388,7 +388,7 @@ extension _Renderer {
             return total
         case .title:
             _ = try filterArguments(arguments, [], filter: filter, at: location)
-            return .string(_Text.jinjaTitle(try text(value, at: location)))
+            return .string(Text.jinjaTitle(try text(value, at: location)))
         case .tojson:
             let bound = try filterArguments(arguments, ["ensure_ascii", "indent", "separators", "sort_keys"], filter: filter, at: location)
             var options = _JSON.Options()
@@ -425,12 +425,12 @@ extension _Renderer {
             let bound = try filterArguments(arguments, ["chars"], filter: filter, at: location)
             var characters: String?
             if let chars = bound[0], case .string(let set) = chars { characters = set }
-            return .string(_Text.strip(try text(value, at: location), characters: characters, leading: true, trailing: true))
+            return .string(Text.strip(try text(value, at: location), characters: characters, leading: true, trailing: true))
         case .unique:
             let bound = try filterArguments(arguments, ["case_sensitive", "attribute"], filter: filter, at: location)
             let caseSensitive = bound[0]?.isTruthy ?? false
-            var seen = _Dictionary()
-            var result: [_Value] = []
+            var seen = Dictionary()
+            var result: [RuntimeValue] = []
             for item in try iterate(value, at: location) {
                 let key = try sortKey(item, attribute: bound[1], caseSensitive: caseSensitive, at: location)
                 if seen.value(for: key) == nil {
@@ -443,13 +443,13 @@ extension _Renderer {
             return .list(result)
         case .wordcount:
             _ = try filterArguments(arguments, [], filter: filter, at: location)
-            return .integer(_Text.wordCount(try text(value, at: location)))
+            return .integer(Text.wordCount(try text(value, at: location)))
         }
     }
 
     // MARK: Filter helpers
 
-    private func integerArgument(_ value: _Value?, default defaultValue: Int, name: String, at location: _SourceLocation) throws(ChatTemplateError) -> Int {
+    private func integerArgument(_ value: RuntimeValue?, default defaultValue: Int, name: String, at location: SourceLocation) throws(ChatTemplateError) -> Int {
         guard let value else { return defaultValue }
         if case .none = value { return defaultValue }
         guard let integer = value.integerIndex else {
@@ -458,7 +458,7 @@ extension _Renderer {
         return integer
     }
 
-    func length(of value: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> Int {
+    func length(of value: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> Int {
         switch value {
         case .undefined: return 0
         case .string(let string): return string.unicodeScalars.count
@@ -470,25 +470,25 @@ extension _Renderer {
         }
     }
 
-    static func caseFolded(_ value: _Value) -> _Value {
+    static func caseFolded(_ value: RuntimeValue) -> RuntimeValue {
         if case .string(let string) = value { return .string(string.lowercased()) }
         return value
     }
 
     /// Jinja's `make_attrgetter`: a dotted path where numeric parts are indexes.
-    func attributePath(_ path: _Value, of item: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    func attributePath(_ path: RuntimeValue, of item: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         guard case .string(let string) = path else {
             return try self.item(path, of: item, at: location)
         }
         var current = item
         for part in string.split(separator: ".", omittingEmptySubsequences: false) {
-            let key: _Value = Int(part).map { .integer($0) } ?? .string(String(part))
+            let key: RuntimeValue = Int(part).map { .integer($0) } ?? .string(String(part))
             current = try self.item(key, of: current, at: location)
         }
         return current
     }
 
-    private func sortKey(_ item: _Value, attribute: _Value?, caseSensitive: Bool, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    private func sortKey(_ item: RuntimeValue, attribute: RuntimeValue?, caseSensitive: Bool, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         var key = item
         if let attribute, !attribute.isUndefined, !attribute.isNone {
             key = try attributePath(attribute, of: item, at: location)
@@ -497,13 +497,13 @@ extension _Renderer {
     }
 
     /// A stable sort order of `keys` using Python comparisons (merge sort, typed throws).
-    func stableOrder(_ keys: [_Value], reverse: Bool, at location: _SourceLocation) throws(ChatTemplateError) -> [Int] {
+    func stableOrder(_ keys: [RuntimeValue], reverse: Bool, at location: SourceLocation) throws(ChatTemplateError) -> [Int] {
         var order = Array(keys.indices)
         var buffer = order
         func precedes(_ a: Int, _ b: Int) throws(ChatTemplateError) -> Bool {
             // Python's sort with reverse=True keeps stability by reversing, sorting, reversing.
             let (left, right) = reverse ? (keys[b], keys[a]) : (keys[a], keys[b])
-            guard let less = _Value.pythonLess(left, right) else {
+            guard let less = RuntimeValue.pythonLess(left, right) else {
                 throw .runtime("'<' not supported between instances of '\(left.typeName)' and '\(right.typeName)'", at: location)
             }
             return less
@@ -533,16 +533,16 @@ extension _Renderer {
         return order
     }
 
-    private func sortValues(_ values: [_Value], reverse: Bool, at location: _SourceLocation, key: (_Value) -> _Value) throws(ChatTemplateError) -> [_Value] {
+    private func sortValues(_ values: [RuntimeValue], reverse: Bool, at location: SourceLocation, key: (RuntimeValue) -> RuntimeValue) throws(ChatTemplateError) -> [RuntimeValue] {
         let order = try stableOrder(values.map(key), reverse: reverse, at: location)
         return order.map { values[$0] }
     }
 
-    private func mapValues(_ value: _Value, _ arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> [_Value] {
+    private func mapValues(_ value: RuntimeValue, _ arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> [RuntimeValue] {
         let items = try iterate(value, at: location)
         if let attribute = arguments.keyword.first(where: { $0.name == "attribute" })?.value {
             let defaultValue = arguments.keyword.first(where: { $0.name == "default" })?.value
-            var result: [_Value] = []
+            var result: [RuntimeValue] = []
             for item in items {
                 var field = try attributePath(attribute, of: item, at: location)
                 if field.isUndefined, let defaultValue { field = defaultValue }
@@ -555,13 +555,13 @@ extension _Renderer {
             throw .runtime("map requires a filter argument", at: location)
         }
         let nameValue = rest.positional.removeFirst()
-        guard case .string(let name) = nameValue, let filter = _FilterName(jinjaName: name) else {
-            if _FilterName.unsupportedNames.contains(nameValue.pythonString()) {
+        guard case .string(let name) = nameValue, let filter = FilterName(jinjaName: name) else {
+            if FilterName.unsupportedNames.contains(nameValue.pythonString()) {
                 throw .unsupported("the '\(nameValue.pythonString())' filter", at: location)
             }
             throw .runtime("No filter named \(nameValue.pythonRepr()).", at: location)
         }
-        var result: [_Value] = []
+        var result: [RuntimeValue] = []
         for item in items {
             result.append(try applyFilter(filter, to: item, arguments: rest, at: location))
         }
@@ -571,8 +571,8 @@ extension _Renderer {
     // MARK: Tests
 
     func applyTest(
-        _ test: _Callable<_TestName>, to value: _Value, arguments: _CallArguments,
-        in scope: _Scope, at location: _SourceLocation
+        _ test: Callable<TestName>, to value: RuntimeValue, arguments: CallArguments,
+        in scope: Scope, at location: SourceLocation
     ) throws(ChatTemplateError) -> Bool {
         switch test {
         case .missing(let name), .unsupported(let name):
@@ -583,15 +583,15 @@ extension _Renderer {
         }
     }
 
-    private func applyTest(named name: _Value, to value: _Value, arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> Bool {
-        guard case .string(let string) = name, let test = _TestName(jinjaName: string) else {
+    private func applyTest(named name: RuntimeValue, to value: RuntimeValue, arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> Bool {
+        guard case .string(let string) = name, let test = TestName(jinjaName: string) else {
             throw .runtime("No test named \(name.pythonRepr()).", at: location)
         }
         return try applyTest(test, to: value, arguments: arguments, at: location)
     }
 
-    func applyTest(_ test: _TestName, to value: _Value, arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> Bool {
-        func argument() throws(ChatTemplateError) -> _Value {
+    func applyTest(_ test: TestName, to value: RuntimeValue, arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> Bool {
+        func argument() throws(ChatTemplateError) -> RuntimeValue {
             if let first = arguments.positional.first { return first }
             if let first = arguments.keyword.first { return first.value }
             throw .runtime("the '\(test.rawValue)' test needs an argument", at: location)
@@ -612,16 +612,16 @@ extension _Renderer {
         case .divisibleby:
             let divisor = try argument()
             let remainder = try binary(.modulo, value, divisor, at: location)
-            return _Value.pythonEquals(remainder, .integer(0))
+            return RuntimeValue.pythonEquals(remainder, .integer(0))
         case .equal:
-            return _Value.pythonEquals(value, try argument())
+            return RuntimeValue.pythonEquals(value, try argument())
         case .notEqual:
-            return !_Value.pythonEquals(value, try argument())
+            return !RuntimeValue.pythonEquals(value, try argument())
         case .escaped:
             return false
         case .even, .odd:
             let remainder = try binary(.modulo, value, .integer(2), at: location)
-            return _Value.pythonEquals(remainder, .integer(test == .even ? 0 : 1))
+            return RuntimeValue.pythonEquals(remainder, .integer(test == .even ? 0 : 1))
         case .false:
             if case .boolean(false) = value { return true }
             return false
@@ -630,10 +630,10 @@ extension _Renderer {
             return false
         case .filter:
             guard case .string(let name) = value else { return false }
-            return _FilterName(jinjaName: name) != nil || _FilterName.unsupportedNames.contains(name)
+            return FilterName(jinjaName: name) != nil || FilterName.unsupportedNames.contains(name)
         case .test:
             guard case .string(let name) = value else { return false }
-            return _TestName(jinjaName: name) != nil
+            return TestName(jinjaName: name) != nil
         case .float:
             if case .double = value { return true }
             return false
@@ -668,15 +668,15 @@ extension _Renderer {
             let (a, b) = test == .less || test == .lessOrEqual ? (value, other) : (other, value)
             if case .undefined(let undefined) = a { throw undefined.error(at: location) }
             if case .undefined(let undefined) = b { throw undefined.error(at: location) }
-            guard let less = _Value.pythonLess(a, b) else {
+            guard let less = RuntimeValue.pythonLess(a, b) else {
                 throw .runtime("comparison not supported between instances of '\(value.typeName)' and '\(other.typeName)'", at: location)
             }
             if test == .less || test == .greater { return less }
-            return less || _Value.pythonEquals(a, b)
+            return less || RuntimeValue.pythonEquals(a, b)
         case .lower:
-            return _Text.isLower(value.pythonString())
+            return Text.isLower(value.pythonString())
         case .upper:
-            return _Text.isUpper(value.pythonString())
+            return Text.isUpper(value.pythonString())
         case .sameas:
             let other = try argument()
             switch (value, other) {

@@ -21,14 +21,14 @@ enum _JSON {
         var isLimit = false
     }
 
-    static func encode(_ value: _Value, options: Options) throws(EncodingError) -> String {
+    static func encode(_ value: RuntimeValue, options: Options) throws(EncodingError) -> String {
         var output = ""
         try write(value, options: options, level: 0, into: &output)
         return output
     }
 
-    private static func write(_ value: _Value, options: Options, level: Int, into output: inout String) throws(EncodingError) {
-        if level > _Value.maximumDataDepth {
+    private static func write(_ value: RuntimeValue, options: Options, level: Int, into output: inout String) throws(EncodingError) {
+        if level > RuntimeValue.maximumDataDepth {
             throw EncodingError(message: "maximum recursion depth exceeded while encoding a JSON object")
         }
         switch value {
@@ -68,7 +68,7 @@ enum _JSON {
                 }
                 var failure = false
                 entries.sort { left, right in
-                    guard let less = _Value.pythonLess(left.0, right.0) else {
+                    guard let less = RuntimeValue.pythonLess(left.0, right.0) else {
                         failure = true
                         return false
                     }
@@ -119,7 +119,7 @@ enum _JSON {
     private static func floatText(_ number: Double) -> String {
         if number.isNaN { return "NaN" }
         if number.isInfinite { return number < 0 ? "-Infinity" : "Infinity" }
-        return _Value.pythonFloatRepr(number)
+        return RuntimeValue.pythonFloatRepr(number)
     }
 
     private static let hexDigits = Array("0123456789abcdef".unicodeScalars)

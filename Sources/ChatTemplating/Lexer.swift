@@ -19,7 +19,7 @@ struct _Token: Sendable {
     }
 
     var kind: Kind
-    var location: _SourceLocation
+    var location: SourceLocation
 }
 
 // MARK: - Lexer
@@ -72,7 +72,7 @@ struct _Lexer {
     }
 
     /// The 1-based line and column of a scalar offset.
-    func location(of offset: Int) -> _SourceLocation {
+    func location(of offset: Int) -> SourceLocation {
         var low = 0
         var high = lineStarts.count - 1
         while low < high {
@@ -83,7 +83,7 @@ struct _Lexer {
                 high = middle - 1
             }
         }
-        return _SourceLocation(line: low + 1, column: offset - lineStarts[low] + 1)
+        return SourceLocation(line: low + 1, column: offset - lineStarts[low] + 1)
     }
 
     static func tokenize(_ source: String) throws(ChatTemplateError) -> [_Token] {
@@ -291,7 +291,7 @@ struct _Lexer {
 
     private mutating func lexTagBody(tagStart: Int, isBlock: Bool) throws(ChatTemplateError) {
         let count = scalars.count
-        var balancing: [(closer: Unicode.Scalar, location: _SourceLocation)] = []
+        var balancing: [(closer: Unicode.Scalar, location: SourceLocation)] = []
         while true {
             guard position < count else {
                 let closer = isBlock ? "%}" : "}}"
@@ -405,7 +405,7 @@ struct _Lexer {
         return String(view)
     }
 
-    private mutating func lexNumber(startLocation: _SourceLocation) throws(ChatTemplateError) {
+    private mutating func lexNumber(startLocation: SourceLocation) throws(ChatTemplateError) {
         let start = position
         // Floats: digits, then a fraction and/or an exponent; never right after a '.'.
         let previousIsDot = start > 0 && scalars[start - 1] == "."
@@ -497,7 +497,7 @@ struct _Lexer {
     // MARK: Strings
 
     /// Reads a quoted string and decodes Python `unicode-escape` sequences, as Jinja does.
-    private mutating func lexString(quote: Unicode.Scalar, startLocation: _SourceLocation) throws(ChatTemplateError) {
+    private mutating func lexString(quote: Unicode.Scalar, startLocation: SourceLocation) throws(ChatTemplateError) {
         let count = scalars.count
         var cursor = position + 1
         var value = String.UnicodeScalarView()

@@ -11,7 +11,7 @@ extension _Renderer {
         "ljust", "rjust", "casefold", "partition", "rpartition",
     ]
 
-    func callMethod(_ name: String, on receiver: _Value, with arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    func callMethod(_ name: String, on receiver: RuntimeValue, with arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         switch receiver {
         case .string(let string):
             return try callStringMethod(name, on: string, with: arguments, at: location)
@@ -40,12 +40,12 @@ extension _Renderer {
             case "index":
                 let bound = try bind(arguments, names: ["value"], function: "index", at: location)
                 guard let needle = bound[0] else { throw .runtime("index expected 1 argument", at: location) }
-                if let found = items.firstIndex(where: { _Value.pythonEquals($0, needle) }) { return .integer(found) }
+                if let found = items.firstIndex(where: { RuntimeValue.pythonEquals($0, needle) }) { return .integer(found) }
                 throw .runtime("\(needle.pythonRepr()) is not in list", at: location)
             case "count":
                 let bound = try bind(arguments, names: ["value"], function: "count", at: location)
                 guard let needle = bound[0] else { throw .runtime("count expected 1 argument", at: location) }
-                return .integer(items.filter { _Value.pythonEquals($0, needle) }.count)
+                return .integer(items.filter { RuntimeValue.pythonEquals($0, needle) }.count)
             case "copy":
                 return receiver
             default:
@@ -59,7 +59,7 @@ extension _Renderer {
             case "changed":
                 let changed = loop.lastChanged.map { previous in
                     previous.count != arguments.positional.count
-                        || zip(previous, arguments.positional).contains { !_Value.pythonEquals($0, $1) }
+                        || zip(previous, arguments.positional).contains { !RuntimeValue.pythonEquals($0, $1) }
                 } ?? true
                 loop.lastChanged = arguments.positional
                 return .boolean(changed)
@@ -72,7 +72,7 @@ extension _Renderer {
         throw .runtime("'\(receiver.typeName)' object has no method '\(name)'", at: location)
     }
 
-    private func stringArgument(_ value: _Value?, function: String, at location: _SourceLocation) throws(ChatTemplateError) -> String? {
+    private func stringArgument(_ value: RuntimeValue?, function: String, at location: SourceLocation) throws(ChatTemplateError) -> String? {
         guard let value else { return nil }
         switch value {
         case .none: return nil
@@ -82,22 +82,22 @@ extension _Renderer {
         }
     }
 
-    private func callStringMethod(_ name: String, on string: String, with arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> _Value {
+    private func callStringMethod(_ name: String, on string: String, with arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         switch name {
         case "strip", "lstrip", "rstrip":
             let bound = try bind(arguments, names: ["chars"], function: name, at: location)
             let characters = try stringArgument(bound[0], function: name, at: location)
-            return .string(_Text.strip(string, characters: characters, leading: name != "rstrip", trailing: name != "lstrip"))
+            return .string(Text.strip(string, characters: characters, leading: name != "rstrip", trailing: name != "lstrip"))
         case "split", "rsplit":
             let bound = try bind(arguments, names: ["sep", "maxsplit"], function: name, at: location)
             let separator = try stringArgument(bound[0], function: name, at: location)
             let maximum = bound[1]?.integerIndex ?? -1
             if separator == "" { throw .runtime("empty separator", at: location) }
-            let parts = _Text.split(string, separator: separator, maximumSplits: maximum, fromEnd: name == "rsplit")
+            let parts = Text.split(string, separator: separator, maximumSplits: maximum, fromEnd: name == "rsplit")
             return .list(parts.map { .string($0) })
         case "splitlines":
             let bound = try bind(arguments, names: ["keepends"], function: name, at: location)
-            return .list(_Text.splitLines(string, keepEnds: bound[0]?.isTruthy ?? false).map { .string($0) })
+            return .list(Text.splitLines(string, keepEnds: bound[0]?.isTruthy ?? false).map { .string($0) })
         case "startswith", "endswith":
             let bound = try bind(arguments, names: ["prefix", "start", "end"], function: name, at: location)
             guard let affix = bound[0] else { throw .runtime("\(name)() takes at least 1 argument (0 given)", at: location) }
@@ -133,9 +133,9 @@ extension _Renderer {
         case "lower", "casefold":
             return .string(string.lowercased())
         case "title":
-            return .string(_Text.pythonTitle(string))
+            return .string(Text.pythonTitle(string))
         case "capitalize":
-            return .string(_Text.capitalize(string))
+            return .string(Text.capitalize(string))
         case "swapcase":
             var result = ""
             for character in string {
@@ -150,7 +150,7 @@ extension _Renderer {
                 throw .runtime("replace() arguments must be str", at: location)
             }
             let count = bound[2]?.integerIndex ?? -1
-            guard let replaced = _Text.replace(string, old, new, count: count, maximumLength: limits.maximumOutputLength) else {
+            guard let replaced = Text.replace(string, old, new, count: count, maximumLength: limits.maximumOutputLength) else {
                 throw .limit("a string grew beyond \(limits.maximumOutputLength) bytes", at: location)
             }
             return .string(try checked(replaced, at: location))
@@ -162,11 +162,11 @@ extension _Renderer {
             let haystack = Array(string.unicodeScalars)
             let pattern = Array(needle.unicodeScalars)
             if name == "count" {
-                return .integer(pattern.isEmpty ? haystack.count + 1 : _Text.occurrences(of: pattern, in: haystack).count)
+                return .integer(pattern.isEmpty ? haystack.count + 1 : Text.occurrences(of: pattern, in: haystack).count)
             }
             let fromEnd = name.hasPrefix("r")
             let found = pattern.isEmpty ? (fromEnd ? haystack.count : 0)
-                : _Text.occurrences(of: pattern, in: haystack, maximumCount: 1, fromEnd: fromEnd).first
+                : Text.occurrences(of: pattern, in: haystack, maximumCount: 1, fromEnd: fromEnd).first
             if let found { return .integer(found) }
             if name.hasSuffix("index") { throw .runtime("substring not found", at: location) }
             return .integer(-1)
@@ -199,9 +199,9 @@ extension _Renderer {
         case "isspace":
             return .boolean(!string.isEmpty && string.unicodeScalars.allSatisfy(_Lexer.isPythonWhitespace))
         case "isupper":
-            return .boolean(_Text.isUpper(string))
+            return .boolean(Text.isUpper(string))
         case "islower":
-            return .boolean(_Text.isLower(string))
+            return .boolean(Text.isLower(string))
         case "removeprefix":
             let bound = try bind(arguments, names: ["prefix"], function: name, at: location)
             let prefix = try stringArgument(bound[0], function: name, at: location) ?? ""
@@ -223,7 +223,7 @@ extension _Renderer {
             guard width > length else { return .string(string) }
             let padding = width - length
             switch name {
-            case "center": return .string(_Text.center(string, width: width, fill: fill))
+            case "center": return .string(Text.center(string, width: width, fill: fill))
             case "ljust": return .string(string + String(repeating: fill, count: padding))
             case "rjust": return .string(String(repeating: fill, count: padding) + string)
             default:
@@ -237,7 +237,7 @@ extension _Renderer {
             guard let separator = try stringArgument(bound[0], function: name, at: location), !separator.isEmpty else {
                 throw .runtime("empty separator", at: location)
             }
-            let parts = _Text.split(string, separator: separator, maximumSplits: 1, fromEnd: name == "rpartition")
+            let parts = Text.split(string, separator: separator, maximumSplits: 1, fromEnd: name == "rpartition")
             if parts.count == 2 {
                 return .tuple([.string(parts[0]), .string(separator), .string(parts[1])])
             }
@@ -252,9 +252,9 @@ extension _Renderer {
     // MARK: Formatting
 
     /// Python's printf-style `format % arguments` for `%s %r %d %i %f %%` (what templates use).
-    func percentFormat(_ format: String, _ arguments: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> String {
-        var positional: [_Value]
-        var mapping: _Dictionary?
+    func percentFormat(_ format: String, _ arguments: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> String {
+        var positional: [RuntimeValue]
+        var mapping: Dictionary?
         switch arguments {
         case .tuple(let items): positional = items
         case .dictionary(let dictionary):
@@ -273,12 +273,12 @@ extension _Renderer {
             guard var conversion = scalars.next() else {
                 throw .runtime("incomplete format", at: location)
             }
-            var value: _Value?
+            var value: RuntimeValue?
             if conversion == "(" {
                 var key = ""
                 while let next = scalars.next(), next != ")" { key.unicodeScalars.append(next) }
                 guard let mapping else { throw .runtime("format requires a mapping", at: location) }
-                guard let found = mapping.value(for: key) else { throw .runtime("KeyError: \(_Value.pythonRepr(key))", at: location) }
+                guard let found = mapping.value(for: key) else { throw .runtime("KeyError: \(RuntimeValue.pythonRepr(key))", at: location) }
                 value = found
                 guard let next = scalars.next() else { throw .runtime("incomplete format", at: location) }
                 conversion = next
@@ -299,7 +299,7 @@ extension _Renderer {
             case "s": result += try stringify(value, at: location)
             case "r", "a":
                 if case .string(let string) = value {
-                    result += _Value.pythonRepr(string)
+                    result += RuntimeValue.pythonRepr(string)
                 } else {
                     result += try stringify(value, at: location)
                 }
@@ -334,7 +334,7 @@ extension _Renderer {
     }
 
     /// Python's `str.format` for `{}`, `{0}`, `{name}` and `{{`/`}}` (no format specifications).
-    private func braceFormat(_ format: String, _ arguments: Arguments, at location: _SourceLocation) throws(ChatTemplateError) -> String {
+    private func braceFormat(_ format: String, _ arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> String {
         var result = ""
         var iterator = format.unicodeScalars.makeIterator()
         var automatic = 0
@@ -368,7 +368,7 @@ extension _Renderer {
             if field.contains(":") || field.contains("!") || field.contains(".") || field.contains("[") {
                 throw .unsupported("format specifications in str.format", at: location)
             }
-            let value: _Value
+            let value: RuntimeValue
             if field.isEmpty {
                 guard automatic < arguments.positional.count else {
                     throw .runtime("Replacement index \(automatic) out of range for positional args tuple", at: location)
@@ -382,7 +382,7 @@ extension _Renderer {
                 value = arguments.positional[index]
             } else {
                 guard let found = arguments.keyword.first(where: { $0.name == field })?.value else {
-                    throw .runtime("KeyError: \(_Value.pythonRepr(field))", at: location)
+                    throw .runtime("KeyError: \(RuntimeValue.pythonRepr(field))", at: location)
                 }
                 value = found
             }
@@ -395,7 +395,7 @@ extension _Renderer {
     }
 
     /// `separator.join(pieces)`, refusing results longer than the output limit before building them.
-    func joined(_ pieces: [String], separator: String, at location: _SourceLocation) throws(ChatTemplateError) -> String {
+    func joined(_ pieces: [String], separator: String, at location: SourceLocation) throws(ChatTemplateError) -> String {
         var total = separator.utf8.count.multipliedReportingOverflow(by: max(pieces.count - 1, 0))
         for piece in pieces where !total.overflow {
             total = total.partialValue.addingReportingOverflow(piece.utf8.count)
@@ -407,7 +407,7 @@ extension _Renderer {
     }
 
     /// Python `str(value)` for output, refusing results longer than the output limit.
-    func stringify(_ value: _Value, at location: _SourceLocation) throws(ChatTemplateError) -> String {
+    func stringify(_ value: RuntimeValue, at location: SourceLocation) throws(ChatTemplateError) -> String {
         guard let text = value.pythonString(maximumLength: limits.maximumOutputLength) else {
             throw .limit("a string grew beyond \(limits.maximumOutputLength) bytes", at: location)
         }
@@ -417,7 +417,7 @@ extension _Renderer {
 
 // MARK: - Python string algorithms
 
-enum _Text {
+enum Text {
     /// `str.strip([chars])`, `lstrip`, `rstrip`.
     static func strip(_ string: String, characters: String?, leading: Bool, trailing: Bool) -> String {
         let scalars = Array(string.unicodeScalars)

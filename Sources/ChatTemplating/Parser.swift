@@ -1,7 +1,7 @@
 // MARK: - Parser
 
 /// Recursive-descent parser following Jinja2's grammar (`jinja2/parser.py`), producing a
-/// tree of `_Node`s. Nesting is bounded so hostile templates cannot exhaust the stack.
+/// tree of `Node`s. Nesting is bounded so hostile templates cannot exhaust the stack.
 struct _Parser {
     private let tokens: [_Token]
     private var index = 0
@@ -17,7 +17,7 @@ struct _Parser {
         self.maximumNesting = maximumNesting
     }
 
-    static func parse(_ source: String, maximumNesting: Int) throws(ChatTemplateError) -> [_Node] {
+    static func parse(_ source: String, maximumNesting: Int) throws(ChatTemplateError) -> [Node] {
         let tokens = try _Lexer.tokenize(source)
         var parser = _Parser(tokens: tokens, maximumNesting: maximumNesting)
         let (body, _) = try parser.parseBody(until: [], opener: nil)
@@ -105,7 +105,7 @@ struct _Parser {
         _ = advance()
     }
 
-    private mutating func enter(_ location: _SourceLocation) throws(ChatTemplateError) {
+    private mutating func enter(_ location: SourceLocation) throws(ChatTemplateError) {
         nesting += 1
         if nesting > maximumNesting {
             throw .limit("template nesting deeper than \(maximumNesting) levels", at: location)
@@ -119,9 +119,9 @@ struct _Parser {
     /// Parses nodes until a `{% name %}` whose name is in `endTags`; returns the nodes and that
     /// name, leaving the stream just after it. `opener` names the block for error messages.
     private mutating func parseBody(
-        until endTags: Set<String>, opener: (name: String, location: _SourceLocation)?
-    ) throws(ChatTemplateError) -> ([_Node], String?) {
-        var body: [_Node] = []
+        until endTags: Set<String>, opener: (name: String, location: SourceLocation)?
+    ) throws(ChatTemplateError) -> ([Node], String?) {
+        var body: [Node] = []
         while true {
             let token = current
             switch token.kind {
@@ -173,8 +173,8 @@ struct _Parser {
 
     /// Parses the statement whose `{%` is at `location`; the stream is at its tag name.
     private mutating func parseStatement(
-        _ tag: String, at location: _SourceLocation, opener: (name: String, location: _SourceLocation)?, endTags: Set<String>
-    ) throws(ChatTemplateError) -> _Node? {
+        _ tag: String, at location: SourceLocation, opener: (name: String, location: SourceLocation)?, endTags: Set<String>
+    ) throws(ChatTemplateError) -> Node? {
         try enter(location)
         defer { leave() }
         switch tag {
@@ -199,7 +199,7 @@ struct _Parser {
             return .filterBlock(filters, body)
         case "with":
             _ = advance()
-            var assignments: [(_AssignmentTarget, _Expression)] = []
+            var assignments: [(AssignmentTarget, Expression)] = []
             while !isBlockEnd {
                 if !assignments.isEmpty { try expect(symbol: ",") }
                 let target = try parseAssignmentTarget(allowNamespace: false, endNames: [])
@@ -250,8 +250,8 @@ struct _Parser {
     }
 
     private mutating func parseNestedBody(
-        until endTags: Set<String>, opener: (String, _SourceLocation), soft: Bool
-    ) throws(ChatTemplateError) -> [_Node] {
+        until endTags: Set<String>, opener: (String, SourceLocation), soft: Bool
+    ) throws(ChatTemplateError) -> [Node] {
         let savedSoft = isSoft
         isSoft = soft
         defer { isSoft = savedSoft }
@@ -259,16 +259,16 @@ struct _Parser {
         return body
     }
 
-    private mutating func parseIf(location: _SourceLocation) throws(ChatTemplateError) -> _Node {
+    private mutating func parseIf(location: SourceLocation) throws(ChatTemplateError) -> Node {
         let savedSoft = isSoft
         isSoft = true
         defer { isSoft = savedSoft }
-        var branches: [_ConditionalBranch] = []
+        var branches: [ConditionalBranch] = []
         var condition = try parseTuple(withCondition: false, endNames: [])
         try expectBlockEnd()
         while true {
             let (body, end) = try parseBody(until: ["elif", "else", "endif"], opener: ("if", location))
-            branches.append(_ConditionalBranch(condition: condition, body: body))
+            branches.append(ConditionalBranch(condition: condition, body: body))
             switch end {
             case "elif":
                 condition = try parseTuple(withCondition: false, endNames: [])
@@ -285,11 +285,11 @@ struct _Parser {
         }
     }
 
-    private mutating func parseFor(location: _SourceLocation) throws(ChatTemplateError) -> _Node {
+    private mutating func parseFor(location: SourceLocation) throws(ChatTemplateError) -> Node {
         let target = try parseAssignmentTarget(allowNamespace: false, endNames: ["in"])
         try expect(name: "in")
         let iterable = try parseTuple(withCondition: false, endNames: ["recursive"])
-        var condition: _Expression?
+        var condition: Expression?
         if skip(name: "if") {
             condition = try parseExpression()
         }
@@ -302,26 +302,26 @@ struct _Parser {
         loopDepth += 1
         let (body, end) = try parseBody(until: ["endfor", "else"], opener: ("for", location))
         loopDepth -= 1
-        var elseBody: [_Node] = []
+        var elseBody: [Node] = []
         if end == "else" {
             try expectBlockEnd()
             (elseBody, _) = try parseBody(until: ["endfor"], opener: ("for", location))
         }
         isSoft = savedSoft
         try expectBlockEnd()
-        return .forLoop(_ForLoop(
+        return .forLoop(ForLoop(
             target: target, iterable: iterable, condition: condition,
             body: body, elseBody: elseBody, location: location))
     }
 
-    private mutating func parseSet(location: _SourceLocation) throws(ChatTemplateError) -> _Node {
+    private mutating func parseSet(location: SourceLocation) throws(ChatTemplateError) -> Node {
         let target = try parseAssignmentTarget(allowNamespace: true, endNames: [])
         if skip(symbol: "=") {
             let value = try parseTuple(withCondition: true, endNames: [])
             try expectBlockEnd()
             return .assignment(target, value, location)
         }
-        var filters: [_FilterApplication] = []
+        var filters: [FilterApplication] = []
         if isSymbol("|") {
             filters = try parseFilterChain(startInline: false)
         }
@@ -331,22 +331,22 @@ struct _Parser {
         return .blockAssignment(target, filters, body, location)
     }
 
-    private mutating func parseMacro(location: _SourceLocation) throws(ChatTemplateError) -> _Node {
+    private mutating func parseMacro(location: SourceLocation) throws(ChatTemplateError) -> Node {
         let name = try expectName()
         try expect(symbol: "(")
-        var parameters: [_MacroParameter] = []
+        var parameters: [MacroParameter] = []
         while !isSymbol(")") {
             if !parameters.isEmpty { try expect(symbol: ",") }
             if isSymbol(")") { break }
             let parameterLocation = current.location
             let parameterName = try expectName()
             if skip(symbol: "=") {
-                parameters.append(_MacroParameter(name: parameterName, defaultValue: try parseExpression()))
+                parameters.append(MacroParameter(name: parameterName, defaultValue: try parseExpression()))
             } else {
                 if parameters.contains(where: { $0.defaultValue != nil }) {
                     throw .syntax("non-default argument follows default argument", at: parameterLocation)
                 }
-                parameters.append(_MacroParameter(name: parameterName, defaultValue: nil))
+                parameters.append(MacroParameter(name: parameterName, defaultValue: nil))
             }
         }
         try expect(symbol: ")")
@@ -356,12 +356,12 @@ struct _Parser {
         let body = try parseNestedBody(until: ["endmacro"], opener: ("macro", location), soft: false)
         loopDepth = savedLoopDepth
         try expectBlockEnd()
-        return .macro(_MacroDefinition(name: name, parameters: parameters, body: body, location: location))
+        return .macro(MacroDefinition(name: name, parameters: parameters, body: body, location: location))
     }
 
     private mutating func parseAssignmentTarget(
         allowNamespace: Bool, endNames: Set<String>
-    ) throws(ChatTemplateError) -> _AssignmentTarget {
+    ) throws(ChatTemplateError) -> AssignmentTarget {
         let location = current.location
         if allowNamespace, case .name(let name) = current.kind, isSymbol(".", peek()) {
             _ = advance()
@@ -369,7 +369,7 @@ struct _Parser {
             let attribute = try expectName()
             return .namespaceAttribute(name, attribute)
         }
-        var targets: [_AssignmentTarget] = []
+        var targets: [AssignmentTarget] = []
         var isTuple = false
         while true {
             if !targets.isEmpty {
@@ -390,7 +390,7 @@ struct _Parser {
         return .tuple(targets)
     }
 
-    private mutating func parseSimpleTarget() throws(ChatTemplateError) -> _AssignmentTarget {
+    private mutating func parseSimpleTarget() throws(ChatTemplateError) -> AssignmentTarget {
         let location = current.location
         if skip(symbol: "(") {
             try enter(location)
@@ -428,9 +428,9 @@ struct _Parser {
     /// Jinja's `parse_tuple`: a single expression, or a comma-separated tuple without parentheses.
     private mutating func parseTuple(
         withCondition: Bool, endNames: Set<String>, explicitParentheses: Bool = false
-    ) throws(ChatTemplateError) -> _Expression {
+    ) throws(ChatTemplateError) -> Expression {
         let location = current.location
-        var items: [_Expression] = []
+        var items: [Expression] = []
         var isTuple = false
         while true {
             if !items.isEmpty { try expect(symbol: ",") }
@@ -451,11 +451,11 @@ struct _Parser {
         return .tuple(items, location)
     }
 
-    private mutating func parseExpression() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseExpression() throws(ChatTemplateError) -> Expression {
         try parseConditional()
     }
 
-    private mutating func parseConditional() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseConditional() throws(ChatTemplateError) -> Expression {
         var expression = try parseOr()
         while isName("if") {
             let location = current.location
@@ -466,7 +466,7 @@ struct _Parser {
             isSoft = true
             defer { isSoft = savedSoft }
             let condition = try parseOr()
-            var otherwise: _Expression?
+            var otherwise: Expression?
             if skip(name: "else") {
                 otherwise = try parseConditional()
             }
@@ -475,7 +475,7 @@ struct _Parser {
         return expression
     }
 
-    private mutating func parseOr() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseOr() throws(ChatTemplateError) -> Expression {
         var left = try parseAnd()
         while isName("or") {
             let location = advance().location
@@ -484,7 +484,7 @@ struct _Parser {
         return left
     }
 
-    private mutating func parseAnd() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseAnd() throws(ChatTemplateError) -> Expression {
         var left = try parseNot()
         while isName("and") {
             let location = advance().location
@@ -493,7 +493,7 @@ struct _Parser {
         return left
     }
 
-    private mutating func parseNot() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseNot() throws(ChatTemplateError) -> Expression {
         if isName("not") {
             let location = advance().location
             try enter(location)
@@ -503,13 +503,13 @@ struct _Parser {
         return try parseComparison()
     }
 
-    private mutating func parseComparison() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseComparison() throws(ChatTemplateError) -> Expression {
         let location = current.location
         let first = try parseMath1()
-        var rest: [(_ComparisonOperator, _Expression)] = []
+        var rest: [(ComparisonOperator, Expression)] = []
         while true {
-            let comparison: _ComparisonOperator
-            if case .symbol(let symbol) = current.kind, let found = _ComparisonOperator(rawValue: symbol),
+            let comparison: ComparisonOperator
+            if case .symbol(let symbol) = current.kind, let found = ComparisonOperator(rawValue: symbol),
                symbol != "in" {
                 comparison = found
                 _ = advance()
@@ -528,17 +528,17 @@ struct _Parser {
         return rest.isEmpty ? first : .comparison(first, rest, location)
     }
 
-    private mutating func parseMath1() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseMath1() throws(ChatTemplateError) -> Expression {
         var left = try parseConcatenation()
         while isSymbol("+") || isSymbol("-") {
             let token = advance()
-            let operation: _BinaryOperator = isSymbol("+", token) ? .add : .subtract
+            let operation: BinaryOperator = isSymbol("+", token) ? .add : .subtract
             left = .binary(operation, left, try parseConcatenation(), token.location)
         }
         return left
     }
 
-    private mutating func parseConcatenation() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseConcatenation() throws(ChatTemplateError) -> Expression {
         var left = try parseMath2()
         while isSymbol("~") {
             let location = advance().location
@@ -547,10 +547,10 @@ struct _Parser {
         return left
     }
 
-    private mutating func parseMath2() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseMath2() throws(ChatTemplateError) -> Expression {
         var left = try parsePower()
         while true {
-            let operation: _BinaryOperator
+            let operation: BinaryOperator
             switch current.kind {
             case .symbol("*"): operation = .multiply
             case .symbol("/"): operation = .divide
@@ -563,7 +563,7 @@ struct _Parser {
         }
     }
 
-    private mutating func parsePower() throws(ChatTemplateError) -> _Expression {
+    private mutating func parsePower() throws(ChatTemplateError) -> Expression {
         var left = try parseUnary(withFilter: true)
         while isSymbol("**") {
             let location = advance().location
@@ -572,11 +572,11 @@ struct _Parser {
         return left
     }
 
-    private mutating func parseUnary(withFilter: Bool) throws(ChatTemplateError) -> _Expression {
+    private mutating func parseUnary(withFilter: Bool) throws(ChatTemplateError) -> Expression {
         let location = current.location
         try enter(location)
         defer { leave() }
-        var expression: _Expression
+        var expression: Expression
         if isSymbol("-") {
             _ = advance()
             expression = .unary(.negate, try parseUnary(withFilter: false), location)
@@ -593,7 +593,7 @@ struct _Parser {
         return expression
     }
 
-    private mutating func parsePrimary() throws(ChatTemplateError) -> _Expression {
+    private mutating func parsePrimary() throws(ChatTemplateError) -> Expression {
         let token = current
         switch token.kind {
         case .name(let name):
@@ -624,7 +624,7 @@ struct _Parser {
             return expression
         case .symbol("["):
             _ = advance()
-            var items: [_Expression] = []
+            var items: [Expression] = []
             while !isSymbol("]") {
                 if !items.isEmpty { try expect(symbol: ",") }
                 if isSymbol("]") { break }
@@ -634,13 +634,13 @@ struct _Parser {
             return .list(items, token.location)
         case .symbol("{"):
             _ = advance()
-            var entries: [_DictionaryEntry] = []
+            var entries: [DictionaryEntry] = []
             while !isSymbol("}") {
                 if !entries.isEmpty { try expect(symbol: ",") }
                 if isSymbol("}") { break }
                 let key = try parseExpression()
                 try expect(symbol: ":")
-                entries.append(_DictionaryEntry(key: key, value: try parseExpression()))
+                entries.append(DictionaryEntry(key: key, value: try parseExpression()))
             }
             try expect(symbol: "}")
             return .dictionary(entries, token.location)
@@ -649,7 +649,7 @@ struct _Parser {
         }
     }
 
-    private mutating func parsePostfix(_ base: _Expression) throws(ChatTemplateError) -> _Expression {
+    private mutating func parsePostfix(_ base: Expression) throws(ChatTemplateError) -> Expression {
         var expression = base
         while true {
             if isSymbol(".") || isSymbol("[") {
@@ -662,7 +662,7 @@ struct _Parser {
         }
     }
 
-    private mutating func parseFilterExpression(_ base: _Expression) throws(ChatTemplateError) -> _Expression {
+    private mutating func parseFilterExpression(_ base: Expression) throws(ChatTemplateError) -> Expression {
         var expression = base
         while true {
             if isSymbol("|") {
@@ -679,7 +679,7 @@ struct _Parser {
         }
     }
 
-    private mutating func parseSubscript(_ base: _Expression) throws(ChatTemplateError) -> _Expression {
+    private mutating func parseSubscript(_ base: Expression) throws(ChatTemplateError) -> Expression {
         let token = advance()
         if isSymbol(".", token) {
             let attributeToken = current
@@ -695,7 +695,7 @@ struct _Parser {
             }
         }
         // '['
-        var arguments: [_Expression] = []
+        var arguments: [Expression] = []
         while !isSymbol("]") {
             if !arguments.isEmpty {
                 try expect(symbol: ",")
@@ -704,7 +704,7 @@ struct _Parser {
             arguments.append(try parseSubscribed())
         }
         try expect(symbol: "]")
-        let index: _Expression
+        let index: Expression
         if arguments.count == 1, let only = arguments.first {
             index = only
         } else if arguments.isEmpty {
@@ -715,9 +715,9 @@ struct _Parser {
         return .item(base, index, token.location)
     }
 
-    private mutating func parseSubscribed() throws(ChatTemplateError) -> _Expression {
+    private mutating func parseSubscribed() throws(ChatTemplateError) -> Expression {
         let location = current.location
-        var start: _Expression?
+        var start: Expression?
         if isSymbol(":") {
             _ = advance()
         } else {
@@ -726,11 +726,11 @@ struct _Parser {
             _ = advance()
             start = expression
         }
-        var stop: _Expression?
+        var stop: Expression?
         if !isSymbol("]") && !isSymbol(",") && !isSymbol(":") {
             stop = try parseExpression()
         }
-        var step: _Expression?
+        var step: Expression?
         if skip(symbol: ":") {
             if !isSymbol("]") && !isSymbol(",") {
                 step = try parseExpression()
@@ -739,10 +739,10 @@ struct _Parser {
         return .slice(start: start, stop: stop, step: step, location)
     }
 
-    private mutating func parseCallArguments() throws(ChatTemplateError) -> _CallArguments {
+    private mutating func parseCallArguments() throws(ChatTemplateError) -> CallArguments {
         let open = current
         try expect(symbol: "(")
-        var arguments = _CallArguments()
+        var arguments = CallArguments()
         var first = true
         while !isSymbol(")") {
             if !first {
@@ -769,7 +769,7 @@ struct _Parser {
                 }
                 _ = advance()
                 _ = advance()
-                arguments.keyword.append(_KeywordArgument(name: name, value: try parseExpression()))
+                arguments.keyword.append(KeywordArgument(name: name, value: try parseExpression()))
             } else {
                 guard arguments.keyword.isEmpty, arguments.variadicPositional == nil, arguments.variadicKeyword == nil else {
                     throw .syntax("invalid syntax for function call expression", at: location)
@@ -784,7 +784,7 @@ struct _Parser {
         return arguments
     }
 
-    private mutating func parseCall(_ callee: _Expression) throws(ChatTemplateError) -> _Expression {
+    private mutating func parseCall(_ callee: Expression) throws(ChatTemplateError) -> Expression {
         let location = current.location
         try enter(location)
         defer { leave() }
@@ -801,8 +801,8 @@ struct _Parser {
     }
 
     /// `| name(args) | name …` (when `startInline`, the first filter has no leading pipe).
-    private mutating func parseFilterChain(startInline: Bool) throws(ChatTemplateError) -> [_FilterApplication] {
-        var filters: [_FilterApplication] = []
+    private mutating func parseFilterChain(startInline: Bool) throws(ChatTemplateError) -> [FilterApplication] {
+        var filters: [FilterApplication] = []
         var inline = startInline
         while isSymbol("|") || inline {
             if !inline { _ = advance() }
@@ -810,17 +810,17 @@ struct _Parser {
             let location = current.location
             let name = try parseDottedName()
             let arguments = isSymbol("(") ? try parseCallArguments() : .empty
-            filters.append(_FilterApplication(name: try resolveFilter(name, at: location), arguments: arguments, location: location))
+            filters.append(FilterApplication(name: try resolveFilter(name, at: location), arguments: arguments, location: location))
         }
         return filters
     }
 
-    private mutating func parseTest(_ base: _Expression) throws(ChatTemplateError) -> _Expression {
+    private mutating func parseTest(_ base: Expression) throws(ChatTemplateError) -> Expression {
         let location = advance().location  // 'is'
         let negated = skip(name: "not")
         let nameLocation = current.location
         let name = try parseDottedName()
-        var arguments = _CallArguments.empty
+        var arguments = CallArguments.empty
         if isSymbol("(") {
             arguments = try parseCallArguments()
         } else {
@@ -841,19 +841,19 @@ struct _Parser {
                 arguments.positional = [argument]
             }
         }
-        let test: _Expression = .test(base, try resolveTest(name, at: nameLocation), arguments, location)
+        let test: Expression = .test(base, try resolveTest(name, at: nameLocation), arguments, location)
         return negated ? .unary(.not, test, location) : test
     }
 
-    private func resolveFilter(_ name: String, at location: _SourceLocation) throws(ChatTemplateError) -> _Callable<_FilterName> {
-        if let filter = _FilterName(jinjaName: name) { return .known(filter) }
-        if _FilterName.unsupportedNames.contains(name) { return .unsupported(name) }
+    private func resolveFilter(_ name: String, at location: SourceLocation) throws(ChatTemplateError) -> Callable<FilterName> {
+        if let filter = FilterName(jinjaName: name) { return .known(filter) }
+        if FilterName.unsupportedNames.contains(name) { return .unsupported(name) }
         if isSoft { return .missing(name) }
         throw .syntax("No filter named '\(name)'.", at: location)
     }
 
-    private func resolveTest(_ name: String, at location: _SourceLocation) throws(ChatTemplateError) -> _Callable<_TestName> {
-        if let test = _TestName(jinjaName: name) { return .known(test) }
+    private func resolveTest(_ name: String, at location: SourceLocation) throws(ChatTemplateError) -> Callable<TestName> {
+        if let test = TestName(jinjaName: name) { return .known(test) }
         if isSoft { return .missing(name) }
         throw .syntax("No test named '\(name)'.", at: location)
     }

@@ -9,13 +9,13 @@ enum _Literal: Sendable {
     case string(String)
 }
 
-enum _UnaryOperator: String, Sendable {
+enum UnaryOperator: String, Sendable {
     case negate = "-"
     case plus = "+"
     case not = "not"
 }
 
-enum _BinaryOperator: String, Sendable {
+enum BinaryOperator: String, Sendable {
     case add = "+"
     case subtract = "-"
     case multiply = "*"
@@ -28,7 +28,7 @@ enum _BinaryOperator: String, Sendable {
     case or = "or"
 }
 
-enum _ComparisonOperator: String, Sendable {
+enum ComparisonOperator: String, Sendable {
     case equal = "=="
     case notEqual = "!="
     case less = "<"
@@ -39,28 +39,28 @@ enum _ComparisonOperator: String, Sendable {
     case notContains = "not in"
 }
 
-struct _KeywordArgument: Sendable {
+struct KeywordArgument: Sendable {
     var name: String
-    var value: _Expression
+    var value: Expression
 }
 
 /// Arguments of a call, filter or test: `(a, b, key=value, *rest, **options)`.
-struct _CallArguments: Sendable {
-    var positional: [_Expression] = []
-    var keyword: [_KeywordArgument] = []
-    var variadicPositional: _Expression?
-    var variadicKeyword: _Expression?
+struct CallArguments: Sendable {
+    var positional: [Expression] = []
+    var keyword: [KeywordArgument] = []
+    var variadicPositional: Expression?
+    var variadicKeyword: Expression?
 
-    static let empty = _CallArguments()
+    static let empty = CallArguments()
 }
 
-struct _DictionaryEntry: Sendable {
-    var key: _Expression
-    var value: _Expression
+struct DictionaryEntry: Sendable {
+    var key: Expression
+    var value: Expression
 }
 
 /// How a filter or test name resolved when the template was parsed.
-enum _Callable<Known: Sendable>: Sendable {
+enum Callable<Known: Sendable>: Sendable {
     case known(Known)
     /// A filter Jinja has but this interpreter does not implement (reported when evaluated).
     case unsupported(String)
@@ -69,24 +69,24 @@ enum _Callable<Known: Sendable>: Sendable {
     case missing(String)
 }
 
-indirect enum _Expression: Sendable {
-    case literal(_Literal, _SourceLocation)
-    case name(String, _SourceLocation)
-    case list([_Expression], _SourceLocation)
-    case tuple([_Expression], _SourceLocation)
-    case dictionary([_DictionaryEntry], _SourceLocation)
-    case attribute(_Expression, String, _SourceLocation)
-    case item(_Expression, _Expression, _SourceLocation)
-    case slice(start: _Expression?, stop: _Expression?, step: _Expression?, _SourceLocation)
-    case unary(_UnaryOperator, _Expression, _SourceLocation)
-    case binary(_BinaryOperator, _Expression, _Expression, _SourceLocation)
-    case comparison(_Expression, [(_ComparisonOperator, _Expression)], _SourceLocation)
-    case conditional(condition: _Expression, then: _Expression, otherwise: _Expression?, _SourceLocation)
-    case filter(_Expression, _Callable<_FilterName>, _CallArguments, _SourceLocation)
-    case test(_Expression, _Callable<_TestName>, _CallArguments, _SourceLocation)
-    case call(_Expression, _CallArguments, _SourceLocation)
+indirect enum Expression: Sendable {
+    case literal(_Literal, SourceLocation)
+    case name(String, SourceLocation)
+    case list([Expression], SourceLocation)
+    case tuple([Expression], SourceLocation)
+    case dictionary([DictionaryEntry], SourceLocation)
+    case attribute(Expression, String, SourceLocation)
+    case item(Expression, Expression, SourceLocation)
+    case slice(start: Expression?, stop: Expression?, step: Expression?, SourceLocation)
+    case unary(UnaryOperator, Expression, SourceLocation)
+    case binary(BinaryOperator, Expression, Expression, SourceLocation)
+    case comparison(Expression, [(ComparisonOperator, Expression)], SourceLocation)
+    case conditional(condition: Expression, then: Expression, otherwise: Expression?, SourceLocation)
+    case filter(Expression, Callable<FilterName>, CallArguments, SourceLocation)
+    case test(Expression, Callable<TestName>, CallArguments, SourceLocation)
+    case call(Expression, CallArguments, SourceLocation)
 
-    var location: _SourceLocation {
+    var location: SourceLocation {
         switch self {
         case let .literal(_, location), let .name(_, location), let .list(_, location),
              let .tuple(_, location), let .dictionary(_, location), let .attribute(_, _, location),
@@ -102,86 +102,86 @@ indirect enum _Expression: Sendable {
 // MARK: - Statements
 
 /// The left side of `set` and of `for … in`.
-indirect enum _AssignmentTarget: Sendable {
+indirect enum AssignmentTarget: Sendable {
     case name(String)
-    case tuple([_AssignmentTarget])
+    case tuple([AssignmentTarget])
     /// `ns.attribute` (only allowed on a `namespace()` at render time).
     case namespaceAttribute(String, String)
 }
 
 /// A filter applied without an input expression: `{% filter upper %}` or `{% set x | trim %}`.
-struct _FilterApplication: Sendable {
-    var name: _Callable<_FilterName>
-    var arguments: _CallArguments
-    var location: _SourceLocation
+struct FilterApplication: Sendable {
+    var name: Callable<FilterName>
+    var arguments: CallArguments
+    var location: SourceLocation
 }
 
-struct _ConditionalBranch: Sendable {
-    var condition: _Expression
-    var body: [_Node]
+struct ConditionalBranch: Sendable {
+    var condition: Expression
+    var body: [Node]
 }
 
-struct _ForLoop: Sendable {
-    var target: _AssignmentTarget
-    var iterable: _Expression
-    var condition: _Expression?
-    var body: [_Node]
-    var elseBody: [_Node]
-    var location: _SourceLocation
+struct ForLoop: Sendable {
+    var target: AssignmentTarget
+    var iterable: Expression
+    var condition: Expression?
+    var body: [Node]
+    var elseBody: [Node]
+    var location: SourceLocation
 }
 
-struct _MacroParameter: Sendable {
+struct MacroParameter: Sendable {
     var name: String
-    var defaultValue: _Expression?
+    var defaultValue: Expression?
 }
 
 /// A `{% macro %}` definition. Final class so macro values can share it cheaply.
-final class _MacroDefinition: Sendable {
+final class MacroDefinition: Sendable {
     let name: String
-    let parameters: [_MacroParameter]
-    let body: [_Node]
-    let location: _SourceLocation
+    let parameters: [MacroParameter]
+    let body: [Node]
+    let location: SourceLocation
     /// Whether the body reads `varargs` / `kwargs` (then extra arguments are accepted).
     let usesVariadicPositional: Bool
     let usesVariadicKeyword: Bool
 
-    init(name: String, parameters: [_MacroParameter], body: [_Node], location: _SourceLocation) {
+    init(name: String, parameters: [MacroParameter], body: [Node], location: SourceLocation) {
         self.name = name
         self.parameters = parameters
         self.body = body
         self.location = location
         var names = Set<String>()
-        _NameCollector.collect(body, into: &names)
+        NameCollector.collect(body, into: &names)
         for parameter in parameters {
-            if let value = parameter.defaultValue { _NameCollector.collect(value, into: &names) }
+            if let value = parameter.defaultValue { NameCollector.collect(value, into: &names) }
         }
         usesVariadicPositional = names.contains("varargs")
         usesVariadicKeyword = names.contains("kwargs")
     }
 }
 
-indirect enum _Node: Sendable {
+indirect enum Node: Sendable {
     case text(String)
-    case output(_Expression)
-    case conditional([_ConditionalBranch], otherwise: [_Node])
-    case forLoop(_ForLoop)
-    case assignment(_AssignmentTarget, _Expression, _SourceLocation)
-    case blockAssignment(_AssignmentTarget, [_FilterApplication], [_Node], _SourceLocation)
-    case macro(_MacroDefinition)
-    case filterBlock([_FilterApplication], [_Node])
-    case scope([(_AssignmentTarget, _Expression)], [_Node], _SourceLocation)
-    case breakLoop(_SourceLocation)
-    case continueLoop(_SourceLocation)
+    case output(Expression)
+    case conditional([ConditionalBranch], otherwise: [Node])
+    case forLoop(ForLoop)
+    case assignment(AssignmentTarget, Expression, SourceLocation)
+    case blockAssignment(AssignmentTarget, [FilterApplication], [Node], SourceLocation)
+    case macro(MacroDefinition)
+    case filterBlock([FilterApplication], [Node])
+    case scope([(AssignmentTarget, Expression)], [Node], SourceLocation)
+    case breakLoop(SourceLocation)
+    case continueLoop(SourceLocation)
     /// `{% generation %}…{% endgeneration %}` (transformers' assistant-mask marker): renders its body.
-    case generation([_Node])
+    case generation([Node])
 }
 
 // MARK: - Name collection (introspection)
 
 /// Walks a tree collecting every variable name read, every attribute name and every string
 /// constant; used for `mentionsTools` / `mentionsToolCalls` and for macro `varargs` detection.
-enum _NameCollector {
-    static func collect(_ nodes: [_Node], into names: inout Set<String>, attributes: inout Set<String>, strings: inout Set<String>) {
+enum NameCollector {
+    static func collect(_ nodes: [Node], into names: inout Set<String>, attributes: inout Set<String>, strings: inout Set<String>) {
         for node in nodes {
             switch node {
             case .text:
@@ -235,7 +235,7 @@ enum _NameCollector {
         }
     }
 
-    static func collect(_ arguments: _CallArguments, into names: inout Set<String>, attributes: inout Set<String>, strings: inout Set<String>) {
+    static func collect(_ arguments: CallArguments, into names: inout Set<String>, attributes: inout Set<String>, strings: inout Set<String>) {
         for argument in arguments.positional {
             collect(argument, into: &names, attributes: &attributes, strings: &strings)
         }
@@ -250,7 +250,7 @@ enum _NameCollector {
         }
     }
 
-    static func collect(_ expression: _Expression, into names: inout Set<String>, attributes: inout Set<String>, strings: inout Set<String>) {
+    static func collect(_ expression: Expression, into names: inout Set<String>, attributes: inout Set<String>, strings: inout Set<String>) {
         switch expression {
         case .literal(let literal, _):
             if case .string(let value) = literal { strings.insert(value) }
@@ -291,13 +291,13 @@ enum _NameCollector {
         }
     }
 
-    static func collect(_ nodes: [_Node], into names: inout Set<String>) {
+    static func collect(_ nodes: [Node], into names: inout Set<String>) {
         var attributes = Set<String>()
         var strings = Set<String>()
         collect(nodes, into: &names, attributes: &attributes, strings: &strings)
     }
 
-    static func collect(_ expression: _Expression, into names: inout Set<String>) {
+    static func collect(_ expression: Expression, into names: inout Set<String>) {
         var attributes = Set<String>()
         var strings = Set<String>()
         collect(expression, into: &names, attributes: &attributes, strings: &strings)

@@ -103,6 +103,6 @@ extension TemplateValue: ExpressibleByDictionaryLiteral {
 extension TemplateValue: CustomStringConvertible {
     /// The value as Python's `str()` would print it inside a template.
     public var description: String {
-        _Value(self, depth: 0).pythonString()
+        RuntimeValue(self, depth: 0).pythonString()
     }
 }

@@ -24,9 +24,9 @@ struct _Undefined {
     var message: String {
         switch reason {
         case .name(let name):
-            return "\(_Value.pythonRepr(name)) is undefined"
+            return "\(RuntimeValue.pythonRepr(name)) is undefined"
         case let .attribute(owner, name):
-            return "\(_Value.pythonRepr(owner)) has no attribute \(_Value.pythonRepr(name))"
+            return "\(RuntimeValue.pythonRepr(owner)) has no attribute \(RuntimeValue.pythonRepr(name))"
         case let .element(owner, key):
             return "\(owner) has no element \(key)"
         case .hint(let hint), .unsafe(let hint):
@@ -36,7 +36,7 @@ struct _Undefined {
         }
     }
 
-    func error(at location: _SourceLocation) -> ChatTemplateError {
+    func error(at location: SourceLocation) -> ChatTemplateError {
         if case .unsafe(let message) = reason {
             return .sandboxViolation(message: message, line: location.line, column: location.column)
         }
@@ -45,26 +45,26 @@ struct _Undefined {
 }
 
 /// A key of a Python dict, normalized the way Python hashes (`1 == 1.0 == True`).
-enum _HashKey: Hashable {
+enum HashKey: Hashable {
     case none
     case integer(Int)
     case double(Double)
     /// UTF-8 bytes: Python compares strings by code point, not by canonical equivalence.
     case string([UInt8])
-    case tuple([_HashKey])
+    case tuple([HashKey])
 }
 
 /// An insertion-ordered Python dict.
-struct _Dictionary {
-    private(set) var keys: [_Value] = []
-    private(set) var values: [_Value] = []
-    private var positions: [_HashKey: Int] = [:]
+struct Dictionary {
+    private(set) var keys: [RuntimeValue] = []
+    private(set) var values: [RuntimeValue] = []
+    private var positions: [HashKey: Int] = [:]
 
     var count: Int { keys.count }
 
-    static func hashKey(_ key: _Value, depth: Int = 0) -> _HashKey? {
+    static func hashKey(_ key: RuntimeValue, depth: Int = 0) -> HashKey? {
         switch key {
-        case .none: return _HashKey.none
+        case .none: return HashKey.none
         case .boolean(let value): return .integer(value ? 1 : 0)
         case .integer(let value): return .integer(value)
         case .double(let value):
@@ -72,8 +72,8 @@ struct _Dictionary {
             return .double(value)
         case .string(let value): return .string(Array(value.utf8))
         case .tuple(let items):
-            guard depth < _Value.maximumDataDepth else { return nil }
-            var keys: [_HashKey] = []
+            guard depth < RuntimeValue.maximumDataDepth else { return nil }
+            var keys: [HashKey] = []
             for item in items {
                 guard let key = hashKey(item, depth: depth + 1) else { return nil }
                 keys.append(key)
@@ -86,7 +86,7 @@ struct _Dictionary {
 
     /// Stores `value` under `key`; returns false if the key is unhashable (a list or dict).
     @discardableResult
-    mutating func set(_ key: _Value, _ value: _Value) -> Bool {
+    mutating func set(_ key: RuntimeValue, _ value: RuntimeValue) -> Bool {
         guard let hash = Self.hashKey(key) else { return false }
         if let position = positions[hash] {
             values[position] = value
@@ -98,47 +98,47 @@ struct _Dictionary {
         return true
     }
 
-    mutating func set(_ key: String, _ value: _Value) {
+    mutating func set(_ key: String, _ value: RuntimeValue) {
         set(.string(key), value)
     }
 
-    func value(for key: _Value) -> _Value? {
+    func value(for key: RuntimeValue) -> RuntimeValue? {
         guard let hash = Self.hashKey(key), let position = positions[hash] else { return nil }
         return values[position]
     }
 
-    func value(for key: String) -> _Value? {
+    func value(for key: String) -> RuntimeValue? {
         guard let position = positions[.string(Array(key.utf8))] else { return nil }
         return values[position]
     }
 
-    var entries: Zip2Sequence<[_Value], [_Value]> { zip(keys, values) }
+    var entries: Zip2Sequence<[RuntimeValue], [RuntimeValue]> { zip(keys, values) }
 }
 
 /// The mutable object returned by `namespace()`.
 final class _Namespace {
-    var attributes = _Dictionary()
+    var attributes = Dictionary()
 }
 
 /// A macro value: its definition and the scope it was defined in.
 struct _Macro {
-    let definition: _MacroDefinition
-    let scope: _Scope
+    let definition: MacroDefinition
+    let scope: Scope
 }
 
 /// The `loop` variable of a `for` loop.
-final class _LoopState {
-    let items: [_Value]
+final class LoopState {
+    let items: [RuntimeValue]
     var index0 = 0
-    var lastChanged: [_Value]?
+    var lastChanged: [RuntimeValue]?
 
-    init(items: [_Value]) { self.items = items }
+    init(items: [RuntimeValue]) { self.items = items }
 
     var length: Int { items.count }
 }
 
 /// A global function.
-enum _Builtin {
+enum Builtin {
     case range
     case dictionary
     case namespace
@@ -158,27 +158,27 @@ enum _Builtin {
     }
 }
 
-indirect enum _Value {
+indirect enum RuntimeValue {
     case undefined(_Undefined)
     case none
     case boolean(Bool)
     case integer(Int)
     case double(Double)
     case string(String)
-    case list([_Value])
-    case tuple([_Value])
-    case dictionary(_Dictionary)
+    case list([RuntimeValue])
+    case tuple([RuntimeValue])
+    case dictionary(Dictionary)
     case namespace(_Namespace)
     case macro(_Macro)
-    case builtin(_Builtin)
+    case builtin(Builtin)
     /// A method looked up on a value (`text.strip`, `message.items`, `loop.cycle`).
-    case method(_Value, String)
-    case loop(_LoopState)
+    case method(RuntimeValue, String)
+    case loop(LoopState)
 
     /// Deepest nesting of lists/dicts that printing, `tojson` and comparisons will walk.
     static let maximumDataDepth = 256
 
-    static func undefinedName(_ name: String) -> _Value { .undefined(_Undefined(reason: .name(name))) }
+    static func undefinedName(_ name: String) -> RuntimeValue { .undefined(_Undefined(reason: .name(name))) }
 
     // MARK: Bridging
 
@@ -194,11 +194,11 @@ indirect enum _Value {
         case .integer(let value): self = .integer(value)
         case .double(let value): self = .double(value)
         case .string(let value): self = .string(value)
-        case .array(let items): self = .list(items.map { _Value($0, depth: depth + 1) })
+        case .array(let items): self = .list(items.map { RuntimeValue($0, depth: depth + 1) })
         case .object(let entries):
-            var dictionary = _Dictionary()
+            var dictionary = Dictionary()
             for entry in entries {
-                dictionary.set(entry.key, _Value(entry.value, depth: depth + 1))
+                dictionary.set(entry.key, RuntimeValue(entry.value, depth: depth + 1))
             }
             self = .dictionary(dictionary)
         }
@@ -326,7 +326,7 @@ indirect enum _Value {
             output += "}"
         case .namespace(let namespace):
             output += "<Namespace "
-            guard _Value.dictionary(namespace.attributes).writeRepr(into: &output, depth: depth + 1, maximumLength: maximumLength) else {
+            guard RuntimeValue.dictionary(namespace.attributes).writeRepr(into: &output, depth: depth + 1, maximumLength: maximumLength) else {
                 return false
             }
             output += ">"
@@ -451,7 +451,7 @@ indirect enum _Value {
     // MARK: Equality and ordering
 
     /// Python `==`.
-    static func pythonEquals(_ left: _Value, _ right: _Value, depth: Int = 0) -> Bool {
+    static func pythonEquals(_ left: RuntimeValue, _ right: RuntimeValue, depth: Int = 0) -> Bool {
         if depth > maximumDataDepth { return false }
         switch (left, right) {
         case (.undefined, .undefined), (.none, .none):
@@ -510,7 +510,7 @@ indirect enum _Value {
     }
 
     /// Python ordering (`<`); nil when Python raises `TypeError`.
-    static func pythonLess(_ left: _Value, _ right: _Value, depth: Int = 0) -> Bool? {
+    static func pythonLess(_ left: RuntimeValue, _ right: RuntimeValue, depth: Int = 0) -> Bool? {
         if depth > maximumDataDepth { return nil }
         if let a = left.numericValue, let b = right.numericValue {
             switch (a, b) {

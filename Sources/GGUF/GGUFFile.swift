@@ -38,17 +38,17 @@ public struct GGUFFile: Sendable {
     /// Size of the whole file in bytes.
     public var fileSize: Int { storage.bytes.count }
 
-    private let storage: _FileStorage
+    private let storage: FileStorage
     private let tensorIndexByName: [String: Int]
 
     /// Maps and parses the file at `path`.
     public init(contentsOf path: String) throws(GGUFError) {
-        try self.init(storage: _FileStorage(mapping: path))
+        try self.init(storage: FileStorage(mapping: path))
     }
 
     /// Parses a private copy of `bytes` (for tests and in-memory files).
     public init(bytes: [UInt8]) throws(GGUFError) {
-        let storage = bytes.withUnsafeBytes { _FileStorage(copying: $0) }
+        let storage = bytes.withUnsafeBytes { FileStorage(copying: $0) }
         try self.init(storage: storage)
     }
 
@@ -60,11 +60,11 @@ public struct GGUFFile: Sendable {
     public static func withBorrowedBytes<Result>(
         _ bytes: UnsafeRawBufferPointer, _ body: (GGUFFile) throws -> Result
     ) throws -> Result {
-        let file = try GGUFFile(storage: _FileStorage(borrowing: bytes))
+        let file = try GGUFFile(storage: FileStorage(borrowing: bytes))
         return try body(file)
     }
 
-    private init(storage: _FileStorage) throws(GGUFError) {
+    private init(storage: FileStorage) throws(GGUFError) {
         var parser = _Parser(storage: storage)
         let header = try parser.parse()
         self.storage = storage
@@ -106,7 +106,7 @@ public struct GGUFFile: Sendable {
 // MARK: - Parsing
 
 /// The header region of a GGUF file, as read by `_Parser`.
-struct _ParsedHeader {
+struct ParsedHeader {
     var version: UInt32
     var metadata: GGUFMetadata
     var tensors: [GGUFTensorInfo]
@@ -115,15 +115,15 @@ struct _ParsedHeader {
 }
 
 struct _Parser {
-    let storage: _FileStorage
-    var reader: _ByteReader
+    let storage: FileStorage
+    var reader: ByteReader
 
-    init(storage: _FileStorage) {
+    init(storage: FileStorage) {
         self.storage = storage
-        self.reader = _ByteReader(storage.bytes)
+        self.reader = ByteReader(storage.bytes)
     }
 
-    mutating func parse() throws(GGUFError) -> _ParsedHeader {
+    mutating func parse() throws(GGUFError) -> ParsedHeader {
         // Magic: the ASCII bytes "GGUF".
         guard reader.remaining >= 4 else {
             if reader.remaining == 0 || Array(reader.bytes) == Array("GGUF".utf8.prefix(reader.remaining)) {
@@ -205,7 +205,7 @@ struct _Parser {
                 dataOffset: dataOffset, fileOffset: dataSectionOffset + dataOffset,
                 elementCount: tensor.elementCount, byteCount: tensor.byteCount))
         }
-        return _ParsedHeader(version: version, metadata: metadata, tensors: tensors,
+        return ParsedHeader(version: version, metadata: metadata, tensors: tensors,
                              alignment: alignment, dataSectionOffset: dataSectionOffset)
     }
 

@@ -36,9 +36,9 @@ public struct GGUFTensor: @unchecked Sendable {
     /// The tensor's encoded bytes (quantised blocks or plain elements), `info.byteCount` long.
     /// Aligned to the file's `general.alignment` relative to a page-aligned mapping.
     public let bytes: UnsafeRawBufferPointer
-    private let owner: _FileStorage
+    private let owner: FileStorage
 
-    init(info: GGUFTensorInfo, owner: _FileStorage) {
+    init(info: GGUFTensorInfo, owner: FileStorage) {
         self.info = info
         self.owner = owner
         self.bytes = UnsafeRawBufferPointer(rebasing: owner.bytes[info.fileOffset ..< info.fileOffset + info.byteCount])

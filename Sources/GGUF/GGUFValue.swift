@@ -132,7 +132,7 @@ public struct GGUFArray: Sendable, Sequence {
 
     private enum Storage: Sendable {
         /// A flat array in a file: `count` elements of `elementType` encoded in `range`.
-        case file(_FileStorage, range: Range<Int>)
+        case file(FileStorage, range: Range<Int>)
         case elements([GGUFValue])
     }
 
@@ -146,7 +146,7 @@ public struct GGUFArray: Sendable, Sequence {
         self.storage = .elements(elements)
     }
 
-    init(fileStorage: _FileStorage, elementType: GGUFValueType, count: Int, range: Range<Int>) {
+    init(fileStorage: FileStorage, elementType: GGUFValueType, count: Int, range: Range<Int>) {
         precondition(elementType != .array, "nested arrays are decoded eagerly")
         self.elementType = elementType
         self.count = count
@@ -167,7 +167,7 @@ public struct GGUFArray: Sendable, Sequence {
         fileprivate var offset = 0
         fileprivate var remaining = 0
         fileprivate let elementType: GGUFValueType
-        fileprivate let owner: _FileStorage?
+        fileprivate let owner: FileStorage?
 
         public mutating func next() -> GGUFValue? {
             if elements != nil { return elements!.next() }

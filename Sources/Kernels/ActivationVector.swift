@@ -125,7 +125,7 @@ public struct ActivationVector: Sendable {
                 sums.withUnsafeMutableBufferPointer { sums in
                     offsets.withUnsafeMutableBufferPointer { offsets in
                         pairs.withUnsafeMutableBufferPointer { pairs in
-                            _quantize(source, count: values.count, format: format, into: _QuantizedStorage(
+                            _quantize(source, count: values.count, format: format, into: QuantizedStorage(
                                 scales: scales.baseAddress!, codes: codes.baseAddress!, sums: sums.baseAddress,
                                 offsets: offsets.baseAddress, pairs: pairs.baseAddress!))
                         }
@@ -172,7 +172,7 @@ public struct ActivationBuffers: Sendable {
 
 /// Where `_quantize` writes one vector's quantization (sized for its format and length;
 /// `sums` and `offsets` only where the format has them).
-struct _QuantizedStorage {
+struct QuantizedStorage {
     let scales: UnsafeMutablePointer<Float>
     let codes: UnsafeMutablePointer<Int8>
     let sums: UnsafeMutablePointer<Int32>?
@@ -181,7 +181,7 @@ struct _QuantizedStorage {
 }
 
 /// Quantizes `count` values (a whole number of the format's blocks) in `format`.
-func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVector.Format, into storage: _QuantizedStorage) {
+func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVector.Format, into storage: QuantizedStorage) {
     let blockSize = format.blockSize
     for block in 0 ..< count / blockSize {
         let x = values + block * blockSize
@@ -263,13 +263,13 @@ nonisolated(unsafe) private let _zeroWords: UnsafeMutableRawPointer = {
 }()
 
 extension ActivationVector {
-    func withPointers<Result>(_ body: (_Activations) -> Result) -> Result {
+    func withPointers<Result>(_ body: (Activations) -> Result) -> Result {
         values.withUnsafeBufferPointer { values in
             scales.withUnsafeBufferPointer { scales in
                 codes.withUnsafeBufferPointer { codes in
                     sums.withUnsafeBufferPointer { sums in
                         offsets.withUnsafeBufferPointer { offsets in
-                            body(_Activations(
+                            body(Activations(
                                 values: values.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: Float.self)),
                                 scales: scales.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: Float.self)),
                                 codes: codes.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: Int8.self)),
@@ -282,10 +282,10 @@ extension ActivationVector {
         }
     }
 
-    func withColumnPointers<Result>(_ body: (_ColumnPointers) -> Result) -> Result {
+    func withColumnPointers<Result>(_ body: (ColumnPointers) -> Result) -> Result {
         pairs.withUnsafeBufferPointer { pairs in
             withPointers { activations in
-                body(_ColumnPointers(pairs: pairs.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: UInt32.self)),
+                body(ColumnPointers(pairs: pairs.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: UInt32.self)),
                                      scales: activations.scales, sums: activations.sums, offsets: activations.offsets))
             }
         }

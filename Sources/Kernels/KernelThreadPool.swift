@@ -37,7 +37,7 @@ public final class KernelThreadPool: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Written by the caller before `generation` is released; read by workers after acquiring it.
     private nonisolated(unsafe) var task: UnsafeRawPointer?
-    private let sleep = _SleepState()
+    private let sleep = SleepState()
     private let callLock = _Mutex()
     private var threads: [pthread_t] = []
 
@@ -47,10 +47,10 @@ public final class KernelThreadPool: @unchecked Sendable {
     public init(threadCount: Int) {
         self.threadCount = max(1, threadCount)
         for index in 1 ..< self.threadCount {
-            let context = Unmanaged.passRetained(_WorkerContext(pool: self, index: index)).toOpaque()
+            let context = Unmanaged.passRetained(WorkerContext(pool: self, index: index)).toOpaque()
             var thread = pthread_t()
             let status = pthread_create(&thread, nil, { context in
-                let worker = Unmanaged<_WorkerContext>.fromOpaque(context!).takeRetainedValue()
+                let worker = Unmanaged<WorkerContext>.fromOpaque(context!).takeRetainedValue()
                 worker.pool.work(index: worker.index)
                 return nil
             }, context)
@@ -78,7 +78,7 @@ public final class KernelThreadPool: @unchecked Sendable {
             body(0)
             return
         }
-        withoutActuallyEscaping(body) { body in dispatch(parts: parts, _ClosurePart(body: body)) }
+        withoutActuallyEscaping(body) { body in dispatch(parts: parts, ClosurePart(body: body)) }
     }
 
     /// Splits `0 ..< count` into at most `parts` contiguous ranges (never more than
@@ -106,15 +106,15 @@ public final class KernelThreadPool: @unchecked Sendable {
             return
         }
         withUnsafePointer(to: job) { job in
-            dispatch(parts: parts, _RangeJobPart(job: job, count: count, perPart: (count + parts - 1) / parts))
+            dispatch(parts: parts, RangeJobPart(job: job, count: count, perPart: (count + parts - 1) / parts))
         }
     }
 
     /// Publishes `body` to the workers, runs part 0, and waits for the others.
-    private func dispatch(parts: Int, _ body: some _Part) {
+    private func dispatch(parts: Int, _ body: some Part) {
         callLock.lock()
         defer { callLock.unlock() }
-        var work = _Task(parts: parts, body: body)
+        var work = Task(parts: parts, body: body)
         withUnsafePointer(to: &work) { pointer in
             task = UnsafeRawPointer(pointer)
             outstanding.store(threadCount - 1, ordering: .relaxed)
@@ -143,7 +143,7 @@ public final class KernelThreadPool: @unchecked Sendable {
             seen = current
             if stopping.load(ordering: .acquiring) { return }
             if let pointer = task {
-                let work = pointer.assumingMemoryBound(to: _Task.self)
+                let work = pointer.assumingMemoryBound(to: Task.self)
                 if index < work.pointee.parts { work.pointee.body.run(part: index) }
             }
             outstanding.subtract(1, ordering: .releasing)
@@ -159,19 +159,19 @@ public protocol RangeJob: Sendable {
 }
 
 /// What a worker calls for its part of a task.
-private protocol _Part {
+private protocol Part {
     func run(part: Int)
 }
 
 /// A closure's parts (two words: held inline by the task's existential).
-private struct _ClosurePart: _Part {
+private struct ClosurePart: Part {
     let body: @Sendable (Int) -> Void
     func run(part: Int) { body(part) }
 }
 
 /// A range job's parts (three words: held inline by the task's existential, so publishing
 /// one allocates nothing).
-private struct _RangeJobPart<Job: RangeJob>: _Part {
+private struct RangeJobPart<Job: RangeJob>: Part {
     let job: UnsafePointer<Job>
     let count: Int
     let perPart: Int
@@ -182,12 +182,12 @@ private struct _RangeJobPart<Job: RangeJob>: _Part {
 }
 
 /// One call's work, on the caller's stack for the duration of the call.
-private struct _Task {
+private struct Task {
     let parts: Int
-    let body: any _Part
+    let body: any Part
 }
 
-private final class _WorkerContext {
+private final class WorkerContext {
     let pool: KernelThreadPool
     let index: Int
     init(pool: KernelThreadPool, index: Int) {
@@ -208,7 +208,7 @@ final class _Mutex: @unchecked Sendable {
 /// Where idle workers sleep. `wait` re-checks its condition under the mutex, and `wakeAll`
 /// broadcasts under the same mutex, so a task published between a worker's last spin and
 /// its sleep is never missed.
-final class _SleepState: @unchecked Sendable {
+final class SleepState: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 

@@ -124,28 +124,28 @@ public enum MatrixMultiplication {
 
     /// Quantizes the input rows once per activation format the matrices take, then splits the
     /// groups of 16 rows of all the matrices across threads together; each group runs over
-    /// the batch `_PackedBatchJob.columnsPerPass` inputs at a time (then four, then one for
+    /// the batch `PackedBatchJob.columnsPerPass` inputs at a time (then four, then one for
     /// the tail).
     private static func multiplyPacked(
         _ products: [(matrix: PackedMatrix, output: UnsafeMutableBufferPointer<Float>)], inputs: UnsafeBufferPointer<Float>,
         batch: Int, threadCount: Int
     ) {
-        var batches: [ActivationVector.Format: _ActivationBatch] = [:]
-        var jobs: [(job: _GroupProduct, units: Range<Int>)] = []
+        var batches: [ActivationVector.Format: ActivationBatch] = [:]
+        var jobs: [(job: GroupProduct, units: Range<Int>)] = []
         var units = 0
         for (matrix, output) in products where matrix.rowCount > 0 {
             let format = ActivationVector.Format(for: matrix.type)
-            let activations = batches[format] ?? _ActivationBatch(inputs, batch: batch, rowLength: matrix.rowLength,
+            let activations = batches[format] ?? ActivationBatch(inputs, batch: batch, rowLength: matrix.rowLength,
                                                                   format: format, threadCount: threadCount)
             batches[format] = activations
             let groups = matrix.rowCount / PackedMatrix.groupRows
-            jobs.append((.batch(_PackedBatchJob(matrix: matrix, columns: activations.columns, batch: batch, output: output.baseAddress!)),
+            jobs.append((.batch(PackedBatchJob(matrix: matrix, columns: activations.columns, batch: batch, output: output.baseAddress!)),
                          units ..< units + groups))
             units += groups
         }
         guard units > 0 else { return }
         jobs.withUnsafeBufferPointer { jobs in
-            KernelThreadPool.shared.forEachRange(of: units, parts: threadCount, job: _ProductGroup(jobs: jobs))
+            KernelThreadPool.shared.forEachRange(of: units, parts: threadCount, job: ProductGroup(jobs: jobs))
         }
         withExtendedLifetime(batches) {}
     }
@@ -162,7 +162,7 @@ public enum MatrixMultiplication {
         let tileRows = min(Self.tileRows, info.rowCount)
         let tileCount = (info.rowCount + tileRows - 1) / tileRows
         BLAS.setThreadCount(1)
-        let job = _TileProductJob(
+        let job = TileProductJob(
             type: info.type, source: weights.bytes.baseAddress!, rowBytes: info.rowByteCount, rowLength: info.rowLength,
             rowCount: info.rowCount, tileRows: tileRows, batch: batch, inputs: inputs.baseAddress!, output: output.baseAddress!)
         KernelThreadPool.shared.forEachRange(of: tileCount, parts: threadCount) { job.compute(tiles: $0) }
@@ -174,7 +174,7 @@ public enum MatrixMultiplication {
 /// `@unchecked Sendable` is sound because the weights, inputs and output outlive the
 /// synchronous `KernelThreadPool` call, the inputs are only read, and each tile writes its own
 /// columns of the output.
-struct _TileProductJob: @unchecked Sendable {
+struct TileProductJob: @unchecked Sendable {
     let type: GGMLType
     let source: UnsafeRawPointer
     let rowBytes: Int
@@ -191,7 +191,7 @@ struct _TileProductJob: @unchecked Sendable {
             for index in tiles {
                 let firstRow = index * tileRows
                 let rows = min(tileRows, rowCount - firstRow)
-                _TileDecodeJob(type: type, source: source + firstRow * rowBytes, rowLength: rowLength,
+                TileDecodeJob(type: type, source: source + firstRow * rowBytes, rowLength: rowLength,
                                destination: buffer.baseAddress!).decode(rows: 0 ..< rows)
                 BLAS.multiplyTransposed(m: batch, n: rows, k: rowLength, a: inputs, b: buffer.baseAddress!,
                                         c: output + firstRow, ldc: rowCount)
@@ -205,7 +205,7 @@ struct _TileProductJob: @unchecked Sendable {
 /// `@unchecked Sendable` is sound because the source (the weight mapping) and the destination
 /// (the tile buffer) outlive the synchronous `KernelThreadPool.run` call that uses the job, and
 /// each thread writes a disjoint range of rows.
-struct _TileDecodeJob: @unchecked Sendable {
+struct TileDecodeJob: @unchecked Sendable {
     let type: GGMLType
     let source: UnsafeRawPointer
     let rowLength: Int
@@ -222,8 +222,8 @@ struct _TileDecodeJob: @unchecked Sendable {
 }
 
 /// A batch of inputs quantized in one format, column after column in contiguous buffers (the
-/// layout `_FourColumnSet` reads with strides), the rows split across threads.
-final class _ActivationBatch {
+/// layout `FourColumnSet` reads with strides), the rows split across threads.
+final class ActivationBatch {
     let pairs: UnsafeMutableBufferPointer<UInt32>
     let scales: UnsafeMutableBufferPointer<Float>
     let codes: UnsafeMutableBufferPointer<Int8>
@@ -238,7 +238,7 @@ final class _ActivationBatch {
         codes = .allocate(capacity: batch * rowLength)
         sums = .allocate(capacity: max(1, batch * format.sumCount(rowLength)))
         offsets = .allocate(capacity: max(1, format == .q8_1 ? batch * blocks : 0))
-        let job = _BatchQuantizationJob(
+        let job = BatchQuantizationJob(
             inputs: inputs.baseAddress!, rowLength: rowLength, format: format, pairs: pairs.baseAddress!, scales: scales.baseAddress!,
             codes: codes.baseAddress!, sums: sums.baseAddress!, offsets: offsets.baseAddress!)
         KernelThreadPool.shared.forEachRange(of: batch, parts: threadCount) { job.quantize(rows: $0) }
@@ -252,15 +252,15 @@ final class _ActivationBatch {
         offsets.deallocate()
     }
 
-    var columns: _ColumnPointers {
-        _ColumnPointers(pairs: UnsafePointer(pairs.baseAddress!), scales: UnsafePointer(scales.baseAddress!),
+    var columns: ColumnPointers {
+        ColumnPointers(pairs: UnsafePointer(pairs.baseAddress!), scales: UnsafePointer(scales.baseAddress!),
                         sums: UnsafePointer(sums.baseAddress!), offsets: UnsafePointer(offsets.baseAddress!))
     }
 }
 
 /// The quantization of a batch's rows, shared by the threads that split them; each row
 /// writes its own parts of the buffers, which outlive the synchronous call.
-struct _BatchQuantizationJob: @unchecked Sendable {
+struct BatchQuantizationJob: @unchecked Sendable {
     let inputs: UnsafePointer<Float>
     let rowLength: Int
     let format: ActivationVector.Format
@@ -273,7 +273,7 @@ struct _BatchQuantizationJob: @unchecked Sendable {
     func quantize(rows: Range<Int>) {
         let blocks = rowLength / format.blockSize, sumCount = format.sumCount(rowLength)
         for row in rows {
-            _quantize(inputs + row * rowLength, count: rowLength, format: format, into: _QuantizedStorage(
+            _quantize(inputs + row * rowLength, count: rowLength, format: format, into: QuantizedStorage(
                 scales: scales + row * blocks, codes: codes + row * rowLength,
                 sums: sumCount > 0 ? sums + row * sumCount : nil, offsets: format == .q8_1 ? offsets + row * blocks : nil,
                 pairs: pairs + row * rowLength / 2))
@@ -286,9 +286,9 @@ struct _BatchQuantizationJob: @unchecked Sendable {
 /// `@unchecked Sendable` is sound because the packed storage, the quantized batch and the
 /// output outlive the synchronous thread-pool call, the inputs are only read, and each
 /// thread writes the rows of its own groups.
-struct _PackedBatchJob: @unchecked Sendable {
+struct PackedBatchJob: @unchecked Sendable {
     let matrix: PackedMatrix
-    let columns: _ColumnPointers
+    let columns: ColumnPointers
     let batch: Int
     let output: UnsafeMutablePointer<Float>
 
@@ -308,11 +308,11 @@ struct _PackedBatchJob: @unchecked Sendable {
         let pairStride = matrix.rowLength / 2, blockStride = layout.blockCount * layout.type.blockSize / format.blockSize
         let sumStride = format == .q8_K ? matrix.rowLength / 16 : matrix.rowLength / 32
         let base = UnsafeRawPointer(matrix.storage.bytes)
-        @inline(__always) func four(_ item: Int) -> _FourColumnSet {
-            _FourColumnSet(first: column(item, pairStride, blockStride, sumStride),
+        @inline(__always) func four(_ item: Int) -> FourColumnSet {
+            FourColumnSet(first: column(item, pairStride, blockStride, sumStride),
                            pairStride: pairStride, blockStride: blockStride, sumStride: sumStride)
         }
-        @inline(__always) func store(_ set: _FourColumnSet, _ destination: UnsafeMutablePointer<Float>) {
+        @inline(__always) func store(_ set: FourColumnSet, _ destination: UnsafeMutablePointer<Float>) {
             self.store(set.results.0, destination)
             self.store(set.results.1, destination + rowCount)
             self.store(set.results.2, destination + 2 &* rowCount)
@@ -322,7 +322,7 @@ struct _PackedBatchJob: @unchecked Sendable {
             let packed = base + group &* layout.groupBytes
             var item = 0
             while Self.columnsPerPass == 8 && item &+ 8 <= batch {
-                var set = _JoinedColumnSets(first: four(item), second: four(item &+ 4))
+                var set = JoinedColumnSets(first: four(item), second: four(item &+ 4))
                 _productOfGroup(packed, layout, &set)
                 let destination = output + (item &* rowCount &+ 16 &* group)
                 store(set.first, destination)
@@ -336,7 +336,7 @@ struct _PackedBatchJob: @unchecked Sendable {
                 item &+= 4
             }
             while item < batch {
-                var set = _OneColumnSet(column(item, pairStride, blockStride, sumStride))
+                var set = OneColumnSet(column(item, pairStride, blockStride, sumStride))
                 _productOfGroup(packed, layout, &set)
                 self.store(set.result, output + (item &* rowCount &+ 16 &* group))
                 item &+= 1
@@ -344,8 +344,8 @@ struct _PackedBatchJob: @unchecked Sendable {
         }
     }
 
-    @inline(__always) private func column(_ item: Int, _ pairStride: Int, _ blockStride: Int, _ sumStride: Int) -> _ColumnPointers {
-        _ColumnPointers(pairs: columns.pairs + item &* pairStride, scales: columns.scales + item &* blockStride,
+    @inline(__always) private func column(_ item: Int, _ pairStride: Int, _ blockStride: Int, _ sumStride: Int) -> ColumnPointers {
+        ColumnPointers(pairs: columns.pairs + item &* pairStride, scales: columns.scales + item &* blockStride,
                         sums: columns.sums + item &* sumStride, offsets: columns.offsets + item &* blockStride)
     }
 

@@ -40,7 +40,7 @@ public enum MatrixVectorProduct {
         guard info.rowCount > 0, let rows = weights.bytes.baseAddress, let destination = output.baseAddress else { return }
         let type = info.type
         input.withPointers { activations in
-            let job = _RowProductJob(
+            let job = RowProductJob(
                 type: type, rows: rows, rowBytes: info.rowByteCount, rowLength: info.rowLength,
                 fastPath: implementation == .scalar ? nil : _integerFastPath(for: type),
                 scalar: implementation == .scalar, activations: activations, output: destination)
@@ -88,19 +88,19 @@ public enum MatrixVectorProduct {
         for product in products { try _check(product.weights.tensor, input, product.output) }
         input.withPointers { activations in
             input.withColumnPointers { column in
-                withUnsafeTemporaryAllocation(of: (job: _GroupProduct, units: Range<Int>).self, capacity: products.count) { jobs in
+                withUnsafeTemporaryAllocation(of: (job: GroupProduct, units: Range<Int>).self, capacity: products.count) { jobs in
                     var units = 0, jobCount = 0
                     for product in products {
                         let weights = product.weights
                         guard weights.rowCount > 0, let rows = weights.tensor.bytes.baseAddress, let output = product.output.baseAddress else { continue }
                         // A packed matrix is split by groups of 16 rows, a mapped one by rows.
-                        let job: _GroupProduct, count: Int
+                        let job: GroupProduct, count: Int
                         if let packed = weights.packed {
-                            job = .packed(_PackedProductJob(matrix: packed, column: column, output: output))
+                            job = .packed(PackedProductJob(matrix: packed, column: column, output: output))
                             count = weights.rowCount / PackedMatrix.groupRows
                         } else {
                             let info = weights.tensor.info
-                            job = .rows(_RowProductJob(
+                            job = .rows(RowProductJob(
                                 type: info.type, rows: rows, rowBytes: info.rowByteCount, rowLength: info.rowLength,
                                 fastPath: _integerFastPath(for: info.type), scalar: false, activations: activations, output: output))
                             count = weights.rowCount
@@ -109,7 +109,7 @@ public enum MatrixVectorProduct {
                         jobCount += 1
                         units += count
                     }
-                    let group = _ProductGroup(jobs: UnsafeBufferPointer(rebasing: jobs[..<jobCount]))
+                    let group = ProductGroup(jobs: UnsafeBufferPointer(rebasing: jobs[..<jobCount]))
                     KernelThreadPool.shared.forEachRange(of: units, parts: threadCount, job: group)
                     jobs.baseAddress!.deinitialize(count: jobCount)
                 }
@@ -214,16 +214,16 @@ public enum MatrixVectorProduct {
 /// `@unchecked Sendable` is sound because the packed storage, the activations and the output
 /// outlive the synchronous `KernelThreadPool.run` call that uses the job, the inputs are only
 /// read, and each thread writes a disjoint range of groups.
-struct _PackedProductJob: @unchecked Sendable {
+struct PackedProductJob: @unchecked Sendable {
     let matrix: PackedMatrix
-    let column: _ColumnPointers
+    let column: ColumnPointers
     let output: UnsafeMutablePointer<Float>
 
     func compute(groups: Range<Int>) {
         let layout = matrix.layout
         let base = UnsafeRawPointer(matrix.storage.bytes)
         for group in groups {
-            var columns = _OneColumnSet(column)
+            var columns = OneColumnSet(column)
             _productOfGroup(base + group &* layout.groupBytes, layout, &columns)
             UnsafeMutableRawPointer(output + 16 &* group).storeBytes(of: columns.result, as: SIMD16<Float>.self)
         }
@@ -232,16 +232,16 @@ struct _PackedProductJob: @unchecked Sendable {
 
 /// One product among several that share a dispatch: its work units are packed groups (one
 /// column, or a batch of columns) or mapped rows.
-enum _GroupProduct {
-    case packed(_PackedProductJob)
-    case batch(_PackedBatchJob)
-    case rows(_RowProductJob)
+enum GroupProduct {
+    case packed(PackedProductJob)
+    case batch(PackedBatchJob)
+    case rows(RowProductJob)
 }
 
 /// Several products seen as one run of work units, numbered one product after another; each
 /// thread computes the units of its range.
-struct _ProductGroup: RangeJob, @unchecked Sendable {
-    let jobs: UnsafeBufferPointer<(job: _GroupProduct, units: Range<Int>)>
+struct ProductGroup: RangeJob, @unchecked Sendable {
+    let jobs: UnsafeBufferPointer<(job: GroupProduct, units: Range<Int>)>
 
     func run(_ range: Range<Int>) {
         for (job, units) in jobs {
@@ -263,14 +263,14 @@ struct _ProductGroup: RangeJob, @unchecked Sendable {
 /// activation arrays, the output buffer) outlives the synchronous `KernelThreadPool.run` call
 /// that uses the job, the inputs are only read, and each thread writes a disjoint range of
 /// output rows.
-struct _RowProductJob: @unchecked Sendable {
+struct RowProductJob: @unchecked Sendable {
     let type: GGMLType
     let rows: UnsafeRawPointer
     let rowBytes: Int
     let rowLength: Int
-    let fastPath: _RowDot?
+    let fastPath: RowDot?
     let scalar: Bool
-    let activations: _Activations
+    let activations: Activations
     let output: UnsafeMutablePointer<Float>
 
     func compute(rows range: Range<Int>) {

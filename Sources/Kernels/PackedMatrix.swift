@@ -54,7 +54,7 @@ public struct PackedMatrix: Sendable {
     public let rowCount: Int
     /// Elements per row (a whole number of the type's blocks).
     public let rowLength: Int
-    let storage: _PackedStorage
+    let storage: PackedStorage
 
     /// The types with packed kernels.
     public static let supportedTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K]
@@ -88,10 +88,10 @@ public struct PackedMatrix: Sendable {
         type = tensor.type
         rowCount = info.rowCount
         rowLength = info.rowLength
-        let layout = _PackedLayout(type: type, rowLength: rowLength)
-        storage = _PackedStorage(byteCount: layout.groupBytes * (rowCount / 16))
+        let layout = PackedLayout(type: type, rowLength: rowLength)
+        storage = PackedStorage(byteCount: layout.groupBytes * (rowCount / 16))
         guard let source = tensor.bytes.baseAddress else { return }
-        let job = _RepackJob(layout: layout, source: source, rowBytes: info.rowByteCount, storage: storage)
+        let job = RepackJob(layout: layout, source: source, rowBytes: info.rowByteCount, storage: storage)
         KernelThreadPool.shared.forEachRange(of: rowCount / 16, parts: threadCount) { groups in
             // Each thread faults in its own source and destination pages, in one call each.
             tensor.prefaultPages(groups.lowerBound * 16 * info.rowByteCount ..< groups.upperBound * 16 * info.rowByteCount)
@@ -102,7 +102,7 @@ public struct PackedMatrix: Sendable {
     /// Bytes of packed data.
     public var byteCount: Int { storage.byteCount }
 
-    var layout: _PackedLayout { _PackedLayout(type: type, rowLength: rowLength) }
+    var layout: PackedLayout { PackedLayout(type: type, rowLength: rowLength) }
 }
 
 /// The packed bytes, zeroed, freed with the last matrix that shares them.
@@ -111,7 +111,7 @@ public struct PackedMatrix: Sendable {
 /// (``populate(_:)``): faulting in a model's worth of fresh pages one at a time was measured
 /// at 2–6× the cost of populating them in one call, and is most of the packing time in a new
 /// process.
-final class _PackedStorage: @unchecked Sendable {
+final class PackedStorage: @unchecked Sendable {
     let bytes: UnsafeMutableRawPointer
     let byteCount: Int
     private let mappedLength: Int
@@ -147,7 +147,7 @@ final class _PackedStorage: @unchecked Sendable {
 }
 
 /// Sizes of one packed type and row length (see ``PackedMatrix``).
-struct _PackedLayout {
+struct PackedLayout {
     let type: GGMLType
     /// Blocks per row (32-element blocks, or 256-element super-blocks for K-quants).
     let blockCount: Int
@@ -195,11 +195,11 @@ struct _PackedLayout {
 ///
 /// `@unchecked Sendable` is sound because the source mapping and the destination storage
 /// outlive the synchronous thread-pool call, and each group is written by one thread.
-struct _RepackJob: @unchecked Sendable {
-    let layout: _PackedLayout
+struct RepackJob: @unchecked Sendable {
+    let layout: PackedLayout
     let source: UnsafeRawPointer
     let rowBytes: Int
-    let storage: _PackedStorage
+    let storage: PackedStorage
     var destination: UnsafeMutableRawPointer { storage.bytes }
 
     func repack(groups: Range<Int>) {

@@ -12,7 +12,7 @@ import GGUF
 // resolved by URL) to SSE2 (see docs/architecture.md).
 
 /// Raw pointers into an `ActivationVector`, valid for the duration of one product.
-struct _Activations {
+struct Activations {
     let values: UnsafePointer<Float>
     let scales: UnsafePointer<Float>
     let codes: UnsafePointer<Int8>
@@ -57,7 +57,7 @@ func _dotNibbles(_ bytes: UnsafeRawPointer, _ offset: Int32, _ a: UnsafePointer<
 // Each fuses unpacking with the multiply-add: writing unpacked codes to a scratch buffer and
 // reading them back as a vector stalls on store forwarding (measured 5× slower).
 
-func _dotQ4_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
+func _dotQ4_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + BlockLayout.Q4_0.byteCount * block
@@ -66,7 +66,7 @@ func _dotQ4_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
     return sum
 }
 
-func _dotQ4_1(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
+func _dotQ4_1(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + BlockLayout.Q4_1.byteCount * block
@@ -76,7 +76,7 @@ func _dotQ4_1(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
     return sum
 }
 
-func _dotQ5_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
+func _dotQ5_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + BlockLayout.Q5_0.byteCount * block
@@ -94,7 +94,7 @@ func _dotQ5_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
     return sum
 }
 
-func _dotQ8_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> Float {
+func _dotQ8_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: Activations) -> Float {
     var sum: Float = 0
     for block in 0..<blockCount {
         let base = row + BlockLayout.Q8_0.byteCount * block
@@ -107,7 +107,7 @@ func _dotQ8_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: _Activations) -> 
 /// Q4_K with q8_K activations (one scale per 256): the super-block's integer sums
 /// Σ scale_g × Σ q·a and Σ min_g × Σ a, then d × d_a and dmin × d_a, as ggml does. Group 2c
 /// takes the low nibbles of bytes 32c ..< 32c + 32, group 2c + 1 their high nibbles.
-func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations) -> Float {
+func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: Activations) -> Float {
     var sum: Float = 0
     for superBlock in 0..<superBlockCount {
         let base = row + BlockLayout.Q4_K.byteCount * superBlock
@@ -137,7 +137,7 @@ func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations
 /// d × d_a. For activation block j of a super-block (elements 32j ..< 32j + 32), the low
 /// nibbles are 32 contiguous bytes at 64h + 32(j % 2) (nibble (j % 4) / 2) and the high pairs
 /// 32 contiguous bytes at 128 + 32h (bits 2(j % 4)), with h = j / 4.
-func _dotQ6_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations) -> Float {
+func _dotQ6_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: Activations) -> Float {
     var sum: Float = 0
     for superBlock in 0..<superBlockCount {
         let base = row + BlockLayout.Q6_K.byteCount * superBlock
@@ -170,7 +170,7 @@ func _dotQ6_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: _Activations
 // MARK: - General path and reference
 
 /// Any supported type: decode one block at a time, multiply with the `Float` activations.
-func _dotDequantizedRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: Int, _ x: _Activations) -> Float {
+func _dotDequantizedRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: Int, _ x: Activations) -> Float {
     guard let decode = Dequantization.referenceDecoder(for: type) else { preconditionFailure("unsupported \(type)") }
     let blockElements = max(type.blockSize, 32)
     let blocksPerChunk = blockElements / type.blockSize
@@ -198,7 +198,7 @@ func _dotDequantizedRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCoun
 
 /// The scalar path: decode each block with the reference decoder, multiply-add one float at a
 /// time. No SIMD types; what `typeset bench kernels` reports as "scalar".
-func _dotScalarRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: Int, _ x: _Activations) -> Float {
+func _dotScalarRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: Int, _ x: Activations) -> Float {
     guard let decode = Dequantization.referenceDecoder(for: type) else { preconditionFailure("unsupported \(type)") }
     return withUnsafeTemporaryAllocation(of: Float.self, capacity: type.blockSize) { buffer in
         let scratch = buffer.baseAddress!
@@ -214,7 +214,7 @@ func _dotScalarRow(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: In
 /// The oracle: Σ dequantized weight × activation in `Double`, with the activations the
 /// products of `type` see: code × scale in the type's quantized format, the exact `Float`
 /// values for `.float`, and for q8_1 each block's sum taken from `s` as ggml takes it.
-func _dotReference(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: Int, _ x: _Activations) -> Double {
+func _dotReference(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: Int, _ x: Activations) -> Double {
     guard let decode = Dequantization.referenceDecoder(for: type) else { preconditionFailure("unsupported \(type)") }
     let format = ActivationVector.Format(for: type)
     var weights = [Float](repeating: 0, count: type.blockSize)
@@ -237,10 +237,10 @@ func _dotReference(_ type: GGMLType, _ row: UnsafeRawPointer, _ elementCount: In
     return sum
 }
 
-typealias _RowDot = (UnsafeRawPointer, Int, _Activations) -> Float
+typealias RowDot = (UnsafeRawPointer, Int, Activations) -> Float
 
 /// The integer fast path of `type` and the unit its count is in (blocks or super-blocks).
-func _integerFastPath(for type: GGMLType) -> _RowDot? {
+func _integerFastPath(for type: GGMLType) -> RowDot? {
     switch type {
     case .q4_0: _dotQ4_0
     case .q4_1: _dotQ4_1

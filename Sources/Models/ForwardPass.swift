@@ -146,12 +146,12 @@ struct ForwardPass {
             cache.values[block.cacheSlot].withUnsafeBufferPointer { cachedValues in
                 // The positions any row of the batch attends to, widened once for every head.
                 let attendedPositions = (window == Int.max ? 0 : max(0, start - window + 1)) ..< start + count
-                let widening = _CacheWideningJob(keys: cachedKeys.baseAddress!, values: cachedValues.baseAddress!,
+                let widening = CacheWideningJob(keys: cachedKeys.baseAddress!, values: cachedValues.baseAddress!,
                                                  wideKeys: wideKeys, wideValues: wideValues, keyWidth: keyWidth,
                                                  firstPosition: attendedPositions.lowerBound)
                 KernelThreadPool.shared.forEachRange(of: attendedPositions.count, parts: attendedPositions.count >= 32 ? threadCount : 1,
                                                      job: widening)
-                let job = _AttentionJob(
+                let job = AttentionJob(
                     queries: UnsafePointer(queries.baseAddress!), keys: wideKeys, values: wideValues,
                     output: attended.baseAddress!, start: start, headCount: headCount, headWidth: headWidth,
                     groupSize: headCount / keyValueHeads, keyWidth: keyWidth, window: window,
@@ -159,7 +159,7 @@ struct ForwardPass {
                 let pairs = count * headCount
                 let parts = pairs >= 8 ? min(threadCount, KernelThreadPool.shared.threadCount) : 1
                 KernelThreadPool.shared.forEachRange(
-                    of: parts, parts: parts, job: _AttentionParts(job: job, pairs: pairs, parts: parts, positionCapacity: positionCapacity))
+                    of: parts, parts: parts, job: AttentionParts(job: job, pairs: pairs, parts: parts, positionCapacity: positionCapacity))
             }
         }
         try project((attention.output, rows(workspace.projected, 0 ..< count, width: width)),

@@ -21,7 +21,7 @@ public struct PreTokenizer: Sendable {
     /// Whether a BOS token is added by default (before `tokenizer.ggml.add_bos_token` overrides it).
     public let addsBOSByDefault: Bool
 
-    let steps: [_SplitStep]
+    let steps: [SplitStep]
 
     /// The pre-tokenizer llama.cpp uses for `name`, or `nil` when Typeset does not know it.
     /// A model without `tokenizer.ggml.pre` uses `default`.
@@ -81,10 +81,10 @@ public struct PreTokenizer: Sendable {
 
     /// The splitting steps of each family (patterns as published with the models' tokenizers,
     /// in the forms llama.cpp runs them).
-    private static let _steps: [Kind: [_SplitStep]] = {
-        func pattern(_ source: String) -> _SplitStep {
+    private static let _steps: [Kind: [SplitStep]] = {
+        func pattern(_ source: String) -> SplitStep {
             // The patterns below are fixed; a failure here is a bug in this file.
-            do { return .pattern(try _SplitPattern(source)) } catch { fatalError("\(error)") }
+            do { return .pattern(try SplitPattern(source)) } catch { fatalError("\(error)") }
         }
         let contractions = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
         return [
@@ -125,7 +125,7 @@ public struct PreTokenizer: Sendable {
 
     /// Splits `text` (the code points of one fragment) into words; appends the word lengths in
     /// code points to `lengths`.
-    func split(_ text: _DecodedText, into lengths: inout [Int32]) {
+    func split(_ text: DecodedText, into lengths: inout [Int32]) {
         lengths.removeAll(keepingCapacity: true)
         let count = text.codePoints.count
         guard count > 0 else { return }
@@ -154,7 +154,7 @@ public struct PreTokenizer: Sendable {
                 }
             case let .pattern(pattern):
                 if pattern.usesCategories && collapsed.isEmpty {
-                    collapsed = (0 ..< count).map { _CodePointClass.collapsed(text.codePoints[$0], text.classes[$0]) }
+                    collapsed = (0 ..< count).map { CodePointClass.collapsed(text.codePoints[$0], text.classes[$0]) }
                 } else if !pattern.usesCategories && wide.isEmpty {
                     wide = (0 ..< count).map {
                         text.codePoints[$0] > 0x7F && text.classes[$0].contains(.whitespace) ? 0x0B : text.codePoints[$0]
@@ -172,10 +172,10 @@ public struct PreTokenizer: Sendable {
     }
 }
 
-enum _SplitStep: Sendable {
+enum SplitStep: Sendable {
     case gpt2
     case llama3
-    case pattern(_SplitPattern)
+    case pattern(SplitPattern)
 }
 
 // MARK: - Hand-written steps
@@ -199,12 +199,12 @@ func _contractionLength(_ codePoints: UnsafeBufferPointer<UInt32>, at position: 
 /// scanned directly over the code points of `range`, with llama.cpp's handling of stretches no
 /// alternative matches (each such code point is a piece of its own).
 func _splitGPT2(
-    _ codePoints: UnsafeBufferPointer<UInt32>, _ classes: UnsafeBufferPointer<_CodePointClass>,
+    _ codePoints: UnsafeBufferPointer<UInt32>, _ classes: UnsafeBufferPointer<CodePointClass>,
     _ range: Range<Int>, into lengths: inout [Int32]
 ) {
     let end = range.upperBound
-    @inline(__always) func classAt(_ position: Int) -> _CodePointClass { position < end ? classes[position] : [] }
-    let wordClasses: _CodePointClass = [.whitespace, .letter, .number]
+    @inline(__always) func classAt(_ position: Int) -> CodePointClass { position < end ? classes[position] : [] }
+    let wordClasses: CodePointClass = [.whitespace, .letter, .number]
     var position = range.lowerBound
     while position < end {
         let start = position
@@ -249,13 +249,13 @@ func _splitGPT2(
 /// The Llama 3 pattern `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
 /// ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`, scanned directly as llama.cpp does.
 func _splitLlama3(
-    _ codePoints: UnsafeBufferPointer<UInt32>, _ classes: UnsafeBufferPointer<_CodePointClass>,
+    _ codePoints: UnsafeBufferPointer<UInt32>, _ classes: UnsafeBufferPointer<CodePointClass>,
     _ range: Range<Int>, into lengths: inout [Int32]
 ) {
     let end = range.upperBound
-    @inline(__always) func classAt(_ position: Int) -> _CodePointClass { position < end ? classes[position] : [] }
+    @inline(__always) func classAt(_ position: Int) -> CodePointClass { position < end ? classes[position] : [] }
     @inline(__always) func codePointAt(_ position: Int) -> UInt32 { position < end ? codePoints[position] : .max }
-    let wordClasses: _CodePointClass = [.whitespace, .letter, .number]
+    let wordClasses: CodePointClass = [.whitespace, .letter, .number]
     var position = range.lowerBound
     while position < end {
         let start = position

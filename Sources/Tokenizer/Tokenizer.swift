@@ -21,7 +21,7 @@ public struct Tokenizer: Sendable {
     public let vocabulary: Vocabulary
     /// The word splitter of byte-level BPE vocabularies; `nil` for SentencePiece.
     public let preTokenizer: PreTokenizer?
-    private let storage: _Storage
+    private let storage: Storage
 
     /// Builds the tokenizer for a model's vocabulary.
     ///
@@ -39,7 +39,7 @@ public struct Tokenizer: Sendable {
         case .sentencePiece:
             self.preTokenizer = nil
         }
-        self.storage = _Storage(vocabulary: vocabulary)
+        self.storage = Storage(vocabulary: vocabulary)
     }
 
     /// Reads the vocabulary from a model's metadata and builds its tokenizer.
@@ -78,7 +78,7 @@ public struct Tokenizer: Sendable {
         let fragments = storage.specialTokens.split(bytes, parseSpecialTokens: parsingSpecialTokens)
         switch vocabulary.kind {
         case .byteLevelBPE:
-            var session = _ByteLevelSession()
+            var session = ByteLevelSession()
             for fragment in fragments {
                 if fragment.token >= 0 {
                     output.append(Int(fragment.token))
@@ -88,7 +88,7 @@ public struct Tokenizer: Sendable {
                 }
             }
         case .sentencePiece:
-            var scratch = _MergeScratch()
+            var scratch = MergeScratch()
             var escaped: [UInt8] = []
             var previousWasSpecial = true
             for fragment in fragments {
@@ -169,21 +169,21 @@ public struct Tokenizer: Sendable {
 
 // MARK: - Tables
 
-private final class _Storage: Sendable {
+private final class Storage: Sendable {
     let vocabulary: Vocabulary
-    let specialTokens: _SpecialTokenSplitter
+    let specialTokens: SpecialTokenSplitter
     /// Token text bytes → id (SentencePiece: the escaped text as stored).
-    let textLookup: _ByteStringTable
+    let textLookup: ByteStringTable
     /// Byte-level BPE: raw word bytes → id, merges by id pair, and the token of each byte.
-    let wordLookup: _ByteStringTable
-    let merges: _MergeTable
+    let wordLookup: ByteStringTable
+    let merges: MergeTable
     let byteTokens: [Int32]
     /// SentencePiece: the `<0xNN>` token of each byte (or the byte's own one-character token).
     let byteFallback: [Int32]
 
     init(vocabulary: Vocabulary) {
         self.vocabulary = vocabulary
-        specialTokens = _SpecialTokenSplitter(vocabulary: vocabulary)
+        specialTokens = SpecialTokenSplitter(vocabulary: vocabulary)
         let text = vocabulary.textLookup
         textLookup = text
         func lookup(_ string: String) -> Int32? {
@@ -194,20 +194,20 @@ private final class _Storage: Sendable {
         case .byteLevelBPE:
             // Words are looked up by their raw bytes: decode each token whose text lies wholly
             // in GPT-2's alphabet (a token outside it can never match an encoded word).
-            var words = _ByteStringTable(capacity: vocabulary.count)
+            var words = ByteStringTable(capacity: vocabulary.count)
             var decoded: [UInt8] = []
             for (id, token) in vocabulary.tokens.enumerated() {
                 decoded.removeAll(keepingCapacity: true)
                 var inAlphabet = true
                 for scalar in token.unicodeScalars {
-                    guard let byte = _GPT2ByteMapping.byte(for: scalar) else { inAlphabet = false; break }
+                    guard let byte = GPT2ByteMapping.byte(for: scalar) else { inAlphabet = false; break }
                     decoded.append(byte)
                 }
                 if inAlphabet { decoded.withUnsafeBytes { _ = words.insert($0, value: Int32(id)) } }
             }
             wordLookup = words
-            byteTokens = (0 ..< 256).map { lookup(String(_GPT2ByteMapping.scalarForByte[$0])) ?? -1 }
-            var merges = _MergeTable(capacity: vocabulary.merges.count)
+            byteTokens = (0 ..< 256).map { lookup(String(GPT2ByteMapping.scalarForByte[$0])) ?? -1 }
+            var merges = MergeTable(capacity: vocabulary.merges.count)
             for (rank, merge) in vocabulary.merges.enumerated() {
                 // "left right", split at the first space after the first character.
                 let utf8 = Array(merge.utf8)
@@ -222,8 +222,8 @@ private final class _Storage: Sendable {
             self.merges = merges
             byteFallback = []
         case .sentencePiece:
-            wordLookup = _ByteStringTable(capacity: 0)
-            merges = _MergeTable(capacity: 0)
+            wordLookup = ByteStringTable(capacity: 0)
+            merges = MergeTable(capacity: 0)
             byteTokens = []
             let hex = Array("0123456789ABCDEF".utf8)
             byteFallback = (0 ..< 256).map { byte in
@@ -246,13 +246,13 @@ private final class _Storage: Sendable {
 // MARK: - Byte-level session
 
 /// Reused buffers for encoding the fragments of one input.
-private struct _ByteLevelSession {
-    var decoded = _DecodedText()
+private struct ByteLevelSession {
+    var decoded = DecodedText()
     var wordLengths: [Int32] = []
-    var scratch = _MergeScratch()
+    var scratch = MergeScratch()
 
     mutating func encode(
-        _ fragment: UnsafeBufferPointer<UInt8>, preTokenizer: PreTokenizer, storage: _Storage, into output: inout [Int]
+        _ fragment: UnsafeBufferPointer<UInt8>, preTokenizer: PreTokenizer, storage: Storage, into output: inout [Int]
     ) {
         decoded.decode(fragment)
         preTokenizer.split(decoded, into: &wordLengths)

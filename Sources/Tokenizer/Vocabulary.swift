@@ -87,7 +87,7 @@ public struct Vocabulary: Sendable {
     let pieceBytes: [UInt8]
     let pieceOffsets: [Int32]
     /// Token text bytes → id.
-    let textLookup: _ByteStringTable
+    let textLookup: ByteStringTable
 
     public var count: Int { tokens.count }
 
@@ -153,7 +153,7 @@ public struct Vocabulary: Sendable {
         let types = rawTypes.map { TokenType(rawValue: $0) ?? .undefined }
         var attributes = types.map(Self.attributes(of:))
         // Keyed by bytes: distinct token texts may be canonically equivalent as `String`s.
-        var idByText = _ByteStringTable(capacity: count)
+        var idByText = ByteStringTable(capacity: count)
         for (id, text) in tokens.enumerated() {
             var text = text
             let added = text.withUTF8 { idByText.insert(UnsafeRawBufferPointer($0), value: Int32(id)) }
@@ -349,7 +349,7 @@ func _appendReplacingSpaceMarks(_ text: String, to bytes: inout [UInt8]) {
 /// `[UNK_BYTE_0x<its UTF-8 in hex><the whole token>]`, exactly as llama.cpp renders it.
 func _appendGPT2Decoded(_ text: String, to bytes: inout [UInt8]) {
     for scalar in text.unicodeScalars {
-        if let byte = _GPT2ByteMapping.byte(for: scalar) {
+        if let byte = GPT2ByteMapping.byte(for: scalar) {
             bytes.append(byte)
         } else {
             bytes.append(contentsOf: "[UNK_BYTE_0x".utf8)
@@ -376,7 +376,7 @@ func _byteValue(ofByteToken text: String) -> UInt8 {
 
 /// GPT-2's reversible mapping between bytes and printable unicode scalars: the printable
 /// Latin-1 bytes map to themselves, the other 68 bytes to U+0100 and up, in byte order.
-enum _GPT2ByteMapping {
+enum GPT2ByteMapping {
     static let scalarForByte: [UnicodeScalar] = {
         var result = [UnicodeScalar](repeating: " ", count: 256)
         var next: UInt32 = 256

@@ -1,4 +1,5 @@
 import ArgumentParser
+import GGUF
 import Typeset
 
 #if canImport(Glibc)

@@ -3,13 +3,13 @@ import SwiftSyntax
 import SwiftSyntaxMacros
 
 /// A case of a `@Generable` enumeration.
-struct _EnumerationCase {
+struct EnumerationCase {
     struct Value {
         /// The label in the case's declaration, if any.
         var label: String?
         /// The property name in the generated object.
         var property: String
-        var type: _PropertyType
+        var type: PropertyType
     }
 
     var name: String
@@ -18,8 +18,8 @@ struct _EnumerationCase {
     var values: [Value]
 
     /// The enumeration's cases, or `nil` after diagnosing one that cannot be generated.
-    static func all(in enumeration: EnumDeclSyntax, context: some MacroExpansionContext) -> [_EnumerationCase]? {
-        var cases: [_EnumerationCase] = []
+    static func all(in enumeration: EnumDeclSyntax, context: some MacroExpansionContext) -> [EnumerationCase]? {
+        var cases: [EnumerationCase] = []
         var failed = false
         for member in enumeration.memberBlock.members {
             guard let declaration = member.decl.as(EnumCaseDeclSyntax.self) else { continue }
@@ -34,25 +34,25 @@ struct _EnumerationCase {
                 for (index, parameter) in parameters.enumerated() {
                     let label = parameter.firstName.flatMap { $0.tokenKind == .wildcard ? nil : $0.text }
                     let property = label ?? (parameters.count == 1 ? "value" : "_\(index)")
-                    switch _PropertyType.parse(parameter.type) {
+                    switch PropertyType.parse(parameter.type) {
                     case .success(let type): values.append(Value(label: label, property: property, type: type))
                     case .failure(let unsupported):
-                        context.diagnose(Diagnostic(node: parameter.type, message: _Message.error(
+                        context.diagnose(Diagnostic(node: parameter.type, message: Message.error(
                             "case '\(name)' cannot be generated: \(unsupported.reason)", id: "unsupportedType")))
                         failed = true
                     }
                 }
                 if values.contains(where: { $0.property == "type" }) {
-                    context.diagnose(Diagnostic(node: element, message: _Message.error(
+                    context.diagnose(Diagnostic(node: element, message: Message.error(
                         "case '\(name)' has a value labelled 'type', which names the case in the generated object; rename it",
                         id: "reservedLabel")))
                     failed = true
                 }
-                cases.append(_EnumerationCase(name: name, value: value, values: values))
+                cases.append(EnumerationCase(name: name, value: value, values: values))
             }
         }
         if cases.isEmpty {
-            context.diagnose(Diagnostic(node: enumeration.name, message: _Message.error(
+            context.diagnose(Diagnostic(node: enumeration.name, message: Message.error(
                 "a @Generable enumeration needs at least one case", id: "noCases")))
             return nil
         }
@@ -60,11 +60,11 @@ struct _EnumerationCase {
     }
 }
 
-struct _EnumerationExpansion {
+struct EnumerationExpansion {
     let typeName: String
     let access: String
     let description: String
-    let cases: [_EnumerationCase]
+    let cases: [EnumerationCase]
 
     var members: String {
         cases.allSatisfy(\.values.isEmpty) ? stringMembers : taggedMembers
@@ -72,9 +72,9 @@ struct _EnumerationExpansion {
 
     /// Cases without values: one of the strings.
     private var stringMembers: String {
-        let choices = cases.map { _StructureExpansion.literal($0.value) }.joined(separator: ", ")
-        let decoding = cases.map { "    case \(_StructureExpansion.literal($0.value)): self = .\($0.name)" }.joined(separator: "\n")
-        let encoding = cases.map { "    case .\($0.name): return Typeset.GeneratedContent(kind: .string(\(_StructureExpansion.literal($0.value))))" }
+        let choices = cases.map { StructureExpansion.literal($0.value) }.joined(separator: ", ")
+        let decoding = cases.map { "    case \(StructureExpansion.literal($0.value)): self = .\($0.name)" }.joined(separator: "\n")
+        let encoding = cases.map { "    case .\($0.name): return Typeset.GeneratedContent(kind: .string(\(StructureExpansion.literal($0.value))))" }
             .joined(separator: "\n")
         return """
             \(access)static var generationSchema: Typeset.GenerationSchema {
@@ -82,10 +82,10 @@ struct _EnumerationExpansion {
             }
 
             \(access)init(_ content: Typeset.GeneratedContent) throws {
-                let value = try content._caseName(of: \(_StructureExpansion.literal(typeName)))
+                let value = try content._caseName(of: \(StructureExpansion.literal(typeName)))
                 switch value {
             \(decoding)
-                default: throw Typeset.GeneratedContentError.unknownCase(value, type: \(_StructureExpansion.literal(typeName)), pointer: "")
+                default: throw Typeset.GeneratedContentError.unknownCase(value, type: \(StructureExpansion.literal(typeName)), pointer: "")
                 }
             }
 
@@ -101,29 +101,29 @@ struct _EnumerationExpansion {
     private var taggedMembers: String {
         let schemaCases = cases.map { enumerationCase in
             let properties = enumerationCase.values.map { value in
-                var arguments = "name: \(_StructureExpansion.literal(value.property)), type: \(value.type.unwrapped.text).self"
+                var arguments = "name: \(StructureExpansion.literal(value.property)), type: \(value.type.unwrapped.text).self"
                 if value.type.isOptional { arguments += ", isOptional: true" }
                 return "Typeset.GenerationSchema.Property(\(arguments))"
             }.joined(separator: ", ")
-            return "            Typeset.GenerationSchema.TaggedCase(name: \(_StructureExpansion.literal(enumerationCase.value)), properties: [\(properties)]),"
+            return "            Typeset.GenerationSchema.TaggedCase(name: \(StructureExpansion.literal(enumerationCase.value)), properties: [\(properties)]),"
         }.joined(separator: "\n")
         let decoding = cases.map { enumerationCase in
-            let name = _StructureExpansion.literal(enumerationCase.value)
+            let name = StructureExpansion.literal(enumerationCase.value)
             guard !enumerationCase.values.isEmpty else { return "    case \(name): self = .\(enumerationCase.name)" }
             let arguments = enumerationCase.values.map { value in
-                let read = "try content.value(\(value.type.text).self, forProperty: \(_StructureExpansion.literal(value.property)))"
+                let read = "try content.value(\(value.type.text).self, forProperty: \(StructureExpansion.literal(value.property)))"
                 return value.label.map { "\($0): \(read)" } ?? read
             }.joined(separator: ", ")
             return "    case \(name): self = .\(enumerationCase.name)(\(arguments))"
         }.joined(separator: "\n")
         let encoding = cases.map { enumerationCase in
-            let tag = "\"type\": \(_StructureExpansion.literal(enumerationCase.value))"
+            let tag = "\"type\": \(StructureExpansion.literal(enumerationCase.value))"
             guard !enumerationCase.values.isEmpty else {
                 return "    case .\(enumerationCase.name): return Typeset.GeneratedContent(properties: [\(tag)])"
             }
             let bindings = enumerationCase.values.indices.map { "let value\($0)" }.joined(separator: ", ")
             let members = enumerationCase.values.enumerated().map { index, value in
-                "\(_StructureExpansion.literal(value.property)): value\(index)"
+                "\(StructureExpansion.literal(value.property)): value\(index)"
             }.joined(separator: ", ")
             return "    case .\(enumerationCase.name)(\(bindings)): return Typeset.GeneratedContent(properties: [\(tag), \(members)])"
         }.joined(separator: "\n")
@@ -141,7 +141,7 @@ struct _EnumerationExpansion {
                 let value = try content.value(String.self, forProperty: "type")
                 switch value {
             \(decoding)
-                default: throw Typeset.GeneratedContentError.unknownCase(value, type: \(_StructureExpansion.literal(typeName)), pointer: "/type")
+                default: throw Typeset.GeneratedContentError.unknownCase(value, type: \(StructureExpansion.literal(typeName)), pointer: "/type")
                 }
             }
 

@@ -21,13 +21,13 @@ public struct GenerableMacro: ExtensionMacro {
         let conformance = protocols.isEmpty ? "" : ": Typeset.Generable"
         let members: String
         if let structure = declaration.as(StructDeclSyntax.self) {
-            guard let properties = _StoredProperty.all(in: structure, context: context) else { return [] }
-            members = _StructureExpansion(typeName: typeName, access: access, description: description, properties: properties).members
+            guard let properties = StoredProperty.all(in: structure, context: context) else { return [] }
+            members = StructureExpansion(typeName: typeName, access: access, description: description, properties: properties).members
         } else if let enumeration = declaration.as(EnumDeclSyntax.self) {
-            guard let cases = _EnumerationCase.all(in: enumeration, context: context) else { return [] }
-            members = _EnumerationExpansion(typeName: typeName, access: access, description: description, cases: cases).members
+            guard let cases = EnumerationCase.all(in: enumeration, context: context) else { return [] }
+            members = EnumerationExpansion(typeName: typeName, access: access, description: description, cases: cases).members
         } else {
-            context.diagnose(Diagnostic(node: node, message: _Message.error(
+            context.diagnose(Diagnostic(node: node, message: Message.error(
                 "@Generable applies to structures and enumerations",
                 id: "unsupportedDeclaration")))
             return []
@@ -64,7 +64,7 @@ public struct GuideMacro: PeerMacro {
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
         if !declaration.is(VariableDeclSyntax.self) {
-            context.diagnose(Diagnostic(node: node, message: _Message.error(
+            context.diagnose(Diagnostic(node: node, message: Message.error(
                 "@Guide applies to stored properties of @Generable types", id: "guideOnNonProperty")))
         }
         return []
@@ -73,12 +73,12 @@ public struct GuideMacro: PeerMacro {
 
 // MARK: - Diagnostics
 
-struct _Message: DiagnosticMessage {
+struct Message: DiagnosticMessage {
     let message: String
     let diagnosticID: MessageID
     let severity: DiagnosticSeverity
 
-    static func error(_ message: String, id: String) -> _Message {
-        _Message(message: message, diagnosticID: MessageID(domain: "Typeset", id: id), severity: .error)
+    static func error(_ message: String, id: String) -> Message {
+        Message(message: message, diagnosticID: MessageID(domain: "Typeset", id: id), severity: .error)
     }
 }

@@ -3,15 +3,15 @@ import SwiftSyntax
 import SwiftSyntaxMacros
 
 /// The arguments of a `@Guide` attribute, checked against the property's type.
-struct _GuideArguments {
+struct GuideArguments {
     var description: String
     var guides: [String]
 
     /// Reads `attribute`; `nil` after diagnosing a guide that does not fit `type`.
     static func read(
-        _ attribute: AttributeSyntax, for type: _PropertyType, property: String, context: some MacroExpansionContext
-    ) -> _GuideArguments? {
-        var result = _GuideArguments(description: "nil", guides: [])
+        _ attribute: AttributeSyntax, for type: PropertyType, property: String, context: some MacroExpansionContext
+    ) -> GuideArguments? {
+        var result = GuideArguments(description: "nil", guides: [])
         guard case .argumentList(let arguments) = attribute.arguments else { return result }
         var failed = false
         for argument in arguments {
@@ -21,16 +21,16 @@ struct _GuideArguments {
             }
             if let regex = argument.expression.as(RegexLiteralExprSyntax.self) {
                 guard case .string = type.unwrapped else {
-                    context.diagnose(Diagnostic(node: argument, message: _Message.error(
+                    context.diagnose(Diagnostic(node: argument, message: Message.error(
                         "a regex guide applies to String properties; '\(property)' is \(type.text)", id: "guideMismatch")))
                     failed = true
                     continue
                 }
-                result.guides.append(".pattern(\(_StructureExpansion.literal(regex.regex.text)))")
+                result.guides.append(".pattern(\(StructureExpansion.literal(regex.regex.text)))")
                 continue
             }
             if let problem = check(argument.expression, against: type.unwrapped) {
-                context.diagnose(Diagnostic(node: argument, message: _Message.error(
+                context.diagnose(Diagnostic(node: argument, message: Message.error(
                     "\(problem); '\(property)' is \(type.text)", id: "guideMismatch")))
                 failed = true
                 continue
@@ -45,7 +45,7 @@ struct _GuideArguments {
     static let arrayGuides: Set<String> = ["count", "minimumCount", "maximumCount", "element"]
 
     /// Why the guide `expression` does not fit `type`, or `nil` when it does.
-    static func check(_ expression: ExprSyntax, against type: _PropertyType) -> String? {
+    static func check(_ expression: ExprSyntax, against type: PropertyType) -> String? {
         guard let call = expression.as(FunctionCallExprSyntax.self),
               let member = call.calledExpression.as(MemberAccessExprSyntax.self), member.base == nil
         else { return nil }   // not a literal guide spelling: the compiler checks it in the expansion

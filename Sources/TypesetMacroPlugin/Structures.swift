@@ -3,9 +3,9 @@ import SwiftSyntax
 import SwiftSyntaxMacros
 
 /// A stored property of a `@Generable` structure, as the expansion needs it.
-struct _StoredProperty {
+struct StoredProperty {
     var name: String
-    var type: _PropertyType
+    var type: PropertyType
     /// Source text of `@Guide(description:)`, or `"nil"`.
     var description: String
     /// Source text of each guide, regex literals already turned into `.pattern("…")`.
@@ -13,11 +13,11 @@ struct _StoredProperty {
 
     /// The structure's stored properties in declaration order, or `nil` after diagnosing one
     /// that cannot be generated.
-    static func all(in structure: StructDeclSyntax, context: some MacroExpansionContext) -> [_StoredProperty]? {
-        var properties: [_StoredProperty] = []
+    static func all(in structure: StructDeclSyntax, context: some MacroExpansionContext) -> [StoredProperty]? {
+        var properties: [StoredProperty] = []
         var failed = false
         func fail(_ node: some SyntaxProtocol, _ message: String, id: String) {
-            context.diagnose(Diagnostic(node: node, message: _Message.error(message, id: id)))
+            context.diagnose(Diagnostic(node: node, message: Message.error(message, id: id)))
             failed = true
         }
         for member in structure.memberBlock.members {
@@ -42,8 +42,8 @@ struct _StoredProperty {
                          id: "initializedConstant")
                     continue
                 }
-                let type: _PropertyType
-                switch _PropertyType.parse(annotation) {
+                let type: PropertyType
+                switch PropertyType.parse(annotation) {
                 case .success(let parsed): type = parsed
                 case .failure(let unsupported):
                     fail(annotation, "'\(name)' cannot be generated: \(unsupported.reason)", id: "unsupportedType")
@@ -52,14 +52,14 @@ struct _StoredProperty {
                 var description = "nil"
                 var guides: [String] = []
                 if let guide {
-                    guard let read = _GuideArguments.read(guide, for: type, property: name, context: context) else {
+                    guard let read = GuideArguments.read(guide, for: type, property: name, context: context) else {
                         failed = true
                         continue
                     }
                     description = read.description
                     guides = read.guides
                 }
-                properties.append(_StoredProperty(name: name, type: type, description: description, guides: guides))
+                properties.append(StoredProperty(name: name, type: type, description: description, guides: guides))
             }
         }
         return failed ? nil : properties
@@ -82,13 +82,13 @@ struct _StoredProperty {
 }
 
 /// A property's type, as far as guides and optionality are concerned.
-indirect enum _PropertyType {
+indirect enum PropertyType {
     case string
     case integer(String)
     case floatingPoint(String)
     case boolean
-    case array(element: _PropertyType, text: String)
-    case optional(wrapped: _PropertyType)
+    case array(element: PropertyType, text: String)
+    case optional(wrapped: PropertyType)
     /// Another generable type (a nested `@Generable` type, `Decimal` counts as a number).
     case other(String)
 
@@ -109,7 +109,7 @@ indirect enum _PropertyType {
     }
 
     /// The type without its optionality.
-    var unwrapped: _PropertyType {
+    var unwrapped: PropertyType {
         if case .optional(let wrapped) = self { return wrapped }
         return self
     }
@@ -117,24 +117,24 @@ indirect enum _PropertyType {
     static let integerNames: Set<String> = ["Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64"]
     static let floatingPointNames: Set<String> = ["Double", "Float", "Decimal"]
 
-    static func parse(_ syntax: TypeSyntax) -> Result<_PropertyType, _Unsupported> {
+    static func parse(_ syntax: TypeSyntax) -> Result<PropertyType, Unsupported> {
         if let optional = syntax.as(OptionalTypeSyntax.self) {
             return parse(optional.wrappedType).flatMap(optional(_:))
         }
         if syntax.is(ImplicitlyUnwrappedOptionalTypeSyntax.self) {
-            return .failure(_Unsupported("implicitly unwrapped optionals are not generable; use '?'"))
+            return .failure(Unsupported("implicitly unwrapped optionals are not generable; use '?'"))
         }
         if let array = syntax.as(ArrayTypeSyntax.self) {
             return parse(array.element).map { .array(element: $0, text: "[\($0.text)]") }
         }
         if syntax.is(DictionaryTypeSyntax.self) {
-            return .failure(_Unsupported("dictionaries are not generable; use an array of a @Generable structure"))
+            return .failure(Unsupported("dictionaries are not generable; use an array of a @Generable structure"))
         }
         if syntax.is(TupleTypeSyntax.self) || syntax.is(FunctionTypeSyntax.self) {
-            return .failure(_Unsupported("tuples and functions are not generable; use a @Generable structure"))
+            return .failure(Unsupported("tuples and functions are not generable; use a @Generable structure"))
         }
         if syntax.is(SomeOrAnyTypeSyntax.self) || syntax.is(CompositionTypeSyntax.self) {
-            return .failure(_Unsupported("existential and opaque types are not generable; use a concrete @Generable type"))
+            return .failure(Unsupported("existential and opaque types are not generable; use a concrete @Generable type"))
         }
         if let identifier = syntax.as(IdentifierTypeSyntax.self), let arguments = identifier.genericArgumentClause?.arguments {
             let name = identifier.name.text
@@ -142,7 +142,7 @@ indirect enum _PropertyType {
                 return parse(argument).flatMap { name == "Optional" ? optional($0) : .success(.array(element: $0, text: "[\($0.text)]")) }
             }
             if name == "Dictionary" || name == "Set" {
-                return .failure(_Unsupported("\(name == "Set" ? "sets" : "dictionaries") are not generable; use an array"))
+                return .failure(Unsupported("\(name == "Set" ? "sets" : "dictionaries") are not generable; use an array"))
             }
         }
         let text = syntax.trimmedDescription
@@ -156,23 +156,23 @@ indirect enum _PropertyType {
         }
     }
 
-    private static func optional(_ wrapped: _PropertyType) -> Result<_PropertyType, _Unsupported> {
-        wrapped.isOptional ? .failure(_Unsupported("nested optionals are not generable")) : .success(.optional(wrapped: wrapped))
+    private static func optional(_ wrapped: PropertyType) -> Result<PropertyType, Unsupported> {
+        wrapped.isOptional ? .failure(Unsupported("nested optionals are not generable")) : .success(.optional(wrapped: wrapped))
     }
 }
 
-struct _Unsupported: Error {
+struct Unsupported: Error {
     let reason: String
     init(_ reason: String) { self.reason = reason }
 }
 
 // MARK: - Expansion
 
-struct _StructureExpansion {
+struct StructureExpansion {
     let typeName: String
     let access: String
     let description: String
-    let properties: [_StoredProperty]
+    let properties: [StoredProperty]
 
     var members: String {
         let schemaProperties = properties.map { property in

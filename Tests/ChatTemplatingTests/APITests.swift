@@ -99,7 +99,7 @@ struct APITests {
             (1234567890123456.7, "1234567890123456.8"), (0.5, "0.5"), (100, "100.0"),
         ]
         for (value, expected) in cases {
-            #expect(_Value.pythonFloatRepr(value) == expected, "\(value)")
+            #expect(RuntimeValue.pythonFloatRepr(value) == expected, "\(value)")
         }
     }
 }

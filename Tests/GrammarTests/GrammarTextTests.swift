@@ -256,7 +256,7 @@ import TypesetTestSupport
         #expect(Self.parseError(#"root ::= "a"{1000}"#) == nil)
         #expect(Self.parseError(#"root ::= "a"{6}"#, repetitionLimit: 5) == .budgetExceeded(what: "repetition count in a grammar text", limit: 5))
         #expect(Self.parseError(#"root ::= "a"{,5}"#, repetitionLimit: 5) == nil)
-        let states = GrammarError.budgetExceeded(what: "automaton states of a grammar text", limit: _GrammarTextParser.stateLimit)
+        let states = GrammarError.budgetExceeded(what: "automaton states of a grammar text", limit: GrammarTextParser.stateLimit)
         #expect(Self.parseError(#"root ::= (("ab"{1000}){1000})"#) == states)
         #expect(Self.parseError("root ::= \"a\"" + String(repeating: "+", count: 40)) == states)
         #expect(Self.parseError("root ::= \"a\"" + String(repeating: "*?", count: 1000)) == nil)
@@ -317,7 +317,7 @@ import TypesetTestSupport
     }
 
     @Test func deepNesting() throws {
-        let limit = _GrammarTextParser.nestingLimit
+        let limit = GrammarTextParser.nestingLimit
         let nested = "root ::= " + String(repeating: "(", count: limit) + "\"a\"" + String(repeating: ")", count: limit)
         #expect(try Grammar(ebnf: nested).matches("a"))
         let tooDeep = "root ::= " + String(repeating: "(", count: limit + 1) + "\"a\"" + String(repeating: ")", count: limit + 1)

@@ -4,7 +4,7 @@ import Testing
 /// Checks shared by the mask suites: every stored mask against a fresh walk of every token.
 enum MaskChecks {
     /// The mask as plain sets, whatever its storage form.
-    static func sets(_ mask: _PositionMask, vocabulary: GrammarVocabulary) -> (accepted: [Int32], undecided: [Int32]) {
+    static func sets(_ mask: PositionMask, vocabulary: GrammarVocabulary) -> (accepted: [Int32], undecided: [Int32]) {
         let accepted: [Int32]
         switch mask.accepted {
         case .listed(let list): accepted = list
@@ -23,7 +23,7 @@ enum MaskChecks {
         for (rule, row) in compiled.masks.enumerated() {
             for (state, mask) in row.enumerated() {
                 guard let mask else { continue }
-                let fresh = _PositionMask.compute(
+                let fresh = PositionMask.compute(
                     rule: Int32(rule), state: Int32(state), automaton: compiled.automaton, vocabulary: compiled.vocabulary)
                 let stored = sets(mask, vocabulary: compiled.vocabulary), expected = sets(fresh, vocabulary: compiled.vocabulary)
                 let position = "\(compiled.automaton.names[rule])@\(state)"

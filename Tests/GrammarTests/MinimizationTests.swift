@@ -79,9 +79,9 @@ import TypesetTestSupport
     /// A counted chain of thousands of states, which Moore would refine one layer per round,
     /// comes out minimal: eight states per character of `[^.]{0,n}` plus the final one.
     @Test func longCountedChainsAreMinimal() throws {
-        var automaton = _CharacterNFA()
-        let fragment = try _RegularExpression.build("[^.]{0,1000}", search: false, into: &automaton, repetitionLimit: 2000)
-        var bytes = _ByteNFA()
+        var automaton = CharacterNFA()
+        let fragment = try RegularExpression.build("[^.]{0,1000}", search: false, into: &automaton, repetitionLimit: 2000)
+        var bytes = ByteNFA()
         let lowered = _Lowering.lower(fragment, of: automaton, into: &bytes) { set, nfa in _Lowering.utf8(set, into: &nfa) }
         let dfa = try _DFA(lowered, of: bytes, stateLimit: 1 << 20)
         #expect(dfa.stateCount == 8 * 1000 + 1)

@@ -254,16 +254,16 @@ private struct Constraints: CustomStringConvertible {
 
     /// The automaton under test.
     func automaton(_ kind: Kind) throws -> _DFA {
-        var nfa = _ByteNFA()
+        var nfa = ByteNFA()
         func decimal(_ text: String?) -> _Decimal? { text.map { _Decimal($0)! } }
-        let fragment: _Fragment
+        let fragment: Fragment
         switch kind {
         case .integer:
-            fragment = try _NumberLanguage.integer(
+            fragment = try NumberLanguage.integer(
                 minimum: decimal(minimum), exclusiveMinimum: decimal(exclusiveMinimum), maximum: decimal(maximum),
                 exclusiveMaximum: decimal(exclusiveMaximum), multipleOf: decimal(multipleOf), into: &nfa)
         case .number:
-            fragment = try _NumberLanguage.number(
+            fragment = try NumberLanguage.number(
                 minimum: decimal(minimum), exclusiveMinimum: decimal(exclusiveMinimum), maximum: decimal(maximum),
                 exclusiveMaximum: decimal(exclusiveMaximum), multipleOf: decimal(multipleOf), into: &nfa)
         }
@@ -363,8 +363,8 @@ private enum Generator {
     }
 }
 
-private func automaton(_ build: (inout _ByteNFA) throws(GrammarError) -> _Fragment) throws -> _DFA {
-    var nfa = _ByteNFA()
+private func automaton(_ build: (inout ByteNFA) throws(GrammarError) -> Fragment) throws -> _DFA {
+    var nfa = ByteNFA()
     let fragment = try build(&nfa)
     return try _DFA(fragment, of: nfa)
 }
@@ -505,30 +505,30 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
     }
 
     @Test func exclusiveBoundsAreExact() throws {
-        let positive = try automaton { nfa throws(GrammarError) in try _NumberLanguage.number(exclusiveMinimum: _Decimal("0"), into: &nfa) }
+        let positive = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: _Decimal("0"), into: &nfa) }
         for text in ["0.0001", "1", "0.1e1"] { #expect(accepts(positive, text) == (text != "0.1e1"), "\(text)") }
         for text in ["0", "0.0", "-0.0", "-0", "-0.0001"] { #expect(!accepts(positive, text), "\(text)") }
 
         let tenth = try automaton { nfa throws(GrammarError) in
-            try _NumberLanguage.number(minimum: _Decimal("0.1"), exclusiveMaximum: _Decimal("-2.5e1")!.magnitude, into: &nfa)
+            try NumberLanguage.number(minimum: _Decimal("0.1"), exclusiveMaximum: _Decimal("-2.5e1")!.magnitude, into: &nfa)
         }
         #expect(accepts(tenth, "0.1") && accepts(tenth, "0.10") && accepts(tenth, "24.9999") && !accepts(tenth, "25") && !accepts(tenth, "0.0999"))
 
-        let nonPositive = try automaton { nfa throws(GrammarError) in try _NumberLanguage.number(maximum: _Decimal("0"), into: &nfa) }
+        let nonPositive = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(maximum: _Decimal("0"), into: &nfa) }
         #expect(accepts(nonPositive, "-0") && accepts(nonPositive, "-0.0") && accepts(nonPositive, "0.000") && !accepts(nonPositive, "0.001"))
     }
 
     @Test func integerBoundsRoundInwardAndStayExact() throws {
-        let fromOneAndAHalf = try automaton { nfa throws(GrammarError) in try _NumberLanguage.integer(minimum: _Decimal("1.5"), into: &nfa) }
+        let fromOneAndAHalf = try automaton { nfa throws(GrammarError) in try NumberLanguage.integer(minimum: _Decimal("1.5"), into: &nfa) }
         #expect(!accepts(fromOneAndAHalf, "1") && accepts(fromOneAndAHalf, "2") && !accepts(fromOneAndAHalf, "2.0"))
 
         let safe = try automaton { nfa throws(GrammarError) in
-            try _NumberLanguage.integer(maximum: _Decimal("9007199254740993"), exclusiveMaximum: _Decimal("1e20"), into: &nfa)
+            try NumberLanguage.integer(maximum: _Decimal("9007199254740993"), exclusiveMaximum: _Decimal("1e20"), into: &nfa)
         }
         #expect(accepts(safe, "9007199254740993") && !accepts(safe, "9007199254740994") && accepts(safe, "-99999999999999999999999"))
 
         let wide = try automaton { nfa throws(GrammarError) in
-            try _NumberLanguage.integer(minimum: _Decimal("-123456789012345678901234567890123"),
+            try NumberLanguage.integer(minimum: _Decimal("-123456789012345678901234567890123"),
                                         exclusiveMaximum: _Decimal("987654321098765432109876543210987"), into: &nfa)
         }
         #expect(accepts(wide, "-123456789012345678901234567890123") && !accepts(wide, "-123456789012345678901234567890124"))
@@ -536,18 +536,18 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
         #expect(wide.stateCount < 200)
 
         let noInteger = try automaton { nfa throws(GrammarError) in
-            try _NumberLanguage.integer(exclusiveMinimum: _Decimal("1.2"), maximum: _Decimal("1.8"), into: &nfa)
+            try NumberLanguage.integer(exclusiveMinimum: _Decimal("1.2"), maximum: _Decimal("1.8"), into: &nfa)
         }
         #expect(noInteger.isEmptyLanguage)
         let emptyNumbers = try automaton { nfa throws(GrammarError) in
-            try _NumberLanguage.number(minimum: _Decimal("3"), exclusiveMaximum: _Decimal("3"), into: &nfa)
+            try NumberLanguage.number(minimum: _Decimal("3"), exclusiveMaximum: _Decimal("3"), into: &nfa)
         }
         #expect(emptyNumbers.isEmptyLanguage)
     }
 
     @Test func multipleOfOnIntegersReducesToTheNumerator() throws {
         func integers(_ multiple: String) throws -> _DFA {
-            try automaton { nfa throws(GrammarError) in try _NumberLanguage.integer(multipleOf: _Decimal(multiple), into: &nfa) }
+            try automaton { nfa throws(GrammarError) in try NumberLanguage.integer(multipleOf: _Decimal(multiple), into: &nfa) }
         }
         let half = try integers("0.5"), twoAndAHalf = try integers("2.5"), tenth3 = try integers("0.3")
         let hundred = try integers("1e2"), tiny = try integers("1e-70000")
@@ -564,22 +564,22 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
     }
 
     @Test func multipleOfOnNumbersHasNoFractionLimit() throws {
-        let quarter = try automaton { nfa throws(GrammarError) in try _NumberLanguage.number(multipleOf: _Decimal("0.25"), into: &nfa) }
+        let quarter = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(multipleOf: _Decimal("0.25"), into: &nfa) }
         for text in ["0.5", "0.50000000", "-1.75", "3", "3.00", "-0", "12345678901234567890.25"] { #expect(accepts(quarter, text), "\(text)") }
         for text in ["0.1", "0.2500001", "1e2", "0.125"] { #expect(!accepts(quarter, text), "\(text)") }
-        let three = try automaton { nfa throws(GrammarError) in try _NumberLanguage.number(multipleOf: _Decimal("3"), into: &nfa) }
+        let three = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(multipleOf: _Decimal("3"), into: &nfa) }
         #expect(accepts(three, "12.000") && !accepts(three, "12.0001") && !accepts(three, "13"))
     }
 
     @Test func invalidAndUnsupportedMultiples() {
         func integerError(_ multiple: String) -> GrammarError? {
-            var nfa = _ByteNFA()
-            do { _ = try _NumberLanguage.integer(multipleOf: _Decimal(multiple), into: &nfa) } catch { return error }
+            var nfa = ByteNFA()
+            do { _ = try NumberLanguage.integer(multipleOf: _Decimal(multiple), into: &nfa) } catch { return error }
             return nil
         }
         func numberError(_ multiple: String) -> GrammarError? {
-            var nfa = _ByteNFA()
-            do { _ = try _NumberLanguage.number(minimum: _Decimal("0"), multipleOf: _Decimal(multiple), into: &nfa) } catch { return error }
+            var nfa = ByteNFA()
+            do { _ = try NumberLanguage.number(minimum: _Decimal("0"), multipleOf: _Decimal(multiple), into: &nfa) } catch { return error }
             return nil
         }
         func isUnsupported(_ error: GrammarError?) -> Bool {
@@ -598,8 +598,8 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
     }
 
     @Test func budgets() {
-        func isBudget(_ body: (inout _ByteNFA) throws(GrammarError) -> _Fragment) -> Bool {
-            var nfa = _ByteNFA()
+        func isBudget(_ body: (inout ByteNFA) throws(GrammarError) -> Fragment) -> Bool {
+            var nfa = ByteNFA()
             do { _ = try body(&nfa) } catch {
                 if case .budgetExceeded = error { return true }
                 Issue.record("unexpected \(error)")
@@ -608,24 +608,24 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
         }
         // A product past a small state limit.
         #expect(isBudget { nfa throws(GrammarError) in
-            try _NumberLanguage.integer(minimum: _Decimal("-1e20"), maximum: _Decimal("1e20"), multipleOf: _Decimal("997"), into: &nfa, stateLimit: 4096)
+            try NumberLanguage.integer(minimum: _Decimal("-1e20"), maximum: _Decimal("1e20"), multipleOf: _Decimal("997"), into: &nfa, stateLimit: 4096)
         })
         // Ranges that need more than `digitLimit` digits.
-        #expect(isBudget { nfa throws(GrammarError) in try _NumberLanguage.integer(minimum: _Decimal("1e2000"), into: &nfa) })
-        #expect(isBudget { nfa throws(GrammarError) in try _NumberLanguage.number(maximum: _Decimal("-1e2000"), into: &nfa) })
+        #expect(isBudget { nfa throws(GrammarError) in try NumberLanguage.integer(minimum: _Decimal("1e2000"), into: &nfa) })
+        #expect(isBudget { nfa throws(GrammarError) in try NumberLanguage.number(maximum: _Decimal("-1e2000"), into: &nfa) })
         // Far bounds on the outer side are moved in, not refused.
-        #expect(!isBudget { nfa throws(GrammarError) in try _NumberLanguage.integer(maximum: _Decimal("1e5000"), into: &nfa) })
-        #expect(!isBudget { nfa throws(GrammarError) in try _NumberLanguage.number(exclusiveMinimum: _Decimal("1e-5000"), into: &nfa) })
+        #expect(!isBudget { nfa throws(GrammarError) in try NumberLanguage.integer(maximum: _Decimal("1e5000"), into: &nfa) })
+        #expect(!isBudget { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: _Decimal("1e-5000"), into: &nfa) })
     }
 
     /// Fragments land in an automaton that already has states, and compose with others.
     @Test func fragmentsComposeInASharedAutomaton() throws {
-        var nfa = _ByteNFA()
+        var nfa = ByteNFA()
         _ = nfa.literal("unrelated".utf8)
         let open = nfa.literal("[".utf8), comma = nfa.literal(",".utf8), close = nfa.literal("]".utf8)
-        let integer = try _NumberLanguage.integer(minimum: _Decimal("-3"), maximum: _Decimal("12"), multipleOf: _Decimal("3"), into: &nfa)
-        let number = try _NumberLanguage.number(exclusiveMaximum: _Decimal("0.5"), into: &nfa)
-        let empty = try _NumberLanguage.number(minimum: _Decimal("2"), maximum: _Decimal("1"), into: &nfa)
+        let integer = try NumberLanguage.integer(minimum: _Decimal("-3"), maximum: _Decimal("12"), multipleOf: _Decimal("3"), into: &nfa)
+        let number = try NumberLanguage.number(exclusiveMaximum: _Decimal("0.5"), into: &nfa)
+        let empty = try NumberLanguage.number(minimum: _Decimal("2"), maximum: _Decimal("1"), into: &nfa)
         let list = nfa.sequence([open, integer, comma, nfa.union([number, empty]), close])
         let dfa = try _DFA(list, of: nfa)
         for text in ["[-3,0.49]", "[12,-100]", "[0,-0]", "[9,0.4999999]"] { #expect(accepts(dfa, text), "\(text)") }
@@ -634,12 +634,12 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
 
     @Test func farBoundsAreTightenedSoundly() throws {
         let huge = try automaton { nfa throws(GrammarError) in
-            try _NumberLanguage.integer(minimum: _Decimal("-1e5000"), maximum: _Decimal("1e5000"), into: &nfa)
+            try NumberLanguage.integer(minimum: _Decimal("-1e5000"), maximum: _Decimal("1e5000"), into: &nfa)
         }
-        let limit = _NumberLanguage.digitLimit
+        let limit = NumberLanguage.digitLimit
         #expect(accepts(huge, "-5") && accepts(huge, "-1" + String(repeating: "0", count: limit)) && accepts(huge, String(repeating: "9", count: limit)))
         #expect(!accepts(huge, "1" + String(repeating: "0", count: limit) + "1") && !accepts(huge, "-1" + String(repeating: "0", count: limit + 1)))
-        let tiny = try automaton { nfa throws(GrammarError) in try _NumberLanguage.number(exclusiveMinimum: _Decimal("5e-324"), maximum: _Decimal("1.7976931348623157e308"), into: &nfa) }
+        let tiny = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: _Decimal("5e-324"), maximum: _Decimal("1.7976931348623157e308"), into: &nfa) }
         #expect(accepts(tiny, "0." + String(repeating: "0", count: limit - 1) + "1") && accepts(tiny, "123456789.5") && !accepts(tiny, "0") && !accepts(tiny, "-0.0"))
         #expect(!accepts(tiny, "0." + String(repeating: "0", count: limit) + "1"))   // above 5e-324, but off the grid: a documented gap
     }

@@ -17,10 +17,10 @@ import TypesetTestSupport
 
     @Test func plainMeansCompleteUnescapedCharacters() {
         for first in 0 ... 255 {
-            #expect(_PlainTextSlice.isPlain([UInt8(first)]) == isPlainByReference([UInt8(first)]), "\(first)")
+            #expect(PlainTextSlice.isPlain([UInt8(first)]) == isPlainByReference([UInt8(first)]), "\(first)")
             for second in 0 ... 255 {
                 let bytes = [UInt8(first), UInt8(second)]
-                #expect(_PlainTextSlice.isPlain(bytes) == isPlainByReference(bytes), "\(bytes)")
+                #expect(PlainTextSlice.isPlain(bytes) == isPlainByReference(bytes), "\(bytes)")
             }
         }
         // Three and four bytes: lead bytes with every boundary of their continuation ranges
@@ -30,14 +30,14 @@ import TypesetTestSupport
         for lead in leads {
             for a in continuations {
                 for b in continuations {
-                    #expect(_PlainTextSlice.isPlain([lead, a, b]) == isPlainByReference([lead, a, b]), "\([lead, a, b])")
+                    #expect(PlainTextSlice.isPlain([lead, a, b]) == isPlainByReference([lead, a, b]), "\([lead, a, b])")
                     for c in continuations {
-                        #expect(_PlainTextSlice.isPlain([lead, a, b, c]) == isPlainByReference([lead, a, b, c]), "\([lead, a, b, c])")
+                        #expect(PlainTextSlice.isPlain([lead, a, b, c]) == isPlainByReference([lead, a, b, c]), "\([lead, a, b, c])")
                     }
                 }
             }
         }
-        #expect(_PlainTextSlice.isPlain(Array("Grüße, 世界 👋".utf8)))
+        #expect(PlainTextSlice.isPlain(Array("Grüße, 世界 👋".utf8)))
     }
 
     // MARK: How far a position reads plain words
@@ -51,7 +51,7 @@ import TypesetTestSupport
             var next: Set<Pair> = []
             for pair in level {
                 for byte in 0 ... 255 {
-                    let decoder = _PlainUTF8.next(pair.decoder, UInt8(byte))
+                    let decoder = PlainUTF8.next(pair.decoder, UInt8(byte))
                     guard decoder >= 0 else { continue }
                     let target = dfa.next(pair.state, UInt8(byte))
                     if target < 0 { return Int32(length) }
@@ -76,10 +76,10 @@ import TypesetTestSupport
 
     @Test(arguments: schemas)
     func unreadableLengthsMatchAForwardSearch(schema: String) throws {
-        let automaton = try _PushdownAutomaton(Grammar(jsonSchema: schema), stateLimit: 1 << 16)
+        let automaton = try PushdownAutomaton(Grammar(jsonSchema: schema), stateLimit: 1 << 16)
         let limit = 40
         for dfa in automaton.rules {
-            let lengths = _PlainTextSlice.unreadableLengths(in: dfa)
+            let lengths = PlainTextSlice.unreadableLengths(in: dfa)
             for state in 0 ..< Int32(dfa.stateCount) {
                 let expected = firstUnreadableLength(from: state, in: dfa, limit: limit)
                 if let expected {
@@ -108,7 +108,7 @@ import TypesetTestSupport
     @Test func theVocabularyHasFourSlices() {
         #expect(Self.vocabulary.plainSlices.map(\.maximumLength) == [20, 16, 12, 8])
         let longest = Self.vocabulary.plainSlices[0]
-        for token in longest.others { #expect(!_PlainTextSlice.isPlain(Self.vocabulary.tokenBytes[Int(token)])) }
+        for token in longest.others { #expect(!PlainTextSlice.isPlain(Self.vocabulary.tokenBytes[Int(token)])) }
         #expect(longest.tokens.count + longest.others.count == Self.vocabulary.size - 1)
     }
 

@@ -3,7 +3,7 @@ import Testing
 import TypesetTestSupport
 @testable import Grammar
 
-/// `_RegularExpression` against Foundation's `NSRegularExpression` (ICU) as an independent
+/// `RegularExpression` against Foundation's `NSRegularExpression` (ICU) as an independent
 /// reference, on random and mutated strings, plus exact expectations where ICU and
 /// ECMAScript legitimately differ, and every error case.
 @Suite struct RegularExpressionTests {
@@ -11,9 +11,9 @@ import TypesetTestSupport
 
     /// The pattern compiled through the character automaton, UTF-8 lowering and the DFA.
     static func compile(_ pattern: String, search: Bool, repetitionLimit: Int = 1000) throws -> _DFA {
-        var characters = _CharacterNFA()
-        let fragment = try _RegularExpression.build(pattern, search: search, into: &characters, repetitionLimit: repetitionLimit)
-        var bytes = _ByteNFA()
+        var characters = CharacterNFA()
+        let fragment = try RegularExpression.build(pattern, search: search, into: &characters, repetitionLimit: repetitionLimit)
+        var bytes = ByteNFA()
         let lowered = _Lowering.lower(fragment, of: characters, into: &bytes) { set, automaton in
             _Lowering.utf8(set, into: &automaton)
         }
@@ -22,9 +22,9 @@ import TypesetTestSupport
 
     /// The error `build` throws for `pattern`, or `nil` when it compiles.
     static func buildError(_ pattern: String, search: Bool = true, repetitionLimit: Int = 1000) -> GrammarError? {
-        var characters = _CharacterNFA()
+        var characters = CharacterNFA()
         do {
-            _ = try _RegularExpression.build(pattern, search: search, into: &characters, repetitionLimit: repetitionLimit)
+            _ = try RegularExpression.build(pattern, search: search, into: &characters, repetitionLimit: repetitionLimit)
             return nil
         } catch {
             return error

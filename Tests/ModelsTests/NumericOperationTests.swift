@@ -135,7 +135,7 @@ import TypesetTestSupport
             cache.values[0].withUnsafeBufferPointer { v in
                 wideKeys.withUnsafeMutableBufferPointer { wk in
                     wideValues.withUnsafeMutableBufferPointer { wv in
-                        _CacheWideningJob(keys: k.baseAddress!, values: v.baseAddress!, wideKeys: wk.baseAddress!, wideValues: wv.baseAddress!, keyWidth: keyWidth,
+                        CacheWideningJob(keys: k.baseAddress!, values: v.baseAddress!, wideKeys: wk.baseAddress!, wideValues: wv.baseAddress!, keyWidth: keyWidth,
                                           firstPosition: 0)
                             .run(0 ..< positions)
                     }
@@ -161,7 +161,7 @@ import TypesetTestSupport
             keys.withUnsafeBufferPointer { k in
                 values.withUnsafeBufferPointer { v in
                     output.withUnsafeMutableBufferPointer { o in
-                        let job = _AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
+                        let job = AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
                                                 start: 0, headCount: heads, headWidth: headWidth, groupSize: heads, keyWidth: headWidth,
                                                 window: Int.max, scale: scale)
                         scores.withUnsafeMutableBufferPointer { s in

@@ -1,4 +1,5 @@
 import Foundation
+import GGUF
 import Testing
 import Typeset
 import TypesetTestSupport

@@ -13,7 +13,7 @@ import Testing
     static let city = #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#
 
     struct Run {
-        var reply: _Reply
+        var reply: Reply
         var events: [MessageResponse]
         var source: ScriptedSource
         var text: String { reply.message.content }
@@ -34,9 +34,9 @@ import Testing
     ) throws -> Run {
         let source = ByteVocabulary.writer(text, promptLength: prompt.count)
         let callGrammar = functions.isEmpty ? nil
-            : try grammar(_PromptBuilder.callSchema(functions), options: Conversation.callGrammarOptions)
-        let cancellation = _CancellationFlag()
-        let generator = _ReplyGenerator(
+            : try grammar(PromptBuilder.callSchema(functions), options: Conversation.callGrammarOptions)
+        let cancellation = CancellationFlag()
+        let generator = ReplyGenerator(
             source: source, tokenizer: ByteVocabulary.tokenizer, options: options, constraint: try schema.map { try grammar(try JSONValue(parsing: $0)) },
             callGrammar: callGrammar, callFormat: options.functionCallFormat,
             startsWithCall: options.functionCallMode == .required && callGrammar != nil, firstCallNumber: 1,

@@ -12,7 +12,7 @@ import Testing
     }
 
     private func route(_ text: String, thinking: Bool, format: FunctionCallFormat?, pieceLength: Int) -> Routed {
-        var router = _ReplyTextRouter(detectsThinking: thinking, callFormat: format)
+        var router = ReplyTextRouter(detectsThinking: thinking, callFormat: format)
         var result = Routed()
         var pieces: [String] = []
         var index = text.startIndex
@@ -21,7 +21,7 @@ import Testing
             pieces.append(String(text[index ..< end]))
             index = end
         }
-        func take(_ routed: [_ReplyTextRouter.Piece]) {
+        func take(_ routed: [ReplyTextRouter.Piece]) {
             for piece in routed {
                 switch piece {
                 case .reasoning(let text): result.reasoning += text
@@ -86,9 +86,9 @@ import Testing
     }
 
     @Test func safePrefixHoldsBackOnlyPossibleMarkerStarts() {
-        #expect(_ReplyTextRouter.safePrefixLength(of: "abc<tool", before: "<tool_call>") == 3)
-        #expect(_ReplyTextRouter.safePrefixLength(of: "abc", before: "<tool_call>") == 3)
-        #expect(_ReplyTextRouter.safePrefixLength(of: "<", before: "<tool_call>") == 0)
-        #expect(_ReplyTextRouter.safePrefixLength(of: "x<t>", before: "<tool_call>") == 4)
+        #expect(ReplyTextRouter.safePrefixLength(of: "abc<tool", before: "<tool_call>") == 3)
+        #expect(ReplyTextRouter.safePrefixLength(of: "abc", before: "<tool_call>") == 3)
+        #expect(ReplyTextRouter.safePrefixLength(of: "<", before: "<tool_call>") == 0)
+        #expect(ReplyTextRouter.safePrefixLength(of: "x<t>", before: "<tool_call>") == 4)
     }
 }

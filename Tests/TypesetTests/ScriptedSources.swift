@@ -1,4 +1,5 @@
 import Foundation
+import GGUF
 @testable import Typeset
 import TypesetTestSupport
 

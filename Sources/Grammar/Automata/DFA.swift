@@ -42,7 +42,7 @@ struct _DFA: Sendable {
     /// Subset construction from `part` of `automaton`, then trimming and minimisation.
     ///
     /// - Throws: `_DFA.TooLarge` past `stateLimit` states.
-    init(_ part: _Fragment, of automaton: _ByteNFA, stateLimit: Int = 1 << 16) throws(TooLarge) {
+    init(_ part: Fragment, of automaton: ByteNFA, stateLimit: Int = 1 << 16) throws(TooLarge) {
         var transitions: [Int32] = []
         var ruleEdges: [[RuleEdge]] = []
         var isFinal: [Bool] = []
@@ -303,7 +303,7 @@ struct _DFA: Sendable {
     }
 
     /// Copies the automaton into `automaton` as a fragment (one NFA state per DFA state).
-    func embed(into automaton: inout _ByteNFA) -> _Fragment {
+    func embed(into automaton: inout ByteNFA) -> Fragment {
         let base = automaton.stateCount
         for _ in 0 ..< stateCount { _ = automaton.addState() }
         let end = automaton.addState()
@@ -321,6 +321,6 @@ struct _DFA: Sendable {
             }
             if isFinal[state] { automaton.addEdge(from: Int32(base + state), to: end, label: nil) }
         }
-        return _Fragment(start: Int32(base), end: end)
+        return Fragment(start: Int32(base), end: end)
     }
 }

@@ -35,8 +35,8 @@ enum _Lowering {
     }
 
     /// Any one scalar of `set`, written in UTF-8.
-    static func utf8(_ set: CodePointSet, into automaton: inout _ByteNFA) -> _Fragment {
-        var pieces: [_Fragment] = []
+    static func utf8(_ set: CodePointSet, into automaton: inout ByteNFA) -> Fragment {
+        var pieces: [Fragment] = []
         for range in set.subtracting(CodePointSet([CodePointSet.surrogates])).ranges {
             for chain in utf8Sequences(range.lowerBound, range.upperBound) {
                 pieces.append(automaton.sequence(chain.map { automaton.bytes(ByteSet($0)) }))
@@ -55,11 +55,11 @@ enum _Lowering {
     /// One spelling per scalar keeps string languages exact under intersection and
     /// difference (a property name excluded from additional properties cannot come back
     /// escaped), and keeps lengths countable one scalar at a time.
-    static func jsonStringCharacter(_ set: CodePointSet, into automaton: inout _ByteNFA) -> _Fragment {
-        var pieces: [_Fragment] = []
+    static func jsonStringCharacter(_ set: CodePointSet, into automaton: inout ByteNFA) -> Fragment {
+        var pieces: [Fragment] = []
         let raw = set.subtracting(mustEscape)
         if !raw.isEmpty { pieces.append(utf8(raw, into: &automaton)) }
-        var escapes: [_Fragment] = []
+        var escapes: [Fragment] = []
         for range in set.intersection(mustEscape).ranges {
             for scalar in range {
                 escapes.append(automaton.literal(escapeTail(scalar)))
@@ -101,9 +101,9 @@ enum _Lowering {
     }
 
     /// Lowers a character automaton fragment to bytes, each character edge written by `character`.
-    static func lower(_ part: _Fragment, of characters: _CharacterNFA, into automaton: inout _ByteNFA,
-                      character: (CodePointSet, inout _ByteNFA) -> _Fragment) -> _Fragment {
-        var cache: [CodePointSet: _Fragment] = [:]
+    static func lower(_ part: Fragment, of characters: CharacterNFA, into automaton: inout ByteNFA,
+                      character: (CodePointSet, inout ByteNFA) -> Fragment) -> Fragment {
+        var cache: [CodePointSet: Fragment] = [:]
         return automaton.embed(part, of: characters) { target, set in
             if let built = cache[set] { return target.duplicate(built) }
             let built = character(set, &target)
@@ -119,7 +119,7 @@ extension _NFA where Label == CodePointSet {
     ///
     /// Builds the product of `part`'s ε-free form with a counter that saturates at
     /// `maximum ?? minimum`: at most `(states) × (bound + 1)` states.
-    mutating func boundingLength(_ part: _Fragment, minimum: Int, maximum: Int?) -> _Fragment {
+    mutating func boundingLength(_ part: Fragment, minimum: Int, maximum: Int?) -> Fragment {
         // ε-free view: from each state's closure, its labelled edges.
         var closures: [Int32: [Int32]] = [:]
         func closure(_ state: Int32) -> [Int32] {
@@ -129,9 +129,9 @@ extension _NFA where Label == CodePointSet {
             return computed
         }
         let cap = maximum ?? minimum
-        var mapping: [_LengthKey: Int32] = [:]
+        var mapping: [LengthKey: Int32] = [:]
         let end = addState()
-        var work: [_LengthKey] = [_LengthKey(state: part.start, count: 0)]
+        var work: [LengthKey] = [LengthKey(state: part.start, count: 0)]
         mapping[work[0]] = addState()
         while let key = work.popLast() {
             let source = mapping[key]!
@@ -145,7 +145,7 @@ extension _NFA where Label == CodePointSet {
                         if maximum != nil { continue }
                         count = cap
                     }
-                    let next = _LengthKey(state: edge.target, count: count)
+                    let next = LengthKey(state: edge.target, count: count)
                     if mapping[next] == nil {
                         mapping[next] = addState()
                         work.append(next)
@@ -154,11 +154,11 @@ extension _NFA where Label == CodePointSet {
                 }
             }
         }
-        return _Fragment(start: mapping[_LengthKey(state: part.start, count: 0)]!, end: end)
+        return Fragment(start: mapping[LengthKey(state: part.start, count: 0)]!, end: end)
     }
 }
 
-struct _LengthKey: Hashable {
+struct LengthKey: Hashable {
     var state: Int32
     var count: Int
 }

@@ -1,7 +1,7 @@
 /// A nondeterministic automaton under construction, with edges labelled by `Label` or by
-/// nothing (an ε-move). Every regular sub-language of a grammar is built as a `_Fragment` of
+/// nothing (an ε-move). Every regular sub-language of a grammar is built as a `Fragment` of
 /// one of these: character classes over `CodePointSet`, then bytes and rule references
-/// over `_ByteLabel`.
+/// over `ByteLabel`.
 ///
 /// Fragments follow Thompson's construction: one entry state, one exit state, and the exit
 /// has no outgoing edge until the fragment is joined to something else. Combinators take
@@ -29,25 +29,25 @@ struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
     // MARK: Combinators
 
     /// Matches the empty string.
-    mutating func empty() -> _Fragment {
+    mutating func empty() -> Fragment {
         let state = addState()
-        return _Fragment(start: state, end: state)
+        return Fragment(start: state, end: state)
     }
 
     /// Matches nothing at all (no path from entry to exit).
-    mutating func nothing() -> _Fragment {
-        _Fragment(start: addState(), end: addState())
+    mutating func nothing() -> Fragment {
+        Fragment(start: addState(), end: addState())
     }
 
     /// One symbol labelled `label`.
-    mutating func symbol(_ label: Label) -> _Fragment {
+    mutating func symbol(_ label: Label) -> Fragment {
         let start = addState(), end = addState()
         addEdge(from: start, to: end, label: label)
-        return _Fragment(start: start, end: end)
+        return Fragment(start: start, end: end)
     }
 
     /// The fragments one after another.
-    mutating func sequence(_ parts: [_Fragment]) -> _Fragment {
+    mutating func sequence(_ parts: [Fragment]) -> Fragment {
         guard var result = parts.first else { return empty() }
         for part in parts.dropFirst() {
             addEdge(from: result.end, to: part.start, label: nil)
@@ -57,47 +57,47 @@ struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
     }
 
     /// Any one of the fragments (nothing when `parts` is empty).
-    mutating func union(_ parts: [_Fragment]) -> _Fragment {
+    mutating func union(_ parts: [Fragment]) -> Fragment {
         if parts.count == 1 { return parts[0] }
         let start = addState(), end = addState()
         for part in parts {
             addEdge(from: start, to: part.start, label: nil)
             addEdge(from: part.end, to: end, label: nil)
         }
-        return _Fragment(start: start, end: end)
+        return Fragment(start: start, end: end)
     }
 
-    mutating func optional(_ part: _Fragment) -> _Fragment {
+    mutating func optional(_ part: Fragment) -> Fragment {
         union([part, empty()])
     }
 
     /// Zero or more repetitions.
-    mutating func star(_ part: _Fragment) -> _Fragment {
+    mutating func star(_ part: Fragment) -> Fragment {
         let hub = addState()
         addEdge(from: hub, to: part.start, label: nil)
         addEdge(from: part.end, to: hub, label: nil)
-        return _Fragment(start: hub, end: hub)
+        return Fragment(start: hub, end: hub)
     }
 
     /// One or more repetitions.
-    mutating func plus(_ part: _Fragment) -> _Fragment {
+    mutating func plus(_ part: Fragment) -> Fragment {
         let copy = duplicate(part)
         return sequence([part, star(copy)])
     }
 
     /// Between `minimum` and `maximum` repetitions (`nil`: unbounded). Builds copies of
     /// `part`, so the size grows with the bounds; callers check their budget first.
-    mutating func repeating(_ part: _Fragment, minimum: Int, maximum: Int?) -> _Fragment {
+    mutating func repeating(_ part: Fragment, minimum: Int, maximum: Int?) -> Fragment {
         precondition(minimum >= 0 && (maximum ?? minimum) >= minimum, "bad repetition bounds")
         if maximum == 0 { return empty() }
-        var pieces: [_Fragment] = []
+        var pieces: [Fragment] = []
         var copies = [part]
         let needed = max(minimum, maximum ?? minimum) + (maximum == nil ? 1 : 0)
         while copies.count < needed { copies.append(duplicate(part)) }
         for index in 0 ..< minimum { pieces.append(copies[index]) }
         if let maximum {
             // Nested optionals: (x (x (x)?)?)? keeps the automaton small and unambiguous.
-            var tail: _Fragment? = nil
+            var tail: Fragment? = nil
             for index in stride(from: maximum - 1, through: minimum, by: -1) {
                 let item = copies[index]
                 tail = optional(tail.map { sequence([item, $0]) } ?? item)
@@ -110,7 +110,7 @@ struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
     }
 
     /// A fresh copy of `part`'s states (everything reachable from its entry).
-    mutating func duplicate(_ part: _Fragment) -> _Fragment {
+    mutating func duplicate(_ part: Fragment) -> Fragment {
         var mapping: [Int32: Int32] = [:]
         var order: [Int32] = [part.start]
         mapping[part.start] = addState()
@@ -129,12 +129,12 @@ struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
             }
         }
         if mapping[part.end] == nil { mapping[part.end] = addState() }
-        return _Fragment(start: mapping[part.start]!, end: mapping[part.end]!)
+        return Fragment(start: mapping[part.start]!, end: mapping[part.end]!)
     }
 
     /// Copies `part` of `other` into this automaton, relabelling its edges with `convert`
     /// (which may expand one label into a fragment of this automaton).
-    mutating func embed<Other>(_ part: _Fragment, of other: _NFA<Other>, convert: (inout _NFA<Label>, Other) -> _Fragment) -> _Fragment {
+    mutating func embed<Other>(_ part: Fragment, of other: _NFA<Other>, convert: (inout _NFA<Label>, Other) -> Fragment) -> Fragment {
         var mapping: [Int32: Int32] = [part.start: addState()]
         var order: [Int32] = [part.start]
         var index = 0
@@ -159,7 +159,7 @@ struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
             }
         }
         if mapping[part.end] == nil { mapping[part.end] = addState() }
-        return _Fragment(start: mapping[part.start]!, end: mapping[part.end]!)
+        return Fragment(start: mapping[part.start]!, end: mapping[part.end]!)
     }
 
     /// The states reachable from `states` by ε-moves alone, `states` included.
@@ -176,26 +176,26 @@ struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
 }
 
 /// One entry and one exit state of a `_NFA`.
-struct _Fragment: Hashable, Sendable {
+struct Fragment: Hashable, Sendable {
     var start: Int32
     var end: Int32
 }
 
 /// The label of a byte-level grammar edge: a set of bytes, or a reference to a rule.
-enum _ByteLabel: Hashable, Sendable {
+enum ByteLabel: Hashable, Sendable {
     case bytes(ByteSet)
     case rule(Int32)
 }
 
-typealias _ByteNFA = _NFA<_ByteLabel>
-typealias _CharacterNFA = _NFA<CodePointSet>
+typealias ByteNFA = _NFA<ByteLabel>
+typealias CharacterNFA = _NFA<CodePointSet>
 
-extension _NFA where Label == _ByteLabel {
-    mutating func literal(_ bytes: some Sequence<UInt8>) -> _Fragment {
+extension _NFA where Label == ByteLabel {
+    mutating func literal(_ bytes: some Sequence<UInt8>) -> Fragment {
         sequence(bytes.map { symbol(.bytes(ByteSet([$0]))) })
     }
 
-    mutating func bytes(_ set: ByteSet) -> _Fragment { symbol(.bytes(set)) }
+    mutating func bytes(_ set: ByteSet) -> Fragment { symbol(.bytes(set)) }
 
-    mutating func rule(_ index: Int32) -> _Fragment { symbol(.rule(index)) }
+    mutating func rule(_ index: Int32) -> Fragment { symbol(.rule(index)) }
 }

@@ -33,11 +33,11 @@ extension Grammar {
     ///   - repetitionLimit: The largest count `{m,n}` may use.
     /// - Throws: `GrammarError.invalidGrammarText` with the 1-based line and column (in
     ///   Unicode scalars) of a syntax error, an undefined or twice-defined rule, nesting deeper
-    ///   than `_GrammarTextParser.nestingLimit` parentheses, or a missing start rule (at 1:1);
+    ///   than `GrammarTextParser.nestingLimit` parentheses, or a missing start rule (at 1:1);
     ///   `.budgetExceeded` for a count above `repetitionLimit` or repetitions whose copies
-    ///   would exceed `_GrammarTextParser.stateLimit` automaton states.
+    ///   would exceed `GrammarTextParser.stateLimit` automaton states.
     public init(ebnf text: String, rootRule: String = "root", repetitionLimit: Int = 1000) throws(GrammarError) {
-        var parser = _GrammarTextParser(text, repetitionLimit: repetitionLimit)
+        var parser = GrammarTextParser(text, repetitionLimit: repetitionLimit)
         self = try parser.parse(rootRule: rootRule)
     }
 }
@@ -46,7 +46,7 @@ extension Grammar {
 ///
 /// Parentheses are tracked on an explicit stack (`groups`), not by recursion, so hostile
 /// nesting costs heap, never call stack, and is cut off at `nestingLimit`.
-struct _GrammarTextParser {
+struct GrammarTextParser {
     /// The deepest nesting of parentheses accepted.
     static let nestingLimit = 256
     /// The most automaton states repetitions may grow the grammar to.
@@ -55,7 +55,7 @@ struct _GrammarTextParser {
     /// An item of a sequence not yet joined to its neighbours, so a repetition can still
     /// apply to it, with the number of automaton states built for it.
     private struct Piece {
-        var fragment: _Fragment
+        var fragment: Fragment
         var size: Int
     }
 
@@ -66,7 +66,7 @@ struct _GrammarTextParser {
         /// The automaton's state count when the group opened.
         var firstState: Int
         /// The alternatives before the last `|`, each already one fragment.
-        var alternatives: [_Fragment] = []
+        var alternatives: [Fragment] = []
         /// The alternative being read.
         var sequence: [Piece] = []
     }
@@ -146,7 +146,7 @@ struct _GrammarTextParser {
     // MARK: Bodies
 
     /// Alternatives up to the end of the text or the next definition.
-    private mutating func parseBody() throws(GrammarError) -> _Fragment {
+    private mutating func parseBody() throws(GrammarError) -> Fragment {
         groups = [Group(opening: position, firstState: grammar.automaton.stateCount)]
         while true {
             let crossedLine = skipSpace(acrossLines: true)
@@ -211,7 +211,7 @@ struct _GrammarTextParser {
     // MARK: Groups and sequences
 
     /// Appends an item built by `build` to the sequence being read.
-    private mutating func append(_ build: (inout _ByteNFA) -> _Fragment) {
+    private mutating func append(_ build: (inout ByteNFA) -> Fragment) {
         let before = grammar.automaton.stateCount
         let fragment = build(&grammar.automaton)
         let piece = Piece(fragment: fragment, size: grammar.automaton.stateCount - before)
@@ -245,7 +245,7 @@ struct _GrammarTextParser {
     }
 
     /// The union of the group's alternatives, the one being read included.
-    private mutating func finish(_ group: Group) -> _Fragment {
+    private mutating func finish(_ group: Group) -> Fragment {
         let last = grammar.automaton.sequence(group.sequence.map(\.fragment))
         return grammar.automaton.union(group.alternatives + [last])
     }
@@ -316,7 +316,7 @@ struct _GrammarTextParser {
             throw .budgetExceeded(what: "automaton states of a grammar text", limit: Self.stateLimit)
         }
         let before = grammar.automaton.stateCount
-        let fragment: _Fragment
+        let fragment: Fragment
         switch (minimum, maximum) {
         case (0, nil): fragment = grammar.automaton.star(piece.fragment)
         case (1, nil): fragment = grammar.automaton.plus(piece.fragment)

@@ -13,10 +13,10 @@
 public struct Grammar: Sendable {
     struct Rule: Sendable {
         var name: String
-        var body: _Fragment
+        var body: Fragment
     }
 
-    var automaton = _ByteNFA()
+    var automaton = ByteNFA()
     var rules: [Rule] = []
     /// The index of the start rule.
     var root: Int32 = 0
@@ -41,12 +41,12 @@ public struct Grammar: Sendable {
         return Int32(rules.count - 1)
     }
 
-    mutating func define(_ rule: Int32, as body: _Fragment) {
+    mutating func define(_ rule: Int32, as body: Fragment) {
         rules[Int(rule)].body = body
     }
 
     /// Declares and defines a rule in one step.
-    mutating func addRule(_ name: String, build: (inout _ByteNFA) -> _Fragment) -> Int32 {
+    mutating func addRule(_ name: String, build: (inout ByteNFA) -> Fragment) -> Int32 {
         let rule = declareRule(name)
         define(rule, as: build(&automaton))
         return rule
@@ -64,11 +64,11 @@ public struct Grammar: Sendable {
 
 extension Grammar {
     /// A grammar whose sentences are the strings `pattern` matches entirely (an ECMAScript
-    /// regular expression, the subset documented on `_RegularExpression`), in UTF-8.
+    /// regular expression, the subset documented on `RegularExpression`), in UTF-8.
     public init(regex pattern: String, repetitionLimit: Int = 1000) throws(GrammarError) {
         self.init()
-        var characters = _CharacterNFA()
-        let fragment = try _RegularExpression.build(pattern, search: false, into: &characters, repetitionLimit: repetitionLimit)
+        var characters = CharacterNFA()
+        let fragment = try RegularExpression.build(pattern, search: false, into: &characters, repetitionLimit: repetitionLimit)
         let rule = declareRule("root")
         let body = _Lowering.lower(fragment, of: characters, into: &automaton) { set, target in _Lowering.utf8(set, into: &target) }
         define(rule, as: body)

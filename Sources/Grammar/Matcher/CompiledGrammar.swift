@@ -60,11 +60,11 @@ public final class CompiledGrammar: Sendable {
 
     public let vocabulary: GrammarVocabulary
     public let statistics: Statistics
-    let automaton: _PushdownAutomaton
+    let automaton: PushdownAutomaton
     /// Shortest completions per position (for budgeted generation).
-    let completionDistances: _CompletionDistances
+    let completionDistances: CompletionDistances
     /// `masks[rule][state]`, nil where a matcher never stands.
-    let masks: [[_PositionMask?]]
+    let masks: [[PositionMask?]]
     /// Rules whose masks are an earlier identical rule's.
     let sharedRules: Set<Int>
 
@@ -85,20 +85,20 @@ public final class CompiledGrammar: Sendable {
     public init(_ grammar: Grammar, vocabulary: GrammarVocabulary, budget: Budget = Budget()) throws(GrammarError) {
         let started = DispatchTime.now().uptimeNanoseconds
         func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
-        let automaton = try _PushdownAutomaton(grammar, stateLimit: budget.automatonStates)
+        let automaton = try PushdownAutomaton(grammar, stateLimit: budget.automatonStates)
         let automatonSeconds = elapsed()
         // A matcher stands at the root's start, at targets of byte edges and at return
         // states of calls; never at another rule's start unless something loops back to it.
-        var masks: [[_PositionMask?]] = []
+        var masks: [[PositionMask?]] = []
         var accepted = 0, rejected = 0, undecided = 0, bytes = 0, positions = 0, sharedPositions = 0, slicedPositions = 0
         // Terminal rules with the same automaton and FOLLOW set (a schema's many plain string
         // properties) have the same masks state for state: the first computes, the others share.
-        var terminalRows: [_TerminalRuleSignature: Int] = [:]
+        var terminalRows: [TerminalRuleSignature: Int] = [:]
         var sharedRules: Set<Int> = []
         // Positions with equal masks (a long string's states far from its length bounds) keep
         // one copy: the arrays are shared, only the first counts in `maskBytes`.
-        var distinctMasks: [_MaskContent: _PositionMask] = [:]
-        func count(_ mask: _PositionMask) {
+        var distinctMasks: [MaskContent: PositionMask] = [:]
+        func count(_ mask: PositionMask) {
             accepted += mask.acceptedCount
             rejected += mask.rejectedCount
             undecided += mask.undecided.count
@@ -106,7 +106,7 @@ public final class CompiledGrammar: Sendable {
         }
         for (index, dfa) in automaton.rules.enumerated() {
             if automaton.isTerminal[index], automaton.reachable[index], index != Int(automaton.root) {
-                let signature = _TerminalRuleSignature(
+                let signature = TerminalRuleSignature(
                     transitions: dfa.transitions, isFinal: dfa.isFinal, follow: automaton.follow[index])
                 if let earlier = terminalRows[signature] {
                     let row = masks[earlier]
@@ -131,7 +131,7 @@ public final class CompiledGrammar: Sendable {
                     for edge in dfa.ruleEdges[state] { standing[Int(edge.target)] = true }
                 }
             }
-            var row: [_PositionMask?] = []
+            var row: [PositionMask?] = []
             // Computed for the rule once one of its positions reads every plain first byte (the
             // cheap test rules out numbers and literals); then known for all its states.
             var unreadableLengths: [Int32]?
@@ -143,16 +143,16 @@ public final class CompiledGrammar: Sendable {
                 if elapsed() > budget.seconds { throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(budget.seconds)) }
                 let walkStarted = DispatchTime.now().uptimeNanoseconds
                 if unreadableLengths == nil, !vocabulary.plainSlices.isEmpty,
-                   _PlainTextSlice.readsEveryPlainFirstByte(from: Int32(state), in: dfa) {
-                    unreadableLengths = _PlainTextSlice.unreadableLengths(in: dfa)
+                   PlainTextSlice.readsEveryPlainFirstByte(from: Int32(state), in: dfa) {
+                    unreadableLengths = PlainTextSlice.unreadableLengths(in: dfa)
                 }
-                var mask = _PositionMask.compute(
+                var mask = PositionMask.compute(
                     rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary,
                     unreadableLength: unreadableLengths?[state])
                 mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - walkStarted
                 count(mask)
                 if mask.wholesaleCount > 0 { slicedPositions += 1 }
-                let content = _MaskContent(accepted: mask.accepted, undecided: mask.undecided)
+                let content = MaskContent(accepted: mask.accepted, undecided: mask.undecided)
                 if let stored = distinctMasks[content] {
                     mask.accepted = stored.accepted
                     mask.undecided = stored.undecided
@@ -166,7 +166,7 @@ public final class CompiledGrammar: Sendable {
         }
         self.vocabulary = vocabulary
         self.automaton = automaton
-        self.completionDistances = _CompletionDistances(automaton)
+        self.completionDistances = CompletionDistances(automaton)
         self.masks = masks
         self.sharedRules = sharedRules
         self.statistics = Statistics(
@@ -227,14 +227,14 @@ public final class CompiledGrammar: Sendable {
 }
 
 /// A position mask's meaning (without its statistics), for keeping one copy of equal masks.
-struct _MaskContent: Hashable {
-    let accepted: _PositionMask.Accepted
+struct MaskContent: Hashable {
+    let accepted: PositionMask.Accepted
     let undecided: [Int32]
 }
 
 /// What decides a terminal rule's masks: its automaton (byte transitions and final states; a
 /// terminal rule has no rule edges) and the bytes that may follow it.
-struct _TerminalRuleSignature: Hashable {
+struct TerminalRuleSignature: Hashable {
     let transitions: [Int32]
     let isFinal: [Bool]
     let follow: ByteSet

@@ -10,12 +10,12 @@
 ///
 /// A configuration's shortest completion is then its own distance plus that of every return
 /// position on its stack. Generation under a token budget uses it to keep the value finishable.
-struct _CompletionDistances: Sendable {
+struct CompletionDistances: Sendable {
     let distance: [[Int32]]
 
     static let unreachable = Int32.max
 
-    init(_ automaton: _PushdownAutomaton) {
+    init(_ automaton: PushdownAutomaton) {
         let rules = automaton.rules
         // Each state's distinct byte targets, so a relaxation pass costs edges, not 256 × states.
         let targets: [[[Int32]]] = rules.map { dfa in
@@ -52,7 +52,7 @@ struct _CompletionDistances: Sendable {
     }
 
     /// The shortest completion of `frame` and the stack below it in `store`.
-    func completion(of frame: _Frame, store: some _FrameStore) -> Int {
+    func completion(of frame: _Frame, store: some FrameStore) -> Int {
         var total = Int(distance[Int(frame.rule)][Int(frame.state)])
         guard total != Int(Self.unreachable) else { return Int.max }
         var parent = frame.parent

@@ -15,7 +15,7 @@
 /// A matcher is a value owned by one generation; it is not shared between threads.
 public struct GrammarMatcher: Sendable {
     public let grammar: CompiledGrammar
-    private var frames = _InternedFrames()
+    private var frames = InternedFrames()
     private var configurations: [_Frame]
     private var roots: [Bool]
     private var completed: Bool
@@ -168,7 +168,7 @@ public struct GrammarMatcher: Sendable {
         mask._words.withUnsafeMutableBufferPointer { words in
             for index in words.indices { words[index] = 0 }
             guard !terminated else { return }
-            var store = _ScratchFrames(base: frames.frames)
+            var store = ScratchFrames(base: frames.frames)
             var seen: [_Frame] = []
             for (index, configuration) in configurations.enumerated() where roots[index] {
                 guard let position = grammar.masks[Int(configuration.rule)][Int(configuration.state)], !seen.contains(configuration) else { continue }

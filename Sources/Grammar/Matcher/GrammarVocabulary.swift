@@ -17,7 +17,7 @@ public final class GrammarVocabulary: Sendable {
     public let textTokens: TokenBitmask
     /// The plain tokens (string characters only) by length, longest slice first: accepted
     /// wholesale inside string content.
-    let plainSlices: [_PlainTextSlice]
+    let plainSlices: [PlainTextSlice]
 
     /// - Parameters:
     ///   - tokens: each token's bytes; `nil` for tokens that never appear in constrained
@@ -33,7 +33,7 @@ public final class GrammarVocabulary: Sendable {
         var text = TokenBitmask(vocabularySize: tokens.count)
         for (id, bytes) in tokenBytes.enumerated() where !bytes.isEmpty { text[id] = true }
         textTokens = text
-        plainSlices = _PlainTextSlice.slices(tokenBytes: tokenBytes)
+        plainSlices = PlainTextSlice.slices(tokenBytes: tokenBytes)
     }
 
     /// A vocabulary of the 256 single bytes plus one end token (id 256): byte-by-byte

@@ -12,7 +12,7 @@
 ///
 /// A token is plain when its bytes are characters from U+0020 to U+10FFFF in well-formed
 /// UTF-8 (no overlong forms, no surrogates), other than `"` (0x22), `\` (0x5C) and DEL (0x7F).
-struct _PlainTextSlice: Sendable {
+struct PlainTextSlice: Sendable {
     /// Plain tokens of at most this many bytes are in the slice.
     let maximumLength: Int
     /// The slice's tokens, ascending.
@@ -27,11 +27,11 @@ struct _PlainTextSlice: Sendable {
     /// The slices of a vocabulary, longest first: all plain tokens, then those of at most
     /// 16, 12 and 8 bytes (where these differ). A position that can read plain words only up
     /// to some length (the end of a `maxLength` string) still takes the shorter slices.
-    static func slices(tokenBytes: [[UInt8]]) -> [_PlainTextSlice] {
+    static func slices(tokenBytes: [[UInt8]]) -> [PlainTextSlice] {
         let lengths = tokenBytes.map { isPlain($0) ? $0.count : 0 }
         guard let longest = lengths.max(), longest > 0 else { return [] }
         return ([longest] + [16, 12, 8].filter { $0 < longest }).map { limit in
-            _PlainTextSlice(tokenBytes: tokenBytes, plainLengths: lengths, maximumLength: limit)
+            PlainTextSlice(tokenBytes: tokenBytes, plainLengths: lengths, maximumLength: limit)
         }
     }
 
@@ -58,7 +58,7 @@ struct _PlainTextSlice: Sendable {
     static func isPlain(_ bytes: [UInt8]) -> Bool {
         var state: Int8 = 0
         for byte in bytes {
-            state = _PlainUTF8.next(state, byte)
+            state = PlainUTF8.next(state, byte)
             if state < 0 { return false }
         }
         return state == 0
@@ -68,7 +68,7 @@ struct _PlainTextSlice: Sendable {
     /// the cheap test that rules out most positions (a number, a literal) before
     /// `unreadableLengths(in:)` is worth computing for the rule.
     static func readsEveryPlainFirstByte(from state: Int32, in dfa: _DFA) -> Bool {
-        _PlainUTF8.edges[0].allSatisfy { dfa.next(state, $0.byte) >= 0 }
+        PlainUTF8.edges[0].allSatisfy { dfa.next(state, $0.byte) >= 0 }
     }
 
     /// For each state of `dfa`, the length in bytes of the shortest plain word (a prefix of
@@ -81,7 +81,7 @@ struct _PlainTextSlice: Sendable {
     ///
     /// - Complexity: O(states × 256).
     static func unreadableLengths(in dfa: _DFA) -> [Int32] {
-        let width = _PlainUTF8.stateCount
+        let width = PlainUTF8.stateCount
         let pairCount = dfa.stateCount * width
         var distance = [Int32](repeating: .max, count: pairCount)
         // Predecessor lists in compressed rows: count, then fill.
@@ -92,7 +92,7 @@ struct _PlainTextSlice: Sendable {
             for decoder in 0 ..< width {
                 let pair = Int32(Int(state) * width + decoder)
                 targets.removeAll(keepingCapacity: true)
-                for (byte, decoderAfter) in _PlainUTF8.edges[decoder] {
+                for (byte, decoderAfter) in PlainUTF8.edges[decoder] {
                     let target = dfa.next(state, byte)
                     if target < 0 {
                         distance[Int(pair)] = 1
@@ -134,9 +134,9 @@ struct _PlainTextSlice: Sendable {
 }
 
 /// A decoder of well-formed UTF-8 restricted to plain string characters (see
-/// `_PlainTextSlice`). State 0 is "between characters"; the others count the continuation
+/// `PlainTextSlice`). State 0 is "between characters"; the others count the continuation
 /// bytes still due, with the narrower ranges after E0, ED, F0 and F4 (Unicode table 3-7).
-enum _PlainUTF8 {
+enum PlainUTF8 {
     static let stateCount = 8
     // 0: boundary · 1: one continuation due · 2: two due · 3: three due
     // 4: after E0 (A0–BF, then one) · 5: after ED (80–9F, then one)

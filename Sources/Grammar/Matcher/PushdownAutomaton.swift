@@ -7,7 +7,7 @@
 /// above it completes. A byte moves the top frame along a byte edge; a rule edge pushes the
 /// called rule's start; reaching a final state may pop. The automaton is nondeterministic
 /// (alternatives can call different rules), so the matcher tracks a set of configurations.
-struct _PushdownAutomaton: Sendable {
+struct PushdownAutomaton: Sendable {
     var rules: [_DFA]
     var names: [String]
     var root: Int32
@@ -176,12 +176,12 @@ struct _Frame: Hashable, Sendable {
 /// Where frames live while configurations are stepped: interned for the matcher (equal
 /// stacks share one index, so sets of configurations deduplicate), or a scratch stack for
 /// mask precomputation and one-token checks (truncated when the walk backs up).
-protocol _FrameStore {
+protocol FrameStore {
     mutating func push(_ frame: _Frame) -> Int32
     func frame(_ index: Int32) -> _Frame
 }
 
-struct _InternedFrames: _FrameStore, Sendable {
+struct InternedFrames: FrameStore, Sendable {
     var frames: [_Frame] = []
     var index: [_Frame: Int32] = [:]
 
@@ -198,7 +198,7 @@ struct _InternedFrames: _FrameStore, Sendable {
 
 /// Frames pushed for a walk on top of `base` (the matcher's interned frames, read only and
 /// never copied), numbered after it; `truncate(to:)` drops what a backed-up walk pushed.
-struct _ScratchFrames: _FrameStore {
+struct ScratchFrames: FrameStore {
     let base: [_Frame]
     private(set) var pushed: [_Frame] = []
 
@@ -223,7 +223,7 @@ struct _ScratchFrames: _FrameStore {
     }
 }
 
-extension _PushdownAutomaton {
+extension PushdownAutomaton {
     /// Adds to `configurations` (from `start` on) everything reachable without consuming a
     /// byte: calls push the called rule, final states pop into the frame below. Returns
     /// whether some configuration completed the bottom frame (popped past `parent == -1`).
@@ -231,7 +231,7 @@ extension _PushdownAutomaton {
     /// Configurations are frames whose `parent` is the rest of the stack. `isRoot[i]` marks
     /// those not produced by a push (the ones whose precomputed mask covers the others).
     @inline(__always)
-    func close<Store: _FrameStore>(_ configurations: inout [_Frame], roots isRoot: inout [Bool], from start: Int,
+    func close<Store: FrameStore>(_ configurations: inout [_Frame], roots isRoot: inout [Bool], from start: Int,
                                    store: inout Store, limit: Int = 4096) -> Bool {
         var completed = false
         var cursor = start
@@ -266,7 +266,7 @@ extension _PushdownAutomaton {
     /// Whether `bytes[index...]` can be consumed starting from the configuration
     /// `(rule, state)` over the stack `parent` (depth-first, scratch frames).
     func accepts(_ bytes: UnsafeBufferPointer<UInt8>, from index: Int, rule: Int32, state: Int32, parent: Int32,
-                 store: inout _ScratchFrames, emptyMoves: Int = 0) -> Bool {
+                 store: inout ScratchFrames, emptyMoves: Int = 0) -> Bool {
         if index == bytes.count { return true }
         guard emptyMoves < 256 else { return false }
         let byte = bytes[index]

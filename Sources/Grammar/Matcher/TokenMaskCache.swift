@@ -11,7 +11,7 @@
 ///
 /// Accepted tokens are stored in whichever form is smallest: their list, the list of the
 /// other tokens (rejected), or a bitset.
-struct _PositionMask: Sendable {
+struct PositionMask: Sendable {
     enum Accepted: Sendable, Hashable {
         case listed([Int32])
         /// Every text token except these (the rejected and undecided ones).
@@ -38,18 +38,18 @@ struct _PositionMask: Sendable {
     }
 }
 
-extension _PositionMask {
+extension PositionMask {
     /// Walks the vocabulary trie from position `(rule, state)` with `rule`'s frame at the
     /// bottom of a scratch stack; popping past it is the "frontier".
     ///
     /// `unreadableLength` is the length of the shortest plain word `rule`'s byte edges cannot
-    /// read from `state` (`_PlainTextSlice.unreadableLengths(in:)`). Where it exceeds a slice's
+    /// read from `state` (`PlainTextSlice.unreadableLengths(in:)`). Where it exceeds a slice's
     /// longest token (inside string content, a key, a `.*` pattern), the slice's tokens are
     /// accepted without a walk and only the vocabulary's other tokens are walked; `nil` walks
     /// every token (the reference the tests compare against). Both give the same mask.
     static func compute(
-        rule: Int32, state: Int32, automaton: _PushdownAutomaton, vocabulary: GrammarVocabulary, unreadableLength: Int32? = nil
-    ) -> _PositionMask {
+        rule: Int32, state: Int32, automaton: PushdownAutomaton, vocabulary: GrammarVocabulary, unreadableLength: Int32? = nil
+    ) -> PositionMask {
         if let unreadableLength, let slice = vocabulary.plainSlices.first(where: { $0.maximumLength < unreadableLength }) {
             let (accepted, undecided) = walk(rule: rule, state: state, automaton: automaton, trie: slice.otherTrie)
             return make(accepted: accepted, undecided: undecided, plain: slice, vocabulary: vocabulary)
@@ -60,7 +60,7 @@ extension _PositionMask {
 
     /// The tokens of `trie` that position `(rule, state)` accepts, and those it leaves
     /// undecided (the rest are rejected).
-    static func walk(rule: Int32, state: Int32, automaton: _PushdownAutomaton, trie: TokenTrie) -> (accepted: [Int32], undecided: [Int32]) {
+    static func walk(rule: Int32, state: Int32, automaton: PushdownAutomaton, trie: TokenTrie) -> (accepted: [Int32], undecided: [Int32]) {
         var accepted: [Int32] = []
         var undecided: [Int32] = []
         func markSubtree(_ node: Int, into list: inout [Int32]) {
@@ -100,7 +100,7 @@ extension _PositionMask {
         } else {
             var configurations: [_Frame] = [_Frame(rule: rule, state: state, parent: -1)]
             var roots: [Bool] = [true]
-            var store = _ScratchFrames()
+            var store = ScratchFrames()
             var completed = [Bool](repeating: false, count: depthLimit)
             var undecidedBelow = [Bool](repeating: false, count: depthLimit)
             var rangeStart = [Int](repeating: 0, count: depthLimit)
@@ -190,7 +190,7 @@ extension _PositionMask {
 
     /// Picks the smallest storage for the accepted set: `accepted` plus, when `plain` is
     /// given, every plain token (`accepted` then lists only other tokens).
-    static func make(accepted: [Int32], undecided: [Int32], plain: _PlainTextSlice?, vocabulary: GrammarVocabulary) -> _PositionMask {
+    static func make(accepted: [Int32], undecided: [Int32], plain: PlainTextSlice?, vocabulary: GrammarVocabulary) -> PositionMask {
         let textCount = vocabulary.tokenBytes.count - vocabulary.trie.emptyTokens.count
         let acceptedCount = accepted.count + (plain?.tokens.count ?? 0)
         let notAcceptedCount = textCount - acceptedCount
@@ -221,7 +221,7 @@ extension _PositionMask {
                 form = .bitset(words)
             }
         }
-        return _PositionMask(
+        return PositionMask(
             accepted: form, undecided: undecided.sorted(), acceptedCount: acceptedCount, rejectedCount: rejectedCount,
             wholesaleCount: plain?.tokens.count ?? 0)
     }

@@ -1,5 +1,5 @@
 /// The ECMAScript regular-expression subset of JSON Schema `pattern` and of regex constraints,
-/// compiled to a character automaton (`_CharacterNFA`, edges labelled by `CodePointSet`).
+/// compiled to a character automaton (`CharacterNFA`, edges labelled by `CodePointSet`).
 ///
 /// Supported: literals; the escapes `\n \r \t \f \v \0 \cX \xHH \uHHHH` (a surrogate pair of
 /// `\u` escapes is one scalar) and `\u{…}`; escaped punctuation (`\. \/ \-` …) as itself; `.`
@@ -16,7 +16,7 @@
 /// `^(a|b)$` or `(?:^|,)x`. Anywhere else, and every feature beyond regular languages or this
 /// subset (backreferences, lookaround, word boundaries, property escapes, inline flags), is
 /// an `.invalidRegex` error at the byte offset of the construct — never silently accepted.
-enum _RegularExpression {
+enum RegularExpression {
     /// Builds the language of `pattern` into `automaton`.
     ///
     /// - Parameters:
@@ -31,17 +31,17 @@ enum _RegularExpression {
     /// - Returns: The fragment of `automaton` recognising the language.
     /// - Throws: `.invalidRegex` (with the byte offset into `pattern`) for a malformed pattern
     ///   or an unsupported feature; `.budgetExceeded` past `repetitionLimit`, `sizeLimit` or
-    ///   `_RegularExpressionParser.nestingLimit` nested groups.
-    static func build(_ pattern: String, search: Bool, into automaton: inout _CharacterNFA,
-                      repetitionLimit: Int = 1000, sizeLimit: Int = 100_000) throws(GrammarError) -> _Fragment {
-        var parser = _RegularExpressionParser(pattern, repetitionLimit: repetitionLimit)
+    ///   `RegularExpressionParser.nestingLimit` nested groups.
+    static func build(_ pattern: String, search: Bool, into automaton: inout CharacterNFA,
+                      repetitionLimit: Int = 1000, sizeLimit: Int = 100_000) throws(GrammarError) -> Fragment {
+        var parser = RegularExpressionParser(pattern, repetitionLimit: repetitionLimit)
         let tree = try parser.parse()
-        let padding: _RegularExpressionNode? = search ? .anyString : nil
+        let padding: RegularExpressionNode? = search ? .anyString : nil
         let anchored = tree.anchoringStart(padding: padding).anchoringEnd(padding: padding)
         if anchored.expandedSize(limit: sizeLimit) > sizeLimit {
             throw .budgetExceeded(what: "size of the regular expression with its repetitions expanded", limit: sizeLimit)
         }
-        let builder = _RegularExpressionBuilder(pattern: pattern)
+        let builder = RegularExpressionBuilder(pattern: pattern)
         return try builder.fragment(for: anchored, into: &automaton)
     }
 
@@ -70,15 +70,15 @@ enum _RegularExpression {
 // MARK: - Syntax tree
 
 /// A parsed regular expression, before it is built into an automaton.
-indirect enum _RegularExpressionNode: Equatable, Sendable {
+indirect enum RegularExpressionNode: Equatable, Sendable {
     /// One scalar of the set (an empty set matches nothing).
     case characters(CodePointSet)
     /// The items one after another (the empty sequence matches the empty string).
-    case sequence([_RegularExpressionNode])
+    case sequence([RegularExpressionNode])
     /// Any one of the alternatives.
-    case alternation([_RegularExpressionNode])
+    case alternation([RegularExpressionNode])
     /// Between `minimum` and `maximum` (`nil`: unbounded) repetitions of the body.
-    case repetition(_RegularExpressionNode, minimum: Int, maximum: Int?)
+    case repetition(RegularExpressionNode, minimum: Int, maximum: Int?)
     /// `^`, at `offset` bytes into the pattern; removed by `anchoringStart` where supported.
     case startAnchor(offset: Int)
     /// `$`, at `offset` bytes into the pattern; removed by `anchoringEnd` where supported.
@@ -108,7 +108,7 @@ indirect enum _RegularExpressionNode: Equatable, Sendable {
 
 // MARK: - Anchors
 
-extension _RegularExpressionNode {
+extension RegularExpressionNode {
     /// This node with its `^` anchors at the start of the match removed, and `padding` (when
     /// given) put before every alternative that has none.
     ///
@@ -155,7 +155,7 @@ extension _RegularExpressionNode {
 
 // MARK: - Size
 
-extension _RegularExpressionNode {
+extension RegularExpressionNode {
     /// The number of character edges once bounded repetitions are written out as copies,
     /// saturating just past `limit`.
     func expandedSize(limit: Int) -> Int {
@@ -180,9 +180,9 @@ extension _RegularExpressionNode {
 
 // MARK: - Parser
 
-/// A recursive-descent parser of the supported subset (see `_RegularExpression`), over the
+/// A recursive-descent parser of the supported subset (see `RegularExpression`), over the
 /// pattern's Unicode scalars; error offsets are in UTF-8 bytes.
-struct _RegularExpressionParser {
+struct RegularExpressionParser {
     /// The deepest nesting of groups accepted (the parser and builder recurse per level).
     static let nestingLimit = 100
 
@@ -232,7 +232,7 @@ struct _RegularExpressionParser {
     }
 
     /// Parses the whole pattern.
-    mutating func parse() throws(GrammarError) -> _RegularExpressionNode {
+    mutating func parse() throws(GrammarError) -> RegularExpressionNode {
         let tree = try parseDisjunction()
         if position < scalars.count {
             // Only an unmatched `)` stops a top-level disjunction early.
@@ -293,15 +293,15 @@ struct _RegularExpressionParser {
     // MARK: Disjunctions and terms
 
     /// Alternatives separated by `|`, up to the end or a `)`.
-    private mutating func parseDisjunction() throws(GrammarError) -> _RegularExpressionNode {
+    private mutating func parseDisjunction() throws(GrammarError) -> RegularExpressionNode {
         var alternatives = [try parseAlternative()]
         while consume("|") { alternatives.append(try parseAlternative()) }
         return alternatives.count == 1 ? alternatives[0] : .alternation(alternatives)
     }
 
     /// Terms up to the end, a `|` or a `)`; always a `.sequence`.
-    private mutating func parseAlternative() throws(GrammarError) -> _RegularExpressionNode {
-        var terms: [_RegularExpressionNode] = []
+    private mutating func parseAlternative() throws(GrammarError) -> RegularExpressionNode {
+        var terms: [RegularExpressionNode] = []
         while let next = current, next != "|", next != ")" {
             terms.append(try parseTerm())
         }
@@ -309,7 +309,7 @@ struct _RegularExpressionParser {
     }
 
     /// An atom and its quantifier, if any.
-    private mutating func parseTerm() throws(GrammarError) -> _RegularExpressionNode {
+    private mutating func parseTerm() throws(GrammarError) -> RegularExpressionNode {
         let atom = try parseAtom()
         guard let quantifier = try parseQuantifier() else { return atom }
         if case .startAnchor = atom { throw error("nothing to repeat: an anchor cannot be quantified", at: quantifier.start) }
@@ -317,7 +317,7 @@ struct _RegularExpressionParser {
         return .repetition(atom, minimum: quantifier.minimum, maximum: quantifier.maximum)
     }
 
-    private mutating func parseAtom() throws(GrammarError) -> _RegularExpressionNode {
+    private mutating func parseAtom() throws(GrammarError) -> RegularExpressionNode {
         let start = position
         guard let next = current else { throw error("unexpected end of pattern", at: start) }
         switch next {
@@ -333,7 +333,7 @@ struct _RegularExpressionParser {
             return .characters(try parseClass())
         case ".":
             position += 1
-            return .characters(_RegularExpression.dot)
+            return .characters(RegularExpression.dot)
         case "\\":
             return .characters(try parseEscape(inClass: false).set)
         case "*", "+", "?":
@@ -405,7 +405,7 @@ struct _RegularExpressionParser {
     // MARK: Groups
 
     /// `(…)`, `(?:…)` or `(?<name>…)`; lookaround and inline modifiers are refused.
-    private mutating func parseGroup() throws(GrammarError) -> _RegularExpressionNode {
+    private mutating func parseGroup() throws(GrammarError) -> RegularExpressionNode {
         let open = position
         position += 1
         if consume("?") { try parseGroupPrefix(open: open) }
@@ -512,12 +512,12 @@ struct _RegularExpressionParser {
         guard let letter = current else { throw error("the pattern ends with a lone backslash", at: start) }
         position += 1
         switch letter {
-        case "d": return .set(_RegularExpression.digits)
-        case "D": return .set(_RegularExpression.digits.inverted)
-        case "w": return .set(_RegularExpression.wordCharacters)
-        case "W": return .set(_RegularExpression.wordCharacters.inverted)
-        case "s": return .set(_RegularExpression.whiteSpace)
-        case "S": return .set(_RegularExpression.whiteSpace.inverted)
+        case "d": return .set(RegularExpression.digits)
+        case "D": return .set(RegularExpression.digits.inverted)
+        case "w": return .set(RegularExpression.wordCharacters)
+        case "W": return .set(RegularExpression.wordCharacters.inverted)
+        case "s": return .set(RegularExpression.whiteSpace)
+        case "S": return .set(RegularExpression.whiteSpace.inverted)
         case "n": return .scalar(0x0A)
         case "r": return .scalar(0x0D)
         case "t": return .scalar(0x09)
@@ -601,25 +601,25 @@ struct _RegularExpressionParser {
 // MARK: - Builder
 
 /// Builds a parsed, anchor-resolved expression into a character automaton.
-struct _RegularExpressionBuilder {
+struct RegularExpressionBuilder {
     /// The pattern, for error messages.
     let pattern: String
 
     /// The fragment of `automaton` for `node`.
     ///
     /// - Throws: `.invalidRegex` for an anchor left where it does not anchor the whole match.
-    func fragment(for node: _RegularExpressionNode, into automaton: inout _CharacterNFA) throws(GrammarError) -> _Fragment {
+    func fragment(for node: RegularExpressionNode, into automaton: inout CharacterNFA) throws(GrammarError) -> Fragment {
         switch node {
         case .characters(let set):
             return set.isEmpty ? automaton.nothing() : automaton.symbol(set)
         case .anyString:
             return automaton.star(automaton.symbol(.all))
         case .sequence(let items):
-            var parts: [_Fragment] = []
+            var parts: [Fragment] = []
             for item in items { parts.append(try fragment(for: item, into: &automaton)) }
             return automaton.sequence(parts)
         case .alternation(let alternatives):
-            var parts: [_Fragment] = []
+            var parts: [Fragment] = []
             for alternative in alternatives { parts.append(try fragment(for: alternative, into: &automaton)) }
             return automaton.union(parts)
         case .repetition(let body, let minimum, let maximum):
@@ -635,7 +635,7 @@ struct _RegularExpressionBuilder {
     }
 
     /// `part` repeated between `minimum` and `maximum` times (`nil`: unbounded).
-    private func repetition(_ part: _Fragment, minimum: Int, maximum: Int?, into automaton: inout _CharacterNFA) -> _Fragment {
+    private func repetition(_ part: Fragment, minimum: Int, maximum: Int?, into automaton: inout CharacterNFA) -> Fragment {
         switch (minimum, maximum) {
         case (0, nil): return automaton.star(part)
         case (1, nil): return automaton.plus(part)

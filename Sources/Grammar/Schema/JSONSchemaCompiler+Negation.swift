@@ -22,7 +22,7 @@
 /// means "some member fails", an existential the object and array automata do not track) is
 /// reported as an unsupported `not`. In lenient mode such a negation is dropped whole (the
 /// grammar then admits a superset, as lenient mode promises), never half-built.
-extension _SchemaCompiler {
+extension SchemaCompiler {
     /// The most alternatives `not`, `if` and the dependency keywords may expand into over a
     /// whole schema (each alternative is a fragment of the grammar).
     static let alternativeLimit = 20_000
@@ -30,14 +30,14 @@ extension _SchemaCompiler {
     /// The node's first `not`, `if`/`then`/`else` or dependency, expanded: the node without
     /// it (`rest`) and the alternatives, one of which the value must also satisfy. `nil` when
     /// the node has none of these.
-    mutating func splitConditionalAssertion(_ node: _SchemaNode, depth: Int) throws(GrammarError) -> (rest: _SchemaNode, alternatives: [_SchemaNode])? {
+    mutating func splitConditionalAssertion(_ node: SchemaNode, depth: Int) throws(GrammarError) -> (rest: SchemaNode, alternatives: [SchemaNode])? {
         var rest = node
-        let alternatives: [_SchemaNode]
+        let alternatives: [SchemaNode]
         if !rest.negations.isEmpty {
             alternatives = try complement(of: rest.negations.removeFirst(), depth: depth)
         } else if !rest.conditionals.isEmpty {
             let conditional = rest.conditionals.removeFirst()
-            var pieces: [_SchemaNode] = []
+            var pieces: [SchemaNode] = []
             // (if ∧ then) ∨ (¬if ∧ else); a missing branch is `true`.
             if let condition = try resolvedNode(conditional.condition, depth: depth + 1) {
                 if let then = conditional.then {
@@ -46,7 +46,7 @@ extension _SchemaCompiler {
                     pieces.append(condition)
                 }
             }
-            var otherwise = _SchemaNode(pointer: conditional.condition.pointer)
+            var otherwise = SchemaNode(pointer: conditional.condition.pointer)
             otherwise.negations = [conditional.condition]
             if let branch = conditional.otherwise {
                 if let branchNode = try resolvedNode(branch, depth: depth + 1) { pieces.append(try merge(otherwise, branchNode)) }
@@ -57,15 +57,15 @@ extension _SchemaCompiler {
         } else if !rest.dependencies.isEmpty {
             // Not an object, or an object without the property, or one with it that satisfies the schema.
             let dependency = rest.dependencies.removeFirst()
-            var nonObject = _SchemaNode(pointer: dependency.schema.pointer)
-            nonObject.types = Set(_JSONType.allCases).subtracting([.object])
-            var without = _SchemaNode(pointer: dependency.schema.pointer)
+            var nonObject = SchemaNode(pointer: dependency.schema.pointer)
+            nonObject.types = Set(JSONType.allCases).subtracting([.object])
+            var without = SchemaNode(pointer: dependency.schema.pointer)
             without.types = [.object]
             without.forbiddenProperties = [dependency.name]
             var pieces = [nonObject, without]
             if let schema = try resolvedNode(dependency.schema, depth: depth + 1) {
                 var with = schema
-                with.types = (schema.types ?? Set(_JSONType.allCases)).intersection([.object])
+                with.types = (schema.types ?? Set(JSONType.allCases)).intersection([.object])
                 if !with.required.contains(dependency.name) { with.required.append(dependency.name) }
                 // Undeclared elsewhere, the trigger comes before the properties its schema declares.
                 if with.propertyOrder[dependency.name] == nil, !with.properties.isEmpty {
@@ -86,41 +86,41 @@ extension _SchemaCompiler {
 
     /// Nodes whose union is the values `schema` rejects (a subset of them where a complement
     /// is tightened, never a superset). See the extension's comment.
-    mutating func complement(of schema: _Subschema, depth: Int) throws(GrammarError) -> [_SchemaNode] {
+    mutating func complement(of schema: Subschema, depth: Int) throws(GrammarError) -> [SchemaNode] {
         switch try exactComplement(of: schema, depth: depth) {
         case .alternatives(let alternatives):
             return alternatives
         case .unsupported(let reason):
             // Lenient: the whole `not` is dropped (a superset); strict: an error.
             try report("not", schema.pointer, reason)
-            return [_SchemaNode(pointer: schema.pointer)]
+            return [SchemaNode(pointer: schema.pointer)]
         }
     }
 
-    private enum _Complement {
-        case alternatives([_SchemaNode])
+    private enum Complement {
+        case alternatives([SchemaNode])
         case unsupported(String)
     }
 
-    private mutating func exactComplement(of schema: _Subschema, depth: Int) throws(GrammarError) -> _Complement {
+    private mutating func exactComplement(of schema: Subschema, depth: Int) throws(GrammarError) -> Complement {
         guard let node = try resolvedNode(schema, depth: depth + 1) else {
-            return .alternatives([_SchemaNode(pointer: schema.pointer)])  // ¬false: every value
+            return .alternatives([SchemaNode(pointer: schema.pointer)])  // ¬false: every value
         }
         let pointer = node.pointer
-        func only(_ types: Set<_JSONType>) -> _SchemaNode {
-            var alternative = _SchemaNode(pointer: pointer)
+        func only(_ types: Set<JSONType>) -> SchemaNode {
+            var alternative = SchemaNode(pointer: pointer)
             alternative.types = types
             return alternative
         }
-        func cannot(_ keyword: String, _ why: String) -> _Complement {
+        func cannot(_ keyword: String, _ why: String) -> Complement {
             .unsupported("the negation of '\(keyword)' is not supported: \(why)")
         }
-        var alternatives: [_SchemaNode] = []
+        var alternatives: [SchemaNode] = []
 
         // Types: the other types. `number` includes the integers; "not an integer" is a
         // number that is not a multiple of 1.
         if let types = node.types {
-            var others = Set(_JSONType.allCases).subtracting(types)
+            var others = Set(JSONType.allCases).subtracting(types)
             if types.contains(.number) || types.contains(.integer) { others.subtract([.number, .integer]) }
             if !others.isEmpty { alternatives.append(only(others)) }
             if types.contains(.integer), !types.contains(.number) {
@@ -131,13 +131,13 @@ extension _SchemaCompiler {
         }
         if let values = node.values {
             guard values.allSatisfy(\.isScalar) else { return cannot("enum", "an array or object value") }
-            var outside = _SchemaNode(pointer: pointer)
+            var outside = SchemaNode(pointer: pointer)
             outside.excludedValues = values
             alternatives.append(outside)
         }
 
         // Counts (characters, items, properties): below the minimum, or above the maximum.
-        for (type, minimum, maximum) in [(_JSONType.string, \_SchemaNode.minimumLength, \_SchemaNode.maximumLength),
+        for (type, minimum, maximum) in [(JSONType.string, \SchemaNode.minimumLength, \SchemaNode.maximumLength),
                                          (.array, \.minimumItems, \.maximumItems), (.object, \.minimumProperties, \.maximumProperties)] {
             if node[keyPath: minimum] > 0 {
                 var fewer = only([type])
@@ -162,7 +162,7 @@ extension _SchemaCompiler {
         }
 
         // Numbers: each bound flips to the opposite strict or non-strict bound.
-        for (bounds, flipped) in [(node.minimum, \_SchemaNode.exclusiveMaximum), (node.exclusiveMinimum, \.maximum),
+        for (bounds, flipped) in [(node.minimum, \SchemaNode.exclusiveMaximum), (node.exclusiveMinimum, \.maximum),
                                   (node.maximum, \.exclusiveMinimum), (node.exclusiveMaximum, \.minimum)] {
             for bound in bounds {
                 var beyond = only([.number])
@@ -197,12 +197,12 @@ extension _SchemaCompiler {
         for (name, schemas) in node.properties where !schemas.allSatisfy({ $0.value == .bool(true) || $0.value == .object([]) }) {
             var failing = only([.object])
             failing.required = [name]
-            let negated = _Subschema(value: .object([("not", _Subschema.all(schemas).value)]), pointer: schemas[0].pointer)
+            let negated = Subschema(value: .object([("not", Subschema.all(schemas).value)]), pointer: schemas[0].pointer)
             failing.properties = [(name, [negated])]
             failing.propertyOrder[name] = node.propertyOrder[name]
             alternatives.append(failing)
         }
-        func isTrue(_ schema: _Subschema) -> Bool { schema.value == .bool(true) || schema.value == .object([]) }
+        func isTrue(_ schema: Subschema) -> Bool { schema.value == .bool(true) || schema.value == .object([]) }
         if node.patternProperties.contains(where: { !$0.schemas.allSatisfy(isTrue) }) {
             return cannot("patternProperties", "it needs \"some member fails\"")
         }
@@ -219,14 +219,14 @@ extension _SchemaCompiler {
 
         // Combinators.
         for list in node.anyOf {
-            var none = _SchemaNode(pointer: pointer)
+            var none = SchemaNode(pointer: pointer)
             none.negations = list
             alternatives.append(none)
         }
         for list in node.oneOf {
             // None of them, or two at once.
             guard list.count <= 8 else { return cannot("oneOf", "more than 8 alternatives") }
-            var none = _SchemaNode(pointer: pointer)
+            var none = SchemaNode(pointer: pointer)
             none.negations = list
             alternatives.append(none)
             for first in list.indices {
@@ -246,7 +246,7 @@ extension _SchemaCompiler {
                 alternatives.append(condition)
             }
             if let otherwise = conditional.otherwise {
-                var neither = _SchemaNode(pointer: pointer)
+                var neither = SchemaNode(pointer: pointer)
                 neither.negations = [conditional.condition, otherwise]
                 alternatives.append(neither)
             }
@@ -279,7 +279,7 @@ extension JSONValue {
     }
 }
 
-extension _SchemaNode {
+extension SchemaNode {
     /// Whether `value` is one of `excludedValues` (numbers compared by value: `1` and `1.0`).
     func excludes(_ value: JSONValue) -> Bool {
         excludedValues.contains { excluded in

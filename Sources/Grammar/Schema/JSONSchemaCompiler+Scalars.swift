@@ -1,8 +1,8 @@
 // MARK: Strings and numbers
 
-extension _SchemaCompiler {
+extension SchemaCompiler {
     /// `"` content `"`, the content a terminal automaton of canonical JSON string text.
-    mutating func stringFragment(_ node: _SchemaNode) throws(GrammarError) -> _Fragment {
+    mutating func stringFragment(_ node: SchemaNode) throws(GrammarError) -> Fragment {
         let language = try quotedStringLanguage(node)
         return language.embed(into: &grammar.automaton)
     }
@@ -10,20 +10,20 @@ extension _SchemaCompiler {
     /// The quoted canonical JSON strings satisfying the node's string keywords: the first
     /// pattern (or any text) bounded in length, intersected with the other patterns and the
     /// formats.
-    mutating func quotedStringLanguage(_ node: _SchemaNode) throws(GrammarError) -> _DFA {
+    mutating func quotedStringLanguage(_ node: SchemaNode) throws(GrammarError) -> _DFA {
         guard node.patterns.isEmpty, node.formats.isEmpty, node.excludedPatterns.isEmpty,
               !node.excludedValues.contains(where: \.isString) else { return try constrainedStringLanguage(node) }
-        let bounds = _LengthBounds(minimum: node.minimumLength, maximum: tightenedMaximumLength(node))
+        let bounds = LengthBounds(minimum: node.minimumLength, maximum: tightenedMaximumLength(node))
         if let known = boundedStringLanguages[bounds] { return known }
         let language = try constrainedStringLanguage(node)
         boundedStringLanguages[bounds] = language
         return language
     }
 
-    private mutating func constrainedStringLanguage(_ node: _SchemaNode) throws(GrammarError) -> _DFA {
-        var characters = _CharacterNFA()
+    private mutating func constrainedStringLanguage(_ node: SchemaNode) throws(GrammarError) -> _DFA {
+        var characters = CharacterNFA()
         var remaining = node.patterns
-        var base: _Fragment? = nil
+        var base: Fragment? = nil
         while base == nil, !remaining.isEmpty {
             let first = remaining.removeFirst()
             base = try characterLanguage(first.pattern, search: true, pointer: first.pointer, into: &characters)
@@ -39,21 +39,21 @@ extension _SchemaCompiler {
         var language = try quoted(content, of: characters)
         var constraints: [(pattern: String, pointer: String, search: Bool)] = remaining.map { ($0.pattern, $0.pointer, true) }
         for (format, pointer) in node.formats {
-            guard let pattern = _Formats.pattern(for: format) else {
+            guard let pattern = Formats.pattern(for: format) else {
                 try report("format", String(pointer.dropLast("/format".count)), "unknown format '\(format)'")
                 continue
             }
             constraints.append((pattern, pointer, false))
         }
         for constraint in constraints {
-            var automaton = _CharacterNFA()
+            var automaton = CharacterNFA()
             guard let fragment = try characterLanguage(constraint.pattern, search: constraint.search, pointer: constraint.pointer, into: &automaton) else { continue }
             let other = try quoted(fragment, of: automaton)
             language = try budgeted { () throws(_DFA.TooLarge) in try language.intersection(other) }
         }
         // Complements (from `not`): strings matching an excluded pattern, excluded strings.
         for excluded in node.excludedPatterns where !language.isEmptyLanguage {
-            var automaton = _CharacterNFA()
+            var automaton = CharacterNFA()
             guard let fragment = try characterLanguage(excluded.pattern, search: true, pointer: excluded.pointer, into: &automaton) else { continue }
             let other = try quoted(fragment, of: automaton)
             language = try budgeted { () throws(_DFA.TooLarge) in try language.subtracting(other) }
@@ -69,7 +69,7 @@ extension _SchemaCompiler {
         if isBounded {
             let unbounded = language
             let bounded = try budgeted { () throws(_DFA.TooLarge) in
-                try _QuotedStringLength.bounded(unbounded, minimum: node.minimumLength, maximum: maximumLength, stateLimit: 1 << 16)
+                try QuotedStringLength.bounded(unbounded, minimum: node.minimumLength, maximum: maximumLength, stateLimit: 1 << 16)
             }
             guard let bounded else { throw .invalidSchema(pointer: node.pointer, message: "string automaton is not over quoted JSON strings") }
             language = bounded
@@ -78,15 +78,15 @@ extension _SchemaCompiler {
     }
 
     /// `maxLength`, tightened to `stringLengthLimit` (when `minLength` leaves room for that).
-    func tightenedMaximumLength(_ node: _SchemaNode) -> Int? {
+    func tightenedMaximumLength(_ node: SchemaNode) -> Int? {
         guard let maximum = node.maximumLength else { return nil }
         return maximum > options.stringLengthLimit && node.minimumLength <= options.stringLengthLimit ? options.stringLengthLimit : maximum
     }
 
     /// A pattern's character automaton; `nil` when a lenient compilation drops it.
-    mutating func characterLanguage(_ pattern: String, search: Bool, pointer: String, into automaton: inout _CharacterNFA) throws(GrammarError) -> _Fragment? {
+    mutating func characterLanguage(_ pattern: String, search: Bool, pointer: String, into automaton: inout CharacterNFA) throws(GrammarError) -> Fragment? {
         do {
-            return try _RegularExpression.build(pattern, search: search, into: &automaton, repetitionLimit: options.repetitionLimit)
+            return try RegularExpression.build(pattern, search: search, into: &automaton, repetitionLimit: options.repetitionLimit)
         } catch {
             if case .invalidRegex(_, _, let message) = error, options.lenient {
                 try report(pointer.hasSuffix("/format") ? "format" : "pattern", pointer, message)
@@ -96,8 +96,8 @@ extension _SchemaCompiler {
         }
     }
 
-    func quoted(_ content: _Fragment, of characters: _CharacterNFA) throws(GrammarError) -> _DFA {
-        var bytes = _ByteNFA()
+    func quoted(_ content: Fragment, of characters: CharacterNFA) throws(GrammarError) -> _DFA {
+        var bytes = ByteNFA()
         let lowered = _Lowering.lower(content, of: characters, into: &bytes) { set, automaton in
             _Lowering.jsonStringCharacter(set, into: &automaton)
         }
@@ -107,7 +107,7 @@ extension _SchemaCompiler {
     }
 
     /// Numbers (or integers) within the node's bounds and `multipleOf`.
-    mutating func numberFragment(_ node: _SchemaNode, integer: Bool) throws(GrammarError) -> _Fragment {
+    mutating func numberFragment(_ node: SchemaNode, integer: Bool) throws(GrammarError) -> Fragment {
         func tightest(_ texts: [String], lower: Bool) throws(GrammarError) -> _Decimal? {
             var best: _Decimal? = nil
             for text in texts {
@@ -116,7 +116,7 @@ extension _SchemaCompiler {
             }
             return best
         }
-        var filters = _NumericFilters()
+        var filters = NumericFilters()
         var multiple: _Decimal? = nil
         if node.multipleOf.count > 1 {
             // Several divisors: one that is a multiple of all the others, or all of them.
@@ -145,11 +145,11 @@ extension _SchemaCompiler {
         }
         do {
             if integer {
-                return try _NumberLanguage.integer(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
+                return try NumberLanguage.integer(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
                                                    exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, filters: filters,
                                                    into: &grammar.automaton)
             }
-            return try _NumberLanguage.number(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
+            return try NumberLanguage.number(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
                                               exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, filters: filters,
                                               into: &grammar.automaton)
         } catch {
@@ -164,7 +164,7 @@ extension _SchemaCompiler {
 
 /// Regular expressions (whole-match) for the `format`s the compiler enforces. Each accepts
 /// a subset of the format's valid strings — never an invalid one — documented per format.
-enum _Formats {
+enum Formats {
     static func pattern(for format: String) -> String? {
         switch format {
         case "date": return date
@@ -250,7 +250,7 @@ enum _Formats {
 }
 
 /// A string's length bounds in characters (`minLength`, `maxLength`).
-struct _LengthBounds: Hashable {
+struct LengthBounds: Hashable {
     var minimum: Int
     var maximum: Int?
 }

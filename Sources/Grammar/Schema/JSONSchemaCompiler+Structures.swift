@@ -1,16 +1,16 @@
 // MARK: Arrays and objects
 
-extension _SchemaCompiler {
+extension SchemaCompiler {
     /// The rule of "all of these schemas" (any value when empty).
-    mutating func valueRule(_ schemas: [_Subschema]) throws(GrammarError) -> Int32 {
-        schemas.isEmpty ? try anyValue() : try rule(for: _Subschema.all(schemas))
+    mutating func valueRule(_ schemas: [Subschema]) throws(GrammarError) -> Int32 {
+        schemas.isEmpty ? try anyValue() : try rule(for: Subschema.all(schemas))
     }
 
     /// `[` items `]` with `prefixItems`, `items`, `minItems` and `maxItems`.
     ///
     /// States count the items so far: `after[i]` follows the i-th item. Past the prefix and
     /// the minimum, an unbounded array loops on one state.
-    mutating func arrayFragment(_ node: _SchemaNode) throws(GrammarError) -> _Fragment {
+    mutating func arrayFragment(_ node: SchemaNode) throws(GrammarError) -> Fragment {
         let prefixCount = node.prefixItems.count
         let itemsForbidden = node.items.contains { $0.value == .bool(false) }
         var maximum = node.maximumItems
@@ -28,8 +28,8 @@ extension _SchemaCompiler {
         let open = grammar.automaton.sequence([punctuation("["), whitespace()])
         let close = grammar.automaton.sequence([punctuation("]")])
         var after: [Int32] = [open.end]
-        func item(_ index: Int, _ rule: Int32) -> _Fragment {
-            var parts: [_Fragment] = []
+        func item(_ index: Int, _ rule: Int32) -> Fragment {
+            var parts: [Fragment] = []
             if index > 0 { parts += [punctuation(","), whitespace()] }
             parts += [grammar.automaton.rule(rule), whitespace()]
             return grammar.automaton.sequence(parts)
@@ -50,7 +50,7 @@ extension _SchemaCompiler {
         for count in minimum ..< after.count {
             grammar.automaton.addEdge(from: after[count], to: close.start, label: nil)
         }
-        return _Fragment(start: open.start, end: close.end)
+        return Fragment(start: open.start, end: close.end)
     }
 
     /// `{` members `}`: declared properties in declaration order (required ones mandatory),
@@ -62,7 +62,7 @@ extension _SchemaCompiler {
     /// (`required` alone, or a dependency's trigger) have no place in the document: up to
     /// three of them may come in any order (a union over their orders), more follow the order
     /// in which `required` lists them.
-    mutating func objectFragment(_ node: _SchemaNode) throws(GrammarError) -> _Fragment {
+    mutating func objectFragment(_ node: SchemaNode) throws(GrammarError) -> Fragment {
         var names = node.properties.map(\.name)
         for name in node.required where !names.contains(name) { names.append(name) }
         let placed = names.filter { node.propertyOrder[$0] != nil }
@@ -72,7 +72,7 @@ extension _SchemaCompiler {
             return x != y ? x.lexicographicallyPrecedes(y) : a.offset < b.offset
         }.map(\.element)
         let orders = unplaced.count > 1 && unplaced.count <= 3 ? Self.permutations(of: unplaced) : [unplaced]
-        var pieces: [_Fragment] = []
+        var pieces: [Fragment] = []
         for order in orders { pieces.append(try objectFragment(node, names: sorted + order)) }
         return pieces.count == 1 ? pieces[0] : grammar.automaton.union(pieces)
     }
@@ -87,14 +87,14 @@ extension _SchemaCompiler {
     }
 
     /// The object with its declared members written in the order of `names`.
-    private mutating func objectFragment(_ node: _SchemaNode, names: [String]) throws(GrammarError) -> _Fragment {
+    private mutating func objectFragment(_ node: SchemaNode, names: [String]) throws(GrammarError) -> Fragment {
         // Names matched by a pattern also take the pattern's schema.
-        var patternKeys: [(dfa: _DFA, schemas: [_Subschema])] = []
+        var patternKeys: [(dfa: _DFA, schemas: [Subschema])] = []
         for (pattern, schemas) in node.patternProperties {
             patternKeys.append((try keyLanguage(pattern: pattern, pointer: node.pointer + "/patternProperties"), schemas))
         }
         let nameFilter = try propertyNameLanguage(node)
-        var declared: [(name: String, schemas: [_Subschema], required: Bool)] = []
+        var declared: [(name: String, schemas: [Subschema], required: Bool)] = []
         for name in names {
             let literal = _Lowering.jsonStringLiteral(name)
             let isRequired = node.required.contains(name)
@@ -106,7 +106,7 @@ extension _SchemaCompiler {
                 if isRequired { return grammar.automaton.nothing() }
                 continue
             }
-            var schemas: [_Subschema] = node.properties.first(where: { $0.name == name })?.schemas ?? []
+            var schemas: [Subschema] = node.properties.first(where: { $0.name == name })?.schemas ?? []
             let matched = patternKeys.filter { $0.dfa.accepts(literal) }
             schemas += matched.flatMap(\.schemas)
             if node.properties.first(where: { $0.name == name }) == nil, matched.isEmpty {
@@ -119,7 +119,7 @@ extension _SchemaCompiler {
             declared.append((name, schemas, isRequired))
         }
         // Other members: keys outside the declared names, grouped by the schema they get.
-        var extraGroups: [(key: _DFA, schemas: [_Subschema])] = []
+        var extraGroups: [(key: _DFA, schemas: [Subschema])] = []
         let declaredNames = try literalsLanguage((names + node.forbiddenProperties).map { _Lowering.jsonStringLiteral($0) })
         var claimed = declaredNames
         for (index, pattern) in patternKeys.enumerated() {
@@ -159,7 +159,7 @@ extension _SchemaCompiler {
         let isOther = declared.map { otherKeys?.accepts(_Lowering.jsonStringLiteral($0.name)) ?? false }
         var extraIsOther = [Bool](repeating: false, count: extraGroups.count)
         if let otherKeys {
-            var split: [(key: _DFA, schemas: [_Subschema])] = []
+            var split: [(key: _DFA, schemas: [Subschema])] = []
             extraIsOther = []
             for group in extraGroups {
                 let others = try budgeted { () throws(_DFA.TooLarge) in try group.key.intersection(otherKeys) }
@@ -181,9 +181,9 @@ extension _SchemaCompiler {
             throw .budgetExceeded(what: "property counts at \(node.pointer)", limit: options.repetitionLimit)
         }
         // State (next declared index, members so far, whether an "other" member was written).
-        var states: [_LengthKey: Int32] = [:]
+        var states: [LengthKey: Int32] = [:]
         func state(_ index: Int, _ count: Int, _ other: Bool) -> Int32 {
-            let key = _LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)
+            let key = LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)
             if let known = states[key] { return known }
             let created = grammar.automaton.addState()
             states[key] = created
@@ -196,17 +196,17 @@ extension _SchemaCompiler {
         for member in declared { valueRules.append(try valueRule(member.schemas)) }
         var extraMembers: [(key: _DFA, rule: Int32)] = []
         for group in extraGroups { extraMembers.append((group.key, try valueRule(group.schemas))) }
-        func member(key: (inout _ByteNFA) -> _Fragment, rule: Int32, first: Bool) -> _Fragment {
-            var parts: [_Fragment] = []
+        func member(key: (inout ByteNFA) -> Fragment, rule: Int32, first: Bool) -> Fragment {
+            var parts: [Fragment] = []
             if !first { parts += [punctuation(","), whitespace()] }
             parts.append(key(&grammar.automaton))
             parts += [whitespace(), punctuation(":"), whitespace(), grammar.automaton.rule(rule), whitespace()]
             return grammar.automaton.sequence(parts)
         }
         var work: [(Int, Int, Bool)] = [(0, 0, false)]
-        var visited: Set<_LengthKey> = []
+        var visited: Set<LengthKey> = []
         while let (index, count, other) = work.popLast() {
-            guard visited.insert(_LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)).inserted else { continue }
+            guard visited.insert(LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)).inserted else { continue }
             let source = state(index, count, other)
             let nextCount = maximum == nil ? min(count + 1, saturation) : count + 1
             let canAdd = maximum.map { count < $0 } ?? true
@@ -236,7 +236,7 @@ extension _SchemaCompiler {
                 if count >= minimum, other || !requiresOther { grammar.automaton.addEdge(from: source, to: close.start, label: nil) }
             }
         }
-        return _Fragment(start: open.start, end: close.end)
+        return Fragment(start: open.start, end: close.end)
     }
 
     func budgeted<T>(_ body: () throws(_DFA.TooLarge) -> T) throws(GrammarError) -> T {
@@ -245,7 +245,7 @@ extension _SchemaCompiler {
 
     /// The quoted keys (canonical JSON strings) in `literals`.
     func literalsLanguage(_ literals: [[UInt8]]) throws(GrammarError) -> _DFA {
-        var automaton = _ByteNFA()
+        var automaton = ByteNFA()
         let pieces = literals.map { automaton.literal($0) }
         let union = pieces.isEmpty ? automaton.nothing() : automaton.union(pieces)
         return try budgeted { () throws(_DFA.TooLarge) in try _DFA(union, of: automaton) }
@@ -253,20 +253,20 @@ extension _SchemaCompiler {
 
     /// Every quoted key.
     mutating func anyKeyLanguage() throws(GrammarError) -> _DFA {
-        try quotedStringLanguage(_SchemaNode(pointer: "#"))
+        try quotedStringLanguage(SchemaNode(pointer: "#"))
     }
 
     /// Quoted keys matching `pattern` (search semantics).
     mutating func keyLanguage(pattern: String, pointer: String) throws(GrammarError) -> _DFA {
-        var node = _SchemaNode(pointer: pointer)
+        var node = SchemaNode(pointer: pointer)
         node.patterns = [(pattern, pointer + "/" + _Pointer.escape(pattern))]
         return try quotedStringLanguage(node)
     }
 
     /// What `propertyNames` allows, as quoted keys; `nil` without `propertyNames`.
-    mutating func propertyNameLanguage(_ node: _SchemaNode) throws(GrammarError) -> _DFA? {
+    mutating func propertyNameLanguage(_ node: SchemaNode) throws(GrammarError) -> _DFA? {
         guard !node.propertyNames.isEmpty else { return nil }
-        guard let names = try resolvedNode(_Subschema.all(node.propertyNames), depth: 1) else { return .empty }
+        guard let names = try resolvedNode(Subschema.all(node.propertyNames), depth: 1) else { return .empty }
         if let values = names.values {
             var rest = names
             rest.values = nil
@@ -288,7 +288,7 @@ extension _SchemaCompiler {
 extension _DFA {
     /// Strings in either language (regular automata).
     static func union(_ a: _DFA, _ b: _DFA) throws(TooLarge) -> _DFA {
-        var automaton = _ByteNFA()
+        var automaton = ByteNFA()
         let first = a.embed(into: &automaton), second = b.embed(into: &automaton)
         return try _DFA(automaton.union([first, second]), of: automaton)
     }

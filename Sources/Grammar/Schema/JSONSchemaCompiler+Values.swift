@@ -1,10 +1,10 @@
 // MARK: Checking enum and const values
 
-extension _SchemaCompiler {
+extension SchemaCompiler {
     /// Whether `value` satisfies `node`: `true`, `false`, or `nil` when this compiler cannot
     /// tell. An `enum`/`const` value is kept only on `true`, so an undecidable one is left
     /// out of the grammar (a valid value lost, never an invalid one admitted).
-    mutating func admits(_ value: JSONValue, _ node: _SchemaNode, depth: Int) throws(GrammarError) -> Bool? {
+    mutating func admits(_ value: JSONValue, _ node: SchemaNode, depth: Int) throws(GrammarError) -> Bool? {
         guard depth <= options.referenceDepthLimit else { return nil }
         if let values = node.values, !values.contains(value) { return false }
         if node.excludes(value) { return false }
@@ -35,7 +35,7 @@ extension _SchemaCompiler {
             }
             return unknown ? nil : false
         }
-        let type: _JSONType
+        let type: JSONType
         switch value {
         case .null: type = .null
         case .bool: type = .boolean
@@ -50,7 +50,7 @@ extension _SchemaCompiler {
             return try quotedStringLanguage(node).accepts(Array(value.compactText.utf8))
         case .number(let text):
             guard let decimal = _Decimal(text) else { return nil }
-            var automaton = _ByteNFA()
+            var automaton = ByteNFA()
             var copy = self
             let integerOnly = node.types.map { !$0.contains(.number) } ?? false
             let fragment = try copy.numberFragmentForChecking(node, integer: integerOnly, into: &automaton)
@@ -62,7 +62,7 @@ extension _SchemaCompiler {
             for (index, item) in items.enumerated() {
                 let schemas = index < node.prefixItems.count ? node.prefixItems[index] : node.items
                 guard !schemas.isEmpty else { continue }
-                guard let itemNode = try resolvedNode(_Subschema.all(schemas), depth: depth + 1) else { return false }
+                guard let itemNode = try resolvedNode(Subschema.all(schemas), depth: depth + 1) else { return false }
                 guard let verdict = try admits(item, itemNode, depth: depth + 1) else { return nil }
                 if !verdict { return false }
             }
@@ -80,7 +80,7 @@ extension _SchemaCompiler {
             for (name, member) in members {
                 let schemas = node.schemas(forProperty: name)
                 guard !schemas.isEmpty else { continue }
-                guard let memberNode = try resolvedNode(_Subschema.all(schemas), depth: depth + 1) else { return false }
+                guard let memberNode = try resolvedNode(Subschema.all(schemas), depth: depth + 1) else { return false }
                 guard let verdict = try admits(member, memberNode, depth: depth + 1) else { return nil }
                 if !verdict { return false }
             }
@@ -91,7 +91,7 @@ extension _SchemaCompiler {
     }
 
     /// The number language of `node` built into a scratch automaton.
-    mutating func numberFragmentForChecking(_ node: _SchemaNode, integer: Bool, into automaton: inout _ByteNFA) throws(GrammarError) -> _Fragment {
+    mutating func numberFragmentForChecking(_ node: SchemaNode, integer: Bool, into automaton: inout ByteNFA) throws(GrammarError) -> Fragment {
         let saved = grammar.automaton
         defer { grammar.automaton = saved }
         grammar.automaton = automaton

@@ -11,7 +11,7 @@ extension Grammar {
     }
 
     public init(jsonSchema document: JSONValue, options: JSONSchemaOptions = JSONSchemaOptions()) throws(GrammarError) {
-        var compiler = _SchemaCompiler(document: document, options: options)
+        var compiler = SchemaCompiler(document: document, options: options)
         self = try compiler.compile()
     }
 }
@@ -19,7 +19,7 @@ extension Grammar {
 /// Builds the grammar of a schema: one rule per distinct subschema (so identical and
 /// recursive subschemas share a rule), terminal rules for strings and numbers, and object
 /// and array rules that call their members' rules.
-struct _SchemaCompiler {
+struct SchemaCompiler {
     let document: JSONValue
     let options: JSONSchemaOptions
     var grammar = Grammar()
@@ -28,28 +28,28 @@ struct _SchemaCompiler {
     var anyStringRule: Int32?
     /// Quoted-string automata of nodes with only length bounds, by (minimum, maximum): every
     /// plain `"type": "string"` and every object's "any other key" share one construction.
-    var boundedStringLanguages: [_LengthBounds: _DFA] = [:]
+    var boundedStringLanguages: [LengthBounds: _DFA] = [:]
     /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
     var alternativesExpanded = 0
 
     /// Subschemas by anchor name (`$anchor`, `"$id": "#name"`), for `$ref: "#name"`.
-    let anchors: [String: _Subschema]
+    let anchors: [String: Subschema]
 
     init(document: JSONValue, options: JSONSchemaOptions) {
         self.document = document
         self.options = options
-        self.anchors = _SchemaAnchors.collect(in: document)
+        self.anchors = SchemaAnchors.collect(in: document)
     }
 
     mutating func compile() throws(GrammarError) -> Grammar {
-        grammar.root = try rule(for: _Subschema(value: document, pointer: "#"), name: "root")
+        grammar.root = try rule(for: Subschema(value: document, pointer: "#"), name: "root")
         return grammar
     }
 
     // MARK: Rules
 
     /// The rule matching `schema`'s values (shared by every equal subschema).
-    mutating func rule(for schema: _Subschema, name: String? = nil) throws(GrammarError) -> Int32 {
+    mutating func rule(for schema: Subschema, name: String? = nil) throws(GrammarError) -> Int32 {
         let assertions = Self.withoutAnnotations(schema.value)
         let key = assertions.compactText
         if let known = rulesBySchema[key] { return known }
@@ -65,8 +65,8 @@ struct _SchemaCompiler {
     /// which do not change what it admits: subschemas that differ only there share a rule.
     /// (Nested subschemas keep theirs; each is a rule of its own and sheds them there.)
     static func withoutAnnotations(_ value: JSONValue) -> JSONValue {
-        guard case .object(let members) = value, members.contains(where: { _SchemaNode.annotations.contains($0.0) }) else { return value }
-        return .object(members.filter { !_SchemaNode.annotations.contains($0.0) })
+        guard case .object(let members) = value, members.contains(where: { SchemaNode.annotations.contains($0.0) }) else { return value }
+        return .object(members.filter { !SchemaNode.annotations.contains($0.0) })
     }
 
     static func ruleName(_ pointer: String) -> String {
@@ -87,16 +87,16 @@ struct _SchemaCompiler {
 
     /// Parses `schema`, then inlines its `$ref` and `allOf` members into one node.
     /// `nil` for the `false` schema.
-    mutating func resolvedNode(_ schema: _Subschema, depth: Int) throws(GrammarError) -> _SchemaNode? {
+    mutating func resolvedNode(_ schema: Subschema, depth: Int) throws(GrammarError) -> SchemaNode? {
         guard depth <= options.referenceDepthLimit else {
             throw .budgetExceeded(what: "nested $ref/allOf inlining at \(schema.pointer)", limit: options.referenceDepthLimit)
         }
         switch schema.value {
-        case .bool(true): return _SchemaNode(pointer: schema.pointer)
+        case .bool(true): return SchemaNode(pointer: schema.pointer)
         case .bool(false): return nil
         case .object(let members):
             var reports: [(String, String, String)] = []
-            var node = try _SchemaNode(parsing: members, pointer: schema.pointer, order: schema.order) { keyword, pointer, reason throws(GrammarError) in
+            var node = try SchemaNode(parsing: members, pointer: schema.pointer, order: schema.order) { keyword, pointer, reason throws(GrammarError) in
                 reports.append((keyword, pointer, reason))
             }
             for (keyword, pointer, reason) in reports { try report(keyword, pointer, reason) }
@@ -119,7 +119,7 @@ struct _SchemaCompiler {
         }
     }
 
-    mutating func merge(_ a: _SchemaNode, _ b: _SchemaNode) throws(GrammarError) -> _SchemaNode {
+    mutating func merge(_ a: SchemaNode, _ b: SchemaNode) throws(GrammarError) -> SchemaNode {
         let aObject = !a.properties.isEmpty || a.constrainsUndeclaredProperties
         let bObject = !b.properties.isEmpty || b.constrainsUndeclaredProperties
         if (!a.patternProperties.isEmpty && bObject) || (!b.patternProperties.isEmpty && aObject) {
@@ -130,7 +130,7 @@ struct _SchemaCompiler {
 
     /// The subschema a `$ref` points to within this document: a JSON pointer (`#/$defs/a`)
     /// or an anchor name (`#a`).
-    func resolve(_ reference: String, at pointer: String) throws(GrammarError) -> _Subschema {
+    func resolve(_ reference: String, at pointer: String) throws(GrammarError) -> Subschema {
         guard reference.hasPrefix("#") else { throw .unresolvedReference(reference: reference, pointer: pointer) }
         var value = document
         let path = _Pointer.percentDecoded(String(reference.dropFirst()))
@@ -152,16 +152,16 @@ struct _SchemaCompiler {
                 }
             }
         }
-        return _Subschema(value: value, pointer: reference)
+        return Subschema(value: value, pointer: reference)
     }
 
     // MARK: Fragments
 
-    mutating func fragment(for schema: _Subschema, depth: Int) throws(GrammarError) -> _Fragment {
+    mutating func fragment(for schema: Subschema, depth: Int) throws(GrammarError) -> Fragment {
         // A bare reference is a call: recursion stays finite and the target's rule is shared.
         if case .object(let members) = schema.value, let target = members.first(where: { $0.0 == "$ref" })?.1,
            case .string(let reference) = target,
-           members.allSatisfy({ $0.0 == "$ref" || _SchemaNode.annotations.contains($0.0) }) {
+           members.allSatisfy({ $0.0 == "$ref" || SchemaNode.annotations.contains($0.0) }) {
             let resolved = try resolve(reference, at: schema.pointer + "/$ref")
             let called = try rule(for: resolved)
             return grammar.automaton.rule(called)
@@ -170,7 +170,7 @@ struct _SchemaCompiler {
         return try fragment(for: node, depth: depth)
     }
 
-    mutating func fragment(for node: _SchemaNode, depth: Int) throws(GrammarError) -> _Fragment {
+    mutating func fragment(for node: SchemaNode, depth: Int) throws(GrammarError) -> Fragment {
         var node = node
         // Distribute combinators: (rest ∧ (a ∨ b)) = (rest ∧ a) ∨ (rest ∧ b).
         if !node.anyOf.isEmpty || !node.oneOf.isEmpty {
@@ -180,7 +180,7 @@ struct _SchemaCompiler {
                 let overlaps = try overlappingAlternatives(alternatives, depth: depth)
                 if !overlaps.isEmpty { return try exactlyOne(of: alternatives, rest: node, overlaps: overlaps, depth: depth) }
             }
-            var pieces: [_Fragment] = []
+            var pieces: [Fragment] = []
             if node.isUnconstrained {
                 for alternative in alternatives { pieces.append(grammar.automaton.rule(try rule(for: alternative))) }
             } else {
@@ -193,7 +193,7 @@ struct _SchemaCompiler {
         }
         // Distribute `not`, `if` and dependencies the same way, over their alternatives.
         if let (rest, alternatives) = try splitConditionalAssertion(node, depth: depth) {
-            var pieces: [_Fragment] = []
+            var pieces: [Fragment] = []
             for alternative in alternatives {
                 let merged = try merge(rest, alternative)
                 if merged.types?.isEmpty == true { continue }
@@ -204,14 +204,14 @@ struct _SchemaCompiler {
         if let values = node.values {
             var rest = node
             rest.values = nil
-            var pieces: [_Fragment] = []
+            var pieces: [Fragment] = []
             for value in values where try admits(value, rest, depth: depth) == true {
                 pieces.append(literal(value))
             }
             return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
         }
-        let types = node.types ?? Set(_JSONType.allCases)
-        var pieces: [_Fragment] = []
+        let types = node.types ?? Set(JSONType.allCases)
+        var pieces: [Fragment] = []
         if types.contains(.null), !node.excludes(.null) { pieces.append(grammar.automaton.literal(Array("null".utf8))) }
         if types.contains(.boolean) {
             for value in [true, false] where !node.excludes(.bool(value)) {
@@ -230,7 +230,7 @@ struct _SchemaCompiler {
     }
 
     /// The compact JSON text of `value`, as a literal.
-    mutating func literal(_ value: JSONValue) -> _Fragment {
+    mutating func literal(_ value: JSONValue) -> Fragment {
         if case .number(let text) = value, let decimal = _Decimal(text) {
             // Equal numbers are equal values whatever their spelling: accept the canonical ones.
             return grammar.automaton.union(decimal.spellings.map { grammar.automaton.literal(Array($0.utf8)) })
@@ -258,7 +258,7 @@ struct _SchemaCompiler {
         }
     }
 
-    mutating func whitespace() -> _Fragment {
+    mutating func whitespace() -> Fragment {
         switch options.whitespace {
         case .compact: return grammar.automaton.empty()
         case .flexible(let maximum):
@@ -267,17 +267,17 @@ struct _SchemaCompiler {
         }
     }
 
-    mutating func punctuation(_ character: Character) -> _Fragment {
+    mutating func punctuation(_ character: Character) -> Fragment {
         grammar.automaton.literal(Array(String(character).utf8))
     }
 
     /// `oneOf` where some alternatives may match one value: each alternative together with the
     /// negation of every other it may overlap (`A ∧ ¬B ∨ ¬A ∧ B ∨ C` when only `A` and `B`
     /// overlap). A negation that cannot be built makes the `oneOf` unsupported, with the reason.
-    mutating func exactlyOne(of alternatives: [_Subschema], rest: _SchemaNode, overlaps: [(Int, Int)], depth: Int) throws(GrammarError) -> _Fragment {
+    mutating func exactlyOne(of alternatives: [Subschema], rest: SchemaNode, overlaps: [(Int, Int)], depth: Int) throws(GrammarError) -> Fragment {
         let pointer = rest.pointer
         let why = "alternatives \(overlaps[0].0) and \(overlaps[0].1) may both match a value"
-        var pieces: [_Fragment] = []
+        var pieces: [Fragment] = []
         for (index, alternative) in alternatives.enumerated() {
             guard var node = try resolvedNode(alternative, depth: depth + 1) else { continue }
             let others = overlaps.compactMap { pair in pair.0 == index ? pair.1 : pair.1 == index ? pair.0 : nil }
@@ -294,8 +294,8 @@ struct _SchemaCompiler {
 
     /// The pairs of alternatives of a `oneOf` that may both match a value (none: the `oneOf`
     /// is an `anyOf`). See `nodesAreDisjoint`.
-    mutating func overlappingAlternatives(_ alternatives: [_Subschema], depth: Int) throws(GrammarError) -> [(Int, Int)] {
-        var nodes: [_SchemaNode?] = []
+    mutating func overlappingAlternatives(_ alternatives: [Subschema], depth: Int) throws(GrammarError) -> [(Int, Int)] {
+        var nodes: [SchemaNode?] = []
         for alternative in alternatives { nodes.append(try resolvedNode(alternative, depth: depth + 1)) }
         var overlaps: [(Int, Int)] = []
         for i in nodes.indices {
@@ -308,9 +308,9 @@ struct _SchemaCompiler {
     }
 
     /// The JSON types a node's values can have (`integer` and `number` together: `1.0` is both).
-    func footprint(_ node: _SchemaNode) -> Set<_JSONType> {
-        var types = node.types ?? Set(_JSONType.allCases)
-        if let values = node.values { types = types.intersection(values.map { _JSONType(rawValue: $0.typeName) ?? .number }.reduce(into: []) { $0.insert($1) }) }
+    func footprint(_ node: SchemaNode) -> Set<JSONType> {
+        var types = node.types ?? Set(JSONType.allCases)
+        if let values = node.values { types = types.intersection(values.map { JSONType(rawValue: $0.typeName) ?? .number }.reduce(into: []) { $0.insert($1) }) }
         if types.contains(.number) || types.contains(.integer) { types.formUnion([.number, .integer]) }
         return types
     }
@@ -319,7 +319,7 @@ struct _SchemaCompiler {
     /// their JSON types differ; or their `enum`/`const` scalars differ (numbers by value);
     /// or both are objects and one requires a property the other forbids, or both require a
     /// property whose schemas are disjoint in turn (a discriminator).
-    mutating func nodesAreDisjoint(_ a: _SchemaNode, _ b: _SchemaNode, depth: Int) throws(GrammarError) -> Bool {
+    mutating func nodesAreDisjoint(_ a: SchemaNode, _ b: SchemaNode, depth: Int) throws(GrammarError) -> Bool {
         let shared = footprint(a).intersection(footprint(b))
         if shared.isEmpty { return true }
         if let first = a.values, let second = b.values, (first + second).allSatisfy(\.isScalar),
@@ -341,8 +341,8 @@ struct _SchemaCompiler {
 
     /// Whether no object satisfies both nodes, by a required property the other forbids or a
     /// property both require with disjoint schemas.
-    mutating func objectsAreDisjoint(_ a: _SchemaNode, _ b: _SchemaNode, depth: Int) throws(GrammarError) -> Bool {
-        func forbids(_ node: _SchemaNode, _ name: String) -> Bool {
+    mutating func objectsAreDisjoint(_ a: SchemaNode, _ b: SchemaNode, depth: Int) throws(GrammarError) -> Bool {
+        func forbids(_ node: SchemaNode, _ name: String) -> Bool {
             node.forbiddenProperties.contains(name)
                 || (!node.admitsUndeclaredProperties(options)
                     && node.patternProperties.isEmpty && !node.properties.contains(where: { $0.name == name }))
@@ -351,8 +351,8 @@ struct _SchemaCompiler {
         guard depth + 2 < options.referenceDepthLimit else { return false }
         for name in a.required where b.required.contains(name) {
             guard let first = a.properties.first(where: { $0.name == name }), let second = b.properties.first(where: { $0.name == name }),
-                  let firstNode = try resolvedNode(_Subschema.all(first.schemas), depth: depth + 1),
-                  let secondNode = try resolvedNode(_Subschema.all(second.schemas), depth: depth + 1) else { continue }
+                  let firstNode = try resolvedNode(Subschema.all(first.schemas), depth: depth + 1),
+                  let secondNode = try resolvedNode(Subschema.all(second.schemas), depth: depth + 1) else { continue }
             if try nodesAreDisjoint(firstNode, secondNode, depth: depth + 1) { return true }
         }
         return false
@@ -366,11 +366,11 @@ struct _SchemaCompiler {
         let value = grammar.declareRule(grammar.uniqueName("value"))
         anyValueRule = value
         let string = try anyString()
-        var pieces: [_Fragment] = []
+        var pieces: [Fragment] = []
         pieces.append(grammar.automaton.literal(Array("null".utf8)))
         pieces.append(grammar.automaton.literal(Array("true".utf8)))
         pieces.append(grammar.automaton.literal(Array("false".utf8)))
-        pieces.append(try numberFragment(_SchemaNode(pointer: "#"), integer: false))
+        pieces.append(try numberFragment(SchemaNode(pointer: "#"), integer: false))
         pieces.append(grammar.automaton.rule(string))
         // Arrays: "[" (value ("," value)*)? "]"
         let element = grammar.automaton.sequence([whitespace(), grammar.automaton.rule(value), whitespace()])
@@ -389,12 +389,12 @@ struct _SchemaCompiler {
         if let anyStringRule { return anyStringRule }
         let rule = grammar.declareRule(grammar.uniqueName("string"))
         anyStringRule = rule
-        grammar.define(rule, as: try stringFragment(_SchemaNode(pointer: "#")))
+        grammar.define(rule, as: try stringFragment(SchemaNode(pointer: "#")))
         return rule
     }
 }
 
-extension _SchemaNode {
+extension SchemaNode {
     /// Whether the node asserts nothing (so a combinator can call alternatives' rules as is).
     var isUnconstrained: Bool {
         types == nil && values == nil && minimumLength == 0 && maximumLength == nil && patterns.isEmpty && formats.isEmpty

@@ -64,7 +64,7 @@ struct _Decimal: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Parses the bytes of a JSON number lexeme; see `init?(_:)`.
     init?(lexeme bytes: [UInt8]) {
-        var reader = _DecimalLexemeReader(bytes: bytes)
+        var reader = DecimalLexemeReader(bytes: bytes)
         guard let parsed = reader.read() else { return nil }
         self.init(isNegative: parsed.isNegative, significand: parsed.digits, exponent: parsed.exponent)
     }
@@ -230,7 +230,7 @@ struct _Decimal: Hashable, Comparable, Sendable, CustomStringConvertible {
 
 /// Reads one JSON number lexeme into sign, digits (integer and fraction parts together,
 /// as values 0 ... 9) and the exponent of the last digit.
-private struct _DecimalLexemeReader {
+private struct DecimalLexemeReader {
     let bytes: [UInt8]
     var position = 0
 
@@ -295,7 +295,7 @@ private struct _DecimalLexemeReader {
 /// or as many with a larger digit after an equal prefix, or an equal integer part and a
 /// larger fraction" (and the mirror image for upper bounds), so an automaton has a few
 /// states per digit of its bound and 30-digit bounds cost nothing special.
-enum _NumberLanguage {
+enum NumberLanguage {
     /// The most states an intermediate automaton (a determinised constraint or a product of
     /// two) may have before `GrammarError.budgetExceeded` is thrown.
     static let stateLimit = 1 << 16
@@ -333,10 +333,10 @@ enum _NumberLanguage {
     ///   Pointers are left empty for the caller to fill in.
     static func integer(minimum: _Decimal? = nil, exclusiveMinimum: _Decimal? = nil,
                         maximum: _Decimal? = nil, exclusiveMaximum: _Decimal? = nil,
-                        multipleOf: _Decimal? = nil, filters: _NumericFilters = _NumericFilters(),
-                        into automaton: inout _ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> _Fragment {
+                        multipleOf: _Decimal? = nil, filters: NumericFilters = NumericFilters(),
+                        into automaton: inout ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> Fragment {
         let divisibility = try multipleOf.map { (value) throws(GrammarError) in try _Divisibility(integersMultipleOf: value, stateLimit: stateLimit) }
-        let range = _NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
+        let range = NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
         guard !range.isEmpty else { return automaton.nothing() }
         var lower: _Decimal? = nil, upper: _Decimal? = nil
@@ -346,10 +346,10 @@ enum _NumberLanguage {
 
         var languages = [try determinized(stateLimit: stateLimit) { $0.integerSyntax() }]
         if let lower {
-            languages.append(try comparison(_Bound(value: lower, isStrict: false), side: .lower, allowsFraction: false, stateLimit: stateLimit))
+            languages.append(try comparison(Bound(value: lower, isStrict: false), side: .lower, allowsFraction: false, stateLimit: stateLimit))
         }
         if let upper {
-            languages.append(try comparison(_Bound(value: upper, isStrict: false), side: .upper, allowsFraction: false, stateLimit: stateLimit))
+            languages.append(try comparison(Bound(value: upper, isStrict: false), side: .upper, allowsFraction: false, stateLimit: stateLimit))
         }
         if let divisibility {
             languages.append(try determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: false, into: &$0) })
@@ -385,10 +385,10 @@ enum _NumberLanguage {
     ///   automaton passes `stateLimit` states. Pointers are left empty for the caller.
     static func number(minimum: _Decimal? = nil, exclusiveMinimum: _Decimal? = nil,
                        maximum: _Decimal? = nil, exclusiveMaximum: _Decimal? = nil,
-                       multipleOf: _Decimal? = nil, filters: _NumericFilters = _NumericFilters(),
-                       into automaton: inout _ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> _Fragment {
+                       multipleOf: _Decimal? = nil, filters: NumericFilters = NumericFilters(),
+                       into automaton: inout ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> Fragment {
         let divisibility = try multipleOf.map { (value) throws(GrammarError) in try _Divisibility(numbersMultipleOf: value, stateLimit: stateLimit) }
-        let range = _NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
+        let range = NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
         guard !range.isEmpty else { return automaton.nothing() }
         if range.lower == nil, range.upper == nil, divisibility == nil, filters.isEmpty {
@@ -417,7 +417,7 @@ enum _NumberLanguage {
     enum BoundSide { case lower, upper }
 
     /// The inclusive integer bound equivalent to `bound` on integers, after `tightened`.
-    private static func integerBound(_ bound: _Bound, side: BoundSide) throws(GrammarError) -> _Decimal {
+    private static func integerBound(_ bound: Bound, side: BoundSide) throws(GrammarError) -> _Decimal {
         let moved = try tightened(bound, side: side, fractionDigits: 0)
         guard moved.isStrict else { return moved.value }
         // An integer excluded: the next one inward (mirrored for upper bounds).
@@ -431,27 +431,27 @@ enum _NumberLanguage {
     ///
     /// - Throws: `.budgetExceeded` when the bound itself is beyond the limit on its inner
     ///   side (a lower bound above `10^digitLimit`), which no short spelling satisfies.
-    private static func tightened(_ bound: _Bound, side: BoundSide, fractionDigits: Int) throws(GrammarError) -> _Bound {
+    private static func tightened(_ bound: Bound, side: BoundSide, fractionDigits: Int) throws(GrammarError) -> Bound {
         if side == .upper { return try tightened(bound.negated, side: .lower, fractionDigits: fractionDigits).negated }
         let limit = _Decimal(isNegative: false, significand: [1], exponent: digitLimit)
-        if bound.value < -limit { return _Bound(value: -limit, isStrict: false) }
+        if bound.value < -limit { return Bound(value: -limit, isStrict: false) }
         if bound.value > limit {
             throw .budgetExceeded(what: "digits of the integer part of a number bound", limit: digitLimit)
         }
         if bound.value.exponent < -fractionDigits {
-            return _Bound(value: bound.value.roundedUp(fractionDigits: fractionDigits), isStrict: false)
+            return Bound(value: bound.value.roundedUp(fractionDigits: fractionDigits), isStrict: false)
         }
         return bound
     }
 
     /// The signed spellings whose value satisfies `bound` as a lower or upper bound,
     /// determinised.
-    private static func comparison(_ bound: _Bound, side: BoundSide, allowsFraction: Bool, stateLimit: Int) throws(GrammarError) -> _DFA {
+    private static func comparison(_ bound: Bound, side: BoundSide, allowsFraction: Bool, stateLimit: Int) throws(GrammarError) -> _DFA {
         // An upper bound U on v is the lower bound -U on -v: the same spellings with the sign flipped.
         let sides = side == .lower ? magnitudeComparisons(lower: bound) : magnitudeComparisons(lower: bound.negated)
         let (unsigned, negative) = side == .lower ? (sides.unsigned, sides.negative) : (sides.negative, sides.unsigned)
         return try determinized(stateLimit: stateLimit) { automaton in
-            var parts: [_Fragment] = []
+            var parts: [Fragment] = []
             if let unsigned { parts.append(unsigned.spellings(allowsFraction: allowsFraction, into: &automaton)) }
             if let negative {
                 let minus = automaton.literal("-".utf8)
@@ -464,23 +464,23 @@ enum _NumberLanguage {
     /// For `value ≥ bound` (or `>`): the condition on the magnitude `m` of unsigned
     /// spellings `m` and of negative spellings `-m`; `nil` when no spelling on that side
     /// qualifies.
-    private static func magnitudeComparisons(lower bound: _Bound) -> (unsigned: _MagnitudeComparison?, negative: _MagnitudeComparison?) {
+    private static func magnitudeComparisons(lower bound: Bound) -> (unsigned: MagnitudeComparison?, negative: MagnitudeComparison?) {
         let unsigned = bound.value.isNegative
-            ? _MagnitudeComparison(direction: .atLeast, bound: .zero, isStrict: false)   // every magnitude
-            : _MagnitudeComparison(direction: .atLeast, bound: bound.value, isStrict: bound.isStrict)
+            ? MagnitudeComparison(direction: .atLeast, bound: .zero, isStrict: false)   // every magnitude
+            : MagnitudeComparison(direction: .atLeast, bound: bound.value, isStrict: bound.isStrict)
         // -m ≥ L  ⇔  m ≤ -L, possible only when -L ≥ 0 (and -L > 0 when strict).
         let opposite = -bound.value
         let negative = opposite.isNegative || (opposite.isZero && bound.isStrict)
             ? nil
-            : _MagnitudeComparison(direction: .atMost, bound: opposite, isStrict: bound.isStrict)
+            : MagnitudeComparison(direction: .atMost, bound: opposite, isStrict: bound.isStrict)
         return (unsigned, negative)
     }
 
     // MARK: Automata
 
     /// Builds a fragment in a fresh automaton and determinises it.
-    fileprivate static func determinized(stateLimit: Int, _ build: (inout _ByteNFA) -> _Fragment) throws(GrammarError) -> _DFA {
-        var automaton = _ByteNFA()
+    fileprivate static func determinized(stateLimit: Int, _ build: (inout ByteNFA) -> Fragment) throws(GrammarError) -> _DFA {
+        var automaton = ByteNFA()
         let fragment = build(&automaton)
         do {
             return try _DFA(fragment, of: automaton, stateLimit: stateLimit)
@@ -511,22 +511,22 @@ enum _NumberLanguage {
 // MARK: - Ranges
 
 /// A bound of a numeric range: the value, and whether the value itself is excluded.
-struct _Bound: Hashable, Sendable {
+struct Bound: Hashable, Sendable {
     var value: _Decimal
     var isStrict: Bool
 
-    var negated: _Bound { _Bound(value: -value, isStrict: isStrict) }
+    var negated: Bound { Bound(value: -value, isStrict: isStrict) }
 }
 
 /// The tightest lower and upper bounds among `minimum`, `exclusiveMinimum`, `maximum` and
 /// `exclusiveMaximum`.
-struct _NumericRange: Sendable {
-    var lower: _Bound?
-    var upper: _Bound?
+struct NumericRange: Sendable {
+    var lower: Bound?
+    var upper: Bound?
 
     init(minimum: _Decimal?, exclusiveMinimum: _Decimal?, maximum: _Decimal?, exclusiveMaximum: _Decimal?) {
-        let lowers = [minimum.map { _Bound(value: $0, isStrict: false) }, exclusiveMinimum.map { _Bound(value: $0, isStrict: true) }]
-        let uppers = [maximum.map { _Bound(value: $0, isStrict: false) }, exclusiveMaximum.map { _Bound(value: $0, isStrict: true) }]
+        let lowers = [minimum.map { Bound(value: $0, isStrict: false) }, exclusiveMinimum.map { Bound(value: $0, isStrict: true) }]
+        let uppers = [maximum.map { Bound(value: $0, isStrict: false) }, exclusiveMaximum.map { Bound(value: $0, isStrict: true) }]
         // Larger lower bounds are tighter; at equal values, the exclusive one.
         lower = lowers.compactMap { $0 }.max { ($0.value, $0.isStrict ? 1 : 0) < ($1.value, $1.isStrict ? 1 : 0) }
         upper = uppers.compactMap { $0 }.min { ($0.value, $0.isStrict ? 0 : 1) < ($1.value, $1.isStrict ? 0 : 1) }
@@ -549,15 +549,15 @@ struct _NumericRange: Sendable {
 /// digits freely; longer (shorter) integer parts branch off the start; the bound's own
 /// integer part continues into the same comparison on the fraction, where a missing digit
 /// counts as zero. A few states per digit of the bound.
-struct _MagnitudeComparison: Sendable {
+struct MagnitudeComparison: Sendable {
     enum Direction: Sendable { case atLeast, atMost }
 
     var direction: Direction
     var bound: _Decimal
     var isStrict: Bool
 
-    func spellings(allowsFraction: Bool, into automaton: inout _ByteNFA) -> _Fragment {
-        var builder = _MagnitudeComparisonBuilder(comparison: self, allowsFraction: allowsFraction)
+    func spellings(allowsFraction: Bool, into automaton: inout ByteNFA) -> Fragment {
+        var builder = MagnitudeComparisonBuilder(comparison: self, allowsFraction: allowsFraction)
         // Lend the automaton to the builder without copying its storage.
         swap(&builder.automaton, &automaton)
         let fragment = builder.build()
@@ -566,11 +566,11 @@ struct _MagnitudeComparison: Sendable {
     }
 }
 
-/// The states of one `_MagnitudeComparison` while it is being built.
-private struct _MagnitudeComparisonBuilder {
-    let comparison: _MagnitudeComparison
+/// The states of one `MagnitudeComparison` while it is being built.
+private struct MagnitudeComparisonBuilder {
+    let comparison: MagnitudeComparison
     let allowsFraction: Bool
-    var automaton = _ByteNFA()
+    var automaton = ByteNFA()
     let integerDigits: [UInt8]
     let fractionDigits: [UInt8]
     var start: Int32 = 0
@@ -578,7 +578,7 @@ private struct _MagnitudeComparisonBuilder {
     /// After a complete integer part: an optional fraction (any digits), then the end.
     var wholeNumber: Int32 = 0
 
-    init(comparison: _MagnitudeComparison, allowsFraction: Bool) {
+    init(comparison: MagnitudeComparison, allowsFraction: Bool) {
         self.comparison = comparison
         self.allowsFraction = allowsFraction
         integerDigits = comparison.bound.integerPartDigits
@@ -597,7 +597,7 @@ private struct _MagnitudeComparisonBuilder {
         automaton.addEdge(from: source, to: target, label: bytes.map { .bytes($0) })
     }
 
-    mutating func build() -> _Fragment {
+    mutating func build() -> Fragment {
         start = state()
         end = state()
         wholeNumber = state()
@@ -642,7 +642,7 @@ private struct _MagnitudeComparisonBuilder {
             addShorterIntegerParts()
             addFractionsAtMost(from: equalInteger)
         }
-        return _Fragment(start: start, end: end)
+        return Fragment(start: start, end: end)
     }
 
     /// At an integer digit where the number first differs from the bound: the digits that
@@ -866,7 +866,7 @@ struct _Divisibility: Hashable, Sendable {
     /// fraction how many digits have been read (up to `scale`; beyond it only zeros may
     /// follow). An integer part must end in `trailingZeros` zeros after a multiple of
     /// `divisor` (or be "0"); a fraction then has only zeros.
-    func spellings(allowsFraction: Bool, into automaton: inout _ByteNFA) -> _Fragment {
+    func spellings(allowsFraction: Bool, into automaton: inout ByteNFA) -> Fragment {
         let start = automaton.addState(), afterMinus = automaton.addState(), end = automaton.addState()
         let zero = automaton.addState()
         automaton.addEdge(from: start, to: afterMinus, label: .bytes(ByteSet([UInt8(ascii: "-")])))
@@ -896,7 +896,7 @@ struct _Divisibility: Hashable, Sendable {
             automaton.addEdge(from: complete[remainder], to: end, label: nil)
         }
         if allowsFraction { addFraction(after: complete, powers: powers, end: end, into: &automaton) }
-        return _Fragment(start: start, end: end)
+        return Fragment(start: start, end: end)
     }
 
     /// `10^k mod divisor` for k in 0 ... `exponent`.
@@ -907,7 +907,7 @@ struct _Divisibility: Hashable, Sendable {
     }
 
     /// Edges on the digits `digits` from `source` (remainder `remainder`) to `targets[(10r + d) mod divisor]`.
-    private func addDigitEdges(from source: Int32, remainder: Int, digits: ClosedRange<Int>, to targets: [Int32], into automaton: inout _ByteNFA) {
+    private func addDigitEdges(from source: Int32, remainder: Int, digits: ClosedRange<Int>, to targets: [Int32], into automaton: inout ByteNFA) {
         var byTarget: [Int: ByteSet] = [:]
         for digit in digits { byTarget[(remainder * 10 + digit) % divisor, default: ByteSet()].insert(UInt8(0x30 + digit)) }
         for (target, bytes) in byTarget.sorted(by: { $0.key < $1.key }) {
@@ -917,7 +917,7 @@ struct _Divisibility: Hashable, Sendable {
 
     /// "." and fraction digits after each `complete[r]`: fraction[j][r] has read j digits
     /// (j = scale + 1 stands for "more than scale", after which only zeros were allowed).
-    private func addFraction(after complete: [Int32], powers: [Int], end: Int32, into automaton: inout _ByteNFA) {
+    private func addFraction(after complete: [Int32], powers: [Int], end: Int32, into automaton: inout ByteNFA) {
         let fraction = (0 ... scale + 1).map { _ in (0 ..< divisor).map { _ in automaton.addState() } }
         for remainder in 0 ..< divisor {
             automaton.addEdge(from: complete[remainder], to: fraction[0][remainder], label: .bytes(ByteSet([UInt8(ascii: ".")])))
@@ -942,15 +942,15 @@ struct _Divisibility: Hashable, Sendable {
 
 // MARK: - Syntax
 
-extension _NFA where Label == _ByteLabel {
+extension _NFA where Label == ByteLabel {
     /// `-?[1-9][0-9]*` or "0": JSON integers without exponent or fraction, and not "-0".
-    fileprivate mutating func integerSyntax() -> _Fragment {
+    fileprivate mutating func integerSyntax() -> Fragment {
         let nonzero = sequence([optional(literal("-".utf8)), bytes(ByteSet(0x31 ... 0x39)), star(bytes(ByteSet(0x30 ... 0x39)))])
         return union([literal("0".utf8), nonzero])
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?`, then `([eE][+-]?[0-9]+)?` when `allowsExponent`.
-    fileprivate mutating func numberSyntax(allowsExponent: Bool) -> _Fragment {
+    fileprivate mutating func numberSyntax(allowsExponent: Bool) -> Fragment {
         let digit = ByteSet(0x30 ... 0x39)
         let integerPart = union([literal("0".utf8), sequence([bytes(ByteSet(0x31 ... 0x39)), star(bytes(digit))])])
         let fraction = optional(sequence([literal(".".utf8), plus(bytes(digit))]))
@@ -965,7 +965,7 @@ extension _NFA where Label == _ByteLabel {
 
 extension _DFA {
     /// The language as a fragment of `automaton`: `nothing()` when it is empty.
-    fileprivate func embeddedFragment(into automaton: inout _ByteNFA) -> _Fragment {
+    fileprivate func embeddedFragment(into automaton: inout ByteNFA) -> Fragment {
         isEmptyLanguage ? automaton.nothing() : embed(into: &automaton)
     }
 }
@@ -979,7 +979,7 @@ extension _DFA {
 /// of one value are then the regular set `text(\.0+)?` (a whole number, and `-0` for zero) or
 /// `text0*`, whereas with exponents they would be infinite in a way no automaton counts
 /// ("10e-1", "100e-2", …). The languages filtered therefore never allow exponents.
-struct _NumericFilters: Sendable {
+struct NumericFilters: Sendable {
     var requiredMultiples: [_Decimal] = []
     var excludedValues: [_Decimal] = []
     var excludedMultiples: [_Decimal] = []
@@ -993,13 +993,13 @@ struct _NumericFilters: Sendable {
             let divisibility = allowsFraction
                 ? try _Divisibility(numbersMultipleOf: value, stateLimit: stateLimit)
                 : try _Divisibility(integersMultipleOf: value, stateLimit: stateLimit)
-            return try _NumberLanguage.determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: allowsFraction, into: &$0) }
+            return try NumberLanguage.determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: allowsFraction, into: &$0) }
         }
         func combined(_ result: _DFA, _ other: _DFA, keep: Bool) throws(GrammarError) -> _DFA {
             do {
                 return keep ? try result.intersection(other, stateLimit: stateLimit) : try result.subtracting(other, stateLimit: stateLimit)
             } catch {
-                throw _NumberLanguage.budgetError(stateLimit)
+                throw NumberLanguage.budgetError(stateLimit)
             }
         }
         var result = language
@@ -1007,7 +1007,7 @@ struct _NumericFilters: Sendable {
             result = try combined(result, try multiples(of: multiple), keep: true)
         }
         for value in excludedValues where !result.isEmptyLanguage {
-            let spellings = try _NumberLanguage.determinized(stateLimit: stateLimit) { Self.spellings(of: value, allowsFraction: allowsFraction, into: &$0) }
+            let spellings = try NumberLanguage.determinized(stateLimit: stateLimit) { Self.spellings(of: value, allowsFraction: allowsFraction, into: &$0) }
             result = try combined(result, spellings, keep: false)
         }
         for multiple in excludedMultiples where !result.isEmptyLanguage {
@@ -1018,10 +1018,10 @@ struct _NumericFilters: Sendable {
 
     /// Every exponent-free spelling of `value` (a superset is harmless: the extra strings are
     /// not JSON numbers, and the language subtracted from has only JSON numbers).
-    static func spellings(of value: _Decimal, allowsFraction: Bool, into automaton: inout _ByteNFA) -> _Fragment {
+    static func spellings(of value: _Decimal, allowsFraction: Bool, into automaton: inout ByteNFA) -> Fragment {
         let text = value.description
         guard !text.contains("e") else { return automaton.nothing() }  // beyond any exponent-free language's digits
-        var parts: [_Fragment] = []
+        var parts: [Fragment] = []
         if value.isZero { parts.append(automaton.optional(automaton.literal("-".utf8))) }
         parts.append(automaton.literal(text.utf8))
         if allowsFraction {

@@ -12,7 +12,7 @@
 /// Counting on the character automaton before lowering it to bytes gives the same language,
 /// but its subset construction builds about five times as many states before minimising:
 /// 70,000 for a thousand characters, past the budget.
-enum _QuotedStringLength {
+enum QuotedStringLength {
     /// Where the decoder stands after some prefix of a quoted string.
     private enum Decoder: Hashable {
         case beforeOpeningQuote

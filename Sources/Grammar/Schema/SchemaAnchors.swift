@@ -5,11 +5,11 @@
 /// Only places where a schema can stand are searched (`properties` values, `items`, `anyOf`
 /// members…), so an `enum` value or a property *named* `id` is never taken for an anchor. A
 /// name defined twice resolves to nothing (the `$ref` is then an `unresolvedReference`).
-enum _SchemaAnchors {
-    static func collect(in document: JSONValue) -> [String: _Subschema] {
-        var found: [String: _Subschema] = [:]
+enum SchemaAnchors {
+    static func collect(in document: JSONValue) -> [String: Subschema] {
+        var found: [String: Subschema] = [:]
         var duplicated: Set<String> = []
-        func define(_ name: String, _ schema: _Subschema) {
+        func define(_ name: String, _ schema: Subschema) {
             if found[name] != nil { duplicated.insert(name) } else { found[name] = schema }
         }
         func visit(_ value: JSONValue, _ pointer: String) {
@@ -17,10 +17,10 @@ enum _SchemaAnchors {
             for (keyword, child) in members {
                 switch (keyword, child) {
                 case ("$anchor", .string(let name)):
-                    define(name, _Subschema(value: value, pointer: pointer))
+                    define(name, Subschema(value: value, pointer: pointer))
                 case ("$id", .string(let identifier)), ("id", .string(let identifier)):
                     if identifier.hasPrefix("#"), identifier.count > 1 {
-                        define(String(identifier.dropFirst()), _Subschema(value: value, pointer: pointer))
+                        define(String(identifier.dropFirst()), Subschema(value: value, pointer: pointer))
                     }
                 case ("properties", .object(let named)), ("patternProperties", .object(let named)), ("$defs", .object(let named)),
                      ("definitions", .object(let named)), ("dependentSchemas", .object(let named)), ("dependencies", .object(let named)):

@@ -1,34 +1,34 @@
 /// A subschema not compiled yet, with where it is.
-struct _Subschema: Sendable {
+struct Subschema: Sendable {
     var value: JSONValue
     var pointer: String
     /// Where the subschema stands in the document, as the member and element indices on the
     /// way to it (through `$ref`s as written at the referring site): properties merged from
-    /// several subschemas are written in this order (see `_SchemaNode.propertyOrder`).
+    /// several subschemas are written in this order (see `SchemaNode.propertyOrder`).
     var order: [Int] = []
 
     /// The conjunction of several subschemas as one (`allOf`), or the single one.
-    static func all(_ parts: [_Subschema]) -> _Subschema {
+    static func all(_ parts: [Subschema]) -> Subschema {
         if parts.count == 1 { return parts[0] }
-        return _Subschema(value: .object([("allOf", .array(parts.map(\.value)))]), pointer: parts.first?.pointer ?? "#",
+        return Subschema(value: .object([("allOf", .array(parts.map(\.value)))]), pointer: parts.first?.pointer ?? "#",
                           order: parts.first?.order ?? [])
     }
 }
 
 /// The JSON types a schema can admit. `integer` values are also `number`s.
-enum _JSONType: String, CaseIterable, Sendable {
+enum JSONType: String, CaseIterable, Sendable {
     case null, boolean, integer, number, string, array, object
 }
 
 /// One schema object's assertions, parsed and typed, so that `allOf` can merge several into
 /// one (bounds tighten, property sets combine) before the grammar is built.
 ///
-/// Subschemas stay as `_Subschema` lists meaning "all of these": merging two nodes that
+/// Subschemas stay as `Subschema` lists meaning "all of these": merging two nodes that
 /// both constrain property `a` lists both schemas for `a`.
-struct _SchemaNode: Sendable {
+struct SchemaNode: Sendable {
     var pointer: String
     /// `nil`: every type.
-    var types: Set<_JSONType>?
+    var types: Set<JSONType>?
     /// `enum`/`const` values, already intersected when merged.
     var values: [JSONValue]?
 
@@ -46,38 +46,38 @@ struct _SchemaNode: Sendable {
     var multipleOf: [String] = []
 
     // Arrays
-    var prefixItems: [[_Subschema]] = []
+    var prefixItems: [[Subschema]] = []
     /// Schemas for items past `prefixItems` (empty: any value).
-    var items: [_Subschema] = []
+    var items: [Subschema] = []
     var minimumItems = 0
     var maximumItems: Int?
 
     // Objects
-    var properties: [(name: String, schemas: [_Subschema])] = []
-    /// Where each property was first declared in the document (`_Subschema.order` of its
+    var properties: [(name: String, schemas: [Subschema])] = []
+    /// Where each property was first declared in the document (`Subschema.order` of its
     /// schema): an object merged from `allOf` parts and `anyOf` alternatives writes its
     /// properties in document order, as a person reading the schema top to bottom would.
     var propertyOrder: [String: [Int]] = [:]
     var required: [String] = []
-    var patternProperties: [(pattern: String, schemas: [_Subschema])] = []
+    var patternProperties: [(pattern: String, schemas: [Subschema])] = []
     /// `nil`: no `additionalProperties` (any value); else all of these.
-    var additionalProperties: [_Subschema]?
-    var propertyNames: [_Subschema] = []
+    var additionalProperties: [Subschema]?
+    var propertyNames: [Subschema] = []
     var minimumProperties = 0
     var maximumProperties: Int?
 
     // Combinators kept for distribution: all of these lists must hold, one member of each.
-    var anyOf: [[_Subschema]] = []
-    var oneOf: [[_Subschema]] = []
-    var allOf: [_Subschema] = []
+    var anyOf: [[Subschema]] = []
+    var oneOf: [[Subschema]] = []
+    var allOf: [Subschema] = []
     var reference: (target: String, pointer: String)?
     /// `not`: the value must fail each of these.
-    var negations: [_Subschema] = []
+    var negations: [Subschema] = []
     /// `if`/`then`/`else`: when the value passes `condition` it must pass `then`, else `otherwise`.
-    var conditionals: [_Conditional] = []
+    var conditionals: [Conditional] = []
     /// `dependentRequired`, `dependentSchemas` and draft-07 `dependencies`: when the object has
     /// property `name`, it must pass `schema` (a `required` list is a schema too).
-    var dependencies: [(name: String, schema: _Subschema)] = []
+    var dependencies: [(name: String, schema: Subschema)] = []
 
     // Complements, produced only by negating a schema (never parsed from one).
     /// Values the node does not admit (scalars only: null, booleans, numbers, strings).
@@ -127,11 +127,11 @@ struct _SchemaNode: Sendable {
             }
             return integer
         }
-        func schema(_ keyword: String, _ value: JSONValue, _ suffix: String = "", element: Int? = nil) -> _Subschema {
-            _Subschema(value: value, pointer: pointer + "/" + _Pointer.escape(keyword) + suffix,
+        func schema(_ keyword: String, _ value: JSONValue, _ suffix: String = "", element: Int? = nil) -> Subschema {
+            Subschema(value: value, pointer: pointer + "/" + _Pointer.escape(keyword) + suffix,
                        order: order + [member] + (element.map { [$0] } ?? []))
         }
-        func schemaList(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> [_Subschema] {
+        func schemaList(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> [Subschema] {
             guard case .array(let list) = value, !list.isEmpty else { throw invalid(keyword, "expected a non-empty array of schemas") }
             return list.enumerated().map { schema(keyword, $0.element, "/\($0.offset)", element: $0.offset) }
         }
@@ -144,11 +144,11 @@ struct _SchemaNode: Sendable {
             member = index
             switch keyword {
             case "type":
-                var set = Set<_JSONType>()
+                var set = Set<JSONType>()
                 let names: [JSONValue]
                 if case .array(let list) = value { names = list } else { names = [value] }
                 for name in names {
-                    guard case .string(let text) = name, let type = _JSONType(rawValue: text) else {
+                    guard case .string(let text) = name, let type = JSONType(rawValue: text) else {
                         throw invalid(keyword, "unknown type \(name.compactText)")
                     }
                     set.insert(type)
@@ -234,7 +234,7 @@ struct _SchemaNode: Sendable {
             case "if":
                 // Without `then` and `else` it asserts nothing (an annotation).
                 guard keywords.contains("then") || keywords.contains("else") else { break }
-                conditionals.append(_Conditional(
+                conditionals.append(Conditional(
                     condition: schema(keyword, value),
                     then: members.last { $0.0 == "then" }.map { schema("then", $0.1) },
                     otherwise: members.last { $0.0 == "else" }.map { schema("else", $0.1) }))
@@ -251,10 +251,10 @@ struct _SchemaNode: Sendable {
                         guard keyword != "dependentSchemas", names.allSatisfy({ if case .string = $0 { true } else { false } }) else {
                             throw .invalidSchema(pointer: at, message: "expected an array of property names")
                         }
-                        dependencies.append((name, _Subschema(value: .object([("required", dependency)]), pointer: at, order: position)))
+                        dependencies.append((name, Subschema(value: .object([("required", dependency)]), pointer: at, order: position)))
                     case .object, .bool:
                         guard keyword != "dependentRequired" else { throw .invalidSchema(pointer: at, message: "expected an array of property names") }
-                        dependencies.append((name, _Subschema(value: dependency, pointer: at, order: position)))
+                        dependencies.append((name, Subschema(value: dependency, pointer: at, order: position)))
                     default:
                         throw .invalidSchema(pointer: at, message: "expected a schema or an array of property names")
                     }
@@ -276,10 +276,10 @@ struct _SchemaNode: Sendable {
 
     /// The node holding both nodes' assertions (`allOf` of two). Combinators are collected,
     /// not merged; `reference`s must have been resolved by the caller.
-    func merged(with other: _SchemaNode) -> _SchemaNode {
+    func merged(with other: SchemaNode) -> SchemaNode {
         var result = self
         if let otherTypes = other.types {
-            var mine = types ?? Set(_JSONType.allCases)
+            var mine = types ?? Set(JSONType.allCases)
             // `integer` within `number`: number ∧ integer = integer.
             if mine.contains(.number), otherTypes.contains(.integer) { mine.insert(.integer) }
             var theirs = otherTypes
@@ -340,7 +340,7 @@ struct _SchemaNode: Sendable {
     /// the `patternProperties` it matches (decided by the caller), or `additionalProperties`.
     /// Pattern matching needs compiled patterns, so here a name only covered by patterns
     /// keeps the pattern schemas' pointers for the compiler to resolve.
-    func schemas(forProperty name: String) -> [_Subschema] {
+    func schemas(forProperty name: String) -> [Subschema] {
         if let declared = properties.first(where: { $0.name == name }) { return declared.schemas }
         return additionalProperties ?? []
     }
@@ -351,10 +351,10 @@ struct _SchemaNode: Sendable {
 }
 
 /// One `if`/`then`/`else`: a missing branch is the `true` schema.
-struct _Conditional: Sendable {
-    var condition: _Subschema
-    var then: _Subschema?
-    var otherwise: _Subschema?
+struct Conditional: Sendable {
+    var condition: Subschema
+    var then: Subschema?
+    var otherwise: Subschema?
 }
 
 /// JSON Pointer helpers (RFC 6901).
@@ -383,7 +383,7 @@ enum _Pointer {
     }
 }
 
-extension _SchemaNode {
+extension SchemaNode {
     /// Whether an object may have properties beyond `properties` and `patternProperties`.
     func admitsUndeclaredProperties(_ options: JSONSchemaOptions) -> Bool {
         guard let additional = additionalProperties else {

@@ -17,14 +17,14 @@ import Synchronization
 /// `removeLastMessage()` takes it back, or a new `generateResponse` answers it again.
 public final class Conversation: Sendable {
     public let runner: ModelRunner
-    let state: Mutex<_ConversationState>
+    let state: Mutex<ConversationState>
     /// This conversation's key for its KV cache, which the runner holds (so `unload()` can
     /// release every cache).
     let identifier: Int
 
     init(runner: ModelRunner, history: [ChatMessage]) {
         self.runner = runner
-        state = Mutex(_ConversationState(history: history))
+        state = Mutex(ConversationState(history: history))
         identifier = runner.state.withLock { state in
             state.nextConversation += 1
             return state.nextConversation
@@ -85,7 +85,7 @@ public final class Conversation: Sendable {
     ///   name, or a parameter schema that does not compile.
     public func register(function: FunctionDefinition) throws(ConversationError) {
         guard !function.name.isEmpty else { throw .invalidFunction(name: function.name, reason: "the name is empty") }
-        _ = try runner.compiledGrammar(schema: _PromptBuilder.callSchema([function]), options: Self.callGrammarOptions)
+        _ = try runner.compiledGrammar(schema: PromptBuilder.callSchema([function]), options: Self.callGrammarOptions)
         var duplicate = false
         try mutate { state in
             if state.functions.contains(where: { $0.name == function.name }) { duplicate = true } else { state.functions.append(function) }
@@ -102,7 +102,7 @@ public final class Conversation: Sendable {
         try mutate { $0.history = messages }
     }
 
-    private func mutate(_ body: (inout _ConversationState) -> Void) throws(ConversationError) {
+    private func mutate(_ body: (inout ConversationState) -> Void) throws(ConversationError) {
         guard runner.isLoaded else { throw .runnerUnloaded }
         let busy: Bool = state.withLock { state in
             guard !state.isGenerating else { return true }
@@ -136,7 +136,7 @@ public final class Conversation: Sendable {
     {
         let (stream, continuation) = AsyncThrowingStream<MessageResponse, Error>.makeStream()
         let requested = ContinuousClock.now
-        let cancellation = _CancellationFlag()
+        let cancellation = CancellationFlag()
         let started: Result<Void, ConversationError> = {
             guard runner.isLoaded else { return .failure(.runnerUnloaded) }
             let accepted = state.withLock { state -> Bool in
@@ -180,9 +180,9 @@ public final class Conversation: Sendable {
 
     /// Renders, prefills and decodes one reply on the runner's queue.
     private func run(
-        options requestedOptions: GenerationOptions, cancellation: _CancellationFlag, requested: ContinuousClock.Instant,
+        options requestedOptions: GenerationOptions, cancellation: CancellationFlag, requested: ContinuousClock.Instant,
         emit: (MessageResponse) -> Void
-    ) -> Result<_Reply, ConversationError> {
+    ) -> Result<Reply, ConversationError> {
         do throws(ConversationError) {
             let (model, history, functions, existingCache) = try runner.state.withLock { runnerState throws(ConversationError) in
                 guard let model = runnerState.model else { throw .runnerUnloaded }
@@ -211,7 +211,7 @@ public final class Conversation: Sendable {
             // A reply held to a schema is that value only; function calls are for free replies.
             let callFunctions = constraint == nil && options.functionCallMode != .disabled ? functions : []
             let callGrammar = callFunctions.isEmpty ? nil
-                : try runner.compiledGrammar(schema: _PromptBuilder.callSchema(callFunctions), options: Self.callGrammarOptions)
+                : try runner.compiledGrammar(schema: PromptBuilder.callSchema(callFunctions), options: Self.callGrammarOptions)
             let prompt = try runner.prompts.tokens(
                 for: promptHistory, functions: callFunctions, format: options.functionCallFormat, enableThinking: options.enableThinking)
             guard prompt.count < runner.contextLength else {
@@ -221,10 +221,10 @@ public final class Conversation: Sendable {
             if existingCache == nil {
                 try runner.state.withLock { state throws(ConversationError) in
                     guard state.model != nil else { throw .runnerUnloaded }
-                    state.caches[identifier] = _CacheBox(cache: cache)
+                    state.caches[identifier] = CacheBox(cache: cache)
                 }
             }
-            var generator = _ReplyGenerator(
+            var generator = ReplyGenerator(
                 source: ModelSequence(model: model, cache: cache, threadCount: runner.threadCount), tokenizer: runner.tokenizer,
                 options: options, constraint: constraint, callGrammar: callGrammar, callFormat: options.functionCallFormat,
                 startsWithCall: options.functionCallMode == .required && callGrammar != nil,
@@ -252,7 +252,7 @@ public final class Conversation: Sendable {
     }
 }
 
-struct _ConversationState: Sendable {
+struct ConversationState: Sendable {
     var history: [ChatMessage]
     var functions: [FunctionDefinition] = []
     /// The tools among the functions, by name.
@@ -264,7 +264,7 @@ struct _ConversationState: Sendable {
 
 /// A conversation's KV cache, created on its first reply and used only on the runner's queue
 /// (which is what makes sharing the reference safe).
-final class _CacheBox: @unchecked Sendable {
+final class CacheBox: @unchecked Sendable {
     let cache: KVCache
     init(cache: KVCache) { self.cache = cache }
 }

@@ -1,6 +1,7 @@
 import ChatTemplating
 import Dispatch
 import Foundation
+import GGUF
 import Grammar
 import Models
 import Synchronization
@@ -74,8 +75,8 @@ public final class ModelRunner: Sendable {
     public let defaultOptions: GenerationOptions
     public let tokenizer: Tokenizer
     let threadCount: Int
-    let prompts: _PromptBuilder
-    let state: Mutex<_RunnerState>
+    let prompts: PromptBuilder
+    let state: Mutex<RunnerState>
     /// Runs every generation of this runner's conversations, one at a time.
     let queue: DispatchQueue
 
@@ -136,8 +137,8 @@ public final class ModelRunner: Sendable {
         self.threadCount = max(1, options.threadCount)
         self.tokenizer = tokenizer
         self.defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
-        self.prompts = _PromptBuilder(template: template, tokenizer: tokenizer)
-        self.state = Mutex(_RunnerState(model: model))
+        self.prompts = PromptBuilder(template: template, tokenizer: tokenizer)
+        self.state = Mutex(RunnerState(model: model))
         self.queue = DispatchQueue(label: "typeset.model-runner.generation", qos: .userInitiated)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
     }
@@ -232,18 +233,18 @@ public final class ModelRunner: Sendable {
 }
 
 /// What a runner holds while loaded.
-struct _RunnerState: Sendable {
+struct RunnerState: Sendable {
     var model: TransformerModel?
     /// Made on the first constrained reply (the grammar vocabulary takes a pass over the tokens).
     var grammars: CompiledGrammarCache?
-    var activeGenerations: [_CancellationFlag] = []
+    var activeGenerations: [CancellationFlag] = []
     /// Each conversation's KV cache, by conversation identifier.
-    var caches: [Int: _CacheBox] = [:]
+    var caches: [Int: CacheBox] = [:]
     var nextConversation = 0
 }
 
 /// Set once when a generation should stop; read between tokens.
-final class _CancellationFlag: Sendable {
+final class CancellationFlag: Sendable {
     private let flag = Atomic<Bool>(false)
     func cancel() { flag.store(true, ordering: .relaxed) }
     var isCancelled: Bool { flag.load(ordering: .relaxed) }

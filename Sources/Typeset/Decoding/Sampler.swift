@@ -78,7 +78,7 @@ public struct Sampler: Sendable {
     /// Which token ids are DRY sequence breakers (empty: none is).
     private let breakers: [Bool]
     /// The candidates of the current draw, storage kept from token to token.
-    private var candidates = _Candidates()
+    private var candidates = Candidates()
     /// The distinct tokens of the repetition window, storage kept from token to token.
     private var recentTokens = Set<Int>()
 
@@ -192,7 +192,7 @@ public struct Sampler: Sendable {
 
 /// The tokens a draw chooses among, most likely first, with their logits and, once
 /// normalized, their probabilities. The first `count` are live; the stages shorten it.
-private struct _Candidates: Sendable {
+private struct Candidates: Sendable {
     var tokens: [Int] = []
     var logits: [Float] = []
     var weights: [Float] = []

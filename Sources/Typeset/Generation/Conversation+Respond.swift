@@ -136,7 +136,7 @@ extension Conversation {
     private func exchange(
         _ request: ChatMessage, schema: GenerationSchema?, includeSchemaInPrompt: Bool, options: GenerationOptions,
         onRoundStart: () -> Void = {}, onText: (String) -> Void = { _ in }
-    ) async throws -> (reply: _Reply, value: GeneratedContent, added: [ChatMessage]) {
+    ) async throws -> (reply: Reply, value: GeneratedContent, added: [ChatMessage]) {
         let startCount = history.count
         let tools = self.tools
         let functions = self.functions
@@ -177,11 +177,11 @@ extension Conversation {
                 roundOptions.functionCallMode = callsAllowed ? (round == 0 ? options.functionCallMode : .automatic) : .disabled
             }
             onRoundStart()
-            var final: _Reply?
+            var final: Reply?
             for try await response in generateResponse(to: message, options: roundOptions) {
                 switch response {
                 case .chunk(let text): onText(text)
-                case .complete(let reply, let finishReason, let stats): final = _Reply(message: reply, finishReason: finishReason, stats: stats)
+                case .complete(let reply, let finishReason, let stats): final = Reply(message: reply, finishReason: finishReason, stats: stats)
                 case .reasoningChunk, .functionCalls: break
                 }
             }
@@ -230,9 +230,9 @@ extension Conversation {
     /// A schema for "the value, or a call of one of `functions`" (only the calls when
     /// `valueAllowed` is false), with the value's definitions at the root.
     static func valueOrCallSchema(_ schema: GenerationSchema?, functions: [FunctionDefinition], valueAllowed: Bool) -> JSONValue {
-        let alternatives = _PromptBuilder.callAlternatives(functions)
+        let alternatives = PromptBuilder.callAlternatives(functions)
         guard valueAllowed, let schema, case .object(var members) = schema.jsonSchema else {
-            return _PromptBuilder.callSchema(functions)
+            return PromptBuilder.callSchema(functions)
         }
         let definitions = members.first { $0.0 == "$defs" }
         members.removeAll { $0.0 == "$defs" || $0.0 == "title" }

@@ -13,8 +13,8 @@
 /// let schema = try GenerationSchema(root: menu, dependencies: [soup])
 /// ```
 public struct DynamicGenerationSchema: Sendable {
-    indirect enum _Shape: Sendable {
-        case node(_SchemaNode)
+    indirect enum Shape: Sendable {
+        case node(SchemaNode)
         case object(name: String, description: String?, properties: [Property])
         case choices(name: String, description: String?, [DynamicGenerationSchema])
         case stringChoices(name: String, description: String?, [String])
@@ -22,7 +22,7 @@ public struct DynamicGenerationSchema: Sendable {
         case reference(String)
     }
 
-    let shape: _Shape
+    let shape: Shape
 
     /// An object named `name` with `properties`, generated in order.
     public init(name: String, description: String? = nil, properties: [Property]) {
@@ -53,7 +53,7 @@ public struct DynamicGenerationSchema: Sendable {
     /// structure, …), constrained by `guides`.
     public init<Value: Generable>(type: Value.Type, guides: [GenerationGuide<Value>] = []) {
         let schema = Value.generationSchema
-        shape = .node(_SchemaNode.inlining(schema).constrained(by: guides.flatMap(\.constraints)))
+        shape = .node(SchemaNode.inlining(schema).constrained(by: guides.flatMap(\.constraints)))
     }
 
     /// A property of a dynamic object.
@@ -82,11 +82,11 @@ public struct DynamicGenerationSchema: Sendable {
     }
 }
 
-extension _SchemaNode {
+extension SchemaNode {
     /// `schema`'s root with the definitions it references written in place, except those
     /// that refer to themselves (kept as references; a dynamic schema that embeds a recursive
     /// type must list that type as a dependency).
-    static func inlining(_ schema: GenerationSchema) -> _SchemaNode {
+    static func inlining(_ schema: GenerationSchema) -> SchemaNode {
         var node = schema.root
         for definition in schema.definitions where !definition.node.references(definition.name) {
             node = node.replacingReferences(to: definition.name, with: definition.node)
@@ -94,7 +94,7 @@ extension _SchemaNode {
         return node
     }
 
-    func replacingReferences(to name: String, with replacement: _SchemaNode) -> _SchemaNode {
+    func replacingReferences(to name: String, with replacement: SchemaNode) -> SchemaNode {
         switch self {
         case .reference(let target): return target == name ? replacement : self
         case .array(let items, let minimum, let maximum):
@@ -154,20 +154,20 @@ extension GenerationSchema {
             guard let name = schema.name else { continue }
             guard names.insert(name).inserted else { throw .duplicateType(name) }
         }
-        var definitions: [_Definition] = []
+        var definitions: [Definition] = []
         for dependency in dependencies {
             var references: [String] = []
             let node = try dependency.node(references: &references)
             let undefined = references.filter { !names.contains($0) }
             guard undefined.isEmpty else { throw .undefinedReferences(schema: dependency.name, references: Self.unique(undefined)) }
-            if let name = dependency.name { definitions.append(_Definition(name: name, node: node)) }
+            if let name = dependency.name { definitions.append(Definition(name: name, node: node)) }
         }
         var references: [String] = []
         let node = try root.node(references: &references)
         let undefined = references.filter { !names.contains($0) }
         guard undefined.isEmpty else { throw .undefinedReferences(schema: root.name, references: Self.unique(undefined)) }
         if let name = root.name, node.references(name) || definitions.contains(where: { $0.node.references(name) }) {
-            definitions.insert(_Definition(name: name, node: node), at: 0)
+            definitions.insert(Definition(name: name, node: node), at: 0)
         }
         self.init(node: node, definitions: definitions)
     }
@@ -180,24 +180,24 @@ extension GenerationSchema {
 
 extension DynamicGenerationSchema {
     /// The schema as a node, checked; collects the names it references.
-    func node(references: inout [String]) throws(GenerationSchemaError) -> _SchemaNode {
+    func node(references: inout [String]) throws(GenerationSchemaError) -> SchemaNode {
         switch shape {
         case .node(let node):
             return node
         case .object(let name, let description, let properties):
             var seen = Set<String>()
-            var members: [_SchemaProperty] = []
+            var members: [SchemaProperty] = []
             for property in properties {
                 guard seen.insert(property.name).inserted else { throw .duplicateProperty(schema: name, property: property.name) }
                 let node = try property.schema.node(references: &references)
-                members.append(_SchemaProperty(
+                members.append(SchemaProperty(
                     name: property.name, description: property.description,
                     node: property.isOptional ? .nullable(node) : node, isOptional: property.isOptional))
             }
             return .object(name: name, description: description, properties: members)
         case .choices(let name, let description, let choices):
             guard !choices.isEmpty else { throw .emptyTypeChoices(schema: name) }
-            var nodes: [_SchemaNode] = []
+            var nodes: [SchemaNode] = []
             for choice in choices { nodes.append(try choice.node(references: &references)) }
             return .choices(name: name, description: description, nodes)
         case .stringChoices(let name, let description, let choices):

@@ -33,7 +33,7 @@ public protocol Generable: ConvertibleFromGeneratedContent, ConvertibleToGenerat
 // MARK: Strings and booleans
 
 extension String: Generable {
-    public static var generationSchema: GenerationSchema { GenerationSchema(node: .string(_StringConstraints())) }
+    public static var generationSchema: GenerationSchema { GenerationSchema(node: .string(StringConstraints())) }
 
     /// A string (in a snapshot, the part generated so far).
     public init(_ content: GeneratedContent) throws {

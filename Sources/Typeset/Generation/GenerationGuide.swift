@@ -15,14 +15,14 @@ import Foundation
 ///
 /// Several guides on one property combine (the tightest bound wins).
 public struct GenerationGuide<Value>: Sendable {
-    let constraints: [_GuideConstraint]
+    let constraints: [GuideConstraint]
 
-    init(_ constraints: [_GuideConstraint]) { self.constraints = constraints }
+    init(_ constraints: [GuideConstraint]) { self.constraints = constraints }
 }
 
 /// One constraint, independent of the guided type. Numeric bounds are JSON number text, so
 /// that `Decimal` and 64-bit bounds stay exact.
-enum _GuideConstraint: Sendable, Hashable {
+enum GuideConstraint: Sendable, Hashable {
     case minimum(String)
     case maximum(String)
     case anyOf([String])
@@ -31,7 +31,7 @@ enum _GuideConstraint: Sendable, Hashable {
     case pattern(String)
     case minimumCount(Int)
     case maximumCount(Int)
-    case element([_GuideConstraint])
+    case element([GuideConstraint])
 }
 
 // MARK: Numbers

@@ -23,22 +23,22 @@ import Foundation
 /// `{"$ref":"#/$defs/Name"}`. Properties keep their declaration order; optional properties are
 /// not `required` and may also be `null`; objects admit no other properties.
 public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertible {
-    let root: _SchemaNode
+    let root: SchemaNode
     /// Named schemas that references point to, in first-use order.
-    let definitions: [_Definition]
+    let definitions: [Definition]
 
-    struct _Definition: Sendable, Equatable {
+    struct Definition: Sendable, Equatable {
         var name: String
-        var node: _SchemaNode
+        var node: SchemaNode
     }
 
-    init(node: _SchemaNode, definitions: [_Definition] = []) {
+    init(node: SchemaNode, definitions: [Definition] = []) {
         root = node
         self.definitions = definitions
     }
 
     /// This schema with its root transformed (definitions kept).
-    func mapRoot(_ transform: (_SchemaNode) -> _SchemaNode) -> GenerationSchema {
+    func mapRoot(_ transform: (SchemaNode) -> SchemaNode) -> GenerationSchema {
         GenerationSchema(node: transform(root), definitions: definitions)
     }
 
@@ -46,10 +46,10 @@ public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertibl
 
     /// A structure's schema: an object with `properties`, in order. (Used by `@Generable`.)
     public init(type: any Generable.Type, description: String? = nil, properties: [Property]) {
-        var definitions: [_Definition] = []
+        var definitions: [Definition] = []
         let members = properties.map { property in
             Self.merge(property.schema.definitions, into: &definitions)
-            return _SchemaProperty(
+            return SchemaProperty(
                 name: property.name, description: property.description, node: property.schema.root,
                 isOptional: property.isOptional)
         }
@@ -65,26 +65,26 @@ public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertibl
     /// The schema of an enumeration with associated values: one object per case, tagged by a
     /// `"type"` property holding the case's name. (Used by `@Generable`.)
     public init(type: any Generable.Type, description: String? = nil, taggedCases: [TaggedCase]) {
-        var definitions: [_Definition] = []
+        var definitions: [Definition] = []
         let choices = taggedCases.map { taggedCase in
-            var members = [_SchemaProperty(name: "type", description: nil, node: .constant(taggedCase.name), isOptional: false)]
+            var members = [SchemaProperty(name: "type", description: nil, node: .constant(taggedCase.name), isOptional: false)]
             for property in taggedCase.properties {
                 Self.merge(property.schema.definitions, into: &definitions)
-                members.append(_SchemaProperty(
+                members.append(SchemaProperty(
                     name: property.name, description: property.description, node: property.schema.root,
                     isOptional: property.isOptional))
             }
-            return _SchemaNode.object(name: nil, description: nil, properties: members)
+            return SchemaNode.object(name: nil, description: nil, properties: members)
         }
         self.init(named: type, node: .choices(name: Self.name(of: type), description: description, choices), definitions: definitions)
     }
 
     /// A named type's schema; when `node` refers to the type itself, its definition is kept.
-    private init(named type: any Generable.Type, node: _SchemaNode, definitions: [_Definition]) {
+    private init(named type: any Generable.Type, node: SchemaNode, definitions: [Definition]) {
         var definitions = definitions
         let name = Self.name(of: type)
         if node.references(name), !definitions.contains(where: { $0.name == name }) {
-            definitions.insert(_Definition(name: name, node: node), at: 0)
+            definitions.insert(Definition(name: name, node: node), at: 0)
         }
         self.init(node: node, definitions: definitions)
     }
@@ -93,7 +93,7 @@ public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertibl
         String(describing: type)
     }
 
-    static func merge(_ new: [_Definition], into definitions: inout [_Definition]) {
+    static func merge(_ new: [Definition], into definitions: inout [Definition]) {
         for definition in new where !definitions.contains(where: { $0.name == definition.name }) {
             definitions.append(definition)
         }
@@ -182,34 +182,34 @@ enum _SchemaBuilding {
 // MARK: - Nodes
 
 /// A string's constraints.
-struct _StringConstraints: Sendable, Hashable {
+struct StringConstraints: Sendable, Hashable {
     var choices: [String]?
     var constant: String?
     var pattern: String?
 }
 
 /// One property of an object node.
-struct _SchemaProperty: Sendable, Equatable {
+struct SchemaProperty: Sendable, Equatable {
     var name: String
     var description: String?
-    var node: _SchemaNode
+    var node: SchemaNode
     var isOptional: Bool
 }
 
 /// A schema as a tree; named nodes carry the type's name (the title of a root, the key under
 /// `$defs`) and description.
-indirect enum _SchemaNode: Sendable, Equatable {
-    case string(_StringConstraints)
+indirect enum SchemaNode: Sendable, Equatable {
+    case string(StringConstraints)
     case integer(minimum: String?, maximum: String?)
     case number(minimum: String?, maximum: String?)
     case boolean
-    case array(items: _SchemaNode, minimumCount: Int?, maximumCount: Int?)
-    case object(name: String?, description: String?, properties: [_SchemaProperty])
+    case array(items: SchemaNode, minimumCount: Int?, maximumCount: Int?)
+    case object(name: String?, description: String?, properties: [SchemaProperty])
     case stringChoices(name: String?, description: String?, [String])
     /// One of several schemas.
-    case choices(name: String?, description: String?, [_SchemaNode])
+    case choices(name: String?, description: String?, [SchemaNode])
     case constant(String)
-    case nullable(_SchemaNode)
+    case nullable(SchemaNode)
     case reference(String)
     case anyValue
 
@@ -227,14 +227,14 @@ indirect enum _SchemaNode: Sendable, Equatable {
 
     /// The node with guides applied (bounds tighten; guides that do not apply to the node's
     /// type are ignored, which `GenerationGuide`'s typing rules out for `@Generable` types).
-    func constrained(by constraints: [_GuideConstraint]) -> _SchemaNode {
+    func constrained(by constraints: [GuideConstraint]) -> SchemaNode {
         guard !constraints.isEmpty else { return self }
         var node = self
         for constraint in constraints { node = node.applying(constraint) }
         return node
     }
 
-    private func applying(_ constraint: _GuideConstraint) -> _SchemaNode {
+    private func applying(_ constraint: GuideConstraint) -> SchemaNode {
         switch (self, constraint) {
         case (.nullable(let node), _):
             return .nullable(node.applying(constraint))

@@ -11,8 +11,8 @@
 /// Short words (the vast majority) use a scan for the best pair per merge, O(n²) in the word's
 /// length with n ≤ 48; longer words use a binary heap, O(n log n).
 func _mergeBytePairs(
-    _ word: UnsafeBufferPointer<UInt8>, initial: UnsafeBufferPointer<Int32>, merges: _MergeTable,
-    scratch: inout _MergeScratch, into output: inout [Int]
+    _ word: UnsafeBufferPointer<UInt8>, initial: UnsafeBufferPointer<Int32>, merges: MergeTable,
+    scratch: inout MergeScratch, into output: inout [Int]
 ) {
     let count = word.count
     if count == 1 {
@@ -41,13 +41,13 @@ func _mergeBytePairs(
 }
 
 /// Working arrays reused across words.
-struct _MergeScratch {
+struct MergeScratch {
     var tokens: [Int32] = []
     var next: [Int32] = []
     var previous: [Int32] = []
     var ranks: [Int32] = []
     var results: [Int32] = []
-    var heap: [_PairCandidate] = []
+    var heap: [PairCandidate] = []
 
     mutating func prepare(_ count: Int) {
         if tokens.count < count {
@@ -63,8 +63,8 @@ struct _MergeScratch {
 
 private let _noMerge = Int32.max
 
-private func _mergeByScanning(_ count: Int, _ merges: _MergeTable, _ scratch: inout _MergeScratch) {
-    @inline(__always) func refresh(_ left: Int, _ scratch: inout _MergeScratch) {
+private func _mergeByScanning(_ count: Int, _ merges: MergeTable, _ scratch: inout MergeScratch) {
+    @inline(__always) func refresh(_ left: Int, _ scratch: inout MergeScratch) {
         let right = Int(scratch.next[left])
         if right >= 0, scratch.tokens[left] >= 0, scratch.tokens[right] >= 0,
            let merge = merges.merge(scratch.tokens[left], scratch.tokens[right]) {
@@ -95,7 +95,7 @@ private func _mergeByScanning(_ count: Int, _ merges: _MergeTable, _ scratch: in
 }
 
 /// A candidate merge in the heap. Stale when either side changed since it was pushed.
-struct _PairCandidate {
+struct PairCandidate {
     var priority: Int64  // rank (BPE) or negated score bits (SentencePiece); lower first
     var left: Int32
     var right: Int32
@@ -103,25 +103,25 @@ struct _PairCandidate {
     var rightToken: Int32
 
     @inline(__always)
-    static func precedes(_ a: _PairCandidate, _ b: _PairCandidate) -> Bool {
+    static func precedes(_ a: PairCandidate, _ b: PairCandidate) -> Bool {
         a.priority != b.priority ? a.priority < b.priority : a.left < b.left
     }
 }
 
-/// A binary min-heap over `_PairCandidate.precedes`, on a reused array.
-struct _CandidateHeap {
-    static func push(_ candidate: _PairCandidate, _ heap: inout [_PairCandidate]) {
+/// A binary min-heap over `PairCandidate.precedes`, on a reused array.
+struct CandidateHeap {
+    static func push(_ candidate: PairCandidate, _ heap: inout [PairCandidate]) {
         heap.append(candidate)
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            guard _PairCandidate.precedes(heap[child], heap[parent]) else { break }
+            guard PairCandidate.precedes(heap[child], heap[parent]) else { break }
             heap.swapAt(child, parent)
             child = parent
         }
     }
 
-    static func pop(_ heap: inout [_PairCandidate]) -> _PairCandidate? {
+    static func pop(_ heap: inout [PairCandidate]) -> PairCandidate? {
         guard let top = heap.first else { return nil }
         let last = heap.removeLast()
         if !heap.isEmpty {
@@ -131,8 +131,8 @@ struct _CandidateHeap {
                 let left = 2 * parent + 1
                 guard left < heap.count else { break }
                 var smallest = left
-                if left + 1 < heap.count, _PairCandidate.precedes(heap[left + 1], heap[left]) { smallest = left + 1 }
-                guard _PairCandidate.precedes(heap[smallest], heap[parent]) else { break }
+                if left + 1 < heap.count, PairCandidate.precedes(heap[left + 1], heap[left]) { smallest = left + 1 }
+                guard PairCandidate.precedes(heap[smallest], heap[parent]) else { break }
                 heap.swapAt(smallest, parent)
                 parent = smallest
             }
@@ -141,22 +141,22 @@ struct _CandidateHeap {
     }
 }
 
-private func _mergeWithHeap(_ count: Int, _ merges: _MergeTable, _ scratch: inout _MergeScratch) {
+private func _mergeWithHeap(_ count: Int, _ merges: MergeTable, _ scratch: inout MergeScratch) {
     scratch.heap.removeAll(keepingCapacity: true)
-    @inline(__always) func consider(_ left: Int, _ scratch: inout _MergeScratch) {
+    @inline(__always) func consider(_ left: Int, _ scratch: inout MergeScratch) {
         guard left >= 0 else { return }
         let right = Int(scratch.next[left])
         guard right >= 0 else { return }
         let leftToken = scratch.tokens[left], rightToken = scratch.tokens[right]
         guard leftToken >= 0, rightToken >= 0, let merge = merges.merge(leftToken, rightToken) else { return }
         // The result is looked up again when the candidate is popped and found still valid.
-        _CandidateHeap.push(
-            _PairCandidate(priority: Int64(merge.rank), left: Int32(left), right: Int32(right),
+        CandidateHeap.push(
+            PairCandidate(priority: Int64(merge.rank), left: Int32(left), right: Int32(right),
                            leftToken: leftToken, rightToken: rightToken),
             &scratch.heap)
     }
     for index in 0 ..< count - 1 { consider(index, &scratch) }
-    while let candidate = _CandidateHeap.pop(&scratch.heap) {
+    while let candidate = CandidateHeap.pop(&scratch.heap) {
         let left = Int(candidate.left), right = Int(candidate.right)
         guard scratch.next[left] == candidate.right, scratch.tokens[left] == candidate.leftToken,
               scratch.tokens[right] == candidate.rightToken else { continue }
@@ -176,8 +176,8 @@ private func _mergeWithHeap(_ count: Int, _ merges: _MergeTable, _ scratch: inou
 /// symbols into the highest-scoring token their joined text forms; appends the resulting
 /// tokens, with `<0xNN>` byte fallback for characters that are not tokens.
 func _mergeSentencePiece(
-    _ text: UnsafeBufferPointer<UInt8>, lookup: _ByteStringTable, scores: [Float],
-    byteFallback: [Int32], scratch: inout _MergeScratch, into output: inout [Int]
+    _ text: UnsafeBufferPointer<UInt8>, lookup: ByteStringTable, scores: [Float],
+    byteFallback: [Int32], scratch: inout MergeScratch, into output: inout [Int]
 ) {
     let byteCount = text.count
     guard byteCount > 0 else { return }
@@ -199,7 +199,7 @@ func _mergeSentencePiece(
     }
     scratch.heap.removeAll(keepingCapacity: true)
     let base = UnsafeRawPointer(text.baseAddress!)
-    @inline(__always) func consider(_ left: Int, _ scratch: inout _MergeScratch) {
+    @inline(__always) func consider(_ left: Int, _ scratch: inout MergeScratch) {
         guard left >= 0 else { return }
         let right = Int(scratch.next[left])
         guard right >= 0 else { return }
@@ -208,13 +208,13 @@ func _mergeSentencePiece(
         guard let token = lookup.lookup(joined) else { return }
         // Higher score first: order by the score's negation, as a totally ordered integer.
         let score = scores[Int(token)]
-        _CandidateHeap.push(
-            _PairCandidate(priority: _descendingKey(score), left: Int32(left), right: Int32(right),
+        CandidateHeap.push(
+            PairCandidate(priority: _descendingKey(score), left: Int32(left), right: Int32(right),
                            leftToken: Int32(size), rightToken: 0),
             &scratch.heap)
     }
     for index in 0 ..< count - 1 { consider(index, &scratch) }
-    while let candidate = _CandidateHeap.pop(&scratch.heap) {
+    while let candidate = CandidateHeap.pop(&scratch.heap) {
         let left = Int(candidate.left), right = Int(candidate.right)
         let leftLength = scratch.ranks[left], rightLength = scratch.ranks[right]
         guard leftLength != 0, rightLength != 0, leftLength + rightLength == candidate.leftToken else { continue }

@@ -11,13 +11,13 @@ import Kernels
 /// Dot products and sums run in the order of ggml's AVX-512 F16 GEMM (tinyBLAS): 16 lanes,
 /// lane `l` a chain of fused multiply-adds over indices ≡ l (mod 16), the lanes summed in
 /// halves. The half-precision keys and values of the cache are read widened to floats
-/// (`_CacheWideningJob`, once per block rather than once per query head: Gemma's four query
+/// (`CacheWideningJob`, once per block rather than once per query head: Gemma's four query
 /// heads share one key head); widening is exact, so the products are those of the halves.
 ///
 /// `@unchecked Sendable` is sound because the buffers outlive the synchronous
 /// `KernelThreadPool.run` call that uses the job, queries, keys and values are only read, and
 /// each (row, head) pair writes its own `headWidth` floats of output.
-struct _AttentionJob: @unchecked Sendable {
+struct AttentionJob: @unchecked Sendable {
     /// Queries, already rotated, scaled where the family scales them, and rounded to half.
     let queries: UnsafePointer<Float>
     /// Widened keys and values: position `p` at `p × keyWidth`, heads in order, dimensions in order.
@@ -119,7 +119,7 @@ struct _AttentionJob: @unchecked Sendable {
 /// `@unchecked Sendable` is sound because the cache and the destinations outlive the
 /// synchronous thread-pool call, the cache is only read, and each position is written by one
 /// thread.
-struct _CacheWideningJob: RangeJob, @unchecked Sendable {
+struct CacheWideningJob: RangeJob, @unchecked Sendable {
     let keys: UnsafePointer<UInt32>
     let values: UnsafePointer<UInt32>
     let wideKeys: UnsafeMutablePointer<Float>
@@ -152,8 +152,8 @@ struct _CacheWideningJob: RangeJob, @unchecked Sendable {
 /// The (row, head) pairs of an attention call dealt out round-robin, since work grows with the
 /// position: part `p` of `parts` computes pairs `p`, `p + parts`, … with its own scratch. A
 /// range job over the parts (each thread gets one).
-struct _AttentionParts: RangeJob, @unchecked Sendable {
-    let job: _AttentionJob
+struct AttentionParts: RangeJob, @unchecked Sendable {
+    let job: AttentionJob
     let pairs: Int
     let parts: Int
     /// Floats of scratch per list (scores, probabilities): every position rounded up to 16, plus 16.
@@ -161,7 +161,7 @@ struct _AttentionParts: RangeJob, @unchecked Sendable {
 
     func run(_ range: Range<Int>) {
         withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity) { buffer in
-            let scratch = _AttentionJob.Scratch(scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity)
+            let scratch = AttentionJob.Scratch(scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity)
             for part in range {
                 for pair in stride(from: part, to: pairs, by: parts) {
                     job.attend(row: pair / job.headCount, head: pair % job.headCount, scratch: scratch)

@@ -6,25 +6,25 @@
 // quantifiers `? * + {n} {n,} {n,m}`, and `$`.
 //
 // Patterns that name a Unicode category (`\p{L}`) match the collapsed text, where every non-ASCII
-// code point stands as the byte of its category (see `_CodePointClass.collapsed`), so `\p{L}`
+// code point stands as the byte of its category (see `CodePointClass.collapsed`), so `\p{L}`
 // means "0xD2 or an ASCII letter" — as in llama.cpp. Other patterns match code points, with
 // non-ASCII whitespace standing as U+000B. In both, `\s` is ASCII whitespace (`\t \n \v \f \r`
 // and space), as `std::regex` has it in the C locale.
 
 /// One compiled pattern.
-struct _SplitPattern: Sendable {
+struct SplitPattern: Sendable {
     /// The pattern as written (for diagnostics).
     let source: String
     /// Whether the pattern names categories and so matches the collapsed text.
     let usesCategories: Bool
-    fileprivate let nodes: [_Node]
+    fileprivate let nodes: [Node]
     fileprivate let root: Int
     /// Per node, whether it always consumes exactly one unit (so repetitions of it can be
     /// counted iteratively). Derived from `nodes` once.
     fileprivate let consumesOneUnit: [Bool]
 
     init(_ source: String) throws(TokenizerError) {
-        var parser = _PatternParser(source)
+        var parser = PatternParser(source)
         let root = try parser.parseAlternation()
         guard parser.atEnd else { throw .invalidPattern(source, reason: "unbalanced parenthesis") }
         self.source = source
@@ -37,7 +37,7 @@ struct _SplitPattern: Sendable {
     /// Splits the units `range` of `units` the way llama.cpp's `std::regex` path does: every
     /// match is a piece, and so is every stretch between matches. Appends piece lengths.
     func split(_ units: UnsafeBufferPointer<UInt32>, range: Range<Int>, into lengths: inout [Int32]) {
-        let matcher = _Matcher(nodes: nodes, consumesOneUnit: consumesOneUnit, units: units, end: range.upperBound)
+        let matcher = Matcher(nodes: nodes, consumesOneUnit: consumesOneUnit, units: units, end: range.upperBound)
         var pieceStart = range.lowerBound
         var position = range.lowerBound
         while position < range.upperBound {
@@ -56,7 +56,7 @@ struct _SplitPattern: Sendable {
 
 // MARK: - Nodes
 
-fileprivate struct _UnitSet: Sendable {
+fileprivate struct UnitSet: Sendable {
     var ranges: [ClosedRange<UInt32>] = []
     var includesWhitespace = false
     var includesNonWhitespace = false
@@ -84,9 +84,9 @@ fileprivate struct _UnitSet: Sendable {
     unit == 0x20 || (0x09 ... 0x0D).contains(unit)
 }
 
-fileprivate enum _Node: Sendable {
+fileprivate enum Node: Sendable {
     case unit(UInt32)
-    case set(_UnitSet)
+    case set(UnitSet)
     case sequence([Int])
     case alternation([Int])
     /// Greedy repetition; `maximum == Int.max` for unbounded.
@@ -97,8 +97,8 @@ fileprivate enum _Node: Sendable {
 
 // MARK: - Matching
 
-fileprivate struct _Matcher {
-    let nodes: [_Node]
+fileprivate struct Matcher {
+    let nodes: [Node]
     let consumesOneUnit: [Bool]
     let units: UnsafeBufferPointer<UInt32>
     let end: Int
@@ -183,7 +183,7 @@ fileprivate struct _Matcher {
 
 /// Whether each node always consumes exactly one unit: units, sets, and sequences of
 /// lookaheads ending in one. Children precede their parents in `nodes`, so one pass suffices.
-fileprivate func _consumesOneUnit(_ nodes: [_Node]) -> [Bool] {
+fileprivate func _consumesOneUnit(_ nodes: [Node]) -> [Bool] {
     var result = [Bool](repeating: false, count: nodes.count)
     for (index, node) in nodes.enumerated() {
         switch node {
@@ -204,11 +204,11 @@ fileprivate func _consumesOneUnit(_ nodes: [_Node]) -> [Bool] {
 
 // MARK: - Parsing
 
-fileprivate struct _PatternParser {
+fileprivate struct PatternParser {
     let source: String
     let scalars: [UInt32]
     var index = 0
-    var nodes: [_Node] = []
+    var nodes: [Node] = []
     var usesCategories = false
 
     init(_ source: String) {
@@ -218,7 +218,7 @@ fileprivate struct _PatternParser {
 
     var atEnd: Bool { index == scalars.count }
 
-    mutating func add(_ node: _Node) -> Int {
+    mutating func add(_ node: Node) -> Int {
         nodes.append(node)
         return nodes.count - 1
     }
@@ -307,7 +307,7 @@ fileprivate struct _PatternParser {
         case 0x24:  // $
             return add(.endOfInput)
         case 0x5C:  // backslash
-            var set = _UnitSet()
+            var set = UnitSet()
             if let unit = try parseEscape(into: &set) { return add(.unit(unit)) }
             set.finish()
             return add(.set(set))
@@ -320,7 +320,7 @@ fileprivate struct _PatternParser {
 
     /// Parses the escape after a backslash. Returns the unit for a literal; otherwise adds the
     /// class it names to `set` and returns `nil`.
-    mutating func parseEscape(into set: inout _UnitSet) throws(TokenizerError) -> UInt32? {
+    mutating func parseEscape(into set: inout UnitSet) throws(TokenizerError) -> UInt32? {
         guard index < scalars.count else { throw error("dangling backslash") }
         let scalar = scalars[index]
         index += 1
@@ -348,8 +348,8 @@ fileprivate struct _PatternParser {
         }
     }
 
-    mutating func parseSet() throws(TokenizerError) -> _UnitSet {
-        var set = _UnitSet()
+    mutating func parseSet() throws(TokenizerError) -> UnitSet {
+        var set = UnitSet()
         if index < scalars.count, scalars[index] == 0x5E { set.isNegated = true; index += 1 }  // ^
         var first = true
         while index < scalars.count {

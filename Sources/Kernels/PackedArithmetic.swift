@@ -71,7 +71,7 @@ func _words(_ base: UnsafeRawPointer, _ index: Int) -> SIMD16<UInt32> {
 // knows its value ranges and calls it in time). The same block kernel thus serves the
 // matrix-vector product (one column) and the prefill product (four columns at a time).
 
-protocol _ColumnSink {
+protocol ColumnSink {
     /// Adds `pair` × the columns' activation pair `index` of the current block.
     mutating func consume(_ pair: SIMD32<Int16>, index: Int)
     /// Moves the 16-bit sums into the 32-bit sums.
@@ -81,7 +81,7 @@ protocol _ColumnSink {
 }
 
 /// One activation column.
-struct _OneColumn: _ColumnSink {
+struct OneColumn: ColumnSink {
     /// Activation pairs of the current block.
     var pairs: UnsafePointer<UInt32>
     var partial = SIMD32<Int16>()
@@ -103,7 +103,7 @@ struct _OneColumn: _ColumnSink {
 }
 
 /// Four activation columns whose pairs are `stride` apart.
-struct _FourColumns: _ColumnSink {
+struct FourColumns: ColumnSink {
     var pairs: UnsafePointer<UInt32>
     let stride: Int
     var partial = (SIMD32<Int16>(), SIMD32<Int16>(), SIMD32<Int16>(), SIMD32<Int16>())
@@ -138,7 +138,7 @@ struct _FourColumns: _ColumnSink {
 }
 
 /// Two sinks fed the same pair vectors: one weight unpacking serves both column sets.
-struct _JoinedSinks<First: _ColumnSink, Second: _ColumnSink>: _ColumnSink {
+struct JoinedSinks<First: ColumnSink, Second: ColumnSink>: ColumnSink {
     var first: First
     var second: Second
 

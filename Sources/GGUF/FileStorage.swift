@@ -12,7 +12,7 @@ import Darwin
 ///
 /// The memory is never written after initialisation, which is what makes sharing it across
 /// tasks sound.
-final class _FileStorage: @unchecked Sendable {
+final class FileStorage: @unchecked Sendable {
     /// The whole file. Its base address is page-aligned for mappings and 64-byte aligned for
     /// heap copies, so aligned tensor offsets stay aligned in memory.
     let bytes: UnsafeRawBufferPointer

@@ -8,35 +8,35 @@
 ///
 /// Bit values follow llama.cpp's `unicode_cpt_flags`, so that `rawValue != 0` means "a code
 /// point inside the current piece" in the splitters (positions past a piece's end read as 0).
-struct _CodePointClass: OptionSet, Sendable {
+struct CodePointClass: OptionSet, Sendable {
     let rawValue: UInt16
 
-    static let undefined = _CodePointClass(rawValue: 0x0001)   // Cn, or beyond U+10FFFF
-    static let number = _CodePointClass(rawValue: 0x0002)      // \p{N}
-    static let letter = _CodePointClass(rawValue: 0x0004)      // \p{L}
-    static let separator = _CodePointClass(rawValue: 0x0008)   // \p{Z}
-    static let accentMark = _CodePointClass(rawValue: 0x0010)  // \p{M}
-    static let punctuation = _CodePointClass(rawValue: 0x0020) // \p{P}
-    static let symbol = _CodePointClass(rawValue: 0x0040)      // \p{S}
-    static let control = _CodePointClass(rawValue: 0x0080)     // \p{C} (Cc, Cf, Cs, Co)
-    static let whitespace = _CodePointClass(rawValue: 0x0100)  // \s (White_Space)
+    static let undefined = CodePointClass(rawValue: 0x0001)   // Cn, or beyond U+10FFFF
+    static let number = CodePointClass(rawValue: 0x0002)      // \p{N}
+    static let letter = CodePointClass(rawValue: 0x0004)      // \p{L}
+    static let separator = CodePointClass(rawValue: 0x0008)   // \p{Z}
+    static let accentMark = CodePointClass(rawValue: 0x0010)  // \p{M}
+    static let punctuation = CodePointClass(rawValue: 0x0020) // \p{P}
+    static let symbol = CodePointClass(rawValue: 0x0040)      // \p{S}
+    static let control = CodePointClass(rawValue: 0x0080)     // \p{C} (Cc, Cf, Cs, Co)
+    static let whitespace = CodePointClass(rawValue: 0x0100)  // \s (White_Space)
 
     static let categoryMask: UInt16 = 0x00FF
 
     /// The class of `codePoint`. Table lookup below U+10000; the standard library's Unicode
     /// properties above (rare in text: emoji, historic scripts, CJK extensions).
     @inline(__always)
-    static func of(_ codePoint: UInt32) -> _CodePointClass {
-        if codePoint < 0x10000 { return _CodePointClass(rawValue: _basicPlane[Int(codePoint)]) }
+    static func of(_ codePoint: UInt32) -> CodePointClass {
+        if codePoint < 0x10000 { return CodePointClass(rawValue: _basicPlane[Int(codePoint)]) }
         return _classify(codePoint)
     }
 
     private static let _basicPlane: [UInt16] = (0 ..< 0x10000).map { _classify(UInt32($0)).rawValue }
 
-    private static func _classify(_ codePoint: UInt32) -> _CodePointClass {
+    private static func _classify(_ codePoint: UInt32) -> CodePointClass {
         guard codePoint <= 0x10FFFF else { return .undefined }
         guard let scalar = Unicode.Scalar(codePoint) else { return .control }  // surrogates: Cs
-        var result: _CodePointClass
+        var result: CodePointClass
         switch scalar.properties.generalCategory {
         case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter:
             result = .letter
@@ -66,7 +66,7 @@ struct _CodePointClass: OptionSet, Sendable {
     /// other whitespace becomes U+000B, and every other code point becomes the byte of its
     /// category (0xD1 number, 0xD2 letter, 0xD3 punctuation, 0xD4 mark, 0xD5 symbol, 0xD0 rest).
     @inline(__always)
-    static func collapsed(_ codePoint: UInt32, _ codePointClass: _CodePointClass) -> UInt32 {
+    static func collapsed(_ codePoint: UInt32, _ codePointClass: CodePointClass) -> UInt32 {
         if codePoint < 0x80 { return codePoint }
         if codePointClass.contains(.whitespace) { return 0x0B }
         switch codePointClass.rawValue & categoryMask {
@@ -86,9 +86,9 @@ struct _CodePointClass: OptionSet, Sendable {
 /// encoded back: each malformed byte becomes U+FFFD, and well-formed-looking sequences are
 /// accepted without checking for overlong forms or surrogates (so `C0 80` reads as U+0000 and
 /// is re-encoded as one byte). The BPE words are slices of `bytes`, the re-encoded text.
-struct _DecodedText {
+struct DecodedText {
     var codePoints: [UInt32] = []
-    var classes: [_CodePointClass] = []
+    var classes: [CodePointClass] = []
     /// `byteOffsets[i]` is where code point `i` starts in `bytes`; one extra entry at the end.
     var byteOffsets: [Int32] = []
     var bytes: [UInt8] = []

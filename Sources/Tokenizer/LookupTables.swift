@@ -5,7 +5,7 @@
 
 /// Maps byte strings to token ids. Keys live back to back in one buffer; lookups hash the
 /// probe bytes in place, so no `String` or `Array` is created per lookup.
-struct _ByteStringTable: Sendable {
+struct ByteStringTable: Sendable {
     private var keyBytes: [UInt8] = []
     /// Entry `i`'s key is `keyBytes[keyOffsets[i] ..< keyOffsets[i + 1]]`.
     private var keyOffsets: [Int32] = [0]
@@ -137,7 +137,7 @@ func _hashBytes(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
 
 /// Maps a pair of adjacent token ids to the merge that joins them: its rank (lower merges
 /// first) and the resulting token id.
-struct _MergeTable: Sendable {
+struct MergeTable: Sendable {
     private var keys: [UInt64]
     private var ranks: [Int32]
     private var results: [Int32]

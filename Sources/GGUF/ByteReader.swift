@@ -1,6 +1,6 @@
 /// A cursor over untrusted little-endian bytes. Every read checks the bounds first and throws
 /// ``GGUFError/truncated(what:offset:needed:available:)`` naming what was being read.
-struct _ByteReader {
+struct ByteReader {
     let bytes: UnsafeRawBufferPointer
     /// Offset of the next byte to read, from the start of `bytes` (the start of the file).
     var offset: Int

@@ -11,7 +11,7 @@
 /// bare call: small Qwen models often write `{"name": …, "arguments": …}` without the markup,
 /// so a Hermes reply that opens with `{"name"` (possibly in a code fence) starts an unmarked
 /// call, which ends the reply as a plain-JSON call does (any other JSON stays text).
-struct _ReplyTextRouter {
+struct ReplyTextRouter {
     enum Piece: Equatable {
         case reasoning(String)
         case content(String)

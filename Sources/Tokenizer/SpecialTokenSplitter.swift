@@ -7,7 +7,7 @@
 /// Only the tokens that occur somewhere in the text are processed: one pass over the text
 /// walks a byte trie of all special tokens to find them, so the cost does not grow with the
 /// number of special tokens in the vocabulary (Gemma 3 has about 6,400).
-struct _SpecialTokenSplitter: Sendable {
+struct SpecialTokenSplitter: Sendable {
     /// A stretch of the input: text to encode, or a special token.
     struct Fragment: Equatable {
         var start: Int

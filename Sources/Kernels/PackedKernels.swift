@@ -2,7 +2,7 @@ import GGUF
 
 // The packed kernels: one group of 16 rows (PackedMatrix.swift) against one or four
 // activation columns. Each type has a block function, which turns the words of a block into
-// pair vectors for a `_ColumnSink` (flushing before 16-bit sums could overflow), and a
+// pair vectors for a `ColumnSink` (flushing before 16-bit sums could overflow), and a
 // driver, which walks the blocks and applies the scales. Drivers are generic over the
 // column set, so the matrix-vector product (one column) and the prefill product (four) are
 // the same code; the column count is a static constant and the loops over it unroll.
@@ -12,7 +12,7 @@ import GGUF
 // row in block order.
 
 /// Pointers into one quantized activation column.
-struct _ColumnPointers {
+struct ColumnPointers {
     let pairs: UnsafePointer<UInt32>
     let scales: UnsafePointer<Float>
     /// q8_0: Σ codes per block; q8_K: Σ codes per 16 elements.
@@ -21,47 +21,47 @@ struct _ColumnPointers {
     let offsets: UnsafePointer<Float>
 }
 
-protocol _ColumnSet {
-    associatedtype Sink: _ColumnSink
+protocol ColumnSet {
+    associatedtype Sink: ColumnSink
     /// Columns in the set.
     static var count: Int { get }
     /// A sink reading the activation pairs from pair `pair` of each column on.
     func sink(atPair pair: Int) -> Sink
-    func column(_ index: Int) -> _ColumnPointers
+    func column(_ index: Int) -> ColumnPointers
     /// The 32-bit sums `sink` holds for column `index`.
     func sums(_ sink: Sink, _ index: Int) -> SIMD16<Int32>
     /// Adds `value` to column `index`'s 16 row results.
     mutating func accumulate(_ value: SIMD16<Float>, _ index: Int)
 }
 
-struct _OneColumnSet: _ColumnSet {
-    let pointers: _ColumnPointers
+struct OneColumnSet: ColumnSet {
+    let pointers: ColumnPointers
     var result = SIMD16<Float>()
 
-    init(_ pointers: _ColumnPointers) { self.pointers = pointers }
+    init(_ pointers: ColumnPointers) { self.pointers = pointers }
 
     static var count: Int { 1 }
-    @inline(__always) func sink(atPair pair: Int) -> _OneColumn { _OneColumn(pairs: pointers.pairs + pair) }
-    @inline(__always) func column(_ index: Int) -> _ColumnPointers { pointers }
-    @inline(__always) func sums(_ sink: _OneColumn, _ index: Int) -> SIMD16<Int32> { sink.sums }
+    @inline(__always) func sink(atPair pair: Int) -> OneColumn { OneColumn(pairs: pointers.pairs + pair) }
+    @inline(__always) func column(_ index: Int) -> ColumnPointers { pointers }
+    @inline(__always) func sums(_ sink: OneColumn, _ index: Int) -> SIMD16<Int32> { sink.sums }
     @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) { result += value }
 }
 
 /// Four columns of an activation batch, `stride` pairs (and `blockStride` blocks) apart.
-struct _FourColumnSet: _ColumnSet {
-    let first: _ColumnPointers
+struct FourColumnSet: ColumnSet {
+    let first: ColumnPointers
     let pairStride: Int
     let blockStride: Int
     let sumStride: Int
     var results = (SIMD16<Float>(), SIMD16<Float>(), SIMD16<Float>(), SIMD16<Float>())
 
     static var count: Int { 4 }
-    @inline(__always) func sink(atPair pair: Int) -> _FourColumns { _FourColumns(pairs: first.pairs + pair, stride: pairStride) }
-    @inline(__always) func column(_ index: Int) -> _ColumnPointers {
-        _ColumnPointers(pairs: first.pairs + index &* pairStride, scales: first.scales + index &* blockStride,
+    @inline(__always) func sink(atPair pair: Int) -> FourColumns { FourColumns(pairs: first.pairs + pair, stride: pairStride) }
+    @inline(__always) func column(_ index: Int) -> ColumnPointers {
+        ColumnPointers(pairs: first.pairs + index &* pairStride, scales: first.scales + index &* blockStride,
                         sums: first.sums + index &* sumStride, offsets: first.offsets + index &* blockStride)
     }
-    @inline(__always) func sums(_ sink: _FourColumns, _ index: Int) -> SIMD16<Int32> {
+    @inline(__always) func sums(_ sink: FourColumns, _ index: Int) -> SIMD16<Int32> {
         switch index {
         case 0: sink.sums.0
         case 1: sink.sums.1
@@ -80,18 +80,18 @@ struct _FourColumnSet: _ColumnSet {
 }
 
 /// Two column sets multiplied together: their columns are `First`'s then `Second`'s.
-struct _JoinedColumnSets<First: _ColumnSet, Second: _ColumnSet>: _ColumnSet {
+struct JoinedColumnSets<First: ColumnSet, Second: ColumnSet>: ColumnSet {
     var first: First
     var second: Second
 
     static var count: Int { First.count + Second.count }
-    @inline(__always) func sink(atPair pair: Int) -> _JoinedSinks<First.Sink, Second.Sink> {
-        _JoinedSinks(first: first.sink(atPair: pair), second: second.sink(atPair: pair))
+    @inline(__always) func sink(atPair pair: Int) -> JoinedSinks<First.Sink, Second.Sink> {
+        JoinedSinks(first: first.sink(atPair: pair), second: second.sink(atPair: pair))
     }
-    @inline(__always) func column(_ index: Int) -> _ColumnPointers {
+    @inline(__always) func column(_ index: Int) -> ColumnPointers {
         index < First.count ? first.column(index) : second.column(index &- First.count)
     }
-    @inline(__always) func sums(_ sink: _JoinedSinks<First.Sink, Second.Sink>, _ index: Int) -> SIMD16<Int32> {
+    @inline(__always) func sums(_ sink: JoinedSinks<First.Sink, Second.Sink>, _ index: Int) -> SIMD16<Int32> {
         index < First.count ? first.sums(sink.first, index) : second.sums(sink.second, index &- First.count)
     }
     @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) {
@@ -104,7 +104,7 @@ struct _JoinedColumnSets<First: _ColumnSet, Second: _ColumnSet>: _ColumnSet {
 /// Q4_0 / Q4_1: 4 words of nibbles. Word `w` (bytes 4w ..< 4w + 4 of `qs`) holds quads `w`
 /// (low nibbles) and `w + 4` (high nibbles). Values 0…15, 16 pairs: one flush.
 @inline(__always)
-func _nibbleBlock<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+func _nibbleBlock<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     for word in 0..<4 {
         let words = _words(body, word)
         sink.consume(_pairVector(words, shift: 0, mask: 0x000F_000F), index: 2 &* word)
@@ -122,7 +122,7 @@ func _nibbleBlock<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 /// literal after inlining: variable counts made LLVM vectorize the loop across words, with
 /// shuffles.)
 @inline(__always)
-func _q5Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+func _q5Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     let fifth = _words(body, 0)
     let offset = SIMD32<Int16>(repeating: 16)
     @inline(__always) func pair(_ words: SIMD16<UInt32>, _ shift: UInt32, _ index: Int) {
@@ -147,7 +147,7 @@ func _q5Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 /// Q8_0: 8 words of codes + 128; word `c` is quad `c`. Values −128…127 after the offset:
 /// a flush every 2 pairs.
 @inline(__always)
-func _q8Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+func _q8Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     let bias = SIMD32<Int16>(repeating: 128)
     for word in 0..<8 {
         let words = _words(body, word)
@@ -163,8 +163,8 @@ func _q8Block<S: _ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 /// block functions having offset the codes already):
 /// result += (Σ q·a − offset·Σ a) × (d × d_a), per block.
 @inline(__always)
-func _scaledBlocks<C: _ColumnSet>(
-    _ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C, offset: Int32,
+func _scaledBlocks<C: ColumnSet>(
+    _ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C, offset: Int32,
     _ block: (UnsafeRawPointer, inout C.Sink) -> Void
 ) {
     for index in 0..<layout.blockCount {
@@ -182,7 +182,7 @@ func _scaledBlocks<C: _ColumnSet>(
 
 /// Q4_1: result += (Σ q·a) × (d × d_a) + m × s, per block.
 @inline(__always)
-func _q4_1Blocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
+func _q4_1Blocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     for index in 0..<layout.blockCount {
         let header = group + layout.headerOffset(index)
         let scaleWords = _words(header, 0), minimumWords = _words(header, 1)
@@ -202,7 +202,7 @@ func _q4_1Blocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayo
 /// Q4_K super-blocks: Σ over sub-blocks of scale × Σ q·a, times d × d_a, minus Σ over
 /// sub-blocks of min × Σ a, times dmin × d_a. Scales and minimums are ggml's 6-bit fields.
 @inline(__always)
-func _q4_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
+func _q4_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     for index in 0..<layout.blockCount {
         let header = group + layout.headerOffset(index)
         let body = group + layout.bodyOffset(index)
@@ -249,7 +249,7 @@ func _q4_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayo
 /// each, two out of two words; the 32 is subtracted per pair vector, so 8 pairs of products
 /// of at most 32 × 127 fit the 16-bit lanes until the group's scaled flush.
 @inline(__always)
-func _q6_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
+func _q6_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     let bias = SIMD32<Int16>(repeating: 32)
     @inline(__always) func pair(_ words: SIMD16<UInt32>) -> SIMD32<Int16> { unsafeBitCast(words, to: SIMD32<Int16>.self) &- bias }
     for index in 0..<layout.blockCount {
@@ -281,7 +281,7 @@ func _q6_KBlocks<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayo
 
 /// Runs the driver of `layout.type` over one group.
 @inline(__always)
-func _productOfGroup<C: _ColumnSet>(_ group: UnsafeRawPointer, _ layout: _PackedLayout, _ columns: inout C) {
+func _productOfGroup<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     switch layout.type {
     case .q4_0: _scaledBlocks(group, layout, &columns, offset: 8) { _nibbleBlock($0, &$1) }
     case .q5_0: _scaledBlocks(group, layout, &columns, offset: 0) { _q5Block($0, &$1) }

@@ -3,7 +3,7 @@ import Models
 import Tokenizer
 
 /// One finished reply, as `Conversation` records it.
-struct _Reply: Sendable {
+struct Reply: Sendable {
     var message: ChatMessage
     var finishReason: FinishReason
     var stats: GenerationStats
@@ -22,7 +22,7 @@ struct _Reply: Sendable {
 /// model go on with another call or the end of its turn — nothing else: after a call, only the
 /// end of generation (before anything else) and tokens that spell out another `<tool_call>`
 /// marker are allowed, so a small model cannot ramble on after its call.
-struct _ReplyGenerator<Source: LogitsSource> {
+struct ReplyGenerator<Source: LogitsSource> {
     let source: Source
     let tokenizer: Tokenizer
     let options: GenerationOptions
@@ -32,7 +32,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
     /// Whether the reply must start with a call (`FunctionCallMode.required`).
     let startsWithCall: Bool
     let firstCallNumber: Int
-    let cancellation: _CancellationFlag
+    let cancellation: CancellationFlag
     let requested: ContinuousClock.Instant
     /// Told the prompt tokens computed so far and in all, after each prefill chunk.
     var onPrefill: (@Sendable (Int, Int) -> Void)? = nil
@@ -46,16 +46,16 @@ struct _ReplyGenerator<Source: LogitsSource> {
         case call(GrammarMatcher, text: String)
     }
 
-    func generate(prompt: [Int], emit: (MessageResponse) -> Void) throws(ConversationError) -> _Reply {
+    func generate(prompt: [Int], emit: (MessageResponse) -> Void) throws(ConversationError) -> Reply {
         let vocabulary = tokenizer.vocabulary
         let clock = ContinuousClock()
         // A required call begins with its marker, written for the model and prefilled with the prompt.
         let opening = startsWithCall && callFormat == .hermes
-            ? tokenizer.encode(_ReplyTextRouter.hermesCallMarker + "\n", addingSpecialTokens: false) : []
+            ? tokenizer.encode(ReplyTextRouter.hermesCallMarker + "\n", addingSpecialTokens: false) : []
 
         var sampler = Sampler(options: options.sampling, vocabulary: vocabulary)
         var detokenizer = tokenizer.makeStreamingDetokenizer()
-        var router = _ReplyTextRouter(
+        var router = ReplyTextRouter(
             detectsThinking: constraint == nil && options.enableThinking != false,
             callFormat: callGrammar == nil ? nil : callFormat)
         var phase: Phase = constraint.map { .schema(GrammarMatcher($0)) } ?? .free
@@ -75,7 +75,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
         /// (a few tokens each, counted as bytes) and its shortest JSON, one token per byte.
         let shortestCall = callGrammar.map {
             GrammarMatcher($0).shortestCompletionLength
-                + (_ReplyTextRouter.hermesCallMarker + "\n" + _ReplyTextRouter.hermesCallClosing).utf8.count
+                + (ReplyTextRouter.hermesCallMarker + "\n" + ReplyTextRouter.hermesCallClosing).utf8.count
         } ?? 0
 
         /// Computes the mask that follows `matcher`'s last token (kept for the next step) and
@@ -90,7 +90,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
 
         /// Routes free text; returns the call's opening markup and the text after it when a
         /// call starts.
-        func take(_ pieces: [_ReplyTextRouter.Piece]) -> (markup: String, remainder: String)? {
+        func take(_ pieces: [ReplyTextRouter.Piece]) -> (markup: String, remainder: String)? {
             var callStart: (markup: String, remainder: String)?
             for piece in pieces {
                 switch piece {
@@ -104,7 +104,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
         /// Whether the call being written is a bare JSON object (it then ends the reply).
         var bareCall = callFormat == .json
         /// The markup Typeset writes after a Hermes call, which the call's budget leaves room for.
-        let callClosing = tokenizer.encode(_ReplyTextRouter.hermesCallClosing, addingSpecialTokens: false)
+        let callClosing = tokenizer.encode(ReplyTextRouter.hermesCallClosing, addingSpecialTokens: false)
 
         /// One step: the next token (and any markup forced after it) for `logits`.
         func step(_ logits: inout [Float], _ context: TokenLoop<Source>.Context) -> TokenStepDecision {
@@ -152,7 +152,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
                 if refreshMask(after: matcher) { return .appendAndFinish(token, .stop) }
             case .free:
                 guard let (markup, remainder) = take(router.route(text)), let callGrammar else { break }
-                let marked = markup == _ReplyTextRouter.hermesCallMarker
+                let marked = markup == ReplyTextRouter.hermesCallMarker
                 bareCall = !marked
                 afterCall = nil
                 var matcher = GrammarMatcher(callGrammar)
@@ -212,7 +212,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
             if !rest.isEmpty { content += rest; emit(.chunk(rest)) }
         } else if case .call(_, let json) = phase {
             // A call cut short stays readable as text (the reply finishes with `.constraint`).
-            let marker = bareCall ? "" : _ReplyTextRouter.hermesCallMarker + "\n"
+            let marker = bareCall ? "" : ReplyTextRouter.hermesCallMarker + "\n"
             let text = marker + json + detokenizer.finish()
             content += text
             emit(.chunk(text))
@@ -225,7 +225,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
         let message = ChatMessage(
             role: .assistant, content: content, reasoning: reasoning.isEmpty ? nil : reasoning.trimmingWhitespace,
             functionCalls: calls)
-        return _Reply(message: message, finishReason: outcome.finishReason, stats: outcome.stats)
+        return Reply(message: message, finishReason: outcome.finishReason, stats: outcome.stats)
     }
 
     // MARK: Choosing constrained tokens
@@ -293,7 +293,7 @@ struct _ReplyGenerator<Source: LogitsSource> {
     }
 
     static func allowOnlyAnotherCall(after written: [UInt8], in logits: inout [Float], vocabulary: Vocabulary, fits: Bool) {
-        let marker = Array(_ReplyTextRouter.hermesCallMarker.utf8)
+        let marker = Array(ReplyTextRouter.hermesCallMarker.utf8)
         func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }
         /// Whether `text` is a little whitespace then a prefix of the marker (or the whole
         /// marker and more).

@@ -29,13 +29,13 @@ func _forEachRowRange(_ count: Int, threadCount: Int, _ body: (Range<Int>) -> Vo
         return
     }
     withoutActuallyEscaping(body) { body in
-        let rows = _UncheckedRowBody(body: body)
+        let rows = UncheckedRowBody(body: body)
         KernelThreadPool.shared.forEachRange(of: count, parts: threadCount) { rows.body($0) }
     }
 }
 
 /// A per-row body handed to the thread pool; see `_forEachRowRange`.
-private struct _UncheckedRowBody: @unchecked Sendable {
+private struct UncheckedRowBody: @unchecked Sendable {
     let body: (Range<Int>) -> Void
 }
 
