@@ -68,6 +68,8 @@ let package = Package(
     products: [
         .library(name: "Typeset", targets: ["Typeset"]),
         .library(name: "GGUF", targets: ["GGUF"]),
+        // The tokenizers alone (BPE and SentencePiece from GGUF metadata), with no model code.
+        .library(name: "Tokenizer", targets: ["Tokenizer"]),
         // Test helpers (model locations, hostile-input checkers), for Typeset's own test
         // targets and its fuzzer package; not part of the API.
         .library(name: "TypesetTestSupport", targets: ["TypesetTestSupport"]),

@@ -67,7 +67,7 @@ public struct ChatTemplate: Sendable {
         let maximumNesting = limits.maximumNestingDepth
         let parsed = LargeStack.run { () -> Result<([Node], Set<String>, Set<String>, Set<String>), ChatTemplateError> in
             do throws(ChatTemplateError) {
-                let nodes = try _Parser.parse(source, maximumNesting: maximumNesting)
+                let nodes = try TemplateParser.parse(source, maximumNesting: maximumNesting)
                 var names = Set<String>()
                 var attributes = Set<String>()
                 var strings = Set<String>()
@@ -99,7 +99,7 @@ public struct ChatTemplate: Sendable {
         let limits = limits
         return try LargeStack.run { () -> Result<String, ChatTemplateError> in
             do throws(ChatTemplateError) {
-                let renderer = _Renderer(limits: limits, now: now, timeZone: timeZone)
+                let renderer = Renderer(limits: limits, now: now, timeZone: timeZone)
                 let scope = Scope(parent: nil)
                 for (name, value) in context {
                     scope.set(name, RuntimeValue(value, depth: 0))

@@ -36,7 +36,7 @@ enum Flow {
 // MARK: - Renderer
 
 /// Executes a parsed template. One renderer per `render` call; not shared across threads.
-final class _Renderer {
+final class Renderer {
     let limits: ChatTemplate.Limits
     let now: Date
     let timeZone: TimeZone
@@ -160,7 +160,7 @@ final class _Renderer {
             try assign(value, to: target, in: scope, at: location)
             return .normal
         case .macro(let definition):
-            scope.set(definition.name, .macro(_Macro(definition: definition, scope: scope)))
+            scope.set(definition.name, .macro(TemplateMacro(definition: definition, scope: scope)))
             return .normal
         case let .filterBlock(filters, body):
             let location = filters.first?.location ?? .unknown
@@ -336,7 +336,7 @@ final class _Renderer {
                 return try evaluate(otherwise, in: scope)
             }
             _ = location
-            return .undefined(_Undefined(reason: .hint("the inline if-expression on line \(location.line) evaluated to false and no else section was defined.")))
+            return .undefined(Undefined(reason: .hint("the inline if-expression on line \(location.line) evaluated to false and no else section was defined.")))
         case let .filter(input, filter, arguments, location):
             let value = try evaluate(input, in: scope)
             return try applyFilter(filter, to: value, arguments: arguments, in: scope, at: location)
@@ -414,7 +414,7 @@ final class _Renderer {
     private static let listMutators: Set<String> = ["append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"]
 
     private static func unsafe(_ name: String, of object: RuntimeValue) -> RuntimeValue {
-        .undefined(_Undefined(reason: .unsafe("access to attribute '\(name)' of '\(object.typeName)' object is unsafe.")))
+        .undefined(Undefined(reason: .unsafe("access to attribute '\(name)' of '\(object.typeName)' object is unsafe.")))
     }
 
     /// `object.name` (Jinja's sandboxed `getattr`: Python attribute first, then item).
@@ -442,7 +442,7 @@ final class _Renderer {
         default:
             break
         }
-        return .undefined(_Undefined(reason: .attribute(owner: object.objectTypeDescription, name: name)))
+        return .undefined(Undefined(reason: .attribute(owner: object.objectTypeDescription, name: name)))
     }
 
     private func loopAttribute(_ name: String, of loop: LoopState, object: RuntimeValue) -> RuntimeValue? {
@@ -459,10 +459,10 @@ final class _Renderer {
         case "depth0": return .integer(0)
         case "previtem":
             return index0 > 0 ? loop.items[index0 - 1]
-                : .undefined(_Undefined(reason: .hint("there is no previous item")))
+                : .undefined(Undefined(reason: .hint("there is no previous item")))
         case "nextitem":
             return index0 + 1 < loop.length ? loop.items[index0 + 1]
-                : .undefined(_Undefined(reason: .hint("there is no next item")))
+                : .undefined(Undefined(reason: .hint("there is no next item")))
         case "cycle", "changed": return .method(object, name)
         default: return nil
         }
@@ -477,14 +477,14 @@ final class _Renderer {
             if let index = key.integerIndex {
                 let resolved = index < 0 ? index + items.count : index
                 if resolved >= 0 && resolved < items.count { return items[resolved] }
-                return .undefined(_Undefined(reason: .element(owner: object.objectTypeDescription, key: key.pythonRepr())))
+                return .undefined(Undefined(reason: .element(owner: object.objectTypeDescription, key: key.pythonRepr())))
             }
         case .string(let text):
             if let index = key.integerIndex {
                 let scalars = Array(text.unicodeScalars)
                 let resolved = index < 0 ? index + scalars.count : index
                 if resolved >= 0 && resolved < scalars.count { return .string(String(scalars[resolved])) }
-                return .undefined(_Undefined(reason: .element(owner: object.objectTypeDescription, key: key.pythonRepr())))
+                return .undefined(Undefined(reason: .element(owner: object.objectTypeDescription, key: key.pythonRepr())))
             }
         case .dictionary(let dictionary):
             if let value = dictionary.value(for: key) { return value }
@@ -493,11 +493,11 @@ final class _Renderer {
         }
         if case .string(let name) = key {
             if case .dictionary = object, !Self.dictionaryMethods.contains(name), !Self.dictionaryMutators.contains(name) {
-                return .undefined(_Undefined(reason: .attribute(owner: object.objectTypeDescription, name: name)))
+                return .undefined(Undefined(reason: .attribute(owner: object.objectTypeDescription, name: name)))
             }
             return try attribute(name, of: object, at: location)
         }
-        return .undefined(_Undefined(reason: .element(owner: object.objectTypeDescription, key: key.pythonRepr())))
+        return .undefined(Undefined(reason: .element(owner: object.objectTypeDescription, key: key.pythonRepr())))
     }
 
     private func slice(_ object: RuntimeValue, start: RuntimeValue?, stop: RuntimeValue?, step: RuntimeValue?, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
@@ -564,7 +564,7 @@ final class _Renderer {
             for index in indices(count: scalars.count) { view.append(scalars[index]) }
             return .string(String(view))
         default:
-            return .undefined(_Undefined(reason: .element(owner: object.objectTypeDescription, key: "slice")))
+            return .undefined(Undefined(reason: .element(owner: object.objectTypeDescription, key: "slice")))
         }
     }
 
@@ -807,7 +807,7 @@ final class _Renderer {
         }
     }
 
-    private func callMacro(_ macro: _Macro, with arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
+    private func callMacro(_ macro: TemplateMacro, with arguments: Arguments, at location: SourceLocation) throws(ChatTemplateError) -> RuntimeValue {
         let definition = macro.definition
         let parameters = definition.parameters
         if arguments.positional.count > parameters.count && !definition.usesVariadicPositional {
@@ -839,7 +839,7 @@ final class _Renderer {
             } else if let defaultValue = parameter.defaultValue {
                 scope.set(parameter.name, try evaluate(defaultValue, in: scope))
             } else {
-                scope.set(parameter.name, .undefined(_Undefined(reason: .hint("parameter '\(parameter.name)' was not provided"))))
+                scope.set(parameter.name, .undefined(Undefined(reason: .hint("parameter '\(parameter.name)' was not provided"))))
             }
         }
         scope.set("varargs", .tuple(Array(arguments.positional.dropFirst(parameters.count))))
@@ -918,7 +918,7 @@ final class _Renderer {
             for (name, value) in arguments.keyword { dictionary.set(name, value) }
             return .dictionary(dictionary)
         case .namespace:
-            let namespace = _Namespace()
+            let namespace = Namespace()
             for value in arguments.positional {
                 guard case .dictionary(let dictionary) = value else {
                     throw .runtime("namespace() positional argument must be a mapping", at: location)

@@ -70,7 +70,7 @@ enum TestName: String, Sendable {
 
 // MARK: - Filters
 
-extension _Renderer {
+extension Renderer {
     func applyFilter(
         _ filter: Callable<FilterName>, to value: RuntimeValue, arguments: CallArguments,
         in scope: Scope, at location: SourceLocation
@@ -156,11 +156,11 @@ extension _Renderer {
         case .first:
             _ = try filterArguments(arguments, [], filter: filter, at: location)
             let items = try iterate(value, at: location)
-            return items.first ?? .undefined(_Undefined(reason: .hint("No first item, sequence was empty.")))
+            return items.first ?? .undefined(Undefined(reason: .hint("No first item, sequence was empty.")))
         case .last:
             _ = try filterArguments(arguments, [], filter: filter, at: location)
             let items = try iterate(value, at: location)
-            return items.last ?? .undefined(_Undefined(reason: .hint("No last item, sequence was empty.")))
+            return items.last ?? .undefined(Undefined(reason: .hint("No last item, sequence was empty.")))
         case .float:
             let bound = try filterArguments(arguments, ["default"], filter: filter, at: location)
             if case .undefined(let undefined) = value { throw undefined.error(at: location) }
@@ -259,7 +259,7 @@ extension _Renderer {
             let caseSensitive = bound[0]?.isTruthy ?? false
             let items = try iterate(value, at: location)
             guard var best = items.first else {
-                return .undefined(_Undefined(reason: .hint("No aggregated item, sequence was empty.")))
+                return .undefined(Undefined(reason: .hint("No aggregated item, sequence was empty.")))
             }
             var bestKey = try sortKey(best, attribute: bound[1], caseSensitive: caseSensitive, at: location)
             for item in items.dropFirst() {
@@ -391,7 +391,7 @@ extension _Renderer {
             return .string(Text.jinjaTitle(try text(value, at: location)))
         case .tojson:
             let bound = try filterArguments(arguments, ["ensure_ascii", "indent", "separators", "sort_keys"], filter: filter, at: location)
-            var options = _JSON.Options()
+            var options = PythonJSON.Options()
             options.ensureASCII = bound[0]?.isTruthy ?? false
             options.sortKeys = bound[3]?.isTruthy ?? false
             switch bound[1] {
@@ -416,7 +416,7 @@ extension _Renderer {
             let encoded: String
             do {
                 options.maximumLength = limits.maximumOutputLength
-                encoded = try _JSON.encode(value, options: options)
+                encoded = try PythonJSON.encode(value, options: options)
             } catch {
                 throw error.isLimit ? .limit(error.message, at: location) : .runtime(error.message, at: location)
             }

@@ -3,7 +3,7 @@
 /// Python's `json.dumps` as transformers configures it for the `tojson` filter:
 /// `json.dumps(x, ensure_ascii=False, indent=indent, separators=None, sort_keys=False)`.
 /// With an indent, items are separated by `","` plus a newline; without, by `", "`.
-enum _JSON {
+enum PythonJSON {
     struct Options {
         var ensureASCII = false
         /// The indentation string per level, or nil for single-line output.

@@ -1,7 +1,7 @@
 // MARK: - Tokens
 
 /// One lexical token of a template.
-struct _Token: Sendable {
+struct Token: Sendable {
     enum Kind: Sendable, Equatable {
         /// Raw text between tags (already whitespace-controlled).
         case text(String)
@@ -33,12 +33,12 @@ struct _Token: Sendable {
 ///   tag are removed (unless `{%+`).
 /// - The newline sequences `\r\n` and `\r` become `\n`, and one trailing newline at the
 ///   end of the template is dropped (`keep_trailing_newline=False`).
-struct _Lexer {
+struct Lexer {
     private let scalars: [Unicode.Scalar]
     private let lineStarts: [Int]
     private var position = 0
     private var lineStarting = true
-    private(set) var tokens: [_Token] = []
+    private(set) var tokens: [Token] = []
 
     private static let trimBlocks = true
     private static let lstripBlocks = true
@@ -86,8 +86,8 @@ struct _Lexer {
         return SourceLocation(line: low + 1, column: offset - lineStarts[low] + 1)
     }
 
-    static func tokenize(_ source: String) throws(ChatTemplateError) -> [_Token] {
-        var lexer = _Lexer(source: source)
+    static func tokenize(_ source: String) throws(ChatTemplateError) -> [Token] {
+        var lexer = Lexer(source: source)
         try lexer.run()
         return lexer.tokens
     }
@@ -131,16 +131,16 @@ struct _Lexer {
             case "#":
                 try lexComment(tagStart: tagStart, bodyStart: afterOpener)
             case "%":
-                tokens.append(_Token(kind: .blockBegin, location: location(of: tagStart)))
+                tokens.append(Token(kind: .blockBegin, location: location(of: tagStart)))
                 position = afterOpener
                 try lexTagBody(tagStart: tagStart, isBlock: true)
             default:
-                tokens.append(_Token(kind: .variableBegin, location: location(of: tagStart)))
+                tokens.append(Token(kind: .variableBegin, location: location(of: tagStart)))
                 position = afterOpener
                 try lexTagBody(tagStart: tagStart, isBlock: false)
             }
         }
-        tokens.append(_Token(kind: .endOfTemplate, location: location(of: count)))
+        tokens.append(Token(kind: .endOfTemplate, location: location(of: count)))
     }
 
     private func nextTagStart(from start: Int) -> Int? {
@@ -162,7 +162,7 @@ struct _Lexer {
         guard end > start else { return }
         var text = String.UnicodeScalarView()
         text.append(contentsOf: scalars[start..<end])
-        tokens.append(_Token(kind: .text(String(text)), location: location(of: start)))
+        tokens.append(Token(kind: .text(String(text)), location: location(of: start)))
     }
 
     // MARK: Comments and raw blocks
@@ -299,7 +299,7 @@ struct _Lexer {
             }
             if balancing.isEmpty,
                let end = matchTagEnd(at: position, closer: isBlock ? "%" : "}", allowPlus: isBlock) {
-                tokens.append(_Token(kind: isBlock ? .blockEnd : .variableEnd, location: location(of: position)))
+                tokens.append(Token(kind: isBlock ? .blockEnd : .variableEnd, location: location(of: position)))
                 position = end
                 lineStarting = end > 0 && scalars[end - 1] == "\n"
                 return
@@ -321,7 +321,7 @@ struct _Lexer {
                 }
                 var name = String.UnicodeScalarView()
                 name.append(contentsOf: scalars[start..<position])
-                tokens.append(_Token(kind: .name(String(name)), location: startLocation))
+                tokens.append(Token(kind: .name(String(name)), location: startLocation))
                 continue
             }
             if scalar == "'" || scalar == "\"" {
@@ -346,7 +346,7 @@ struct _Lexer {
             default:
                 break
             }
-            tokens.append(_Token(kind: .symbol(symbol), location: startLocation))
+            tokens.append(Token(kind: .symbol(symbol), location: startLocation))
         }
     }
 
@@ -431,7 +431,7 @@ struct _Lexer {
                 guard let value = Double(literal) else {
                     throw .syntax("invalid number '\(literal)'", at: startLocation)
                 }
-                tokens.append(_Token(kind: .float(value), location: startLocation))
+                tokens.append(Token(kind: .float(value), location: startLocation))
                 position = cursor
                 return
             }
@@ -463,7 +463,7 @@ struct _Lexer {
                     guard let value = Int(digits, radix: radix) else {
                         throw .unsupported("integer literal too large for 64 bits", at: startLocation)
                     }
-                    tokens.append(_Token(kind: .integer(value), location: startLocation))
+                    tokens.append(Token(kind: .integer(value), location: startLocation))
                     position = cursor
                     return
                 }
@@ -481,7 +481,7 @@ struct _Lexer {
                     break
                 }
             }
-            tokens.append(_Token(kind: .integer(0), location: startLocation))
+            tokens.append(Token(kind: .integer(0), location: startLocation))
             position = cursor
             return
         }
@@ -490,7 +490,7 @@ struct _Lexer {
         guard let value = Int(literal) else {
             throw .unsupported("integer literal '\(literal)' does not fit in 64 bits", at: startLocation)
         }
-        tokens.append(_Token(kind: .integer(value), location: startLocation))
+        tokens.append(Token(kind: .integer(value), location: startLocation))
         position = cursor
     }
 
@@ -579,7 +579,7 @@ struct _Lexer {
                 value.append(escaped)
             }
         }
-        tokens.append(_Token(kind: .string(String(value)), location: startLocation))
+        tokens.append(Token(kind: .string(String(value)), location: startLocation))
         position = cursor
     }
 

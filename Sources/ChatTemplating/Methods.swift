@@ -2,7 +2,7 @@ import Foundation
 
 // MARK: - Methods on values
 
-extension _Renderer {
+extension Renderer {
     static let stringMethods: Set<String> = [
         "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith",
         "upper", "lower", "title", "capitalize", "swapcase", "replace", "find", "rfind", "index",
@@ -197,7 +197,7 @@ extension _Renderer {
                 $0.properties.isAlphabetic || $0.properties.numericType != nil
             })
         case "isspace":
-            return .boolean(!string.isEmpty && string.unicodeScalars.allSatisfy(_Lexer.isPythonWhitespace))
+            return .boolean(!string.isEmpty && string.unicodeScalars.allSatisfy(Lexer.isPythonWhitespace))
         case "isupper":
             return .boolean(Text.isUpper(string))
         case "islower":
@@ -424,7 +424,7 @@ enum Text {
         let set = characters.map { Set($0.unicodeScalars) }
         func strippable(_ scalar: Unicode.Scalar) -> Bool {
             if let set { return set.contains(scalar) }
-            return _Lexer.isPythonWhitespace(scalar)
+            return Lexer.isPythonWhitespace(scalar)
         }
         var start = 0
         var end = scalars.count
@@ -490,14 +490,14 @@ enum Text {
             if fromEnd {
                 var end = scalars.count
                 while true {
-                    while end > 0, _Lexer.isPythonWhitespace(scalars[end - 1]) { end -= 1 }
+                    while end > 0, Lexer.isPythonWhitespace(scalars[end - 1]) { end -= 1 }
                     if end == 0 { break }
                     if !unlimited && splits >= maximumSplits {
                         parts.append(make(scalars[0..<end]))
                         break
                     }
                     var start = end
-                    while start > 0, !_Lexer.isPythonWhitespace(scalars[start - 1]) { start -= 1 }
+                    while start > 0, !Lexer.isPythonWhitespace(scalars[start - 1]) { start -= 1 }
                     parts.append(make(scalars[start..<end]))
                     splits += 1
                     end = start
@@ -506,16 +506,16 @@ enum Text {
             }
             var start = 0
             while true {
-                while start < scalars.count, _Lexer.isPythonWhitespace(scalars[start]) { start += 1 }
+                while start < scalars.count, Lexer.isPythonWhitespace(scalars[start]) { start += 1 }
                 if start == scalars.count { break }
                 if !unlimited && splits >= maximumSplits {
                     var end = scalars.count
-                    while end > start, _Lexer.isPythonWhitespace(scalars[end - 1]) { end -= 1 }
+                    while end > start, Lexer.isPythonWhitespace(scalars[end - 1]) { end -= 1 }
                     parts.append(make(scalars[start..<end]))
                     break
                 }
                 var end = start
-                while end < scalars.count, !_Lexer.isPythonWhitespace(scalars[end]) { end += 1 }
+                while end < scalars.count, !Lexer.isPythonWhitespace(scalars[end]) { end += 1 }
                 parts.append(make(scalars[start..<end]))
                 splits += 1
                 start = end
@@ -616,7 +616,7 @@ enum Text {
         var result = ""
         var atWordStart = true
         for scalar in string.unicodeScalars {
-            let isBoundary = _Lexer.isPythonWhitespace(scalar) || "-({[<".unicodeScalars.contains(scalar)
+            let isBoundary = Lexer.isPythonWhitespace(scalar) || "-({[<".unicodeScalars.contains(scalar)
             if isBoundary {
                 result.unicodeScalars.append(scalar)
                 atWordStart = true

@@ -2,8 +2,8 @@
 
 /// Recursive-descent parser following Jinja2's grammar (`jinja2/parser.py`), producing a
 /// tree of `Node`s. Nesting is bounded so hostile templates cannot exhaust the stack.
-struct _Parser {
-    private let tokens: [_Token]
+struct TemplateParser {
+    private let tokens: [Token]
     private var index = 0
     private let maximumNesting: Int
     private var nesting = 0
@@ -12,38 +12,38 @@ struct _Parser {
     private var isSoft = false
     private var loopDepth = 0
 
-    init(tokens: [_Token], maximumNesting: Int) {
+    init(tokens: [Token], maximumNesting: Int) {
         self.tokens = tokens
         self.maximumNesting = maximumNesting
     }
 
     static func parse(_ source: String, maximumNesting: Int) throws(ChatTemplateError) -> [Node] {
-        let tokens = try _Lexer.tokenize(source)
-        var parser = _Parser(tokens: tokens, maximumNesting: maximumNesting)
+        let tokens = try Lexer.tokenize(source)
+        var parser = TemplateParser(tokens: tokens, maximumNesting: maximumNesting)
         let (body, _) = try parser.parseBody(until: [], opener: nil)
         return body
     }
 
     // MARK: Token stream
 
-    private var current: _Token { tokens[min(index, tokens.count - 1)] }
+    private var current: Token { tokens[min(index, tokens.count - 1)] }
 
-    private func peek(_ offset: Int = 1) -> _Token {
+    private func peek(_ offset: Int = 1) -> Token {
         tokens[min(index + offset, tokens.count - 1)]
     }
 
-    private mutating func advance() -> _Token {
+    private mutating func advance() -> Token {
         let token = current
         if index < tokens.count - 1 { index += 1 }
         return token
     }
 
-    private func isSymbol(_ symbol: String, _ token: _Token? = nil) -> Bool {
+    private func isSymbol(_ symbol: String, _ token: Token? = nil) -> Bool {
         if case .symbol(let value) = (token ?? current).kind { return value == symbol }
         return false
     }
 
-    private func isName(_ name: String, _ token: _Token? = nil) -> Bool {
+    private func isName(_ name: String, _ token: Token? = nil) -> Bool {
         if case .name(let value) = (token ?? current).kind { return value == name }
         return false
     }
@@ -60,7 +60,7 @@ struct _Parser {
         return true
     }
 
-    private static func describe(_ kind: _Token.Kind) -> String {
+    private static func describe(_ kind: Token.Kind) -> String {
         switch kind {
         case .text: return "template data"
         case .variableBegin: return "begin of print statement"

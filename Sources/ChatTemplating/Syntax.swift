@@ -1,7 +1,7 @@
 // MARK: - Expressions
 
 /// A constant written in the template.
-enum _Literal: Sendable {
+enum Literal: Sendable {
     case none
     case boolean(Bool)
     case integer(Int)
@@ -70,7 +70,7 @@ enum Callable<Known: Sendable>: Sendable {
 }
 
 indirect enum Expression: Sendable {
-    case literal(_Literal, SourceLocation)
+    case literal(Literal, SourceLocation)
     case name(String, SourceLocation)
     case list([Expression], SourceLocation)
     case tuple([Expression], SourceLocation)

@@ -3,7 +3,7 @@ import Foundation
 // MARK: - Runtime values
 
 /// Why a value is undefined; reproduces Jinja's `UndefinedError` messages.
-struct _Undefined {
+struct Undefined {
     enum Reason {
         /// A variable that does not exist: `'name' is undefined`.
         case name(String)
@@ -116,12 +116,12 @@ struct Dictionary {
 }
 
 /// The mutable object returned by `namespace()`.
-final class _Namespace {
+final class Namespace {
     var attributes = Dictionary()
 }
 
 /// A macro value: its definition and the scope it was defined in.
-struct _Macro {
+struct TemplateMacro {
     let definition: MacroDefinition
     let scope: Scope
 }
@@ -159,7 +159,7 @@ enum Builtin {
 }
 
 indirect enum RuntimeValue {
-    case undefined(_Undefined)
+    case undefined(Undefined)
     case none
     case boolean(Bool)
     case integer(Int)
@@ -168,8 +168,8 @@ indirect enum RuntimeValue {
     case list([RuntimeValue])
     case tuple([RuntimeValue])
     case dictionary(Dictionary)
-    case namespace(_Namespace)
-    case macro(_Macro)
+    case namespace(Namespace)
+    case macro(TemplateMacro)
     case builtin(Builtin)
     /// A method looked up on a value (`text.strip`, `message.items`, `loop.cycle`).
     case method(RuntimeValue, String)
@@ -178,17 +178,17 @@ indirect enum RuntimeValue {
     /// Deepest nesting of lists/dicts that printing, `tojson` and comparisons will walk.
     static let maximumDataDepth = 256
 
-    static func undefinedName(_ name: String) -> RuntimeValue { .undefined(_Undefined(reason: .name(name))) }
+    static func undefinedName(_ name: String) -> RuntimeValue { .undefined(Undefined(reason: .name(name))) }
 
     // MARK: Bridging
 
     init(_ value: TemplateValue, depth: Int) {
         if depth > Self.maximumDataDepth {
-            self = .undefined(_Undefined(reason: .hint("value nested deeper than \(Self.maximumDataDepth) levels")))
+            self = .undefined(Undefined(reason: .hint("value nested deeper than \(Self.maximumDataDepth) levels")))
             return
         }
         switch value {
-        case .undefined: self = .undefined(_Undefined(reason: .plain))
+        case .undefined: self = .undefined(Undefined(reason: .plain))
         case .none: self = .none
         case .boolean(let value): self = .boolean(value)
         case .integer(let value): self = .integer(value)

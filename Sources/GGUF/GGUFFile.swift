@@ -65,7 +65,7 @@ public struct GGUFFile: Sendable {
     }
 
     private init(storage: FileStorage) throws(GGUFError) {
-        var parser = _Parser(storage: storage)
+        var parser = FileParser(storage: storage)
         let header = try parser.parse()
         self.storage = storage
         self.version = header.version
@@ -105,7 +105,7 @@ public struct GGUFFile: Sendable {
 
 // MARK: - Parsing
 
-/// The header region of a GGUF file, as read by `_Parser`.
+/// The header region of a GGUF file, as read by `FileParser`.
 struct ParsedHeader {
     var version: UInt32
     var metadata: GGUFMetadata
@@ -114,7 +114,7 @@ struct ParsedHeader {
     var dataSectionOffset: Int
 }
 
-struct _Parser {
+struct FileParser {
     let storage: FileStorage
     var reader: ByteReader
 

@@ -38,7 +38,7 @@ public final class KernelThreadPool: @unchecked Sendable {
     /// Written by the caller before `generation` is released; read by workers after acquiring it.
     private nonisolated(unsafe) var task: UnsafeRawPointer?
     private let sleep = SleepState()
-    private let callLock = _Mutex()
+    private let callLock = PthreadMutex()
     private var threads: [pthread_t] = []
 
     /// Spins (checks of the generation counter) before a worker goes to sleep.
@@ -197,7 +197,7 @@ private final class WorkerContext {
 }
 
 /// A pthread mutex (the pool predates a portable `Mutex` on every platform it supports).
-final class _Mutex: @unchecked Sendable {
+final class PthreadMutex: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     init() { pthread_mutex_init(mutex, nil) }
     deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }

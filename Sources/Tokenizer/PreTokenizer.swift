@@ -40,7 +40,7 @@ public struct PreTokenizer: Sendable {
 
     // MARK: Tables
 
-    private struct _Entry {
+    private struct FamilyEntry {
         var kind: Kind
         var ignoresMerges = false
         var cleansUpSpaces = true
@@ -48,32 +48,32 @@ public struct PreTokenizer: Sendable {
     }
 
     /// Names llama.cpp maps to each family, with the flags it sets for them.
-    private static let _names: [String: _Entry] = {
-        var table: [String: _Entry] = [:]
-        table["default"] = _Entry(kind: .default)
+    private static let _names: [String: FamilyEntry] = {
+        var table: [String: FamilyEntry] = [:]
+        table["default"] = FamilyEntry(kind: .default)
         for name in ["gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
                      "mpt", "olmo", "jais", "exaone4", "a.x-4.0", "mellum", "modern-bert"] {
-            table[name] = _Entry(kind: .gpt2)
+            table[name] = FamilyEntry(kind: .gpt2)
         }
-        for name in ["trillion", "granite-docling"] { table[name] = _Entry(kind: .gpt2, cleansUpSpaces: false) }
+        for name in ["trillion", "granite-docling"] { table[name] = FamilyEntry(kind: .gpt2, cleansUpSpaces: false) }
         for name in ["llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"] {
-            table[name] = _Entry(kind: .llama3, ignoresMerges: true, addsBOS: true)
+            table[name] = FamilyEntry(kind: .llama3, ignoresMerges: true, addsBOS: true)
         }
-        for name in ["dbrx", "smaug-bpe"] { table[name] = _Entry(kind: .llama3) }
+        for name in ["dbrx", "smaug-bpe"] { table[name] = FamilyEntry(kind: .llama3) }
         for name in ["qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open"] {
-            table[name] = _Entry(kind: .qwen2, cleansUpSpaces: false)
+            table[name] = FamilyEntry(kind: .qwen2, cleansUpSpaces: false)
         }
-        for name in ["stablelm2", "megrez"] { table[name] = _Entry(kind: .qwen2) }
-        table["smollm"] = _Entry(kind: .smolLM, cleansUpSpaces: false)
-        table["command-r"] = _Entry(kind: .smolLM, cleansUpSpaces: false)
+        for name in ["stablelm2", "megrez"] { table[name] = FamilyEntry(kind: .qwen2) }
+        table["smollm"] = FamilyEntry(kind: .smolLM, cleansUpSpaces: false)
+        table["command-r"] = FamilyEntry(kind: .smolLM, cleansUpSpaces: false)
         for name in ["starcoder", "refact", "codeshell", "exaone", "minerva-7b", "mellum2"] {
-            table[name] = _Entry(kind: .smolLM)
+            table[name] = FamilyEntry(kind: .smolLM)
         }
-        table["deepseek-llm"] = _Entry(kind: .deepSeekLLM, cleansUpSpaces: false)
+        table["deepseek-llm"] = FamilyEntry(kind: .deepSeekLLM, cleansUpSpaces: false)
         for name in ["gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"] {
-            table[name] = _Entry(kind: .gpt4o, cleansUpSpaces: false)
+            table[name] = FamilyEntry(kind: .gpt4o, cleansUpSpaces: false)
         }
-        table["falcon"] = _Entry(kind: .falcon)
+        table["falcon"] = FamilyEntry(kind: .falcon)
         return table
     }()
 

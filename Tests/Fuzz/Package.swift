@@ -21,7 +21,8 @@ let package = Package(
         ]),
         .executableTarget(name: "FuzzTokenizer", dependencies: [
             "CLibFuzzer",
-            .product(name: "Typeset", package: "Typeset"),
+            .product(name: "GGUF", package: "Typeset"),
+            .product(name: "Tokenizer", package: "Typeset"),
             .product(name: "TypesetTestSupport", package: "Typeset"),
         ]),
     ],

@@ -9,14 +9,14 @@ import TypesetTestSupport
     /// Moore: refine "final or not" by the classes each state's symbols lead to, until no
     /// class splits. Slow on long chains (one round per symbol of the longest distinguishing
     /// word), obviously right.
-    static func mooreClasses(_ dfa: _DFA) -> [Int32] {
+    static func mooreClasses(_ dfa: DFA) -> [Int32] {
         let count = dfa.stateCount
         var classes = dfa.isFinal.map { $0 ? Int32(1) : 0 }
         var classCount = Set(classes).count
         struct Signature: Hashable {
             var own: Int32
             var bytes: [Int32]
-            var rules: [_DFA.RuleEdge]
+            var rules: [DFA.RuleEdge]
         }
         while true {
             var signatures: [Signature: Int32] = [:]
@@ -26,7 +26,7 @@ import TypesetTestSupport
                     let target = dfa.transitions[state << 8 | byte]
                     return target >= 0 ? classes[Int(target)] : -1
                 }
-                let rules = dfa.ruleEdges[state].map { _DFA.RuleEdge(rule: $0.rule, target: classes[Int($0.target)]) }.sorted { $0.rule < $1.rule }
+                let rules = dfa.ruleEdges[state].map { DFA.RuleEdge(rule: $0.rule, target: classes[Int($0.target)]) }.sorted { $0.rule < $1.rule }
                 let signature = Signature(own: classes[state], bytes: row, rules: rules)
                 if let known = signatures[signature] {
                     refined[state] = known
@@ -43,11 +43,11 @@ import TypesetTestSupport
 
     /// A random automaton over a few bytes (some shared by ranges, so byte classes matter)
     /// with rule edges, trimmed.
-    static func randomAutomaton(_ random: inout SplitMix64) -> _DFA {
+    static func randomAutomaton(_ random: inout SplitMix64) -> DFA {
         let count = Int.random(in: 1 ... 40, using: &random)
         let alphabet: [UInt8] = [0x61, 0x62, 0x63, 0x64, 0x30, 0x31]
         var transitions = [Int32](repeating: -1, count: count << 8)
-        var ruleEdges = [[_DFA.RuleEdge]](repeating: [], count: count)
+        var ruleEdges = [[DFA.RuleEdge]](repeating: [], count: count)
         var isFinal = [Bool](repeating: false, count: count)
         for state in 0 ..< count {
             isFinal[state] = Int.random(in: 0 ..< 4, using: &random) == 0
@@ -58,10 +58,10 @@ import TypesetTestSupport
                 if byte == 0x30, Bool.random(using: &random) { transitions[state << 8 | 0x31] = target }
             }
             for rule in 0 ..< Int32(2) where Int.random(in: 0 ..< 5, using: &random) == 0 {
-                ruleEdges[state].append(_DFA.RuleEdge(rule: rule, target: Int32.random(in: 0 ..< Int32(count), using: &random)))
+                ruleEdges[state].append(DFA.RuleEdge(rule: rule, target: Int32.random(in: 0 ..< Int32(count), using: &random)))
             }
         }
-        return _DFA(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal).trimmed(productiveRules: nil)
+        return DFA(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal).trimmed(productiveRules: nil)
     }
 
     @Test(arguments: 0 ..< 8) func hopcroftAgreesWithMoore(seed: UInt64) {
@@ -82,8 +82,8 @@ import TypesetTestSupport
         var automaton = CharacterNFA()
         let fragment = try RegularExpression.build("[^.]{0,1000}", search: false, into: &automaton, repetitionLimit: 2000)
         var bytes = ByteNFA()
-        let lowered = _Lowering.lower(fragment, of: automaton, into: &bytes) { set, nfa in _Lowering.utf8(set, into: &nfa) }
-        let dfa = try _DFA(lowered, of: bytes, stateLimit: 1 << 20)
+        let lowered = Lowering.lower(fragment, of: automaton, into: &bytes) { set, nfa in Lowering.utf8(set, into: &nfa) }
+        let dfa = try DFA(lowered, of: bytes, stateLimit: 1 << 20)
         #expect(dfa.stateCount == 8 * 1000 + 1)
     }
 }

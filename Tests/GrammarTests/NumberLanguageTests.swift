@@ -4,7 +4,7 @@ import TypesetTestSupport
 
 // MARK: - Reference arithmetic
 //
-// An oracle independent of `_Decimal`: numbers are parsed here into an arbitrary-length
+// An oracle independent of `DecimalNumber`: numbers are parsed here into an arbitrary-length
 // integer numerator over a power of ten, and compared, rounded and divided with schoolbook
 // arithmetic on little-endian decimal digits.
 
@@ -253,9 +253,9 @@ private struct Constraints: CustomStringConvertible {
     }
 
     /// The automaton under test.
-    func automaton(_ kind: Kind) throws -> _DFA {
+    func automaton(_ kind: Kind) throws -> DFA {
         var nfa = ByteNFA()
-        func decimal(_ text: String?) -> _Decimal? { text.map { _Decimal($0)! } }
+        func decimal(_ text: String?) -> DecimalNumber? { text.map { DecimalNumber($0)! } }
         let fragment: Fragment
         switch kind {
         case .integer:
@@ -267,7 +267,7 @@ private struct Constraints: CustomStringConvertible {
                 minimum: decimal(minimum), exclusiveMinimum: decimal(exclusiveMinimum), maximum: decimal(maximum),
                 exclusiveMaximum: decimal(exclusiveMaximum), multipleOf: decimal(multipleOf), into: &nfa)
         }
-        return try _DFA(fragment, of: nfa)
+        return try DFA(fragment, of: nfa)
     }
 }
 
@@ -363,41 +363,41 @@ private enum Generator {
     }
 }
 
-private func automaton(_ build: (inout ByteNFA) throws(GrammarError) -> Fragment) throws -> _DFA {
+private func automaton(_ build: (inout ByteNFA) throws(GrammarError) -> Fragment) throws -> DFA {
     var nfa = ByteNFA()
     let fragment = try build(&nfa)
-    return try _DFA(fragment, of: nfa)
+    return try DFA(fragment, of: nfa)
 }
 
-private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(text.utf8)) }
+private func accepts(_ dfa: DFA, _ text: String) -> Bool { dfa.accepts(Array(text.utf8)) }
 
-// MARK: - _Decimal
+// MARK: - DecimalNumber
 
 @Suite struct DecimalTests {
     @Test func parsesJSONNumberTextExactly() throws {
         let valid = ["0", "-0", "12", "-12.500e-3", "1e308", "1E+2", "0.000", "123456789012345678901234567890", "9007199254740993", "2.0", "1e-1074"]
-        for text in valid { #expect(_Decimal(text) != nil, "\(text)") }
+        for text in valid { #expect(DecimalNumber(text) != nil, "\(text)") }
         let invalid = ["", "-", "+1", "01", "-01", "00", "1.", ".5", "1e", "1e+", "--1", " 1", "1 ", "0x1", "NaN", "1.5.5", "1e5.5", "1e99999999999999999999"]
-        for text in invalid { #expect(_Decimal(text) == nil, "\(text)") }
+        for text in invalid { #expect(DecimalNumber(text) == nil, "\(text)") }
 
-        let value = try #require(_Decimal("-12.500e-3"))
+        let value = try #require(DecimalNumber("-12.500e-3"))
         #expect(value.isNegative && value.significand == [1, 2, 5] && value.exponent == -4)
         #expect(value.description == "-0.0125")
-        #expect(_Decimal("1.50") == _Decimal("15e-1"))
-        #expect(_Decimal("-0") == _Decimal.zero && !(_Decimal("-0.0")!.isNegative))
-        #expect(_Decimal("1e3")!.description == "1000")
-        #expect(_Decimal("123456789012345678901234567890")!.description == "123456789012345678901234567890")
-        #expect(_Decimal("2.0")!.isInteger && !_Decimal("2.5")!.isInteger && _Decimal("25e-1")!.isPositive)
+        #expect(DecimalNumber("1.50") == DecimalNumber("15e-1"))
+        #expect(DecimalNumber("-0") == DecimalNumber.zero && !(DecimalNumber("-0.0")!.isNegative))
+        #expect(DecimalNumber("1e3")!.description == "1000")
+        #expect(DecimalNumber("123456789012345678901234567890")!.description == "123456789012345678901234567890")
+        #expect(DecimalNumber("2.0")!.isInteger && !DecimalNumber("2.5")!.isInteger && DecimalNumber("25e-1")!.isPositive)
     }
 
     @Test func exactIntegers() {
-        #expect(_Decimal("9223372036854775807")!.exactInteger == Int.max)
-        #expect(_Decimal("-9223372036854775808")!.exactInteger == Int.min)
-        #expect(_Decimal("9223372036854775808")!.exactInteger == nil)
-        #expect(_Decimal("1e3")!.exactInteger == 1000)
-        #expect(_Decimal("1.5")!.exactInteger == nil)
-        #expect(_Decimal("-0")!.exactInteger == 0)
-        #expect(_Decimal(-42) == _Decimal("-42.0"))
+        #expect(DecimalNumber("9223372036854775807")!.exactInteger == Int.max)
+        #expect(DecimalNumber("-9223372036854775808")!.exactInteger == Int.min)
+        #expect(DecimalNumber("9223372036854775808")!.exactInteger == nil)
+        #expect(DecimalNumber("1e3")!.exactInteger == 1000)
+        #expect(DecimalNumber("1.5")!.exactInteger == nil)
+        #expect(DecimalNumber("-0")!.exactInteger == 0)
+        #expect(DecimalNumber(-42) == DecimalNumber("-42.0"))
     }
 
     @Test func comparisonAgreesWithTheReference() {
@@ -408,7 +408,7 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
         for _ in 0 ..< 4000 {
             let a = texts.randomElement(using: &random)!, b = texts.randomElement(using: &random)!
             let expected = ReferenceNumber.compare(.value(a), .value(b))
-            let left = _Decimal(a)!, right = _Decimal(b)!
+            let left = DecimalNumber(a)!, right = DecimalNumber(b)!
             #expect((left < right) == (expected < 0), "\(a) < \(b)")
             #expect((left == right) == (expected == 0), "\(a) == \(b)")
             compared += 1
@@ -420,22 +420,22 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
         var random = SplitMix64(seed: 11)
         for _ in 0 ..< 1500 {
             let text = Generator.decimalText(using: &random)
-            let reference = ReferenceNumber.value(text), value = _Decimal(text)!
+            let reference = ReferenceNumber.value(text), value = DecimalNumber(text)!
             let digits = Int.random(in: 0 ... 3, using: &random)
             let floor = reference.floor(fractionDigits: digits).text(fractionDigits: digits)
             let ceiling = reference.ceiling(fractionDigits: digits).text(fractionDigits: digits)
-            #expect(value.roundedDown(fractionDigits: digits) == _Decimal(floor)!, "floor(\(text), \(digits)) = \(floor)")
-            #expect(value.roundedUp(fractionDigits: digits) == _Decimal(ceiling)!, "ceiling(\(text), \(digits)) = \(ceiling)")
+            #expect(value.roundedDown(fractionDigits: digits) == DecimalNumber(floor)!, "floor(\(text), \(digits)) = \(floor)")
+            #expect(value.roundedUp(fractionDigits: digits) == DecimalNumber(ceiling)!, "ceiling(\(text), \(digits)) = \(ceiling)")
             if digits == 0 {
-                #expect(value.floor == _Decimal(floor)! && value.ceiling == _Decimal(ceiling)!)
+                #expect(value.floor == DecimalNumber(floor)! && value.ceiling == DecimalNumber(ceiling)!)
                 let successor = (reference.floor(fractionDigits: 0) + ReferenceNumber.value("1")).text(fractionDigits: 0)
-                #expect(value.floor.successor == _Decimal(successor)!, "\(text) floor + 1")
+                #expect(value.floor.successor == DecimalNumber(successor)!, "\(text) floor + 1")
             }
         }
-        #expect(_Decimal("9007199254740993")!.ceiling.description == "9007199254740993")
-        #expect(_Decimal("-2.5")!.floor == _Decimal(-3) && _Decimal("-2.5")!.ceiling == _Decimal(-2))
-        #expect(_Decimal("1e-400")!.ceiling == _Decimal(1) && _Decimal("-1e-400")!.floor == _Decimal(-1))
-        #expect(_Decimal("-1")!.successor == .zero && _Decimal("999")!.successor == _Decimal(1000))
+        #expect(DecimalNumber("9007199254740993")!.ceiling.description == "9007199254740993")
+        #expect(DecimalNumber("-2.5")!.floor == DecimalNumber(-3) && DecimalNumber("-2.5")!.ceiling == DecimalNumber(-2))
+        #expect(DecimalNumber("1e-400")!.ceiling == DecimalNumber(1) && DecimalNumber("-1e-400")!.floor == DecimalNumber(-1))
+        #expect(DecimalNumber("-1")!.successor == .zero && DecimalNumber("999")!.successor == DecimalNumber(1000))
     }
 }
 
@@ -505,49 +505,49 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
     }
 
     @Test func exclusiveBoundsAreExact() throws {
-        let positive = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: _Decimal("0"), into: &nfa) }
+        let positive = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: DecimalNumber("0"), into: &nfa) }
         for text in ["0.0001", "1", "0.1e1"] { #expect(accepts(positive, text) == (text != "0.1e1"), "\(text)") }
         for text in ["0", "0.0", "-0.0", "-0", "-0.0001"] { #expect(!accepts(positive, text), "\(text)") }
 
         let tenth = try automaton { nfa throws(GrammarError) in
-            try NumberLanguage.number(minimum: _Decimal("0.1"), exclusiveMaximum: _Decimal("-2.5e1")!.magnitude, into: &nfa)
+            try NumberLanguage.number(minimum: DecimalNumber("0.1"), exclusiveMaximum: DecimalNumber("-2.5e1")!.magnitude, into: &nfa)
         }
         #expect(accepts(tenth, "0.1") && accepts(tenth, "0.10") && accepts(tenth, "24.9999") && !accepts(tenth, "25") && !accepts(tenth, "0.0999"))
 
-        let nonPositive = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(maximum: _Decimal("0"), into: &nfa) }
+        let nonPositive = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(maximum: DecimalNumber("0"), into: &nfa) }
         #expect(accepts(nonPositive, "-0") && accepts(nonPositive, "-0.0") && accepts(nonPositive, "0.000") && !accepts(nonPositive, "0.001"))
     }
 
     @Test func integerBoundsRoundInwardAndStayExact() throws {
-        let fromOneAndAHalf = try automaton { nfa throws(GrammarError) in try NumberLanguage.integer(minimum: _Decimal("1.5"), into: &nfa) }
+        let fromOneAndAHalf = try automaton { nfa throws(GrammarError) in try NumberLanguage.integer(minimum: DecimalNumber("1.5"), into: &nfa) }
         #expect(!accepts(fromOneAndAHalf, "1") && accepts(fromOneAndAHalf, "2") && !accepts(fromOneAndAHalf, "2.0"))
 
         let safe = try automaton { nfa throws(GrammarError) in
-            try NumberLanguage.integer(maximum: _Decimal("9007199254740993"), exclusiveMaximum: _Decimal("1e20"), into: &nfa)
+            try NumberLanguage.integer(maximum: DecimalNumber("9007199254740993"), exclusiveMaximum: DecimalNumber("1e20"), into: &nfa)
         }
         #expect(accepts(safe, "9007199254740993") && !accepts(safe, "9007199254740994") && accepts(safe, "-99999999999999999999999"))
 
         let wide = try automaton { nfa throws(GrammarError) in
-            try NumberLanguage.integer(minimum: _Decimal("-123456789012345678901234567890123"),
-                                        exclusiveMaximum: _Decimal("987654321098765432109876543210987"), into: &nfa)
+            try NumberLanguage.integer(minimum: DecimalNumber("-123456789012345678901234567890123"),
+                                        exclusiveMaximum: DecimalNumber("987654321098765432109876543210987"), into: &nfa)
         }
         #expect(accepts(wide, "-123456789012345678901234567890123") && !accepts(wide, "-123456789012345678901234567890124"))
         #expect(accepts(wide, "987654321098765432109876543210986") && !accepts(wide, "987654321098765432109876543210987"))
         #expect(wide.stateCount < 200)
 
         let noInteger = try automaton { nfa throws(GrammarError) in
-            try NumberLanguage.integer(exclusiveMinimum: _Decimal("1.2"), maximum: _Decimal("1.8"), into: &nfa)
+            try NumberLanguage.integer(exclusiveMinimum: DecimalNumber("1.2"), maximum: DecimalNumber("1.8"), into: &nfa)
         }
         #expect(noInteger.isEmptyLanguage)
         let emptyNumbers = try automaton { nfa throws(GrammarError) in
-            try NumberLanguage.number(minimum: _Decimal("3"), exclusiveMaximum: _Decimal("3"), into: &nfa)
+            try NumberLanguage.number(minimum: DecimalNumber("3"), exclusiveMaximum: DecimalNumber("3"), into: &nfa)
         }
         #expect(emptyNumbers.isEmptyLanguage)
     }
 
     @Test func multipleOfOnIntegersReducesToTheNumerator() throws {
-        func integers(_ multiple: String) throws -> _DFA {
-            try automaton { nfa throws(GrammarError) in try NumberLanguage.integer(multipleOf: _Decimal(multiple), into: &nfa) }
+        func integers(_ multiple: String) throws -> DFA {
+            try automaton { nfa throws(GrammarError) in try NumberLanguage.integer(multipleOf: DecimalNumber(multiple), into: &nfa) }
         }
         let half = try integers("0.5"), twoAndAHalf = try integers("2.5"), tenth3 = try integers("0.3")
         let hundred = try integers("1e2"), tiny = try integers("1e-70000")
@@ -564,22 +564,22 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
     }
 
     @Test func multipleOfOnNumbersHasNoFractionLimit() throws {
-        let quarter = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(multipleOf: _Decimal("0.25"), into: &nfa) }
+        let quarter = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(multipleOf: DecimalNumber("0.25"), into: &nfa) }
         for text in ["0.5", "0.50000000", "-1.75", "3", "3.00", "-0", "12345678901234567890.25"] { #expect(accepts(quarter, text), "\(text)") }
         for text in ["0.1", "0.2500001", "1e2", "0.125"] { #expect(!accepts(quarter, text), "\(text)") }
-        let three = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(multipleOf: _Decimal("3"), into: &nfa) }
+        let three = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(multipleOf: DecimalNumber("3"), into: &nfa) }
         #expect(accepts(three, "12.000") && !accepts(three, "12.0001") && !accepts(three, "13"))
     }
 
     @Test func invalidAndUnsupportedMultiples() {
         func integerError(_ multiple: String) -> GrammarError? {
             var nfa = ByteNFA()
-            do { _ = try NumberLanguage.integer(multipleOf: _Decimal(multiple), into: &nfa) } catch { return error }
+            do { _ = try NumberLanguage.integer(multipleOf: DecimalNumber(multiple), into: &nfa) } catch { return error }
             return nil
         }
         func numberError(_ multiple: String) -> GrammarError? {
             var nfa = ByteNFA()
-            do { _ = try NumberLanguage.number(minimum: _Decimal("0"), multipleOf: _Decimal(multiple), into: &nfa) } catch { return error }
+            do { _ = try NumberLanguage.number(minimum: DecimalNumber("0"), multipleOf: DecimalNumber(multiple), into: &nfa) } catch { return error }
             return nil
         }
         func isUnsupported(_ error: GrammarError?) -> Bool {
@@ -608,14 +608,14 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
         }
         // A product past a small state limit.
         #expect(isBudget { nfa throws(GrammarError) in
-            try NumberLanguage.integer(minimum: _Decimal("-1e20"), maximum: _Decimal("1e20"), multipleOf: _Decimal("997"), into: &nfa, stateLimit: 4096)
+            try NumberLanguage.integer(minimum: DecimalNumber("-1e20"), maximum: DecimalNumber("1e20"), multipleOf: DecimalNumber("997"), into: &nfa, stateLimit: 4096)
         })
         // Ranges that need more than `digitLimit` digits.
-        #expect(isBudget { nfa throws(GrammarError) in try NumberLanguage.integer(minimum: _Decimal("1e2000"), into: &nfa) })
-        #expect(isBudget { nfa throws(GrammarError) in try NumberLanguage.number(maximum: _Decimal("-1e2000"), into: &nfa) })
+        #expect(isBudget { nfa throws(GrammarError) in try NumberLanguage.integer(minimum: DecimalNumber("1e2000"), into: &nfa) })
+        #expect(isBudget { nfa throws(GrammarError) in try NumberLanguage.number(maximum: DecimalNumber("-1e2000"), into: &nfa) })
         // Far bounds on the outer side are moved in, not refused.
-        #expect(!isBudget { nfa throws(GrammarError) in try NumberLanguage.integer(maximum: _Decimal("1e5000"), into: &nfa) })
-        #expect(!isBudget { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: _Decimal("1e-5000"), into: &nfa) })
+        #expect(!isBudget { nfa throws(GrammarError) in try NumberLanguage.integer(maximum: DecimalNumber("1e5000"), into: &nfa) })
+        #expect(!isBudget { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: DecimalNumber("1e-5000"), into: &nfa) })
     }
 
     /// Fragments land in an automaton that already has states, and compose with others.
@@ -623,23 +623,23 @@ private func accepts(_ dfa: _DFA, _ text: String) -> Bool { dfa.accepts(Array(te
         var nfa = ByteNFA()
         _ = nfa.literal("unrelated".utf8)
         let open = nfa.literal("[".utf8), comma = nfa.literal(",".utf8), close = nfa.literal("]".utf8)
-        let integer = try NumberLanguage.integer(minimum: _Decimal("-3"), maximum: _Decimal("12"), multipleOf: _Decimal("3"), into: &nfa)
-        let number = try NumberLanguage.number(exclusiveMaximum: _Decimal("0.5"), into: &nfa)
-        let empty = try NumberLanguage.number(minimum: _Decimal("2"), maximum: _Decimal("1"), into: &nfa)
+        let integer = try NumberLanguage.integer(minimum: DecimalNumber("-3"), maximum: DecimalNumber("12"), multipleOf: DecimalNumber("3"), into: &nfa)
+        let number = try NumberLanguage.number(exclusiveMaximum: DecimalNumber("0.5"), into: &nfa)
+        let empty = try NumberLanguage.number(minimum: DecimalNumber("2"), maximum: DecimalNumber("1"), into: &nfa)
         let list = nfa.sequence([open, integer, comma, nfa.union([number, empty]), close])
-        let dfa = try _DFA(list, of: nfa)
+        let dfa = try DFA(list, of: nfa)
         for text in ["[-3,0.49]", "[12,-100]", "[0,-0]", "[9,0.4999999]"] { #expect(accepts(dfa, text), "\(text)") }
         for text in ["[-6,0]", "[3,0.5]", "[4,0]", "[3,2]", "unrelated"] { #expect(!accepts(dfa, text), "\(text)") }
     }
 
     @Test func farBoundsAreTightenedSoundly() throws {
         let huge = try automaton { nfa throws(GrammarError) in
-            try NumberLanguage.integer(minimum: _Decimal("-1e5000"), maximum: _Decimal("1e5000"), into: &nfa)
+            try NumberLanguage.integer(minimum: DecimalNumber("-1e5000"), maximum: DecimalNumber("1e5000"), into: &nfa)
         }
         let limit = NumberLanguage.digitLimit
         #expect(accepts(huge, "-5") && accepts(huge, "-1" + String(repeating: "0", count: limit)) && accepts(huge, String(repeating: "9", count: limit)))
         #expect(!accepts(huge, "1" + String(repeating: "0", count: limit) + "1") && !accepts(huge, "-1" + String(repeating: "0", count: limit + 1)))
-        let tiny = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: _Decimal("5e-324"), maximum: _Decimal("1.7976931348623157e308"), into: &nfa) }
+        let tiny = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(exclusiveMinimum: DecimalNumber("5e-324"), maximum: DecimalNumber("1.7976931348623157e308"), into: &nfa) }
         #expect(accepts(tiny, "0." + String(repeating: "0", count: limit - 1) + "1") && accepts(tiny, "123456789.5") && !accepts(tiny, "0") && !accepts(tiny, "-0.0"))
         #expect(!accepts(tiny, "0." + String(repeating: "0", count: limit) + "1"))   // above 5e-324, but off the grid: a documented gap
     }

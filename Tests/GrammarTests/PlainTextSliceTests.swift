@@ -44,7 +44,7 @@ import TypesetTestSupport
 
     /// The reference: a forward search, level by level, for the first byte that cannot be
     /// read; `nil` when none within `limit` bytes.
-    private func firstUnreadableLength(from state: Int32, in dfa: _DFA, limit: Int) -> Int32? {
+    private func firstUnreadableLength(from state: Int32, in dfa: DFA, limit: Int) -> Int32? {
         struct Pair: Hashable { var state: Int32; var decoder: Int8 }
         var level: Set<Pair> = [Pair(state: state, decoder: 0)]
         for length in 1 ... limit {

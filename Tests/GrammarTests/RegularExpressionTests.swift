@@ -10,14 +10,14 @@ import TypesetTestSupport
     // MARK: Helpers
 
     /// The pattern compiled through the character automaton, UTF-8 lowering and the DFA.
-    static func compile(_ pattern: String, search: Bool, repetitionLimit: Int = 1000) throws -> _DFA {
+    static func compile(_ pattern: String, search: Bool, repetitionLimit: Int = 1000) throws -> DFA {
         var characters = CharacterNFA()
         let fragment = try RegularExpression.build(pattern, search: search, into: &characters, repetitionLimit: repetitionLimit)
         var bytes = ByteNFA()
-        let lowered = _Lowering.lower(fragment, of: characters, into: &bytes) { set, automaton in
-            _Lowering.utf8(set, into: &automaton)
+        let lowered = Lowering.lower(fragment, of: characters, into: &bytes) { set, automaton in
+            Lowering.utf8(set, into: &automaton)
         }
-        return try _DFA(lowered, of: bytes)
+        return try DFA(lowered, of: bytes)
     }
 
     /// The error `build` throws for `pattern`, or `nil` when it compiles.

@@ -1,7 +1,7 @@
 /// A set of Unicode scalar values, kept as sorted, disjoint, non-adjacent closed ranges.
 ///
 /// Character classes of regular expressions and grammar texts are built in this form, then
-/// lowered to bytes (UTF-8, or the JSON string encoding) by `_Lowering`.
+/// lowered to bytes (UTF-8, or the JSON string encoding) by `Lowering`.
 public struct CodePointSet: Hashable, Sendable {
     /// Sorted, disjoint, non-adjacent.
     public private(set) var ranges: [ClosedRange<UInt32>]

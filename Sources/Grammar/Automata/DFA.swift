@@ -5,7 +5,7 @@
 /// edges say "match rule `rule` here, then continue at `target`"; there is at most one edge
 /// per rule from a state. A trimmed automaton has no state from which no final state can
 /// be reached.
-struct _DFA: Sendable {
+struct DFA: Sendable {
     struct RuleEdge: Hashable, Sendable {
         var rule: Int32
         var target: Int32
@@ -35,13 +35,13 @@ struct _DFA: Sendable {
     }
 
     /// The language with no string at all.
-    static let empty = _DFA(transitions: [Int32](repeating: -1, count: 256), ruleEdges: [[]], isFinal: [false])
+    static let empty = DFA(transitions: [Int32](repeating: -1, count: 256), ruleEdges: [[]], isFinal: [false])
 
     // MARK: Construction
 
     /// Subset construction from `part` of `automaton`, then trimming and minimisation.
     ///
-    /// - Throws: `_DFA.TooLarge` past `stateLimit` states.
+    /// - Throws: `DFA.TooLarge` past `stateLimit` states.
     init(_ part: Fragment, of automaton: ByteNFA, stateLimit: Int = 1 << 16) throws(TooLarge) {
         var transitions: [Int32] = []
         var ruleEdges: [[RuleEdge]] = []
@@ -112,8 +112,8 @@ struct _DFA: Sendable {
 
     /// Keeps the states reachable from the start and from which a final state is reachable,
     /// renumbered in breadth-first order; edges to rules outside `productiveRules` (when
-    /// given) are dropped first. The result of an empty language is `_DFA.empty`.
-    func trimmed(productiveRules: Set<Int32>?) -> _DFA {
+    /// given) are dropped first. The result of an empty language is `DFA.empty`.
+    func trimmed(productiveRules: Set<Int32>?) -> DFA {
         let count = stateCount
         var edgesOut = ruleEdges
         if let productiveRules {
@@ -168,7 +168,7 @@ struct _DFA: Sendable {
                 renumber[Int($0.target)] >= 0 ? RuleEdge(rule: $0.rule, target: renumber[Int($0.target)]) : nil
             }
         }
-        return _DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
+        return DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
     }
 
     /// Merges equivalent states: Hopcroft's partition refinement, over byte classes (bytes
@@ -177,16 +177,16 @@ struct _DFA: Sendable {
     /// such as `[^.]{10,1000}` (thousands of states, each split off one round after the next
     /// in Moore's refinement) costs no more than its size. States keep breadth-first order
     /// from the start, so equal languages give equal automata.
-    func minimized() -> _DFA {
+    func minimized() -> DFA {
         let count = stateCount
         guard count > 1 else { return self }
-        let classes = _Hopcroft(self).partition()
+        let classes = Hopcroft(self).partition()
         return quotient(classes)
     }
 
     /// The automaton of the classes of `classes` (one per state; equivalent states share a
     /// class), renumbered breadth-first from the start's class.
-    func quotient(_ classes: [Int32]) -> _DFA {
+    func quotient(_ classes: [Int32]) -> DFA {
         let count = stateCount
         let classCount = Int((classes.max() ?? -1) + 1)
         var representative = [Int](repeating: -1, count: classCount)
@@ -221,7 +221,7 @@ struct _DFA: Sendable {
             }
             newRules[newState] = ruleEdges[state].map { RuleEdge(rule: $0.rule, target: renumber[Int(classes[Int($0.target)])]) }
         }
-        return _DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
+        return DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
     }
 
     /// One byte of each class of bytes that every state sends to the same place.
@@ -245,7 +245,7 @@ struct _DFA: Sendable {
 
     // MARK: Regular-language operations (automata without rule edges)
 
-    /// Whether the language is empty (after trimming, only `_DFA.empty` is).
+    /// Whether the language is empty (after trimming, only `DFA.empty` is).
     var isEmptyLanguage: Bool { !isFinal.contains(true) }
 
     /// Whether the whole of `bytes` is in the language.
@@ -259,7 +259,7 @@ struct _DFA: Sendable {
     }
 
     /// The product automaton: strings in both (`keepBoth`) or in `self` but not `other`.
-    private func product(_ other: _DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int) throws(TooLarge) -> _DFA {
+    private func product(_ other: DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int) throws(TooLarge) -> DFA {
         precondition(!hasRuleEdges && !other.hasRuleEdges, "products are for regular automata")
         struct Pair: Hashable { var a: Int32; var b: Int32 }   // b == -1: `other` is dead
         var index: [Pair: Int32] = [Pair(a: 0, b: 0): 0]
@@ -290,15 +290,15 @@ struct _DFA: Sendable {
             }
             transitions += row
         }
-        return _DFA(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
+        return DFA(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
             .trimmed(productiveRules: nil).minimized()
     }
 
-    func intersection(_ other: _DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> _DFA {
+    func intersection(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {
         try product(other, final: { $0 && $1 }, keepOnlyIfSelf: false, stateLimit: stateLimit)
     }
 
-    func subtracting(_ other: _DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> _DFA {
+    func subtracting(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {
         try product(other, final: { $0 && !$1 }, keepOnlyIfSelf: true, stateLimit: stateLimit)
     }
 

@@ -5,7 +5,7 @@
 ///
 /// Symbols are the automaton's byte classes and the rules its states call; a dead state
 /// (index `stateCount`) receives every missing transition, so the automaton is complete.
-struct _Hopcroft {
+struct Hopcroft {
     private let stateCount: Int
     private let symbolCount: Int
     /// Sources of the transitions into each state, per symbol, in compressed rows:
@@ -14,7 +14,7 @@ struct _Hopcroft {
     private var sources: [Int32]
     private let isFinal: [Bool]
 
-    init(_ dfa: _DFA) {
+    init(_ dfa: DFA) {
         let states = dfa.stateCount + 1  // + the dead state
         let dead = Int32(dfa.stateCount)
         let bytes = dfa.byteClassRepresentatives()

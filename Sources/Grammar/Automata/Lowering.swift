@@ -1,6 +1,6 @@
 /// Lowering of character-level automata to bytes: UTF-8 for raw text, and the JSON string
 /// encoding for the inside of JSON strings.
-enum _Lowering {
+enum Lowering {
     /// The UTF-8 byte sequences of the scalars in `low ... high`, as chains of byte ranges.
     ///
     /// The range is split until every piece has one encoded length and its continuation
@@ -113,7 +113,7 @@ enum _Lowering {
     }
 }
 
-extension _NFA where Label == CodePointSet {
+extension NFA where Label == CodePointSet {
     /// The strings of `part` whose length in scalars lies in `minimum ... maximum`
     /// (`maximum == nil`: no upper bound), as a new fragment of this automaton.
     ///

@@ -6,7 +6,7 @@
 /// Fragments follow Thompson's construction: one entry state, one exit state, and the exit
 /// has no outgoing edge until the fragment is joined to something else. Combinators take
 /// fragments of the same automaton and return a new fragment that owns them.
-struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
+struct NFA<Label: Hashable>: Sendable where Label: Sendable {
     struct Edge: Hashable, Sendable {
         /// `nil` for an ε-move.
         var label: Label?
@@ -134,7 +134,7 @@ struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
 
     /// Copies `part` of `other` into this automaton, relabelling its edges with `convert`
     /// (which may expand one label into a fragment of this automaton).
-    mutating func embed<Other>(_ part: Fragment, of other: _NFA<Other>, convert: (inout _NFA<Label>, Other) -> Fragment) -> Fragment {
+    mutating func embed<Other>(_ part: Fragment, of other: NFA<Other>, convert: (inout NFA<Label>, Other) -> Fragment) -> Fragment {
         var mapping: [Int32: Int32] = [part.start: addState()]
         var order: [Int32] = [part.start]
         var index = 0
@@ -175,7 +175,7 @@ struct _NFA<Label: Hashable>: Sendable where Label: Sendable {
     }
 }
 
-/// One entry and one exit state of a `_NFA`.
+/// One entry and one exit state of a `NFA`.
 struct Fragment: Hashable, Sendable {
     var start: Int32
     var end: Int32
@@ -187,10 +187,10 @@ enum ByteLabel: Hashable, Sendable {
     case rule(Int32)
 }
 
-typealias ByteNFA = _NFA<ByteLabel>
-typealias CharacterNFA = _NFA<CodePointSet>
+typealias ByteNFA = NFA<ByteLabel>
+typealias CharacterNFA = NFA<CodePointSet>
 
-extension _NFA where Label == ByteLabel {
+extension NFA where Label == ByteLabel {
     mutating func literal(_ bytes: some Sequence<UInt8>) -> Fragment {
         sequence(bytes.map { symbol(.bytes(ByteSet([$0]))) })
     }

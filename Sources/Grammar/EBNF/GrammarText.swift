@@ -171,10 +171,10 @@ struct GrammarTextParser {
             append { automaton in automaton.literal(bytes) }
         case "[":
             let set = try parseClass()
-            append { automaton in _Lowering.utf8(set, into: &automaton) }
+            append { automaton in Lowering.utf8(set, into: &automaton) }
         case ".":
             position += 1
-            append { automaton in _Lowering.utf8(.all, into: &automaton) }
+            append { automaton in Lowering.utf8(.all, into: &automaton) }
         case "(":
             try openGroup()
         case ")":
@@ -337,7 +337,7 @@ struct GrammarTextParser {
         while true {
             guard position < scalars.count else { throw failure(at: opening, "string literal is never closed") }
             if scalars[position] == "\"" { break }
-            bytes += _Lowering.encode(try readCharacter(closing: opening, what: "string literal"))
+            bytes += Lowering.encode(try readCharacter(closing: opening, what: "string literal"))
         }
         position += 1
         return bytes

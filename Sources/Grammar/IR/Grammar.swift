@@ -70,7 +70,7 @@ extension Grammar {
         var characters = CharacterNFA()
         let fragment = try RegularExpression.build(pattern, search: false, into: &characters, repetitionLimit: repetitionLimit)
         let rule = declareRule("root")
-        let body = _Lowering.lower(fragment, of: characters, into: &automaton) { set, target in _Lowering.utf8(set, into: &target) }
+        let body = Lowering.lower(fragment, of: characters, into: &automaton) { set, target in Lowering.utf8(set, into: &target) }
         define(rule, as: body)
         root = rule
     }

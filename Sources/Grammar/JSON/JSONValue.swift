@@ -132,7 +132,7 @@ public enum JSONValue: Hashable, Sendable {
             } else {
                 bytes += Array(text.utf8)
             }
-        case .string(let text): bytes += _Lowering.jsonStringLiteral(text)
+        case .string(let text): bytes += Lowering.jsonStringLiteral(text)
         case .array(let items):
             bytes.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
@@ -144,7 +144,7 @@ public enum JSONValue: Hashable, Sendable {
             bytes.append(UInt8(ascii: "{"))
             for (index, (name, value)) in members.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                bytes += _Lowering.jsonStringLiteral(name)
+                bytes += Lowering.jsonStringLiteral(name)
                 bytes.append(UInt8(ascii: ":"))
                 value.appendCompact(to: &bytes, doubleNumbers: doubleNumbers)
             }
@@ -182,7 +182,7 @@ public enum JSONValue: Hashable, Sendable {
             for (index, (name, value)) in members.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 newline(depth + 1)
-                bytes += _Lowering.jsonStringLiteral(name)
+                bytes += Lowering.jsonStringLiteral(name)
                 bytes += Array(": ".utf8)
                 value.appendFormatted(to: &bytes, indent: indent, depth: depth + 1)
             }

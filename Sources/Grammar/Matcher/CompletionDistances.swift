@@ -52,7 +52,7 @@ struct CompletionDistances: Sendable {
     }
 
     /// The shortest completion of `frame` and the stack below it in `store`.
-    func completion(of frame: _Frame, store: some FrameStore) -> Int {
+    func completion(of frame: PushdownFrame, store: some FrameStore) -> Int {
         var total = Int(distance[Int(frame.rule)][Int(frame.state)])
         guard total != Int(Self.unreachable) else { return Int.max }
         var parent = frame.parent

@@ -16,17 +16,17 @@
 public struct GrammarMatcher: Sendable {
     public let grammar: CompiledGrammar
     private var frames = InternedFrames()
-    private var configurations: [_Frame]
+    private var configurations: [PushdownFrame]
     private var roots: [Bool]
     private var completed: Bool
     private var terminated = false
     /// Earlier states, for `rollback`.
-    private var history: [(configurations: [_Frame], roots: [Bool], completed: Bool, terminated: Bool, frameCount: Int)] = []
+    private var history: [(configurations: [PushdownFrame], roots: [Bool], completed: Bool, terminated: Bool, frameCount: Int)] = []
 
     /// A matcher at the start of the grammar.
     public init(_ grammar: CompiledGrammar) {
         self.grammar = grammar
-        var configurations = [_Frame(rule: grammar.automaton.root, state: 0, parent: -1)]
+        var configurations = [PushdownFrame(rule: grammar.automaton.root, state: 0, parent: -1)]
         var roots = [true]
         completed = grammar.automaton.close(&configurations, roots: &roots, from: 0, store: &frames)
         self.configurations = configurations
@@ -103,14 +103,14 @@ public struct GrammarMatcher: Sendable {
         return copy.accept(bytes: bytes)
     }
 
-    private mutating func step(_ current: inout [_Frame], _ currentRoots: inout [Bool], _ currentCompleted: inout Bool, _ byte: UInt8) -> Bool {
+    private mutating func step(_ current: inout [PushdownFrame], _ currentRoots: inout [Bool], _ currentCompleted: inout Bool, _ byte: UInt8) -> Bool {
         let automaton = grammar.automaton
-        var next: [_Frame] = []
+        var next: [PushdownFrame] = []
         var nextRoots: [Bool] = []
         for configuration in current {
             let target = automaton.rules[Int(configuration.rule)].next(configuration.state, byte)
             guard target >= 0 else { continue }
-            let moved = _Frame(rule: configuration.rule, state: target, parent: configuration.parent)
+            let moved = PushdownFrame(rule: configuration.rule, state: target, parent: configuration.parent)
             if !next.contains(moved) {
                 next.append(moved)
                 nextRoots.append(true)
@@ -169,7 +169,7 @@ public struct GrammarMatcher: Sendable {
             for index in words.indices { words[index] = 0 }
             guard !terminated else { return }
             var store = ScratchFrames(base: frames.frames)
-            var seen: [_Frame] = []
+            var seen: [PushdownFrame] = []
             for (index, configuration) in configurations.enumerated() where roots[index] {
                 guard let position = grammar.masks[Int(configuration.rule)][Int(configuration.state)], !seen.contains(configuration) else { continue }
                 seen.append(configuration)

@@ -67,7 +67,7 @@ struct PlainTextSlice: Sendable {
     /// Whether `dfa` reads every plain character (as its first byte at least) from `state`:
     /// the cheap test that rules out most positions (a number, a literal) before
     /// `unreadableLengths(in:)` is worth computing for the rule.
-    static func readsEveryPlainFirstByte(from state: Int32, in dfa: _DFA) -> Bool {
+    static func readsEveryPlainFirstByte(from state: Int32, in dfa: DFA) -> Bool {
         PlainUTF8.edges[0].allSatisfy { dfa.next(state, $0.byte) >= 0 }
     }
 
@@ -80,7 +80,7 @@ struct PlainTextSlice: Sendable {
     /// from the pairs that lack an edge.
     ///
     /// - Complexity: O(states × 256).
-    static func unreadableLengths(in dfa: _DFA) -> [Int32] {
+    static func unreadableLengths(in dfa: DFA) -> [Int32] {
         let width = PlainUTF8.stateCount
         let pairCount = dfa.stateCount * width
         var distance = [Int32](repeating: .max, count: pairCount)

@@ -1,4 +1,4 @@
-/// The pushdown automaton of a grammar: one `_DFA` per rule plus the facts about rules the
+/// The pushdown automaton of a grammar: one `DFA` per rule plus the facts about rules the
 /// matcher and the mask precomputation use (which rules can match nothing, which bytes can
 /// start or follow each rule).
 ///
@@ -8,7 +8,7 @@
 /// called rule's start; reaching a final state may pop. The automaton is nondeterministic
 /// (alternatives can call different rules), so the matcher tracks a set of configurations.
 struct PushdownAutomaton: Sendable {
-    var rules: [_DFA]
+    var rules: [DFA]
     var names: [String]
     var root: Int32
     /// Whether rule `r` matches the empty string.
@@ -26,13 +26,13 @@ struct PushdownAutomaton: Sendable {
     init(_ grammar: Grammar, stateLimit: Int) throws(GrammarError) {
         names = grammar.rules.map(\.name)
         root = grammar.root
-        var compiled: [_DFA] = []
+        var compiled: [DFA] = []
         var total = 0
         for rule in grammar.rules {
             do {
-                let dfa = try _DFA(rule.body, of: grammar.automaton, stateLimit: stateLimit)
+                let dfa = try DFA(rule.body, of: grammar.automaton, stateLimit: stateLimit)
                 total += dfa.stateCount
-                guard total <= stateLimit else { throw _DFA.TooLarge() }
+                guard total <= stateLimit else { throw DFA.TooLarge() }
                 compiled.append(dfa)
             } catch {
                 throw .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
@@ -120,7 +120,7 @@ struct PushdownAutomaton: Sendable {
     }
 
     /// States of `dfa` reachable from `state` through edges of nullable rules only.
-    static func statesReachedWithoutBytes(_ dfa: _DFA, from state: Int32, nullable: [Bool]) -> [Int32] {
+    static func statesReachedWithoutBytes(_ dfa: DFA, from state: Int32, nullable: [Bool]) -> [Int32] {
         var seen: Set<Int32> = [state]
         var stack = [state]
         while let current = stack.popLast() {
@@ -131,7 +131,7 @@ struct PushdownAutomaton: Sendable {
         return Array(seen)
     }
 
-    static func firstBytes(_ dfa: _DFA, from state: Int32, nullable: [Bool], first: [ByteSet]) -> ByteSet {
+    static func firstBytes(_ dfa: DFA, from state: Int32, nullable: [Bool], first: [ByteSet]) -> ByteSet {
         var bytes = ByteSet()
         for current in statesReachedWithoutBytes(dfa, from: state, nullable: nullable) {
             bytes.formUnion(dfa.outgoingBytes(current))
@@ -167,7 +167,7 @@ struct PushdownAutomaton: Sendable {
 // MARK: - Configurations
 
 /// One frame of a stack: inside `rule` at `state`, below it `parent` (-1: the bottom).
-struct _Frame: Hashable, Sendable {
+struct PushdownFrame: Hashable, Sendable {
     var rule: Int32
     var state: Int32
     var parent: Int32
@@ -177,15 +177,15 @@ struct _Frame: Hashable, Sendable {
 /// stacks share one index, so sets of configurations deduplicate), or a scratch stack for
 /// mask precomputation and one-token checks (truncated when the walk backs up).
 protocol FrameStore {
-    mutating func push(_ frame: _Frame) -> Int32
-    func frame(_ index: Int32) -> _Frame
+    mutating func push(_ frame: PushdownFrame) -> Int32
+    func frame(_ index: Int32) -> PushdownFrame
 }
 
 struct InternedFrames: FrameStore, Sendable {
-    var frames: [_Frame] = []
-    var index: [_Frame: Int32] = [:]
+    var frames: [PushdownFrame] = []
+    var index: [PushdownFrame: Int32] = [:]
 
-    mutating func push(_ frame: _Frame) -> Int32 {
+    mutating func push(_ frame: PushdownFrame) -> Int32 {
         if let known = index[frame] { return known }
         let id = Int32(frames.count)
         frames.append(frame)
@@ -193,26 +193,26 @@ struct InternedFrames: FrameStore, Sendable {
         return id
     }
 
-    func frame(_ index: Int32) -> _Frame { frames[Int(index)] }
+    func frame(_ index: Int32) -> PushdownFrame { frames[Int(index)] }
 }
 
 /// Frames pushed for a walk on top of `base` (the matcher's interned frames, read only and
 /// never copied), numbered after it; `truncate(to:)` drops what a backed-up walk pushed.
 struct ScratchFrames: FrameStore {
-    let base: [_Frame]
-    private(set) var pushed: [_Frame] = []
+    let base: [PushdownFrame]
+    private(set) var pushed: [PushdownFrame] = []
 
-    init(base: [_Frame] = []) { self.base = base }
+    init(base: [PushdownFrame] = []) { self.base = base }
 
     /// Frames in the store, `base` included: the index the next push gets.
     var count: Int { base.count + pushed.count }
 
-    mutating func push(_ frame: _Frame) -> Int32 {
+    mutating func push(_ frame: PushdownFrame) -> Int32 {
         pushed.append(frame)
         return Int32(count - 1)
     }
 
-    func frame(_ index: Int32) -> _Frame {
+    func frame(_ index: Int32) -> PushdownFrame {
         Int(index) < base.count ? base[Int(index)] : pushed[Int(index) - base.count]
     }
 
@@ -231,7 +231,7 @@ extension PushdownAutomaton {
     /// Configurations are frames whose `parent` is the rest of the stack. `isRoot[i]` marks
     /// those not produced by a push (the ones whose precomputed mask covers the others).
     @inline(__always)
-    func close<Store: FrameStore>(_ configurations: inout [_Frame], roots isRoot: inout [Bool], from start: Int,
+    func close<Store: FrameStore>(_ configurations: inout [PushdownFrame], roots isRoot: inout [Bool], from start: Int,
                                    store: inout Store, limit: Int = 4096) -> Bool {
         var completed = false
         var cursor = start
@@ -252,8 +252,8 @@ extension PushdownAutomaton {
             }
             for edge in dfa.ruleEdges[Int(configuration.state)] {
                 guard configurations.count < limit else { break }
-                let returnFrame = store.push(_Frame(rule: configuration.rule, state: edge.target, parent: configuration.parent))
-                let called = _Frame(rule: edge.rule, state: 0, parent: returnFrame)
+                let returnFrame = store.push(PushdownFrame(rule: configuration.rule, state: edge.target, parent: configuration.parent))
+                let called = PushdownFrame(rule: edge.rule, state: 0, parent: returnFrame)
                 if !configurations[start...].contains(called) {
                     configurations.append(called)
                     isRoot.append(false)
@@ -275,7 +275,7 @@ extension PushdownAutomaton {
         if next >= 0, accepts(bytes, from: index + 1, rule: rule, state: next, parent: parent, store: &store) { return true }
         for edge in dfa.ruleEdges[Int(state)] where first[Int(edge.rule)].contains(byte) || nullable[Int(edge.rule)] {
             let mark = store.count
-            let returnFrame = store.push(_Frame(rule: rule, state: edge.target, parent: parent))
+            let returnFrame = store.push(PushdownFrame(rule: rule, state: edge.target, parent: parent))
             let found = accepts(bytes, from: index, rule: edge.rule, state: 0, parent: returnFrame, store: &store, emptyMoves: emptyMoves + 1)
             store.truncate(to: mark)
             if found { return true }

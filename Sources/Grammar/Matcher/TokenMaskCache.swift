@@ -98,7 +98,7 @@ extension PositionMask {
                 }
             }
         } else {
-            var configurations: [_Frame] = [_Frame(rule: rule, state: state, parent: -1)]
+            var configurations: [PushdownFrame] = [PushdownFrame(rule: rule, state: state, parent: -1)]
             var roots: [Bool] = [true]
             var store = ScratchFrames()
             var completed = [Bool](repeating: false, count: depthLimit)
@@ -111,7 +111,7 @@ extension PositionMask {
             frameMark[0] = store.count
             var node = 0
             var cachedRule: Int32 = -1
-            var dfa = _DFA.empty
+            var dfa = DFA.empty
             while node < nodeCount {
                 let depth = Int(trie.depths[node])
                 let byte = trie.nodeBytes[node]
@@ -134,7 +134,7 @@ extension PositionMask {
                     let final = dfa.isFinal[Int(next)]
                     if !dfa.callsRules[Int(next)] && !(final && configuration.parent >= 0) {
                         let slot = parentEnd
-                        let moved = _Frame(rule: configuration.rule, state: next, parent: configuration.parent)
+                        let moved = PushdownFrame(rule: configuration.rule, state: next, parent: configuration.parent)
                         if configurations.count > slot {
                             configurations[slot] = moved
                             roots[slot] = true
@@ -165,7 +165,7 @@ extension PositionMask {
                     let configuration = configurations[index]
                     let next = automaton.rules[Int(configuration.rule)].next(configuration.state, byte)
                     guard next >= 0 else { continue }
-                    let moved = _Frame(rule: configuration.rule, state: next, parent: configuration.parent)
+                    let moved = PushdownFrame(rule: configuration.rule, state: next, parent: configuration.parent)
                     if !configurations[start...].contains(moved) {
                         configurations.append(moved)
                         roots.append(true)

@@ -170,7 +170,7 @@ extension RegularExpressionNode {
             for item in items { total = min(ceiling, total + item.expandedSize(limit: limit)) }
             return total
         case .repetition(let body, let minimum, let maximum):
-            // `_NFA.repeating` builds max(minimum, maximum) copies, plus one for an unbounded tail.
+            // `NFA.repeating` builds max(minimum, maximum) copies, plus one for an unbounded tail.
             let copies = max(1, maximum ?? (minimum + 1))
             let (product, overflow) = body.expandedSize(limit: limit).multipliedReportingOverflow(by: copies)
             return overflow ? ceiling : min(ceiling, product)

@@ -283,7 +283,7 @@ extension SchemaNode {
     /// Whether `value` is one of `excludedValues` (numbers compared by value: `1` and `1.0`).
     func excludes(_ value: JSONValue) -> Bool {
         excludedValues.contains { excluded in
-            if case .number(let a) = excluded, case .number(let b) = value, let left = _Decimal(a), let right = _Decimal(b) {
+            if case .number(let a) = excluded, case .number(let b) = value, let left = DecimalNumber(a), let right = DecimalNumber(b) {
                 return left == right
             }
             return excluded == value

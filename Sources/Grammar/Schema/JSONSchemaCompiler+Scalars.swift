@@ -10,7 +10,7 @@ extension SchemaCompiler {
     /// The quoted canonical JSON strings satisfying the node's string keywords: the first
     /// pattern (or any text) bounded in length, intersected with the other patterns and the
     /// formats.
-    mutating func quotedStringLanguage(_ node: SchemaNode) throws(GrammarError) -> _DFA {
+    mutating func quotedStringLanguage(_ node: SchemaNode) throws(GrammarError) -> DFA {
         guard node.patterns.isEmpty, node.formats.isEmpty, node.excludedPatterns.isEmpty,
               !node.excludedValues.contains(where: \.isString) else { return try constrainedStringLanguage(node) }
         let bounds = LengthBounds(minimum: node.minimumLength, maximum: tightenedMaximumLength(node))
@@ -20,7 +20,7 @@ extension SchemaCompiler {
         return language
     }
 
-    private mutating func constrainedStringLanguage(_ node: SchemaNode) throws(GrammarError) -> _DFA {
+    private mutating func constrainedStringLanguage(_ node: SchemaNode) throws(GrammarError) -> DFA {
         var characters = CharacterNFA()
         var remaining = node.patterns
         var base: Fragment? = nil
@@ -49,26 +49,26 @@ extension SchemaCompiler {
             var automaton = CharacterNFA()
             guard let fragment = try characterLanguage(constraint.pattern, search: constraint.search, pointer: constraint.pointer, into: &automaton) else { continue }
             let other = try quoted(fragment, of: automaton)
-            language = try budgeted { () throws(_DFA.TooLarge) in try language.intersection(other) }
+            language = try budgeted { () throws(DFA.TooLarge) in try language.intersection(other) }
         }
         // Complements (from `not`): strings matching an excluded pattern, excluded strings.
         for excluded in node.excludedPatterns where !language.isEmptyLanguage {
             var automaton = CharacterNFA()
             guard let fragment = try characterLanguage(excluded.pattern, search: true, pointer: excluded.pointer, into: &automaton) else { continue }
             let other = try quoted(fragment, of: automaton)
-            language = try budgeted { () throws(_DFA.TooLarge) in try language.subtracting(other) }
+            language = try budgeted { () throws(DFA.TooLarge) in try language.subtracting(other) }
         }
         let excludedStrings = node.excludedValues.compactMap { value -> [UInt8]? in
-            if case .string(let text) = value { return _Lowering.jsonStringLiteral(text) }
+            if case .string(let text) = value { return Lowering.jsonStringLiteral(text) }
             return nil
         }
         if !excludedStrings.isEmpty, !language.isEmptyLanguage {
             let literals = try literalsLanguage(excludedStrings)
-            language = try budgeted { () throws(_DFA.TooLarge) in try language.subtracting(literals) }
+            language = try budgeted { () throws(DFA.TooLarge) in try language.subtracting(literals) }
         }
         if isBounded {
             let unbounded = language
-            let bounded = try budgeted { () throws(_DFA.TooLarge) in
+            let bounded = try budgeted { () throws(DFA.TooLarge) in
                 try QuotedStringLength.bounded(unbounded, minimum: node.minimumLength, maximum: maximumLength, stateLimit: 1 << 16)
             }
             guard let bounded else { throw .invalidSchema(pointer: node.pointer, message: "string automaton is not over quoted JSON strings") }
@@ -96,51 +96,51 @@ extension SchemaCompiler {
         }
     }
 
-    func quoted(_ content: Fragment, of characters: CharacterNFA) throws(GrammarError) -> _DFA {
+    func quoted(_ content: Fragment, of characters: CharacterNFA) throws(GrammarError) -> DFA {
         var bytes = ByteNFA()
-        let lowered = _Lowering.lower(content, of: characters, into: &bytes) { set, automaton in
-            _Lowering.jsonStringCharacter(set, into: &automaton)
+        let lowered = Lowering.lower(content, of: characters, into: &bytes) { set, automaton in
+            Lowering.jsonStringCharacter(set, into: &automaton)
         }
         let quote = bytes.literal([0x22]), closing = bytes.literal([0x22])
         let whole = bytes.sequence([quote, lowered, closing])
-        return try budgeted { () throws(_DFA.TooLarge) in try _DFA(whole, of: bytes) }
+        return try budgeted { () throws(DFA.TooLarge) in try DFA(whole, of: bytes) }
     }
 
     /// Numbers (or integers) within the node's bounds and `multipleOf`.
     mutating func numberFragment(_ node: SchemaNode, integer: Bool) throws(GrammarError) -> Fragment {
-        func tightest(_ texts: [String], lower: Bool) throws(GrammarError) -> _Decimal? {
-            var best: _Decimal? = nil
+        func tightest(_ texts: [String], lower: Bool) throws(GrammarError) -> DecimalNumber? {
+            var best: DecimalNumber? = nil
             for text in texts {
-                guard let value = _Decimal(text) else { throw .invalidSchema(pointer: node.pointer, message: "bad number \(text)") }
+                guard let value = DecimalNumber(text) else { throw .invalidSchema(pointer: node.pointer, message: "bad number \(text)") }
                 if let current = best { best = lower ? max(current, value) : min(current, value) } else { best = value }
             }
             return best
         }
         var filters = NumericFilters()
-        var multiple: _Decimal? = nil
+        var multiple: DecimalNumber? = nil
         if node.multipleOf.count > 1 {
             // Several divisors: one that is a multiple of all the others, or all of them.
-            let divisors = node.multipleOf.compactMap { _Decimal($0) }
+            let divisors = node.multipleOf.compactMap { DecimalNumber($0) }
             multiple = divisors.first { candidate in divisors.allSatisfy { candidate.isMultiple(of: $0) } }
             if multiple == nil {
                 multiple = divisors.first
                 filters.requiredMultiples = Array(divisors.dropFirst())
             }
         } else if let only = node.multipleOf.first {
-            multiple = _Decimal(only)
+            multiple = DecimalNumber(only)
         }
         var minimum = try tightest(node.minimum, lower: true), exclusiveMinimum = try tightest(node.exclusiveMinimum, lower: true)
         var maximum = try tightest(node.maximum, lower: false), exclusiveMaximum = try tightest(node.exclusiveMaximum, lower: false)
         if integer, options.boundsIntegersToInteroperableRange {
-            let limit = _Decimal("9007199254740991")!
+            let limit = DecimalNumber("9007199254740991")!
             if minimum == nil, exclusiveMinimum == nil { minimum = -limit }
             if maximum == nil, exclusiveMaximum == nil { maximum = limit }
         }
         for value in node.excludedValues {
-            if case .number(let text) = value, let decimal = _Decimal(text) { filters.excludedValues.append(decimal) }
+            if case .number(let text) = value, let decimal = DecimalNumber(text) { filters.excludedValues.append(decimal) }
         }
         for text in node.excludedMultiples {
-            guard let decimal = _Decimal(text), decimal.isPositive else { throw .invalidSchema(pointer: node.pointer, message: "bad multipleOf \(text)") }
+            guard let decimal = DecimalNumber(text), decimal.isPositive else { throw .invalidSchema(pointer: node.pointer, message: "bad multipleOf \(text)") }
             filters.excludedMultiples.append(decimal)
         }
         do {

@@ -89,14 +89,14 @@ extension SchemaCompiler {
     /// The object with its declared members written in the order of `names`.
     private mutating func objectFragment(_ node: SchemaNode, names: [String]) throws(GrammarError) -> Fragment {
         // Names matched by a pattern also take the pattern's schema.
-        var patternKeys: [(dfa: _DFA, schemas: [Subschema])] = []
+        var patternKeys: [(dfa: DFA, schemas: [Subschema])] = []
         for (pattern, schemas) in node.patternProperties {
             patternKeys.append((try keyLanguage(pattern: pattern, pointer: node.pointer + "/patternProperties"), schemas))
         }
         let nameFilter = try propertyNameLanguage(node)
         var declared: [(name: String, schemas: [Subschema], required: Bool)] = []
         for name in names {
-            let literal = _Lowering.jsonStringLiteral(name)
+            let literal = Lowering.jsonStringLiteral(name)
             let isRequired = node.required.contains(name)
             if node.forbiddenProperties.contains(name) {
                 if isRequired { return grammar.automaton.nothing() }
@@ -119,23 +119,23 @@ extension SchemaCompiler {
             declared.append((name, schemas, isRequired))
         }
         // Other members: keys outside the declared names, grouped by the schema they get.
-        var extraGroups: [(key: _DFA, schemas: [Subschema])] = []
-        let declaredNames = try literalsLanguage((names + node.forbiddenProperties).map { _Lowering.jsonStringLiteral($0) })
+        var extraGroups: [(key: DFA, schemas: [Subschema])] = []
+        let declaredNames = try literalsLanguage((names + node.forbiddenProperties).map { Lowering.jsonStringLiteral($0) })
         var claimed = declaredNames
         for (index, pattern) in patternKeys.enumerated() {
-            var key = try budgeted { () throws(_DFA.TooLarge) in try pattern.dfa.subtracting(claimed) }
+            var key = try budgeted { () throws(DFA.TooLarge) in try pattern.dfa.subtracting(claimed) }
             // Keys matching several patterns would need all their schemas: left out.
             for (otherIndex, other) in patternKeys.enumerated() where otherIndex != index {
-                key = try budgeted { () throws(_DFA.TooLarge) in try key.subtracting(other.dfa) }
+                key = try budgeted { () throws(DFA.TooLarge) in try key.subtracting(other.dfa) }
             }
-            if let nameFilter { key = try budgeted { () throws(_DFA.TooLarge) in try key.intersection(nameFilter) } }
+            if let nameFilter { key = try budgeted { () throws(DFA.TooLarge) in try key.intersection(nameFilter) } }
             if !key.isEmptyLanguage, !pattern.schemas.contains(where: { $0.value == .bool(false) }) { extraGroups.append((key, pattern.schemas)) }
         }
-        for pattern in patternKeys { claimed = try budgeted { () throws(_DFA.TooLarge) in try _DFA.union(claimed, pattern.dfa) } }
+        for pattern in patternKeys { claimed = try budgeted { () throws(DFA.TooLarge) in try DFA.union(claimed, pattern.dfa) } }
         if node.admitsUndeclaredProperties(options) {
             let anyKey = try anyKeyLanguage()
-            var key = try budgeted { () throws(_DFA.TooLarge) in try anyKey.subtracting(claimed) }
-            if let nameFilter { key = try budgeted { () throws(_DFA.TooLarge) in try key.intersection(nameFilter) } }
+            var key = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(claimed) }
+            if let nameFilter { key = try budgeted { () throws(DFA.TooLarge) in try key.intersection(nameFilter) } }
             if !key.isEmptyLanguage { extraGroups.append((key, node.additionalProperties ?? [])) }
         }
 
@@ -146,24 +146,24 @@ extension SchemaCompiler {
             try report("not", node.pointer, "several negated 'additionalProperties: false' on one object are not supported")
             return try objectFragment({ var copy = node; copy.requiredOtherMembers = []; return copy }(), names: names)
         }
-        var otherKeys: _DFA?
+        var otherKeys: DFA?
         if let requirement = node.requiredOtherMembers.first {
-            var inside = try literalsLanguage(requirement.names.map { _Lowering.jsonStringLiteral($0) })
+            var inside = try literalsLanguage(requirement.names.map { Lowering.jsonStringLiteral($0) })
             for pattern in requirement.patterns {
                 let matched = try keyLanguage(pattern: pattern, pointer: node.pointer + "/not/patternProperties")
-                inside = try budgeted { () throws(_DFA.TooLarge) in try _DFA.union(inside, matched) }
+                inside = try budgeted { () throws(DFA.TooLarge) in try DFA.union(inside, matched) }
             }
             let anyKey = try anyKeyLanguage()
-            otherKeys = try budgeted { () throws(_DFA.TooLarge) in try anyKey.subtracting(inside) }
+            otherKeys = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(inside) }
         }
-        let isOther = declared.map { otherKeys?.accepts(_Lowering.jsonStringLiteral($0.name)) ?? false }
+        let isOther = declared.map { otherKeys?.accepts(Lowering.jsonStringLiteral($0.name)) ?? false }
         var extraIsOther = [Bool](repeating: false, count: extraGroups.count)
         if let otherKeys {
-            var split: [(key: _DFA, schemas: [Subschema])] = []
+            var split: [(key: DFA, schemas: [Subschema])] = []
             extraIsOther = []
             for group in extraGroups {
-                let others = try budgeted { () throws(_DFA.TooLarge) in try group.key.intersection(otherKeys) }
-                let rest = try budgeted { () throws(_DFA.TooLarge) in try group.key.subtracting(otherKeys) }
+                let others = try budgeted { () throws(DFA.TooLarge) in try group.key.intersection(otherKeys) }
+                let rest = try budgeted { () throws(DFA.TooLarge) in try group.key.subtracting(otherKeys) }
                 for (part, other) in [(others, true), (rest, false)] where !part.isEmptyLanguage {
                     split.append((part, group.schemas))
                     extraIsOther.append(other)
@@ -194,7 +194,7 @@ extension SchemaCompiler {
         grammar.automaton.addEdge(from: open.end, to: state(0, 0, false), label: nil)
         var valueRules: [Int32] = []
         for member in declared { valueRules.append(try valueRule(member.schemas)) }
-        var extraMembers: [(key: _DFA, rule: Int32)] = []
+        var extraMembers: [(key: DFA, rule: Int32)] = []
         for group in extraGroups { extraMembers.append((group.key, try valueRule(group.schemas))) }
         func member(key: (inout ByteNFA) -> Fragment, rule: Int32, first: Bool) -> Fragment {
             var parts: [Fragment] = []
@@ -212,7 +212,7 @@ extension SchemaCompiler {
             let canAdd = maximum.map { count < $0 } ?? true
             if index < declared.count {
                 if canAdd {
-                    let literal = _Lowering.jsonStringLiteral(declared[index].name)
+                    let literal = Lowering.jsonStringLiteral(declared[index].name)
                     let piece = member(key: { $0.literal(literal) }, rule: valueRules[index], first: count == 0)
                     let after = other || isOther[index]
                     grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
@@ -239,32 +239,32 @@ extension SchemaCompiler {
         return Fragment(start: open.start, end: close.end)
     }
 
-    func budgeted<T>(_ body: () throws(_DFA.TooLarge) -> T) throws(GrammarError) -> T {
+    func budgeted<T>(_ body: () throws(DFA.TooLarge) -> T) throws(GrammarError) -> T {
         do { return try body() } catch { throw .budgetExceeded(what: "automaton states", limit: 1 << 16) }
     }
 
     /// The quoted keys (canonical JSON strings) in `literals`.
-    func literalsLanguage(_ literals: [[UInt8]]) throws(GrammarError) -> _DFA {
+    func literalsLanguage(_ literals: [[UInt8]]) throws(GrammarError) -> DFA {
         var automaton = ByteNFA()
         let pieces = literals.map { automaton.literal($0) }
         let union = pieces.isEmpty ? automaton.nothing() : automaton.union(pieces)
-        return try budgeted { () throws(_DFA.TooLarge) in try _DFA(union, of: automaton) }
+        return try budgeted { () throws(DFA.TooLarge) in try DFA(union, of: automaton) }
     }
 
     /// Every quoted key.
-    mutating func anyKeyLanguage() throws(GrammarError) -> _DFA {
+    mutating func anyKeyLanguage() throws(GrammarError) -> DFA {
         try quotedStringLanguage(SchemaNode(pointer: "#"))
     }
 
     /// Quoted keys matching `pattern` (search semantics).
-    mutating func keyLanguage(pattern: String, pointer: String) throws(GrammarError) -> _DFA {
+    mutating func keyLanguage(pattern: String, pointer: String) throws(GrammarError) -> DFA {
         var node = SchemaNode(pointer: pointer)
-        node.patterns = [(pattern, pointer + "/" + _Pointer.escape(pattern))]
+        node.patterns = [(pattern, pointer + "/" + JSONPointer.escape(pattern))]
         return try quotedStringLanguage(node)
     }
 
     /// What `propertyNames` allows, as quoted keys; `nil` without `propertyNames`.
-    mutating func propertyNameLanguage(_ node: SchemaNode) throws(GrammarError) -> _DFA? {
+    mutating func propertyNameLanguage(_ node: SchemaNode) throws(GrammarError) -> DFA? {
         guard !node.propertyNames.isEmpty else { return nil }
         guard let names = try resolvedNode(Subschema.all(node.propertyNames), depth: 1) else { return .empty }
         if let values = names.values {
@@ -272,7 +272,7 @@ extension SchemaCompiler {
             rest.values = nil
             var literals: [[UInt8]] = []
             for value in values {
-                if case .string(let text) = value, try admits(value, rest, depth: 1) == true { literals.append(_Lowering.jsonStringLiteral(text)) }
+                if case .string(let text) = value, try admits(value, rest, depth: 1) == true { literals.append(Lowering.jsonStringLiteral(text)) }
             }
             return try literalsLanguage(literals)
         }
@@ -285,11 +285,11 @@ extension SchemaCompiler {
     }
 }
 
-extension _DFA {
+extension DFA {
     /// Strings in either language (regular automata).
-    static func union(_ a: _DFA, _ b: _DFA) throws(TooLarge) -> _DFA {
+    static func union(_ a: DFA, _ b: DFA) throws(TooLarge) -> DFA {
         var automaton = ByteNFA()
         let first = a.embed(into: &automaton), second = b.embed(into: &automaton)
-        return try _DFA(automaton.union([first, second]), of: automaton)
+        return try DFA(automaton.union([first, second]), of: automaton)
     }
 }

@@ -39,7 +39,7 @@ extension SchemaCompiler {
         switch value {
         case .null: type = .null
         case .bool: type = .boolean
-        case .number(let text): type = (_Decimal(text)?.isInteger ?? false) ? .integer : .number
+        case .number(let text): type = (DecimalNumber(text)?.isInteger ?? false) ? .integer : .number
         case .string: type = .string
         case .array: type = .array
         case .object: type = .object
@@ -49,12 +49,12 @@ extension SchemaCompiler {
         case .string:
             return try quotedStringLanguage(node).accepts(Array(value.compactText.utf8))
         case .number(let text):
-            guard let decimal = _Decimal(text) else { return nil }
+            guard let decimal = DecimalNumber(text) else { return nil }
             var automaton = ByteNFA()
             var copy = self
             let integerOnly = node.types.map { !$0.contains(.number) } ?? false
             let fragment = try copy.numberFragmentForChecking(node, integer: integerOnly, into: &automaton)
-            let dfa = try budgeted { () throws(_DFA.TooLarge) in try _DFA(fragment, of: automaton) }
+            let dfa = try budgeted { () throws(DFA.TooLarge) in try DFA(fragment, of: automaton) }
             return decimal.spellings.contains { dfa.accepts(Array($0.utf8)) } ? true : nil
         case .array(let items):
             if items.count < node.minimumItems { return false }

@@ -28,7 +28,7 @@ struct SchemaCompiler {
     var anyStringRule: Int32?
     /// Quoted-string automata of nodes with only length bounds, by (minimum, maximum): every
     /// plain `"type": "string"` and every object's "any other key" share one construction.
-    var boundedStringLanguages: [LengthBounds: _DFA] = [:]
+    var boundedStringLanguages: [LengthBounds: DFA] = [:]
     /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
     var alternativesExpanded = 0
 
@@ -133,13 +133,13 @@ struct SchemaCompiler {
     func resolve(_ reference: String, at pointer: String) throws(GrammarError) -> Subschema {
         guard reference.hasPrefix("#") else { throw .unresolvedReference(reference: reference, pointer: pointer) }
         var value = document
-        let path = _Pointer.percentDecoded(String(reference.dropFirst()))
+        let path = JSONPointer.percentDecoded(String(reference.dropFirst()))
         if !path.isEmpty {
             guard path.hasPrefix("/") else {
                 guard let anchored = anchors[path] else { throw .unresolvedReference(reference: reference, pointer: pointer) }
                 return anchored
             }
-            for token in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map({ _Pointer.unescape(String($0)) }) {
+            for token in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map({ JSONPointer.unescape(String($0)) }) {
                 switch value {
                 case .object:
                     guard let next = value[token] else { throw .unresolvedReference(reference: reference, pointer: pointer) }
@@ -231,7 +231,7 @@ struct SchemaCompiler {
 
     /// The compact JSON text of `value`, as a literal.
     mutating func literal(_ value: JSONValue) -> Fragment {
-        if case .number(let text) = value, let decimal = _Decimal(text) {
+        if case .number(let text) = value, let decimal = DecimalNumber(text) {
             // Equal numbers are equal values whatever their spelling: accept the canonical ones.
             return grammar.automaton.union(decimal.spellings.map { grammar.automaton.literal(Array($0.utf8)) })
         }
@@ -248,7 +248,7 @@ struct SchemaCompiler {
             var parts = [grammar.automaton.literal([UInt8(ascii: "{")]), whitespace()]
             for (index, (name, item)) in members.enumerated() {
                 if index > 0 { parts += [grammar.automaton.literal([UInt8(ascii: ",")]), whitespace()] }
-                parts += [grammar.automaton.literal(_Lowering.jsonStringLiteral(name)), whitespace(),
+                parts += [grammar.automaton.literal(Lowering.jsonStringLiteral(name)), whitespace(),
                           grammar.automaton.literal([UInt8(ascii: ":")]), whitespace(), literal(item), whitespace()]
             }
             parts.append(grammar.automaton.literal([UInt8(ascii: "}")]))
@@ -333,7 +333,7 @@ struct SchemaCompiler {
     /// JSON equality of two scalars, numbers compared by value (`1` and `1.0` are equal).
     static func sameScalar(_ a: JSONValue, _ b: JSONValue) -> Bool {
         if case .number(let x) = a, case .number(let y) = b {
-            guard let left = _Decimal(x), let right = _Decimal(y) else { return x == y }
+            guard let left = DecimalNumber(x), let right = DecimalNumber(y) else { return x == y }
             return left == right
         }
         return a == b

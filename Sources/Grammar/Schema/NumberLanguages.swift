@@ -12,8 +12,8 @@
 /// The representation is normalised: the significand has neither leading nor trailing
 /// zeros (trailing zeros move into the exponent), and zero is the empty significand with
 /// exponent 0 and no sign. Equal values therefore have equal representations, so `==` and
-/// `hash(into:)` are value equality ("1.50", "15e-1" and "1.5" are one `_Decimal`).
-struct _Decimal: Hashable, Comparable, Sendable, CustomStringConvertible {
+/// `hash(into:)` are value equality ("1.50", "15e-1" and "1.5" are one `DecimalNumber`).
+struct DecimalNumber: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Whether the value is below zero (never true for zero).
     private(set) var isNegative: Bool
     /// The significant digits (each 0 ... 9), most significant first; empty for zero.
@@ -22,10 +22,10 @@ struct _Decimal: Hashable, Comparable, Sendable, CustomStringConvertible {
     private(set) var exponent: Int
 
     /// The largest exponent a lexeme may write: text such as `1e9999999999999999` is
-    /// rejected by `init?(_:)` rather than rounded, so every `_Decimal` is exact.
+    /// rejected by `init?(_:)` rather than rounded, so every `DecimalNumber` is exact.
     static let lexemeExponentLimit = 1_000_000_000_000_000
 
-    static let zero = _Decimal(isNegative: false, significand: [], exponent: 0)
+    static let zero = DecimalNumber(isNegative: false, significand: [], exponent: 0)
 
     /// The value `±digits × 10^exponent`, normalised. `digits` are values 0 ... 9, not ASCII.
     init(isNegative: Bool, significand digits: some Sequence<UInt8>, exponent: Int) {
@@ -96,10 +96,10 @@ struct _Decimal: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     /// The absolute value.
-    var magnitude: _Decimal { _Decimal(isNegative: false, significand: significand, exponent: exponent) }
+    var magnitude: DecimalNumber { DecimalNumber(isNegative: false, significand: significand, exponent: exponent) }
 
-    static prefix func - (value: _Decimal) -> _Decimal {
-        _Decimal(isNegative: !value.isNegative, significand: value.significand, exponent: value.exponent)
+    static prefix func - (value: DecimalNumber) -> DecimalNumber {
+        DecimalNumber(isNegative: !value.isNegative, significand: value.significand, exponent: value.exponent)
     }
 
     /// The digits of the magnitude's integer part, without leading zeros (empty when the
@@ -120,14 +120,14 @@ struct _Decimal: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     // MARK: Comparison
 
-    static func < (left: _Decimal, right: _Decimal) -> Bool {
+    static func < (left: DecimalNumber, right: DecimalNumber) -> Bool {
         if left.isNegative != right.isNegative { return left.isNegative }
         let order = compareMagnitudes(left, right)
         return left.isNegative ? order > 0 : order < 0
     }
 
     /// -1, 0 or 1 as `|left|` is below, equal to or above `|right|`.
-    static func compareMagnitudes(_ left: _Decimal, _ right: _Decimal) -> Int {
+    static func compareMagnitudes(_ left: DecimalNumber, _ right: DecimalNumber) -> Int {
         if left.isZero || right.isZero { return (left.isZero ? 0 : 1) - (right.isZero ? 0 : 1) }
         // The position just above the leading digit decides first, then the digits.
         let leftTop = left.significand.count + left.exponent, rightTop = right.significand.count + right.exponent
@@ -144,36 +144,36 @@ struct _Decimal: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The smallest multiple of `10^-fractionDigits` at or above the value (the ceiling
     /// for `fractionDigits == 0`). Exact, and never writes out more digits than the
     /// significand has.
-    func roundedUp(fractionDigits: Int = 0) -> _Decimal {
+    func roundedUp(fractionDigits: Int = 0) -> DecimalNumber {
         guard let kept = truncatedSignificand(fractionDigits: fractionDigits) else { return self }
-        return _Decimal(isNegative: isNegative,
+        return DecimalNumber(isNegative: isNegative,
                         significand: isNegative ? Array(kept) : Self.incremented(kept),
                         exponent: -fractionDigits)
     }
 
     /// The largest multiple of `10^-fractionDigits` at or below the value (the floor for
     /// `fractionDigits == 0`).
-    func roundedDown(fractionDigits: Int = 0) -> _Decimal {
+    func roundedDown(fractionDigits: Int = 0) -> DecimalNumber {
         guard let kept = truncatedSignificand(fractionDigits: fractionDigits) else { return self }
-        return _Decimal(isNegative: isNegative,
+        return DecimalNumber(isNegative: isNegative,
                         significand: isNegative ? Self.incremented(kept) : Array(kept),
                         exponent: -fractionDigits)
     }
 
     /// The least integer at or above the value.
-    var ceiling: _Decimal { roundedUp() }
+    var ceiling: DecimalNumber { roundedUp() }
     /// The greatest integer at or below the value.
-    var floor: _Decimal { roundedDown() }
+    var floor: DecimalNumber { roundedDown() }
 
     /// `self + 1` for an integer. Writes out all of its digits, so callers bound the
     /// exponent first.
-    var successor: _Decimal {
+    var successor: DecimalNumber {
         precondition(isInteger, "successor of a non-integer")
         let digits = integerPartDigits
         if isNegative {
-            return _Decimal(isNegative: true, significand: Self.decremented(digits), exponent: 0)
+            return DecimalNumber(isNegative: true, significand: Self.decremented(digits), exponent: 0)
         }
-        return _Decimal(isNegative: false, significand: Self.incremented(digits[...]), exponent: 0)
+        return DecimalNumber(isNegative: false, significand: Self.incremented(digits[...]), exponent: 0)
     }
 
     /// The significand's digits at positions `10^-fractionDigits` and above (the
@@ -273,7 +273,7 @@ private struct DecimalLexemeReader {
             let significant = run.drop { $0 == 0 }
             guard !run.isEmpty, significant.count <= 16 else { return nil }
             written = significant.reduce(0) { $0 * 10 + Int($1) }
-            guard written <= _Decimal.lexemeExponentLimit else { return nil }
+            guard written <= DecimalNumber.lexemeExponentLimit else { return nil }
             if isNegativeExponent { written = -written }
         }
         guard position == bytes.count else { return nil }
@@ -331,15 +331,15 @@ enum NumberLanguage {
     ///   more than `digitLimit` digits (a minimum above `10^digitLimit`, a maximum below
     ///   `-10^digitLimit`) or an automaton passes `stateLimit` states.
     ///   Pointers are left empty for the caller to fill in.
-    static func integer(minimum: _Decimal? = nil, exclusiveMinimum: _Decimal? = nil,
-                        maximum: _Decimal? = nil, exclusiveMaximum: _Decimal? = nil,
-                        multipleOf: _Decimal? = nil, filters: NumericFilters = NumericFilters(),
+    static func integer(minimum: DecimalNumber? = nil, exclusiveMinimum: DecimalNumber? = nil,
+                        maximum: DecimalNumber? = nil, exclusiveMaximum: DecimalNumber? = nil,
+                        multipleOf: DecimalNumber? = nil, filters: NumericFilters = NumericFilters(),
                         into automaton: inout ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> Fragment {
-        let divisibility = try multipleOf.map { (value) throws(GrammarError) in try _Divisibility(integersMultipleOf: value, stateLimit: stateLimit) }
+        let divisibility = try multipleOf.map { (value) throws(GrammarError) in try Divisibility(integersMultipleOf: value, stateLimit: stateLimit) }
         let range = NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
         guard !range.isEmpty else { return automaton.nothing() }
-        var lower: _Decimal? = nil, upper: _Decimal? = nil
+        var lower: DecimalNumber? = nil, upper: DecimalNumber? = nil
         if let bound = range.lower { lower = try integerBound(bound, side: .lower) }
         if let bound = range.upper { upper = try integerBound(bound, side: .upper) }
         if let lower, let upper, lower > upper { return automaton.nothing() }
@@ -383,11 +383,11 @@ enum NumberLanguage {
     ///   times its fraction length needs more than `stateLimit` remainder states;
     ///   `.budgetExceeded` when the range lies entirely beyond ±`10^digitLimit` or an
     ///   automaton passes `stateLimit` states. Pointers are left empty for the caller.
-    static func number(minimum: _Decimal? = nil, exclusiveMinimum: _Decimal? = nil,
-                       maximum: _Decimal? = nil, exclusiveMaximum: _Decimal? = nil,
-                       multipleOf: _Decimal? = nil, filters: NumericFilters = NumericFilters(),
+    static func number(minimum: DecimalNumber? = nil, exclusiveMinimum: DecimalNumber? = nil,
+                       maximum: DecimalNumber? = nil, exclusiveMaximum: DecimalNumber? = nil,
+                       multipleOf: DecimalNumber? = nil, filters: NumericFilters = NumericFilters(),
                        into automaton: inout ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> Fragment {
-        let divisibility = try multipleOf.map { (value) throws(GrammarError) in try _Divisibility(numbersMultipleOf: value, stateLimit: stateLimit) }
+        let divisibility = try multipleOf.map { (value) throws(GrammarError) in try Divisibility(numbersMultipleOf: value, stateLimit: stateLimit) }
         let range = NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
         guard !range.isEmpty else { return automaton.nothing() }
@@ -417,7 +417,7 @@ enum NumberLanguage {
     enum BoundSide { case lower, upper }
 
     /// The inclusive integer bound equivalent to `bound` on integers, after `tightened`.
-    private static func integerBound(_ bound: Bound, side: BoundSide) throws(GrammarError) -> _Decimal {
+    private static func integerBound(_ bound: Bound, side: BoundSide) throws(GrammarError) -> DecimalNumber {
         let moved = try tightened(bound, side: side, fractionDigits: 0)
         guard moved.isStrict else { return moved.value }
         // An integer excluded: the next one inward (mirrored for upper bounds).
@@ -433,7 +433,7 @@ enum NumberLanguage {
     ///   side (a lower bound above `10^digitLimit`), which no short spelling satisfies.
     private static func tightened(_ bound: Bound, side: BoundSide, fractionDigits: Int) throws(GrammarError) -> Bound {
         if side == .upper { return try tightened(bound.negated, side: .lower, fractionDigits: fractionDigits).negated }
-        let limit = _Decimal(isNegative: false, significand: [1], exponent: digitLimit)
+        let limit = DecimalNumber(isNegative: false, significand: [1], exponent: digitLimit)
         if bound.value < -limit { return Bound(value: -limit, isStrict: false) }
         if bound.value > limit {
             throw .budgetExceeded(what: "digits of the integer part of a number bound", limit: digitLimit)
@@ -446,7 +446,7 @@ enum NumberLanguage {
 
     /// The signed spellings whose value satisfies `bound` as a lower or upper bound,
     /// determinised.
-    private static func comparison(_ bound: Bound, side: BoundSide, allowsFraction: Bool, stateLimit: Int) throws(GrammarError) -> _DFA {
+    private static func comparison(_ bound: Bound, side: BoundSide, allowsFraction: Bool, stateLimit: Int) throws(GrammarError) -> DFA {
         // An upper bound U on v is the lower bound -U on -v: the same spellings with the sign flipped.
         let sides = side == .lower ? magnitudeComparisons(lower: bound) : magnitudeComparisons(lower: bound.negated)
         let (unsigned, negative) = side == .lower ? (sides.unsigned, sides.negative) : (sides.negative, sides.unsigned)
@@ -479,18 +479,18 @@ enum NumberLanguage {
     // MARK: Automata
 
     /// Builds a fragment in a fresh automaton and determinises it.
-    fileprivate static func determinized(stateLimit: Int, _ build: (inout ByteNFA) -> Fragment) throws(GrammarError) -> _DFA {
+    fileprivate static func determinized(stateLimit: Int, _ build: (inout ByteNFA) -> Fragment) throws(GrammarError) -> DFA {
         var automaton = ByteNFA()
         let fragment = build(&automaton)
         do {
-            return try _DFA(fragment, of: automaton, stateLimit: stateLimit)
+            return try DFA(fragment, of: automaton, stateLimit: stateLimit)
         } catch {
             throw budgetError(stateLimit)
         }
     }
 
     /// The product of all `languages` (strings in every one).
-    private static func intersection(of languages: [_DFA], stateLimit: Int) throws(GrammarError) -> _DFA {
+    private static func intersection(of languages: [DFA], stateLimit: Int) throws(GrammarError) -> DFA {
         var result = languages[0]
         for language in languages.dropFirst() {
             do {
@@ -512,7 +512,7 @@ enum NumberLanguage {
 
 /// A bound of a numeric range: the value, and whether the value itself is excluded.
 struct Bound: Hashable, Sendable {
-    var value: _Decimal
+    var value: DecimalNumber
     var isStrict: Bool
 
     var negated: Bound { Bound(value: -value, isStrict: isStrict) }
@@ -524,7 +524,7 @@ struct NumericRange: Sendable {
     var lower: Bound?
     var upper: Bound?
 
-    init(minimum: _Decimal?, exclusiveMinimum: _Decimal?, maximum: _Decimal?, exclusiveMaximum: _Decimal?) {
+    init(minimum: DecimalNumber?, exclusiveMinimum: DecimalNumber?, maximum: DecimalNumber?, exclusiveMaximum: DecimalNumber?) {
         let lowers = [minimum.map { Bound(value: $0, isStrict: false) }, exclusiveMinimum.map { Bound(value: $0, isStrict: true) }]
         let uppers = [maximum.map { Bound(value: $0, isStrict: false) }, exclusiveMaximum.map { Bound(value: $0, isStrict: true) }]
         // Larger lower bounds are tighter; at equal values, the exclusive one.
@@ -553,7 +553,7 @@ struct MagnitudeComparison: Sendable {
     enum Direction: Sendable { case atLeast, atMost }
 
     var direction: Direction
-    var bound: _Decimal
+    var bound: DecimalNumber
     var isStrict: Bool
 
     func spellings(allowsFraction: Bool, into automaton: inout ByteNFA) -> Fragment {
@@ -769,7 +769,7 @@ private struct MagnitudeComparisonBuilder {
 
 /// What `multipleOf` asks of a spelling: its value times `10^scale` is an integer multiple
 /// of `divisor × 10^trailingZeros` (one of `scale` and `trailingZeros` is 0).
-struct _Divisibility: Hashable, Sendable {
+struct Divisibility: Hashable, Sendable {
     var divisor: Int
     var trailingZeros: Int
     var scale: Int
@@ -777,7 +777,7 @@ struct _Divisibility: Hashable, Sendable {
     /// For integers and `multipleOf` = `m × 10^e` (`m` without trailing zeros): with
     /// `e ≥ 0`, divisibility by `m` then `e` zeros; with `e < 0`, `m / 10^-e` in lowest terms
     /// is `p/q`, and an integer is a multiple exactly when `p` divides it.
-    init(integersMultipleOf value: _Decimal, stateLimit: Int) throws(GrammarError) {
+    init(integersMultipleOf value: DecimalNumber, stateLimit: Int) throws(GrammarError) {
         try Self.checkPositive(value)
         var digits = value.significand
         if value.exponent < 0 {
@@ -799,7 +799,7 @@ struct _Divisibility: Hashable, Sendable {
 
     /// For numbers and `multipleOf` = `m × 10^e`: `v` qualifies when `v × 10^max(-e, 0)` is an
     /// integer multiple of `m × 10^max(e, 0)`.
-    init(numbersMultipleOf value: _Decimal, stateLimit: Int) throws(GrammarError) {
+    init(numbersMultipleOf value: DecimalNumber, stateLimit: Int) throws(GrammarError) {
         try Self.checkPositive(value)
         let divisor = try Self.smallInteger(value.significand, of: value, stateLimit: stateLimit)
         self.init(divisor: divisor, trailingZeros: max(value.exponent, 0), scale: max(-value.exponent, 0))
@@ -820,23 +820,23 @@ struct _Divisibility: Hashable, Sendable {
         return overflow || product > Int.max - 4 ? Int.max : product + 4
     }
 
-    private static func checkPositive(_ value: _Decimal) throws(GrammarError) {
+    private static func checkPositive(_ value: DecimalNumber) throws(GrammarError) {
         guard value.isPositive else { throw .invalidSchema(pointer: "", message: "multipleOf must be greater than 0, not \(value)") }
     }
 
-    private func checkStates(of value: _Decimal, stateLimit: Int, allowsFraction: Bool) throws(GrammarError) {
+    private func checkStates(of value: DecimalNumber, stateLimit: Int, allowsFraction: Bool) throws(GrammarError) {
         let states = estimatedStates(allowsFraction: allowsFraction)
         guard states <= stateLimit else {
             throw Self.unsupported(value, "it needs about \(states) remainder states, more than the limit of \(stateLimit)")
         }
     }
 
-    private static func unsupported(_ value: _Decimal, _ reason: String) -> GrammarError {
+    private static func unsupported(_ value: DecimalNumber, _ reason: String) -> GrammarError {
         .unsupportedKeyword(keyword: "multipleOf", pointer: "", reason: "multipleOf \(value): \(reason)")
     }
 
     /// The digits as an `Int` no larger than `stateLimit`.
-    private static func smallInteger(_ digits: [UInt8], of value: _Decimal, stateLimit: Int) throws(GrammarError) -> Int {
+    private static func smallInteger(_ digits: [UInt8], of value: DecimalNumber, stateLimit: Int) throws(GrammarError) -> Int {
         var result = 0
         for digit in digits {
             result = result * 10 + Int(digit)
@@ -942,7 +942,7 @@ struct _Divisibility: Hashable, Sendable {
 
 // MARK: - Syntax
 
-extension _NFA where Label == ByteLabel {
+extension NFA where Label == ByteLabel {
     /// `-?[1-9][0-9]*` or "0": JSON integers without exponent or fraction, and not "-0".
     fileprivate mutating func integerSyntax() -> Fragment {
         let nonzero = sequence([optional(literal("-".utf8)), bytes(ByteSet(0x31 ... 0x39)), star(bytes(ByteSet(0x30 ... 0x39)))])
@@ -963,7 +963,7 @@ extension _NFA where Label == ByteLabel {
     }
 }
 
-extension _DFA {
+extension DFA {
     /// The language as a fragment of `automaton`: `nothing()` when it is empty.
     fileprivate func embeddedFragment(into automaton: inout ByteNFA) -> Fragment {
         isEmptyLanguage ? automaton.nothing() : embed(into: &automaton)
@@ -980,22 +980,22 @@ extension _DFA {
 /// `text0*`, whereas with exponents they would be infinite in a way no automaton counts
 /// ("10e-1", "100e-2", …). The languages filtered therefore never allow exponents.
 struct NumericFilters: Sendable {
-    var requiredMultiples: [_Decimal] = []
-    var excludedValues: [_Decimal] = []
-    var excludedMultiples: [_Decimal] = []
+    var requiredMultiples: [DecimalNumber] = []
+    var excludedValues: [DecimalNumber] = []
+    var excludedMultiples: [DecimalNumber] = []
 
     var isEmpty: Bool { requiredMultiples.isEmpty && excludedValues.isEmpty && excludedMultiples.isEmpty }
 
     /// `language` restricted accordingly. `allowsFraction` is false for integer languages
     /// (whose only spelling of a value is its canonical one).
-    func applied(to language: _DFA, allowsFraction: Bool, stateLimit: Int) throws(GrammarError) -> _DFA {
-        func multiples(of value: _Decimal) throws(GrammarError) -> _DFA {
+    func applied(to language: DFA, allowsFraction: Bool, stateLimit: Int) throws(GrammarError) -> DFA {
+        func multiples(of value: DecimalNumber) throws(GrammarError) -> DFA {
             let divisibility = allowsFraction
-                ? try _Divisibility(numbersMultipleOf: value, stateLimit: stateLimit)
-                : try _Divisibility(integersMultipleOf: value, stateLimit: stateLimit)
+                ? try Divisibility(numbersMultipleOf: value, stateLimit: stateLimit)
+                : try Divisibility(integersMultipleOf: value, stateLimit: stateLimit)
             return try NumberLanguage.determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: allowsFraction, into: &$0) }
         }
-        func combined(_ result: _DFA, _ other: _DFA, keep: Bool) throws(GrammarError) -> _DFA {
+        func combined(_ result: DFA, _ other: DFA, keep: Bool) throws(GrammarError) -> DFA {
             do {
                 return keep ? try result.intersection(other, stateLimit: stateLimit) : try result.subtracting(other, stateLimit: stateLimit)
             } catch {
@@ -1018,7 +1018,7 @@ struct NumericFilters: Sendable {
 
     /// Every exponent-free spelling of `value` (a superset is harmless: the extra strings are
     /// not JSON numbers, and the language subtracted from has only JSON numbers).
-    static func spellings(of value: _Decimal, allowsFraction: Bool, into automaton: inout ByteNFA) -> Fragment {
+    static func spellings(of value: DecimalNumber, allowsFraction: Bool, into automaton: inout ByteNFA) -> Fragment {
         let text = value.description
         guard !text.contains("e") else { return automaton.nothing() }  // beyond any exponent-free language's digits
         var parts: [Fragment] = []

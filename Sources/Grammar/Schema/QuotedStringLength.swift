@@ -50,7 +50,7 @@ enum QuotedStringLength {
     /// The strings of `language` (quoted canonical JSON strings, trimmed) with between
     /// `minimum` and `maximum` characters (`nil`: no upper bound); `nil` when `language` is
     /// not a language of quoted strings (a state both at a boundary and inside a character).
-    static func bounded(_ language: _DFA, minimum: Int, maximum: Int?, stateLimit: Int) throws(_DFA.TooLarge) -> _DFA? {
+    static func bounded(_ language: DFA, minimum: Int, maximum: Int?, stateLimit: Int) throws(DFA.TooLarge) -> DFA? {
         guard !language.isEmptyLanguage else { return language }
         // Which states stand at a character boundary inside the quotes.
         var decoder = [Decoder?](repeating: nil, count: language.stateCount)
@@ -76,10 +76,10 @@ enum QuotedStringLength {
         var keys: [(state: Int32, count: Int)] = []
         var transitions: [Int32] = []
         var isFinal: [Bool] = []
-        func intern(_ state: Int32, _ count: Int) throws(_DFA.TooLarge) -> Int32 {
+        func intern(_ state: Int32, _ count: Int) throws(DFA.TooLarge) -> Int32 {
             let key = Int64(state) << 32 | Int64(count)
             if let known = index[key] { return known }
-            guard keys.count < stateLimit else { throw _DFA.TooLarge() }
+            guard keys.count < stateLimit else { throw DFA.TooLarge() }
             let id = Int32(keys.count)
             index[key] = id
             keys.append((state, count))
@@ -110,7 +110,7 @@ enum QuotedStringLength {
             }
             cursor += 1
         }
-        let product = _DFA(transitions: transitions, ruleEdges: [[_DFA.RuleEdge]](repeating: [], count: keys.count), isFinal: isFinal)
+        let product = DFA(transitions: transitions, ruleEdges: [[DFA.RuleEdge]](repeating: [], count: keys.count), isFinal: isFinal)
         return product.trimmed(productiveRules: nil).minimized()
     }
 }

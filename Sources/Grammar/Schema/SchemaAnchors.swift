@@ -24,7 +24,7 @@ enum SchemaAnchors {
                     }
                 case ("properties", .object(let named)), ("patternProperties", .object(let named)), ("$defs", .object(let named)),
                      ("definitions", .object(let named)), ("dependentSchemas", .object(let named)), ("dependencies", .object(let named)):
-                    for (name, schema) in named { visit(schema, pointer + "/" + keyword + "/" + _Pointer.escape(name)) }
+                    for (name, schema) in named { visit(schema, pointer + "/" + keyword + "/" + JSONPointer.escape(name)) }
                 case ("anyOf", .array(let list)), ("oneOf", .array(let list)), ("allOf", .array(let list)),
                      ("prefixItems", .array(let list)), ("items", .array(let list)):
                     for (index, schema) in list.enumerated() { visit(schema, pointer + "/" + keyword + "/\(index)") }

@@ -119,16 +119,16 @@ struct SchemaNode: Sendable {
         self.init(pointer: pointer)
         var member = 0
         func invalid(_ keyword: String, _ message: String) -> GrammarError {
-            .invalidSchema(pointer: pointer + "/" + _Pointer.escape(keyword), message: message)
+            .invalidSchema(pointer: pointer + "/" + JSONPointer.escape(keyword), message: message)
         }
         func count(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> Int {
-            guard case .number(let text) = value, let decimal = _Decimal(text), let integer = decimal.exactInteger, integer >= 0 else {
+            guard case .number(let text) = value, let decimal = DecimalNumber(text), let integer = decimal.exactInteger, integer >= 0 else {
                 throw invalid(keyword, "expected a non-negative integer")
             }
             return integer
         }
         func schema(_ keyword: String, _ value: JSONValue, _ suffix: String = "", element: Int? = nil) -> Subschema {
-            Subschema(value: value, pointer: pointer + "/" + _Pointer.escape(keyword) + suffix,
+            Subschema(value: value, pointer: pointer + "/" + JSONPointer.escape(keyword) + suffix,
                        order: order + [member] + (element.map { [$0] } ?? []))
         }
         func schemaList(_ keyword: String, _ value: JSONValue) throws(GrammarError) -> [Subschema] {
@@ -185,7 +185,7 @@ struct SchemaNode: Sendable {
                 }
             case "multipleOf":
                 let text = try number(keyword, value)
-                guard let decimal = _Decimal(text), decimal.isPositive else { throw invalid(keyword, "expected a positive number") }
+                guard let decimal = DecimalNumber(text), decimal.isPositive else { throw invalid(keyword, "expected a positive number") }
                 multipleOf.append(text)
             case "prefixItems":
                 prefixItems = try schemaList(keyword, value).map { [$0] }
@@ -205,7 +205,7 @@ struct SchemaNode: Sendable {
             case "properties":
                 guard case .object(let list) = value else { throw invalid(keyword, "expected an object") }
                 properties = list.enumerated().map { index, entry in
-                    (entry.0, [schema(keyword, entry.1, "/" + _Pointer.escape(entry.0), element: index)])
+                    (entry.0, [schema(keyword, entry.1, "/" + JSONPointer.escape(entry.0), element: index)])
                 }
                 for (index, entry) in list.enumerated() where propertyOrder[entry.0] == nil { propertyOrder[entry.0] = order + [member, index] }
             case "required":
@@ -216,7 +216,7 @@ struct SchemaNode: Sendable {
                 }
             case "patternProperties":
                 guard case .object(let list) = value else { throw invalid(keyword, "expected an object") }
-                patternProperties = list.map { ($0.0, [schema(keyword, $0.1, "/" + _Pointer.escape($0.0))]) }
+                patternProperties = list.map { ($0.0, [schema(keyword, $0.1, "/" + JSONPointer.escape($0.0))]) }
             case "additionalProperties":
                 additionalProperties = [schema(keyword, value)]
             case "propertyNames":
@@ -244,7 +244,7 @@ struct SchemaNode: Sendable {
                 guard case .object(let entries) = value else { throw invalid(keyword, "expected an object") }
                 for (entry, (name, dependency)) in entries.enumerated() {
                     let position = order + [member, entry]
-                    let at = pointer + "/" + _Pointer.escape(keyword) + "/" + _Pointer.escape(name)
+                    let at = pointer + "/" + JSONPointer.escape(keyword) + "/" + JSONPointer.escape(name)
                     switch dependency {
                     case .array(let names):
                         // A list of required names (`dependentRequired`, draft-07's array form).
@@ -355,32 +355,6 @@ struct Conditional: Sendable {
     var condition: Subschema
     var then: Subschema?
     var otherwise: Subschema?
-}
-
-/// JSON Pointer helpers (RFC 6901).
-enum _Pointer {
-    static func escape(_ token: String) -> String {
-        token.replacing("~", with: "~0").replacing("/", with: "~1")
-    }
-
-    static func unescape(_ token: String) -> String {
-        token.replacing("~1", with: "/").replacing("~0", with: "~")
-    }
-
-    /// Percent-decoding of a URI fragment (`#/$defs/a%20b`).
-    static func percentDecoded(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
-               let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) {
-                bytes.append(value)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
 }
 
 extension SchemaNode {

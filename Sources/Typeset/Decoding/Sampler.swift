@@ -74,7 +74,7 @@ public struct Sampler: Sendable {
     public let options: SamplingOptions
     /// The chain, in the order it runs; greedy when it has no ``Stage/temperature(_:)``.
     public let stages: [Stage]
-    private var random: _SplitMix64
+    private var random: SeededGenerator
     /// Which token ids are DRY sequence breakers (empty: none is).
     private let breakers: [Bool]
     /// The candidates of the current draw, storage kept from token to token.
@@ -95,7 +95,7 @@ public struct Sampler: Sendable {
 
     private init(options: SamplingOptions, breakers: [Bool]) {
         self.options = options
-        self.random = _SplitMix64(seed: options.seed)
+        self.random = SeededGenerator(seed: options.seed)
         self.breakers = breakers
         var stages: [Stage] = []
         if options.repetitionPenalty != 1 { stages.append(.repetitionPenalty(options.repetitionPenalty, window: options.repetitionWindow)) }
@@ -227,7 +227,7 @@ private struct Candidates: Sendable {
 }
 
 /// A small, fast, seedable generator (SplitMix64).
-struct _SplitMix64: Sendable {
+struct SeededGenerator: Sendable {
     private var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

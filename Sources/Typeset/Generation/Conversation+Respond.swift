@@ -98,7 +98,7 @@ extension Conversation {
         options: GenerationOptions = GenerationOptions()
     ) -> ResponseStream<Content> {
         let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, Error>.makeStream()
-        let result = ResponseStream<Content>._Result()
+        let result = ResponseStream<Content>.FinalResponse()
         let toolNames = Set(tools.keys)
         let task = Task {
             do {
@@ -279,14 +279,14 @@ public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
         public let rawContent: GeneratedContent
     }
 
-    final class _Result: Sendable {
+    final class FinalResponse: Sendable {
         private let response = Mutex<Response<Content>?>(nil)
         func set(_ value: Response<Content>) { response.withLock { $0 = value } }
         var value: Response<Content>? { response.withLock { $0 } }
     }
 
     let stream: AsyncThrowingStream<Snapshot, Error>
-    let result: _Result
+    let result: FinalResponse
 
     public func makeAsyncIterator() -> AsyncThrowingStream<Snapshot, Error>.Iterator { stream.makeAsyncIterator() }
 

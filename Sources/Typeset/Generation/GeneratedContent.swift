@@ -217,7 +217,7 @@ public enum GeneratedContentError: Error, Sendable, Equatable, CustomStringConve
     }
 
     func prefixed(_ component: String) -> GeneratedContentError {
-        let escaped = "/" + component.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        let escaped = "/" + JSONPointer.escape(component)
         switch self {
         case .typeMismatch(let expected, let found, let pointer): return .typeMismatch(expected: expected, found: found, pointer: escaped + pointer)
         case .missingProperty(let name, let pointer): return .missingProperty(name, pointer: escaped + pointer)

@@ -1,5 +1,6 @@
 import CLibFuzzer
-import Typeset
+import GGUF
+import Tokenizer
 import TypesetTestSupport
 
 #if canImport(Glibc)
