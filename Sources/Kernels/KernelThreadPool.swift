@@ -89,11 +89,7 @@ public final class KernelThreadPool: @unchecked Sendable {
             if count > 0 { body(0 ..< count) }
             return
         }
-        let perPart = (count + parts - 1) / parts
-        run(parts: parts) { part in
-            let range = min(part * perPart, count) ..< min((part + 1) * perPart, count)
-            if !range.isEmpty { body(range) }
-        }
+        withoutActuallyEscaping(body) { body in forEachRange(of: count, parts: parts, job: ClosureRangeJob(body: body)) }
     }
 
     /// Splits `0 ..< count` as ``forEachRange(of:parts:_:)`` does and runs `job` on each range,
@@ -161,6 +157,12 @@ public protocol RangeJob: Sendable {
 /// What a worker calls for its part of a task.
 private protocol Part {
     func run(part: Int)
+}
+
+/// A closure as a range job (for ``KernelThreadPool/forEachRange(of:parts:_:)``).
+private struct ClosureRangeJob: RangeJob {
+    let body: @Sendable (Range<Int>) -> Void
+    func run(_ range: Range<Int>) { body(range) }
 }
 
 /// A closure's parts (two words: held inline by the task's existential).

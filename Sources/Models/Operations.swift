@@ -29,14 +29,14 @@ func _forEachRowRange(_ count: Int, threadCount: Int, _ body: (Range<Int>) -> Vo
         return
     }
     withoutActuallyEscaping(body) { body in
-        let rows = UncheckedRowBody(body: body)
-        KernelThreadPool.shared.forEachRange(of: count, parts: threadCount) { rows.body($0) }
+        KernelThreadPool.shared.forEachRange(of: count, parts: threadCount, job: UncheckedRowJob(body: body))
     }
 }
 
-/// A per-row body handed to the thread pool; see `_forEachRowRange`.
-private struct UncheckedRowBody: @unchecked Sendable {
+/// A per-row body handed to the thread pool as a range job; see `_forEachRowRange`.
+private struct UncheckedRowJob: RangeJob, @unchecked Sendable {
     let body: (Range<Int>) -> Void
+    func run(_ range: Range<Int>) { body(range) }
 }
 
 /// GELU, tanh approximation, computed exactly.

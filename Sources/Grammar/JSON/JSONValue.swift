@@ -88,16 +88,23 @@ public enum JSONValue: Hashable, Sendable {
         switch self {
         case .null, .bool, .number, .string: return self
         case .array(let items): return .array(items.map(\.withUniqueMemberNames))
-        case .object(let members):
-            var unique: [(String, JSONValue)] = []
-            var indices: [String: Int] = [:]
-            for (name, value) in members {
-                if let index = indices[name] { unique[index].1 = value.withUniqueMemberNames; continue }
-                indices[name] = unique.count
-                unique.append((name, value.withUniqueMemberNames))
-            }
-            return .object(unique)
+        case .object(let members): return .object(uniquing: members.lazy.map { ($0, $1.withUniqueMemberNames) })
         }
+    }
+
+    /// An object of `members` in which a repeated name keeps its first position and its last
+    /// value (one level: the values are taken as they are).
+    ///
+    /// - Complexity: O(members).
+    public static func object(uniquing members: some Sequence<(String, JSONValue)>) -> JSONValue {
+        var unique: [(String, JSONValue)] = []
+        var indices: [String: Int] = [:]
+        for (name, value) in members {
+            if let index = indices[name] { unique[index].1 = value; continue }
+            indices[name] = unique.count
+            unique.append((name, value))
+        }
+        return .object(unique)
     }
 
     // MARK: Serialization

@@ -82,7 +82,7 @@ extension Conversation {
     /// Asks for free text (running tool calls on the way, as above).
     public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
         let (reply, _, added) = try await exchange(.user(prompt), schema: nil, includeSchemaInPrompt: false, options: options)
-        return Response(content: reply.message.content, rawContent: GeneratedContent(JSONValue.string(reply.message.content)),
+        return Response(content: reply.message.content, rawContent: GeneratedContent(complete: .string(reply.message.content)),
                         messages: added, finishReason: reply.finishReason, stats: reply.stats)
     }
 
@@ -190,7 +190,7 @@ extension Conversation {
 
             // The calls to run: native ones (free text), or a value that is a call (typed).
             var calls = reply.message.functionCalls
-            var value = GeneratedContent(JSONValue.null)
+            var value = GeneratedContent(complete: .null)
             if valueSchema != nil {
                 guard reply.finishReason == .stop, let parsed = try? JSONValue(parsing: reply.message.content) else {
                     throw GenerationError.incompleteValue(finishReason: reply.finishReason, rawContent: reply.message.content)

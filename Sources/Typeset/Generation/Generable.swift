@@ -43,7 +43,7 @@ extension String: Generable {
         self = text
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.string(self)) }
+    public var generatedContent: GeneratedContent { GeneratedContent(complete: .string(self)) }
 }
 
 extension Bool: Generable {
@@ -56,7 +56,7 @@ extension Bool: Generable {
         self = value
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.bool(self)) }
+    public var generatedContent: GeneratedContent { GeneratedContent(complete: .bool(self)) }
 }
 
 // MARK: Numbers
@@ -86,7 +86,7 @@ extension _GenerableInteger {
         }
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.number(String(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(complete: .number(String(self))) }
 }
 
 extension Int: _GenerableInteger {}
@@ -116,7 +116,7 @@ extension _GenerableFloatingPoint {
         self = value
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.number(_numberText(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(complete: .number(_numberText(self))) }
 }
 
 extension Double: _GenerableFloatingPoint {}
@@ -136,13 +136,13 @@ extension Decimal: Generable {
         self = value
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.number(_numberText(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(complete: .number(_numberText(self))) }
 }
 
 // MARK: Containers
 
 extension Array: ConvertibleToGeneratedContent where Element: ConvertibleToGeneratedContent {
-    public var generatedContent: GeneratedContent { GeneratedContent(JSONValue.array(map(\.generatedContent.jsonValue))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(complete: .array(map(\.generatedContent.jsonValue))) }
 }
 
 extension Array: ConvertibleFromGeneratedContent where Element: ConvertibleFromGeneratedContent {
@@ -169,7 +169,7 @@ extension Array: Generable where Element: Generable {
 }
 
 extension Optional: ConvertibleToGeneratedContent where Wrapped: ConvertibleToGeneratedContent {
-    public var generatedContent: GeneratedContent { self?.generatedContent ?? GeneratedContent(JSONValue.null) }
+    public var generatedContent: GeneratedContent { self?.generatedContent ?? GeneratedContent(complete: .null) }
 }
 
 extension Optional: ConvertibleFromGeneratedContent where Wrapped: ConvertibleFromGeneratedContent {

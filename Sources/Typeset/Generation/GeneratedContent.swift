@@ -36,19 +36,25 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
 
     // MARK: Creating
 
+    /// Complete content of `value`, whose objects already have unique member names (it is
+    /// made of other content): nothing to resolve.
+    init(complete value: JSONValue) {
+        self.init(PartialJSONValue(value))
+    }
+
     /// A complete value of `kind`.
     public init(kind: Kind) {
         switch kind {
-        case .null: self.init(JSONValue.null)
-        case .bool(let value): self.init(JSONValue.bool(value))
-        case .number(let value): self.init(JSONValue.number(_numberText(value)))
-        case .string(let value): self.init(JSONValue.string(value))
-        case .array(let elements): self.init(JSONValue.array(elements.map(\.jsonValue)))
+        case .null: self.init(complete: .null)
+        case .bool(let value): self.init(complete: .bool(value))
+        case .number(let value): self.init(complete: .number(_numberText(value)))
+        case .string(let value): self.init(complete: .string(value))
+        case .array(let elements): self.init(complete: .array(elements.map(\.jsonValue)))
         case .structure(let properties, let orderedKeys):
             var members = orderedKeys.compactMap { key in properties[key].map { (key, $0.jsonValue) } }
             let listed = Set(orderedKeys)
             members += properties.keys.filter { !listed.contains($0) }.sorted().map { ($0, properties[$0]!.jsonValue) }
-            self.init(JSONValue.object(members))
+            self.init(complete: .object(uniquing: members))
         }
     }
 
@@ -58,12 +64,12 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
     /// A structure with `properties`, in their order. A property whose value is `nil` is left
     /// out; a repeated name keeps its first position and its last value.
     public init(properties: KeyValuePairs<String, (any ConvertibleToGeneratedContent)?>) {
-        self.init(JSONValue.object(properties.compactMap { name, value in value.map { (name, $0.generatedContent.jsonValue) } }))
+        self.init(complete: .object(uniquing: properties.compactMap { name, value in value.map { (name, $0.generatedContent.jsonValue) } }))
     }
 
     /// An array of `elements`.
     public init(elements: some Sequence<any ConvertibleToGeneratedContent>) {
-        self.init(JSONValue.array(elements.map(\.generatedContent.jsonValue)))
+        self.init(complete: .array(elements.map(\.generatedContent.jsonValue)))
     }
 
     /// The value of a complete JSON text.
