@@ -1,11 +1,11 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 //
 // Typeset: a pure-Swift LLM inference engine with a grammar compiler.
 //
 // Layers (one-way dependencies, bottom to top):
 //
-//     GGUF  <-  Kernels (+ COpenBLAS)  <-  Models  <-  Typeset  <-  typeset (CLI)
-//       ^---  Tokenizer  <-----------------'             |
+//     GGUF  <-  Kernels (+ COpenBLAS)  <-  Models  <-  Typeset  <-  TypesetServer  <-  typeset (CLI)
+//       ^---  Tokenizer  <-----------------'             |           (Hummingbird)
 //                         Grammar  <---------------------'
 //                  ChatTemplating  <---------------------'
 //
@@ -23,8 +23,8 @@
 //
 // Macros: `@Generable` and `@Guide` are declared in the Typeset module and expanded by the
 // TypesetMacroPlugin compiler plugin, built with swift-syntax. Set TYPESET_WITHOUT_MACROS=1
-// to build the engine without them (and without swift-syntax, the command line and the macro
-// tests), which is how the fuzzing stages of CI build in a fraction of the time.
+// to build the engine without them (and without swift-syntax, the command line, the server
+// and the macro tests), which is how the fuzzing stages of CI build in a fraction of the time.
 // TYPESET_KERNELS_ONLY=1 goes further and declares only the GGUF and Kernels layers with their
 // tests: CI's baseline-CPU kernel stage and ThreadSanitizer stage build nothing else.
 import CompilerPluginSupport
@@ -123,7 +123,7 @@ let package = Package(
         .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "TypesetTestSupport"]),
         .testTarget(name: "ChatTemplatingTests", dependencies: ["ChatTemplating", "TypesetTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Kernels", "Models", "TypesetTestSupport"]),
         .testTarget(name: "TypesetTests", dependencies: ["GGUF", "Typeset", "TypesetTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
@@ -131,7 +131,15 @@ let package = Package(
 
 if withMacros {
     // 603 is the release that goes with Swift 6.3.
-    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-syntax", "603.0.0" ..< "604.0.0"))
+    package.dependencies += [
+        .package(url: "https://github.com/swiftlang/swift-syntax", "603.0.0" ..< "604.0.0"),
+        // The HTTP server of `typeset serve`, without swift-configuration (its default trait).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ]
     package.products.append(.executable(name: "typeset", targets: ["TypesetCLI"]))
     package.targets += [
         .macro(
@@ -143,11 +151,25 @@ if withMacros {
                 .product(name: "SwiftDiagnostics", package: "swift-syntax"),
             ]
         ),
+        // `typeset serve`: the OpenAI-compatible HTTP API over Typeset's continuous batching.
+        .target(
+            name: "TypesetServer",
+            dependencies: [
+                "Typeset",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "TypesetCLI",
             dependencies: [
                 "GGUF",
                 "Typeset",
+                "TypesetServer",
                 "KernelBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -150,10 +150,13 @@ struct CacheWideningJob: RangeJob, @unchecked Sendable {
 }
 
 /// The (row, head) pairs of an attention call dealt out round-robin, since work grows with the
-/// position: part `p` of `parts` computes pairs `p`, `p + parts`, … with its own scratch. A
-/// range job over the parts (each thread gets one).
+/// position: part `p` of `parts` computes pairs `p`, `p + parts`, … with its own scratch. The
+/// pairs are those of several jobs (one per sequence of the call), numbered one job after
+/// another, so the sequences of a batch share the threads in one dispatch. A range job over
+/// the parts (each thread gets one).
 struct AttentionParts: RangeJob, @unchecked Sendable {
-    let job: AttentionJob
+    /// Each sequence's job and the numbers of its pairs, in order, from 0.
+    let jobs: UnsafeBufferPointer<(job: AttentionJob, pairs: Range<Int>)>
     let pairs: Int
     let parts: Int
     /// Floats of scratch per list (scores, probabilities): every position rounded up to 16, plus 16.
@@ -163,8 +166,12 @@ struct AttentionParts: RangeJob, @unchecked Sendable {
         withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity) { buffer in
             let scratch = AttentionJob.Scratch(scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity)
             for part in range {
+                var index = 0
                 for pair in stride(from: part, to: pairs, by: parts) {
-                    job.attend(row: pair / job.headCount, head: pair % job.headCount, scratch: scratch)
+                    while !jobs[index].pairs.contains(pair) { index += 1 }
+                    let (job, numbers) = jobs[index]
+                    let local = pair - numbers.lowerBound
+                    job.attend(row: local / job.headCount, head: local % job.headCount, scratch: scratch)
                 }
             }
         }

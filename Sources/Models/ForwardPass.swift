@@ -2,61 +2,64 @@ import Foundation
 import GGUF
 import Kernels
 
-/// One forward call: a batch of tokens through every block, over the cache's workspace.
+/// One forward call: a batch of tokens through every block, over a workspace. The batch is
+/// one or several sequences, each extending its own cache: their rows go through the products
+/// together (the weights are read once for all of them), and each sequence's rows attend to
+/// its own cache only.
 ///
 ///     embed ─► for each block: mixer (attention or short convolution), feed-forward ─► logits
+///
+///     rows:  ┌ sequence A: tokens at A's positions p…p+n ┐┌ B: one token at q ┐┌ C … ┐
+///            products, norms, RoPE (each row its own position), residuals: all rows at once
+///            attention, convolution, the cache store: per sequence, on its own cache
 ///
 /// Each step is a method; the per-row operations between the products (norms, biases, RoPE,
 /// the queries' scaling and rounding, gating, residual adds) are split across the threads, as
 /// the products are: on two cores a serial step costs its full time while the other waits.
+///
+/// A row's values do not depend on the other rows of the batch: the products compute each
+/// input column with the same arithmetic whatever the batch size (the packed kernels are one
+/// code over one, four or eight columns), and every other step is per row or per sequence.
+/// So a sequence gets the same logits, bit for bit, alone or batched with others.
 struct ForwardPass {
     let model: TransformerModel
-    let cache: KVCache
     let workspace: ForwardWorkspace
-    /// Tokens in this call, at positions `start ..< start + count`.
+    /// The call's sequences, in row order.
+    let sequences: [SequenceRows]
+    /// Rows in this call (tokens of every sequence).
     let count: Int
-    let start: Int
     let threadCount: Int
     let width: Int
     let epsilon: Float
 
-    init(model: TransformerModel, cache: KVCache, tokenCount: Int, threadCount: Int) {
+    /// A call over `sequences` (rows in order, from 0, covering `0 ..< tokenCount`), using
+    /// `workspace`, which is sized for the call here.
+    init(model: TransformerModel, sequences: [SequenceRows], tokenCount: Int, workspace: ForwardWorkspace, threadCount: Int) {
         let configuration = model.configuration
-        let width = configuration.embeddingLength
-        if let workspace = cache.workspace, workspace.batchCapacity >= tokenCount {
-            self.workspace = workspace
-        } else {
-            let queryWidth = configuration.headCount * configuration.headDimension
-            let keyWidth = configuration.headCountKV * configuration.headDimension
-            var fusedWidth = 0
-            for block in model.blocks {
-                switch block.mixer {
-                case let .attention(attention): if case let .fused(projection) = attention.inputs { fusedWidth = max(fusedWidth, projection.outputWidth) }
-                case let .shortConvolution(convolution): fusedWidth = max(fusedWidth, convolution.inputProjection.outputWidth)
-                }
-                if case let .fused(projection) = block.feedForward.inputs { fusedWidth = max(fusedWidth, projection.outputWidth) }
-            }
-            workspace = ForwardWorkspace(
-                batchCapacity: tokenCount, width: width, queryWidth: queryWidth, keyWidth: keyWidth,
-                hiddenWidth: configuration.feedForwardLength, fusedWidth: fusedWidth)
-            cache.workspace = workspace
-        }
+        workspace.reserve(rows: tokenCount, for: model)
         self.model = model
-        self.cache = cache
+        self.workspace = workspace
+        self.sequences = sequences
         self.count = tokenCount
-        self.start = cache.count
         self.threadCount = threadCount
-        self.width = width
+        self.width = configuration.embeddingLength
         self.epsilon = Float(configuration.rmsNormEpsilon)
-        // The angle tables of the model's rotary embeddings for this call's positions.
-        let positions = cache.count ..< cache.count + tokenCount
-        let embeddings = model.rotaryEmbeddings(contextLength: cache.contextLength)
-        if workspace.rotaryAngles.count != embeddings.count { workspace.rotaryAngles = embeddings.map { _ in RotaryAngles() } }
-        for (index, embedding) in embeddings.enumerated() { embedding.angles(positions: positions, into: &workspace.rotaryAngles[index]) }
+        // The angle tables of the model's rotary embeddings, a row per token at its sequence's
+        // position (with the embeddings of its cache's context length: LongRoPE's depend on it).
+        let count = model.rotaryEmbeddings.count
+        if workspace.rotaryAngles.count != count { workspace.rotaryAngles = Array(repeating: RotaryAngles(), count: count) }
+        for index in 0 ..< count {
+            workspace.rotaryAngles[index].removeAll()
+            for sequence in sequences {
+                model.rotaryEmbeddings(contextLength: sequence.cache.contextLength)[index]
+                    .appendAngles(positions: sequence.start ..< sequence.start + sequence.rows.count, to: &workspace.rotaryAngles[index])
+            }
+        }
     }
 
-    /// Runs the tokens and writes the logits asked for into `result` (resized if needed).
-    func run(_ tokens: [Int], logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
+    /// Runs `tokens` (every sequence's, in row order) and writes the logits asked for into
+    /// `result` (resized if needed): with `.last`, each sequence's last row, in sequence order.
+    func run(_ tokens: some Collection<Int>, logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
         try embed(tokens)
         for block in model.blocks {
             switch block.mixer {
@@ -65,14 +68,17 @@ struct ForwardPass {
             }
             try feedForward(block)
         }
-        cache.append(tokens)
+        var rowTokens = tokens.makeIterator()
+        for sequence in sequences {
+            for _ in sequence.rows { sequence.cache.append(rowTokens.next()!) }
+        }
         try outputLogits(logits, into: &result)
     }
 
     // MARK: Steps
 
     /// `residual[row] = embedding(token)` (× √width where the family scales it).
-    private func embed(_ tokens: [Int]) throws(KernelError) {
+    private func embed(_ tokens: some Collection<Int>) throws(KernelError) {
         let residual = workspace.residual
         for (row, token) in tokens.enumerated() {
             try Dequantization.dequantizeRow(token, of: model.tokenEmbedding, into: rows(residual, row ..< row + 1, width: width))
@@ -133,38 +139,76 @@ struct ForwardPass {
                 }
             }
         }
-        cache.store(UnsafeBufferPointer(keys), slot: block.cacheSlot, position: start, keys: true)
-        cache.store(UnsafeBufferPointer(values), slot: block.cacheSlot, position: start, keys: false)
+        for sequence in sequences {
+            let slot = block.cacheSlot
+            sequence.cache.store(UnsafeBufferPointer(rows(keys, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: true)
+            sequence.cache.store(UnsafeBufferPointer(rows(values, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: false)
+        }
+        attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max, keyWidth: keyWidth,
+                       keyValueHeads: keyValueHeads, scale: scalesQueries ? 1 : scale)
+        try project((attention.output, rows(workspace.projected, 0 ..< count, width: width)),
+                    input: rows(workspace.attended, 0 ..< count, width: queryWidth))
+        addToResidual(postNorm: block.postMixerNorm)
+    }
 
-        let window = attention.window ?? Int.max
-        let positionCapacity = (start + count + 15) / 16 * 16 + 16
-        workspace.reserveWidePositions(start + count)
+    /// Causal attention of every row to its own sequence's cache (slot `slot`, which holds
+    /// the rows' keys and values by now): each sequence's attended positions are widened to
+    /// floats once for all its heads, into a region of the workspace of its own, then every
+    /// (row, head) pair of the call is computed, the pairs of all sequences split across the
+    /// threads together.
+    private func attendToCaches(slot: Int, window: Int, keyWidth: Int, keyValueHeads: Int, scale: Float) {
+        let configuration = model.configuration
+        let headCount = configuration.headCount, headWidth = configuration.headDimension
+        let queryWidth = headCount * headWidth
+        // Each sequence's region holds its positions 0 ..< end (those before its window unused).
+        var wideFloats = 0, positionCapacity = 16
+        for sequence in sequences {
+            let end = sequence.start + sequence.rows.count
+            wideFloats += end * keyWidth
+            positionCapacity = max(positionCapacity, (end + 15) / 16 * 16 + 16)
+        }
+        workspace.reserveWideFloats(wideFloats)
         let wideKeys = workspace.wideKeys.baseAddress!, wideValues = workspace.wideValues.baseAddress!
-        let attended = workspace.attended
-        let threadCount = threadCount, start = start, count = count
-        cache.keys[block.cacheSlot].withUnsafeBufferPointer { cachedKeys in
-            cache.values[block.cacheSlot].withUnsafeBufferPointer { cachedValues in
-                // The positions any row of the batch attends to, widened once for every head.
-                let attendedPositions = (window == Int.max ? 0 : max(0, start - window + 1)) ..< start + count
-                let widening = CacheWideningJob(keys: cachedKeys.baseAddress!, values: cachedValues.baseAddress!,
-                                                 wideKeys: wideKeys, wideValues: wideValues, keyWidth: keyWidth,
-                                                 firstPosition: attendedPositions.lowerBound)
-                KernelThreadPool.shared.forEachRange(of: attendedPositions.count, parts: attendedPositions.count >= 32 ? threadCount : 1,
-                                                     job: widening)
-                let job = AttentionJob(
-                    queries: UnsafePointer(queries.baseAddress!), keys: wideKeys, values: wideValues,
-                    output: attended.baseAddress!, start: start, headCount: headCount, headWidth: headWidth,
-                    groupSize: headCount / keyValueHeads, keyWidth: keyWidth, window: window,
-                    scale: scalesQueries ? 1 : scale)
-                let pairs = count * headCount
+        let queries = UnsafePointer(workspace.queries.baseAddress!), attended = workspace.attended.baseAddress!
+        let threadCount = threadCount
+        withUnsafeTemporaryAllocation(of: (job: CacheWideningJob, units: Range<Int>).self, capacity: sequences.count) { widenings in
+            withUnsafeTemporaryAllocation(of: (job: AttentionJob, pairs: Range<Int>).self, capacity: sequences.count) { attentions in
+                var region = 0, units = 0, pairs = 0
+                for (index, sequence) in sequences.enumerated() {
+                    let end = sequence.start + sequence.rows.count
+                    let first = window == Int.max ? 0 : max(0, sequence.start - window + 1)
+                    // The cache's storage outlives the call: the workspace's jobs read it through
+                    // pointers, as the thread pool's jobs read every buffer.
+                    let (cachedKeys, cachedValues) = sequence.cache.storage(slot: slot)
+                    (widenings.baseAddress! + index).initialize(to: (
+                        CacheWideningJob(keys: cachedKeys, values: cachedValues, wideKeys: wideKeys + region, wideValues: wideValues + region,
+                                         keyWidth: keyWidth, firstPosition: first),
+                        units ..< units + end - first))
+                    let rowPairs = sequence.rows.count * headCount
+                    (attentions.baseAddress! + index).initialize(to: (
+                        AttentionJob(
+                            queries: queries + sequence.rows.lowerBound * queryWidth, keys: wideKeys + region, values: wideValues + region,
+                            output: attended + sequence.rows.lowerBound * queryWidth, start: sequence.start, headCount: headCount,
+                            headWidth: headWidth, groupSize: headCount / keyValueHeads, keyWidth: keyWidth, window: window, scale: scale),
+                        pairs ..< pairs + rowPairs))
+                    region += end * keyWidth
+                    units += end - first
+                    pairs += rowPairs
+                }
+                defer {
+                    widenings.baseAddress!.deinitialize(count: sequences.count)
+                    attentions.baseAddress!.deinitialize(count: sequences.count)
+                }
+                KernelThreadPool.shared.forEachRange(
+                    of: units, parts: units >= 32 ? threadCount : 1,
+                    job: RangeJobList(jobs: UnsafeBufferPointer(rebasing: widenings[..<sequences.count])))
                 let parts = pairs >= 8 ? min(threadCount, KernelThreadPool.shared.threadCount) : 1
                 KernelThreadPool.shared.forEachRange(
-                    of: parts, parts: parts, job: AttentionParts(job: job, pairs: pairs, parts: parts, positionCapacity: positionCapacity))
+                    of: parts, parts: parts,
+                    job: AttentionParts(jobs: UnsafeBufferPointer(rebasing: attentions[..<sequences.count]), pairs: pairs, parts: parts,
+                                        positionCapacity: positionCapacity))
             }
         }
-        try project((attention.output, rows(workspace.projected, 0 ..< count, width: width)),
-                    input: rows(attended, 0 ..< count, width: queryWidth))
-        addToResidual(postNorm: block.postMixerNorm)
     }
 
     /// LFM2's short convolution: norm, in-projection to B, C, x, the gated inputs `B ⊙ x` into
@@ -173,24 +217,26 @@ struct ForwardPass {
         normalize(from: workspace.residual, into: workspace.normalized, weight: block.mixerNorm)
         let bcx = rows(workspace.fused, 0 ..< count, width: 3 * width)
         try project((convolution.inputProjection, bcx))
-        let start = start, width = width
+        let width = width
         let gated = workspace.normalized
-        cache.convolutionInputs[block.cacheSlot].withUnsafeMutableBufferPointer { history in
+        for sequence in sequences {
+            let history = sequence.cache.convolutionInputs(slot: block.cacheSlot)
+            let start = sequence.start, first = sequence.rows.lowerBound
             // The gated inputs of this call's positions, then the convolution over them and
             // the ones before (all stored by now), row by row.
-            forEachRowRange { range in
-                for row in range {
-                    let source = bcx.baseAddress! + row * 3 * width
-                    _gatedProduct(source, source + 2 * width, into: history.baseAddress! + (start + row) * width, count: width)
+            _forEachRowRange(sequence.rows.count, threadCount: threadCount) { range in
+                for offset in range {
+                    let source = bcx.baseAddress! + (first + offset) * 3 * width
+                    _gatedProduct(source, source + 2 * width, into: history + (start + offset) * width, count: width)
                 }
             }
             convolution.kernel.withUnsafeBufferPointer { kernel in
-                forEachRowRange { range in
-                    for row in range {
-                        let output = gated.baseAddress! + row * width
-                        _shortConvolution(history: UnsafePointer(history.baseAddress!), position: start + row, width: width,
+                _forEachRowRange(sequence.rows.count, threadCount: threadCount) { range in
+                    for offset in range {
+                        let output = gated.baseAddress! + (first + offset) * width
+                        _shortConvolution(history: UnsafePointer(history), position: start + offset, width: width,
                                           kernel: kernel.baseAddress!, length: convolution.length, into: output)
-                        let gate = bcx.baseAddress! + row * 3 * width + width
+                        let gate = bcx.baseAddress! + (first + offset) * 3 * width + width
                         _gatedProduct(gate, output, into: output, count: width)
                     }
                 }
@@ -236,12 +282,20 @@ struct ForwardPass {
         addToResidual(postNorm: block.postFeedForwardNorm)
     }
 
-    /// The final norm and the output projection of the last row, or of every row.
+    /// The final norm and the output projection of each sequence's last row, or of every row.
     private func outputLogits(_ logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
-        let first = logits == .last ? count - 1 : 0
-        let rowCount = count - first
-        let final = rows(workspace.normalized, 0 ..< rowCount, width: width)
-        final.baseAddress!.update(from: workspace.residual.baseAddress! + first * width, count: rowCount * width)
+        let final: UnsafeMutableBufferPointer<Float>
+        switch logits {
+        case .all:
+            final = rows(workspace.normalized, 0 ..< count, width: width)
+            final.baseAddress!.update(from: workspace.residual.baseAddress!, count: count * width)
+        case .last:
+            final = rows(workspace.normalized, 0 ..< sequences.count, width: width)
+            for (index, sequence) in sequences.enumerated() {
+                (final.baseAddress! + index * width).update(from: workspace.residual.baseAddress! + (sequence.rows.upperBound - 1) * width, count: width)
+            }
+        }
+        let rowCount = final.count / width
         model.outputNorm.withUnsafeBufferPointer { weight in
             forEachRowRange(rowCount) { range in _rmsNorm(rows(final, range, width: width), width: width, weight: weight, epsilon: epsilon) }
         }

@@ -24,8 +24,8 @@ import Kernels
 ///     dimensions  0  1  2 …  7 |  8  9 … 15      word 0 = d0 | d8 << 16
 ///                              |                 word 1 = d1 | d9 << 16 …
 ///
-/// It also owns the forward pass's scratch buffers (a ``ForwardWorkspace``), allocated on the
-/// first evaluation and reused by every later one of the same or a smaller batch.
+/// It also owns the scratch buffers of its own forward passes (a ``ForwardWorkspace``), sized
+/// on the first evaluation and reused by every later one of the same or a smaller batch.
 ///
 /// Not thread-safe: one generation uses a cache at a time.
 public final class KVCache {
@@ -33,16 +33,18 @@ public final class KVCache {
     /// Key (and value) width of each attention slot.
     let keyWidths: [Int]
     /// `keys[slot]`: `contextLength × keyWidth / 2` words, position `p` at `p × keyWidth / 2`.
-    var keys: [[UInt32]]
-    var values: [[UInt32]]
+    /// Allocated, not written, when the cache is made: the system commits pages as positions
+    /// are stored, so a cache costs memory for the positions it has held, not its context.
+    let keys: [UnsafeMutableBufferPointer<UInt32>]
+    let values: [UnsafeMutableBufferPointer<UInt32>]
     /// `convolutionInputs[slot]`: `contextLength × convolutionWidth` floats, position `p` at
     /// `p × convolutionWidth`.
-    var convolutionInputs: [[Float]]
+    let convolutionStorage: [UnsafeMutableBufferPointer<Float>]
     let convolutionWidth: Int
     /// The tokens whose state is stored, in position order.
     public private(set) var tokens: [Int] = []
-    /// Scratch memory of the forward pass, kept between calls.
-    var workspace: ForwardWorkspace?
+    /// Scratch memory of this cache's own forward passes, kept between calls.
+    let workspace = ForwardWorkspace()
 
     /// Tokens stored.
     public var count: Int { tokens.count }
@@ -50,7 +52,7 @@ public final class KVCache {
     /// Bytes of key, value and convolution storage.
     public var byteCount: Int {
         keyWidths.reduce(0) { $0 + 2 * contextLength * $1 * MemoryLayout<UInt16>.size }
-            + convolutionInputs.count * contextLength * convolutionWidth * MemoryLayout<Float>.size
+            + convolutionStorage.count * contextLength * convolutionWidth * MemoryLayout<Float>.size
     }
 
     /// - Precondition: every key width is a whole number of 16-dimension groups (every head
@@ -59,11 +61,24 @@ public final class KVCache {
         precondition(keyWidths.allSatisfy { $0 % 16 == 0 }, "key widths \(keyWidths) are not multiples of 16")
         self.contextLength = contextLength
         self.keyWidths = keyWidths
-        keys = keyWidths.map { [UInt32](repeating: 0, count: contextLength * $0 / 2) }
-        values = keys
+        keys = keyWidths.map { .allocate(capacity: max(1, contextLength * $0 / 2)) }
+        values = keyWidths.map { .allocate(capacity: max(1, contextLength * $0 / 2)) }
         self.convolutionWidth = convolutionWidth
-        convolutionInputs = Array(repeating: [Float](repeating: 0, count: contextLength * convolutionWidth), count: convolutionCount)
+        convolutionStorage = (0 ..< convolutionCount).map { _ in .allocate(capacity: max(1, contextLength * convolutionWidth)) }
     }
+
+    deinit {
+        for buffer in keys + values { buffer.deallocate() }
+        for buffer in convolutionStorage { buffer.deallocate() }
+    }
+
+    /// Slot `slot`'s keys and values (see ``keys``), for the forward pass's jobs.
+    func storage(slot: Int) -> (keys: UnsafePointer<UInt32>, values: UnsafePointer<UInt32>) {
+        (UnsafePointer(keys[slot].baseAddress!), UnsafePointer(values[slot].baseAddress!))
+    }
+
+    /// Convolution slot `slot`'s gated inputs (see ``convolutionStorage``).
+    func convolutionInputs(slot: Int) -> UnsafeMutablePointer<Float> { convolutionStorage[slot].baseAddress! }
 
     /// How many leading tokens of `prompt` are already in the cache, leaving at least one token
     /// of `prompt` to evaluate (its logits are needed).
@@ -81,7 +96,7 @@ public final class KVCache {
     /// Forgets everything.
     public func clear() { tokens.removeAll(keepingCapacity: true) }
 
-    func append(_ newTokens: [Int]) { tokens += newTokens }
+    func append(_ token: Int) { tokens.append(token) }
 
     /// Rounds `rows` (one `keyWidth`-float row per position, from `position` on) to half
     /// precision and stores them in slot `slot`'s keys (or values) in the paired layout.
@@ -99,70 +114,118 @@ public final class KVCache {
                 }
             }
         }
-        if storesKeys { keys[slot].withUnsafeMutableBufferPointer { write($0) } } else { values[slot].withUnsafeMutableBufferPointer { write($0) } }
+        write(storesKeys ? keys[slot] : values[slot])
     }
 }
 
-/// The forward pass's scratch buffers for batches of up to `batchCapacity` tokens, and the
-/// cache's keys and values widened to floats for attention (grown with the context used).
-/// Allocated once per cache and batch size, so decoding a token allocates no activation memory.
-final class ForwardWorkspace {
-    let batchCapacity: Int
+/// Scratch memory of forward passes: the activation buffers of a batch of rows, the cache's
+/// keys and values widened to floats for attention, the quantized input of decode-time
+/// products and the rotary angles of the call's positions.
+///
+/// Sized on first use for the model and the batch that uses it, and grown (never shrunk) when a
+/// later batch is larger or the context longer, so that evaluating the same or a smaller batch
+/// again allocates nothing. A ``KVCache`` keeps one for its own evaluations; a caller that
+/// evaluates several sequences together (``TransformerModel/evaluate(_:workspace:threadCount:into:)``)
+/// keeps one for its batches. Not thread-safe: one forward pass at a time uses a workspace.
+public final class ForwardWorkspace {
+    /// Rows the buffers hold.
+    private(set) var batchCapacity = 0
     /// `batchCapacity × width` each.
-    let residual, normalized, projected: UnsafeMutableBufferPointer<Float>
+    private(set) var residual, normalized, projected: UnsafeMutableBufferPointer<Float>
     /// `batchCapacity × queryWidth`: queries, then the attention's output.
-    let queries, attended: UnsafeMutableBufferPointer<Float>
+    private(set) var queries, attended: UnsafeMutableBufferPointer<Float>
     /// `batchCapacity × keyWidth` (the widest attention block's).
-    let keys, values: UnsafeMutableBufferPointer<Float>
+    private(set) var keys, values: UnsafeMutableBufferPointer<Float>
     /// `batchCapacity × hiddenWidth`.
-    let gates, ups: UnsafeMutableBufferPointer<Float>
+    private(set) var gates, ups: UnsafeMutableBufferPointer<Float>
     /// `batchCapacity × the widest fused projection` (query-key-value, gate-up, the
     /// convolution's B-C-x); empty when the model has none.
-    let fused: UnsafeMutableBufferPointer<Float>
+    private(set) var fused: UnsafeMutableBufferPointer<Float>
     /// Widened keys and values of the positions attended to: `positionCapacity × keyWidth` each.
     private(set) var wideKeys, wideValues: UnsafeMutableBufferPointer<Float>
     /// The quantized input of the decode-time products, storage reused from token to token.
     var activations = ActivationBuffers()
-    /// The angle tables of the model's rotary embeddings for the call's positions.
+    /// The angle tables of the model's rotary embeddings, one row per row of the call.
     var rotaryAngles: [RotaryAngles] = []
-    private let keyWidth: Int
+    /// The sequences of the current call (emptied after it, so the workspace holds no cache).
+    var sequences: [SequenceRows] = []
+    /// The widths the buffers were sized for.
+    private var widths = Widths()
 
-    init(batchCapacity: Int, width: Int, queryWidth: Int, keyWidth: Int, hiddenWidth: Int, fusedWidth: Int) {
+    struct Widths: Equatable {
+        var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, fusedWidth = 0
+    }
+
+    /// An empty workspace; the first forward pass that uses it sizes it.
+    public init() {
+        let empty = UnsafeMutableBufferPointer<Float>(start: nil, count: 0)
+        (residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, wideKeys, wideValues)
+            = (empty, empty, empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
+    }
+
+    /// Makes room for `rows` rows of `model`'s activations (reallocating only when the capacity
+    /// or the model's widths change).
+    func reserve(rows: Int, for model: TransformerModel) {
+        let configuration = model.configuration
+        var widths = Widths(
+            width: configuration.embeddingLength, queryWidth: configuration.headCount * configuration.headDimension,
+            keyWidth: configuration.headCountKV * configuration.headDimension, hiddenWidth: configuration.feedForwardLength)
+        for block in model.blocks {
+            switch block.mixer {
+            case let .attention(attention): if case let .fused(projection) = attention.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
+            case let .shortConvolution(convolution): widths.fusedWidth = max(widths.fusedWidth, convolution.inputProjection.outputWidth)
+            }
+            if case let .fused(projection) = block.feedForward.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
+        }
+        guard rows > batchCapacity || widths != self.widths else { return }
+        let capacity = max(rows, batchCapacity)
         func buffer(_ count: Int) -> UnsafeMutableBufferPointer<Float> {
             let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, count))
             buffer.initialize(repeating: 0)
             return buffer
         }
-        self.batchCapacity = batchCapacity
-        self.keyWidth = keyWidth
-        residual = buffer(batchCapacity * width)
-        normalized = buffer(batchCapacity * width)
-        projected = buffer(batchCapacity * width)
-        queries = buffer(batchCapacity * queryWidth)
-        attended = buffer(batchCapacity * queryWidth)
-        keys = buffer(batchCapacity * keyWidth)
-        values = buffer(batchCapacity * keyWidth)
-        gates = buffer(batchCapacity * hiddenWidth)
-        ups = buffer(batchCapacity * hiddenWidth)
-        fused = buffer(batchCapacity * fusedWidth)
-        wideKeys = buffer(0)
-        wideValues = buffer(0)
+        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused] where buffer.baseAddress != nil {
+            buffer.deallocate()
+        }
+        residual = buffer(capacity * widths.width)
+        normalized = buffer(capacity * widths.width)
+        projected = buffer(capacity * widths.width)
+        queries = buffer(capacity * widths.queryWidth)
+        attended = buffer(capacity * widths.queryWidth)
+        keys = buffer(capacity * widths.keyWidth)
+        values = buffer(capacity * widths.keyWidth)
+        gates = buffer(capacity * widths.hiddenWidth)
+        ups = buffer(capacity * widths.hiddenWidth)
+        fused = buffer(capacity * widths.fusedWidth)
+        batchCapacity = capacity
+        self.widths = widths
     }
 
-    /// Makes room for `positions` widened keys and values (growing by half again, so a
-    /// conversation reallocates a logarithmic number of times).
-    func reserveWidePositions(_ positions: Int) {
-        guard wideKeys.count < positions * keyWidth else { return }
-        let capacity = max(positions, wideKeys.count / max(1, keyWidth) * 3 / 2) * keyWidth
-        wideKeys.deallocate()
-        wideValues.deallocate()
+    /// Makes room for `count` floats of widened keys and as many of values (growing by half
+    /// again, so a conversation reallocates a logarithmic number of times).
+    func reserveWideFloats(_ count: Int) {
+        guard wideKeys.count < count else { return }
+        let capacity = max(count, wideKeys.count * 3 / 2)
+        if wideKeys.baseAddress != nil {
+            wideKeys.deallocate()
+            wideValues.deallocate()
+        }
         wideKeys = .allocate(capacity: capacity)
         wideValues = .allocate(capacity: capacity)
     }
 
     deinit {
-        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, wideKeys, wideValues] {
+        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, wideKeys, wideValues]
+        where buffer.baseAddress != nil {
             buffer.deallocate()
         }
     }
+}
+
+/// One sequence's rows in a forward call: rows `rows` of the call's batch are its tokens, at
+/// cache positions `start ..< start + rows.count`.
+struct SequenceRows {
+    let cache: KVCache
+    let rows: Range<Int>
+    let start: Int
 }

@@ -64,24 +64,23 @@ struct RotaryEmbedding: Sendable, Equatable {
     /// `[(p − first) × half + k]`. O(positions × half).
     func angles(positions: Range<Int>) -> RotaryAngles {
         var angles = RotaryAngles()
-        self.angles(positions: positions, into: &angles)
+        appendAngles(positions: positions, to: &angles)
         return angles
     }
 
-    /// ``angles(positions:)`` written into `angles`, reusing its storage (a decode step's
-    /// single position then allocates nothing).
-    func angles(positions: Range<Int>, into angles: inout RotaryAngles) {
+    /// Appends the rows of `positions` to `angles` (after the rows it holds): a batch of
+    /// several sequences has one row per token, each at its own sequence's position.
+    func appendAngles(positions: Range<Int>, to angles: inout RotaryAngles) {
         let half = dimensionCount / 2
         let thetaScale = powf(base, -2 / Float(dimensionCount))
-        angles.positions = positions
         angles.half = half
-        angles.cosines.removeAll(keepingCapacity: true)
+        let first = angles.cosines.count / max(1, half)
         angles.cosines.append(contentsOf: repeatElement(0, count: positions.count * half))
-        angles.sines.removeAll(keepingCapacity: true)
         angles.sines.append(contentsOf: repeatElement(0, count: positions.count * half))
         var magnitude = attentionFactor
         if yarn != nil { magnitude *= 1 + 0.1 * logf(1 / frequencyScale) }
-        for (row, position) in positions.enumerated() {
+        for (offset, position) in positions.enumerated() {
+            let row = first + offset
             var theta = Float(position)
             for pair in 0 ..< half {
                 let unscaled = frequencyFactors.map { theta / $0[pair] } ?? theta
@@ -99,17 +98,22 @@ struct RotaryEmbedding: Sendable, Equatable {
 }
 
 /// A forward call's cosines and sines for one ``RotaryEmbedding``, shared by the queries and
-/// keys of every block that uses it.
+/// keys of every block that uses it: one row per token of the call, at that token's position.
 struct RotaryAngles: Sendable {
-    var positions: Range<Int> = 0 ..< 0
     /// Pairs per head.
     var half = 0
-    /// `cosines[(p − first) × half + k]`, likewise `sines`.
+    /// `cosines[row × half + k]`, likewise `sines`.
     var cosines: [Float] = []
     var sines: [Float] = []
+
+    /// Forgets every row, keeping the storage.
+    mutating func removeAll() {
+        cosines.removeAll(keepingCapacity: true)
+        sines.removeAll(keepingCapacity: true)
+    }
 }
 
-/// Rotates each head of rows `rows` (row `r` at position `angles.positions.lowerBound + r`,
+/// Rotates each head of rows `rows` (row `r` with the angles of row `r` of `angles`,
 /// `headCount` heads of `headWidth` floats) as ggml's `rope` does: each rotation is one product
 /// and one fused multiply-add per output, as llama.cpp's build (GCC, `-ffp-contract=fast`)
 /// computes it, and dimensions past the rotated ones are left as they are:

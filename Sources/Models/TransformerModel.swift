@@ -42,6 +42,13 @@ public final class TransformerModel: Sendable {
     let longContextRotaryEmbeddings: (threshold: Int, embeddings: [RotaryEmbedding])?
     /// Multiplies the scores (or the queries, where the family scales them first).
     let attentionScale: Float
+    /// Whether every matrix has a packed copy (a type with packed kernels, rows in groups of
+    /// 16): the products then compute each row of a batch with the same arithmetic whatever
+    /// the batch, so batched evaluation (``evaluate(_:workspace:threadCount:into:)``) gives
+    /// each sequence its logits alone bit for bit. A matrix without (F16, Q5_K, …) is
+    /// multiplied by BLAS for batches of more than four rows, whose sums may differ from the
+    /// single-row kernels' in the last bits.
+    public let everyMatrixIsPacked: Bool
 
     /// Reads the configuration and finds every weight, checking names, shapes and types, and
     /// packs the matrices the packed kernels cover (on every processor), and faults in the
@@ -157,6 +164,7 @@ public final class TransformerModel: Sendable {
             ? configuration.embeddingLength / configuration.headCount : headWidth
         attentionScale = 1 / Float(scaleWidth).squareRoot()
 
+        everyMatrixIsPacked = loader.everyMatrixIsPacked
         if let unused = loader.unusedTensorName() { throw .unusedTensor(unused) }
     }
 
@@ -248,7 +256,7 @@ public final class TransformerModel: Sendable {
     /// - Throws: ``ModelError/contextOverflow(needed:available:)`` before any work when the
     ///   tokens do not fit, ``ModelError/tokenOutOfRange(_:position:)`` for an id outside the
     ///   vocabulary.
-    public func evaluate(_ tokens: [Int], cache: KVCache, threadCount: Int = 1, logits: Logits = .last) throws(ModelError) -> [Float] {
+    public func evaluate(_ tokens: some Collection<Int>, cache: KVCache, threadCount: Int = 1, logits: Logits = .last) throws(ModelError) -> [Float] {
         var result: [Float] = []
         try evaluate(tokens, cache: cache, threadCount: threadCount, logits: logits, into: &result)
         return result
@@ -261,20 +269,85 @@ public final class TransformerModel: Sendable {
     ///
     /// - Throws: as ``evaluate(_:cache:threadCount:logits:)``.
     public func evaluate(
-        _ tokens: [Int], cache: KVCache, threadCount: Int = 1, logits: Logits = .last, into result: inout [Float]
+        _ tokens: some Collection<Int>, cache: KVCache, threadCount: Int = 1, logits: Logits = .last, into result: inout [Float]
     ) throws(ModelError) {
         guard !tokens.isEmpty else { result.removeAll(); return }
+        try check(tokens, for: cache)
+        let workspace = cache.workspace
+        // The list lives in the workspace so that a decode step allocates none; it is emptied
+        // after the call (once the pass holding it is gone), so the workspace keeps no cache.
+        workspace.sequences.append(SequenceRows(cache: cache, rows: 0 ..< tokens.count, start: cache.count))
+        do {
+            let pass = ForwardPass(model: self, sequences: workspace.sequences, tokenCount: tokens.count, workspace: workspace,
+                                   threadCount: max(1, threadCount))
+            try pass.run(tokens, logits: logits, into: &result)
+        } catch {
+            workspace.sequences.removeAll(keepingCapacity: true)
+            throw .kernel(error)
+        }
+        workspace.sequences.removeAll(keepingCapacity: true)
+    }
+
+    /// One sequence's share of a batched evaluation: the tokens that extend its cache.
+    public struct SequenceTokens {
+        public var cache: KVCache
+        public var tokens: ArraySlice<Int>
+
+        public init(cache: KVCache, tokens: ArraySlice<Int>) {
+            self.cache = cache
+            self.tokens = tokens
+        }
+    }
+
+    /// Runs several sequences in one forward pass: each entry's tokens at the positions
+    /// following what its cache holds (appended to it), all rows through the matrix products
+    /// together — the weights are read once per call, not once per sequence — and each row
+    /// attending to its own cache. Writes the logits after each entry's last token into
+    /// `logits`, `vocabularySize` floats per entry, in entry order (replacing what it held,
+    /// its storage reused when it has that size).
+    ///
+    /// Each sequence gets the logits it would get evaluated alone, bit for bit, whatever else
+    /// is in the batch (see `ForwardPass`): a server batching its requests answers each as it
+    /// would answer it alone.
+    ///
+    /// - Parameter workspace: scratch memory, kept by the caller from call to call (a call
+    ///   with the same or fewer tokens then allocates none).
+    /// - Precondition: every entry has tokens, and no two entries share a cache.
+    /// - Throws: ``ModelError/contextOverflow(needed:available:)`` when an entry's tokens do
+    ///   not fit its cache, ``ModelError/tokenOutOfRange(_:position:)``: before any work.
+    public func evaluate(
+        _ batch: [SequenceTokens], workspace: ForwardWorkspace, threadCount: Int = 1, into logits: inout [Float]
+    ) throws(ModelError) {
+        guard !batch.isEmpty else { logits.removeAll(); return }
+        for (index, entry) in batch.enumerated() {
+            precondition(!entry.tokens.isEmpty, "batch entry \(index) has no tokens")
+            precondition(!batch[..<index].contains { $0.cache === entry.cache }, "batch entry \(index) shares a cache with an earlier one")
+            try check(entry.tokens, for: entry.cache)
+        }
+        workspace.sequences.removeAll(keepingCapacity: true)
+        var row = 0
+        for entry in batch {
+            workspace.sequences.append(SequenceRows(cache: entry.cache, rows: row ..< row + entry.tokens.count, start: entry.cache.count))
+            row += entry.tokens.count
+        }
+        do {
+            let pass = ForwardPass(model: self, sequences: workspace.sequences, tokenCount: row, workspace: workspace,
+                                   threadCount: max(1, threadCount))
+            try pass.run(batch.lazy.flatMap(\.tokens), logits: .last, into: &logits)
+        } catch {
+            workspace.sequences.removeAll(keepingCapacity: true)
+            throw .kernel(error)
+        }
+        workspace.sequences.removeAll(keepingCapacity: true)
+    }
+
+    /// Throws unless `tokens` fit after what `cache` holds and are all in the vocabulary.
+    private func check(_ tokens: some Collection<Int>, for cache: KVCache) throws(ModelError) {
         guard cache.count + tokens.count <= cache.contextLength else {
             throw .contextOverflow(needed: cache.count + tokens.count, available: cache.contextLength)
         }
         for (position, token) in tokens.enumerated() where !(0 ..< configuration.vocabularySize).contains(token) {
             throw .tokenOutOfRange(token, position: position)
-        }
-        do {
-            let pass = ForwardPass(model: self, cache: cache, tokenCount: tokens.count, threadCount: max(1, threadCount))
-            try pass.run(tokens, logits: logits, into: &result)
-        } catch {
-            throw .kernel(error)
         }
     }
 }
@@ -287,6 +360,8 @@ struct WeightLoader {
     private var used: Set<String> = []
     private var preparedBytes = 0
     private let matrixBytes: Int
+    /// Whether every matrix prepared so far has a packed copy.
+    private(set) var everyMatrixIsPacked = true
 
     init(file: GGUFFile, packsWeights: Bool, progress: ((Double) -> Void)?) {
         self.file = file
@@ -314,6 +389,7 @@ struct WeightLoader {
         if prepared.packed != nil {
             weights.releaseResidentPages()
         } else {
+            everyMatrixIsPacked = false
             // Fault the mapped pages in now rather than during the first token.
             var checksum: UInt8 = 0
             for offset in stride(from: 0, to: weights.bytes.count, by: 4096) { checksum &+= weights.bytes[offset] }

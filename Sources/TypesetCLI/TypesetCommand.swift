@@ -14,7 +14,7 @@ struct TypesetCommand: AsyncParsableCommand {
         Q4_1) in $TYPESET_CACHE/models is used. Fetch the models with Fixtures/fetch.sh.
         """,
         version: "0.1.0",
-        subcommands: [Demo.self, Run.self, Inspect.self, Tokenize.self, Perplexity.self, GrammarCommand.self, Bench.self]
+        subcommands: [Demo.self, Run.self, Serve.self, Inspect.self, Tokenize.self, Perplexity.self, GrammarCommand.self, Bench.self]
     )
 
     /// Runs the command line. Errors from Typeset (a missing model, a corrupt file) print as one
@@ -51,6 +51,7 @@ extension VocabularyError: UserFacingError {}
 extension TokenizerError: UserFacingError {}
 extension ModelLoadError: UserFacingError {}
 extension ModelError: UserFacingError {}
+extension ConversationError: UserFacingError {}
 
 func writeError(_ line: String) {
     var standardError = StandardError()

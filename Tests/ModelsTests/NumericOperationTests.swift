@@ -131,15 +131,12 @@ import TypesetTestSupport
         keys.withUnsafeBufferPointer { cache.store($0, slot: 0, position: 0, keys: true) }
         values.withUnsafeBufferPointer { cache.store($0, slot: 0, position: 0, keys: false) }
         var wideKeys = [Float](repeating: .nan, count: positions * keyWidth), wideValues = wideKeys
-        cache.keys[0].withUnsafeBufferPointer { k in
-            cache.values[0].withUnsafeBufferPointer { v in
-                wideKeys.withUnsafeMutableBufferPointer { wk in
-                    wideValues.withUnsafeMutableBufferPointer { wv in
-                        CacheWideningJob(keys: k.baseAddress!, values: v.baseAddress!, wideKeys: wk.baseAddress!, wideValues: wv.baseAddress!, keyWidth: keyWidth,
-                                          firstPosition: 0)
-                            .run(0 ..< positions)
-                    }
-                }
+        let (k, v) = cache.storage(slot: 0)
+        wideKeys.withUnsafeMutableBufferPointer { wk in
+            wideValues.withUnsafeMutableBufferPointer { wv in
+                CacheWideningJob(keys: k, values: v, wideKeys: wk.baseAddress!, wideValues: wv.baseAddress!, keyWidth: keyWidth,
+                                  firstPosition: 0)
+                    .run(0 ..< positions)
             }
         }
         #expect(wideKeys == keys.map { floatFromHalf(halfFromFloat($0)) })

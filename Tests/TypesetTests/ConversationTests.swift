@@ -29,6 +29,7 @@ private func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) asyn
         switch response {
         case .chunk(let text): reply.chunks.append(text)
         case .reasoningChunk(let text): reply.reasoning.append(text)
+        case .logprob: break
         case .functionCalls(let calls): reply.calls.append(calls)
         case .complete(let message, let finishReason, let stats):
             reply.message = message
@@ -275,18 +276,42 @@ struct ConversationTests {
         #expect(conversation.history.map(\.role) == [.user, .assistant])
     }
 
-    /// Generations of two conversations of one runner queue: both finish, and each reply is
-    /// the one it would have been alone.
-    @Test func conversationsOfOneRunnerQueue() async throws {
+    /// Replies of several conversations of one runner are decoded together — one forward pass
+    /// per step for all of them — and each is exactly the reply it would have been alone
+    /// (greedy), free text and schema values alike; the fifth, beyond the four places, waits
+    /// its turn.
+    @Test func conversationsOfOneRunnerDecodeTogether() async throws {
         let runner = try runner()
-        let options = GenerationOptions(maxTokens: 20)
-        let alone = try await collect(runner.createConversation().generateResponse(to: "What is rain?", options: options)).text
-        let a = runner.createConversation(), b = runner.createConversation()
-        async let first = collect(a.generateResponse(to: "What is rain?", options: options))
-        async let second = collect(b.generateResponse(to: "What is rain?", options: options))
-        let (x, y) = try await (first, second)
-        #expect(x.text == alone && y.text == alone)
-        #expect(x.finishReason != nil && y.finishReason != nil)
+        let schema = try String(contentsOfFile: schemasDirectory + "/city_fact.json", encoding: .utf8)
+        let requests: [(prompt: String, options: GenerationOptions)] = [
+            ("What is rain?", GenerationOptions(maxTokens: 24)),
+            ("Give me facts about Paris.", GenerationOptions(maxTokens: 80, jsonSchema: schema)),
+            ("Name three colors.", GenerationOptions(maxTokens: 16)),
+            ("Write a haiku about tea.", GenerationOptions(maxTokens: 30)),
+            ("What is 2 + 2?", GenerationOptions(maxTokens: 12)),
+        ]
+        var alone: [CollectedReply] = []
+        for request in requests {
+            alone.append(try await collect(runner.createConversation().generateResponse(to: request.prompt, options: request.options)))
+        }
+        let stepsBefore = runner.activity.steps
+        let together = try await withThrowingTaskGroup(of: (Int, CollectedReply).self) { group in
+            for (index, request) in requests.enumerated() {
+                let conversation = runner.createConversation()
+                group.addTask { (index, try await collect(conversation.generateResponse(to: request.prompt, options: request.options))) }
+            }
+            var replies = [CollectedReply?](repeating: nil, count: requests.count)
+            for try await (index, reply) in group { replies[index] = reply }
+            return replies.compactMap { $0 }
+        }
+        #expect(together.map(\.text) == alone.map(\.text))
+        #expect(together.map(\.finishReason) == alone.map(\.finishReason))
+        #expect(together.map { $0.stats?.completionTokens } == alone.map { $0.stats?.completionTokens })
+        // Far fewer forward passes than tokens: they shared the steps.
+        let steps = runner.activity.steps - stepsBefore
+        let tokens = together.reduce(0) { $0 + ($1.stats?.completionTokens ?? 0) }
+        #expect(steps < tokens * 2 / 3, "\(steps) steps for \(tokens) tokens")
+        #expect(runner.activity.activeGenerations == 0 && runner.activity.waitingGenerations == 0)
     }
 
     @Test func cancellingTheConsumerInterruptsWithinOneToken() async throws {

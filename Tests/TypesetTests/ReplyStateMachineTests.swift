@@ -36,20 +36,22 @@ import Testing
         let callGrammar = functions.isEmpty ? nil
             : try grammar(PromptBuilder.callSchema(functions), options: Conversation.callGrammarOptions)
         let cancellation = CancellationFlag()
-        let generator = ReplyGenerator(
-            source: source, tokenizer: ByteVocabulary.tokenizer, options: options, constraint: try schema.map { try grammar(try JSONValue(parsing: $0)) },
-            callGrammar: callGrammar, callFormat: options.functionCallFormat,
-            startsWithCall: options.functionCallMode == .required && callGrammar != nil, firstCallNumber: 1,
-            cancellation: cancellation, requested: .now)
         var events: [MessageResponse] = []
         var chunks = 0
-        let reply = try generator.generate(prompt: prompt) { event in
+        let decoder = ReplyDecoder(
+            tokenizer: ByteVocabulary.tokenizer, options: options, constraint: try schema.map { try grammar(try JSONValue(parsing: $0)) },
+            callGrammar: callGrammar, callFormat: options.functionCallFormat,
+            startsWithCall: options.functionCallMode == .required && callGrammar != nil, firstCallNumber: 1,
+            cancellation: cancellation
+        ) { event in
             events.append(event)
             if case .chunk = event {
                 chunks += 1
                 if chunks == cancelAfterChunks { cancellation.cancel() }
             }
         }
+        let loop = TokenLoop(source: source, maxTokens: options.maxTokens ?? Int.max, isEndOfGeneration: { ByteVocabulary.tokenizer.vocabulary.isEndOfGeneration($0) })
+        let reply = decoder.finish(try loop.run(prompt: prompt, opening: decoder.opening, stepper: decoder))
         return Run(reply: reply, events: events, source: source)
     }
 

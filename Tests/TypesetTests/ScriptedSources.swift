@@ -26,12 +26,12 @@ final class ScriptedSource: LogitsSource {
 
     func truncate(to count: Int) { held.removeLast(max(0, held.count - count)) }
 
-    func evaluate(_ tokens: [Int], into logits: inout [Float]) throws(ModelError) {
+    func evaluate(_ tokens: ArraySlice<Int>, into logits: inout [Float]) throws(ModelError) {
         guard held.count + tokens.count <= contextLength else {
             throw .contextOverflow(needed: held.count + tokens.count, available: contextLength)
         }
         held += tokens
-        evaluations.append(tokens)
+        evaluations.append(Array(tokens))
         logits = self.logits(held)
     }
 }

@@ -25,6 +25,8 @@ public final class CompiledGrammarCache: Sendable {
         public var count = 0
         /// Their ``CompiledGrammar/byteCount``, summed.
         public var byteCount = 0
+        /// Seconds spent compiling (the misses, failures included).
+        public var compileSeconds = 0.0
 
         /// All zero: no lookups yet.
         public init() {}
@@ -79,6 +81,12 @@ public final class CompiledGrammarCache: Sendable {
             return entry.grammar
         }
         if let cached { return cached }
+        let clock = ContinuousClock(), started = clock.now
+        defer {
+            let elapsed = clock.now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+            state.withLock { $0.statistics.compileSeconds += seconds }
+        }
         let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema, options: options), vocabulary: vocabulary, budget: budget)
         let bytes = compiled.byteCount
         guard bytes <= capacityBytes else { return compiled }

@@ -9,7 +9,7 @@ import Synchronization
 /// `Sendable`; every property is a snapshot taken under a lock. One reply at a time per
 /// conversation: a second `generateResponse` while one is streaming (or queued) throws
 /// ``ConversationError/generationInProgress``. Replies of different conversations of one
-/// runner queue (see ``ModelRunner``).
+/// runner are decoded together, in one batch (see ``ModelRunner``).
 ///
 /// **History.** `generateResponse(to:)` appends the new message at once; the reply is appended
 /// when it completes (finish reasons `stop`, `maxTokens`, `exceededContext`, `constraint`).
@@ -32,7 +32,12 @@ public final class Conversation: Sendable {
     }
 
     deinit {
-        runner.state.withLock { $0.caches[identifier] = nil }
+        // The cache goes back to the runner, so a new conversation that starts the same way (a
+        // server's next request with the same system prompt) reuses what it computed.
+        runner.state.withLock { state in
+            guard let box = state.caches.removeValue(forKey: identifier) else { return }
+            state.recycle(box.cache)
+        }
     }
 
     // MARK: State
@@ -134,6 +139,14 @@ public final class Conversation: Sendable {
     public func generateResponse(to message: ChatMessage, options: GenerationOptions = GenerationOptions())
         -> AsyncThrowingStream<MessageResponse, Error>
     {
+        generateResponse(to: message, options: options, isAbandoned: nil)
+    }
+
+    /// ``generateResponse(to:options:)-(ChatMessage,_)``, stopping also when `isAbandoned`
+    /// says so (asked before each token): the server's check that its client is still there.
+    package func generateResponse(
+        to message: ChatMessage, options: GenerationOptions, isAbandoned: (@Sendable () -> Bool)?
+    ) -> AsyncThrowingStream<MessageResponse, Error> {
         let (stream, continuation) = AsyncThrowingStream<MessageResponse, Error>.makeStream()
         let requested = ContinuousClock.now
         let cancellation = CancellationFlag()
@@ -155,8 +168,7 @@ public final class Conversation: Sendable {
             if case .cancelled = termination { cancellation.cancel() }
         }
         runner.state.withLock { $0.activeGenerations.append(cancellation) }
-        runner.queue.async { [self] in
-            let outcome = run(options: options, cancellation: cancellation, requested: requested) { continuation.yield($0) }
+        let complete: @Sendable (Result<Reply, ConversationError>) -> Void = { [self] outcome in
             runner.state.withLock { $0.activeGenerations.removeAll { $0 === cancellation } }
             switch outcome {
             case .success(let reply):
@@ -175,71 +187,92 @@ public final class Conversation: Sendable {
                 continuation.finish(throwing: error)
             }
         }
+        // The prompt is rendered and the grammar compiled off the scheduler's thread (a compile
+        // must not stall the replies being decoded), in the order replies were asked for.
+        runner.preparation.async { [self] in
+            do throws(ConversationError) {
+                let (scheduler, generation, decoder) = try prepare(
+                    options: options, cancellation: cancellation, isAbandoned: isAbandoned, requested: requested,
+                    emit: { continuation.yield($0) })
+                generation.completion = { result in
+                    switch result {
+                    case .success(let outcome): complete(.success(decoder.finish(outcome)))
+                    case .failure(let error): complete(.failure(.model(error)))
+                    }
+                }
+                scheduler.submit(generation)
+            } catch {
+                complete(.failure(error))
+            }
+        }
         return stream
     }
 
-    /// Renders, prefills and decodes one reply on the runner's queue.
-    private func run(
-        options requestedOptions: GenerationOptions, cancellation: CancellationFlag, requested: ContinuousClock.Instant,
-        emit: (MessageResponse) -> Void
-    ) -> Result<Reply, ConversationError> {
-        do throws(ConversationError) {
-            let (model, history, functions, existingCache) = try runner.state.withLock { runnerState throws(ConversationError) in
-                guard let model = runnerState.model else { throw .runnerUnloaded }
-                let snapshot = state.withLock { ($0.history, $0.functions) }
-                return (model, snapshot.0, snapshot.1, runnerState.caches[identifier]?.cache)
-            }
-            let options = requestedOptions.filled(from: runner.defaultOptions)
-            var promptHistory = history
-            var constraint: CompiledGrammar?
-            var schemaDocument = options.schemaDocument
-            if schemaDocument == nil, let schema = options.jsonSchema {
-                do { schemaDocument = try JSONValue(parsing: schema) } catch { throw .invalidSchema(error) }
-            }
-            if let document = schemaDocument {
-                constraint = try runner.compiledGrammar(schema: document, options: options.schemaOptions)
-                if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
-                    promptHistory[last].content += Self.schemaInstruction(options.promptSchema ?? options.jsonSchema ?? document.compactText)
-                    // The instruction is part of what the model was asked: keep it in the history,
-                    // so later turns render the same prompt (and reuse the cache).
-                    let instructed = promptHistory[last]
-                    state.withLock { state in
-                        if let index = state.history.indices.last { state.history[index] = instructed }
-                    }
-                }
-            }
-            // A reply held to a schema is that value only; function calls are for free replies.
-            let callFunctions = constraint == nil && options.functionCallMode != .disabled ? functions : []
-            let callGrammar = callFunctions.isEmpty ? nil
-                : try runner.compiledGrammar(schema: PromptBuilder.callSchema(callFunctions), options: Self.callGrammarOptions)
-            let prompt = try runner.prompts.tokens(
-                for: promptHistory, functions: callFunctions, format: options.functionCallFormat, enableThinking: options.enableThinking)
-            guard prompt.count < runner.contextLength else {
-                throw .contextOverflow(promptTokens: prompt.count, contextLength: runner.contextLength)
-            }
-            let cache = existingCache ?? model.makeCache(contextLength: runner.contextLength)
-            if existingCache == nil {
-                try runner.state.withLock { state throws(ConversationError) in
-                    guard state.model != nil else { throw .runnerUnloaded }
-                    state.caches[identifier] = CacheBox(cache: cache)
-                }
-            }
-            var generator = ReplyGenerator(
-                source: ModelSequence(model: model, cache: cache, threadCount: runner.threadCount), tokenizer: runner.tokenizer,
-                options: options, constraint: constraint, callGrammar: callGrammar, callFormat: options.functionCallFormat,
-                startsWithCall: options.functionCallMode == .required && callGrammar != nil,
-                firstCallNumber: Self.callCount(history) + 1, cancellation: cancellation, requested: requested)
-            generator.onPrefill = state.withLock { $0.prefillProgress }
-            return .success(try generator.generate(prompt: prompt, emit: emit))
-        } catch {
-            return .failure(error)
+    /// Renders the prompt, compiles the grammars and makes the reply's decoder and loop, ready
+    /// for the runner's scheduler.
+    private func prepare(
+        options requestedOptions: GenerationOptions, cancellation: CancellationFlag, isAbandoned: (@Sendable () -> Bool)?,
+        requested: ContinuousClock.Instant, emit: @escaping (MessageResponse) -> Void
+    ) throws(ConversationError) -> (ModelRunner.Scheduler, ModelRunner.Scheduler.Generation, ReplyDecoder) {
+        let (model, scheduler, history, functions, existingCache) = try runner.state.withLock { runnerState throws(ConversationError) in
+            guard let model = runnerState.model, let scheduler = runnerState.scheduler else { throw .runnerUnloaded }
+            let snapshot = state.withLock { ($0.history, $0.functions) }
+            return (model, scheduler, snapshot.0, snapshot.1, runnerState.caches[identifier]?.cache)
         }
+        let options = requestedOptions.filled(from: runner.defaultOptions)
+        var promptHistory = history
+        var constraint: CompiledGrammar?
+        var schemaDocument = options.schemaDocument
+        if schemaDocument == nil, let schema = options.jsonSchema {
+            do { schemaDocument = try JSONValue(parsing: schema) } catch { throw .invalidSchema(error) }
+        }
+        if let document = schemaDocument {
+            constraint = try runner.compiledGrammar(schema: document, options: options.schemaOptions)
+            if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
+                promptHistory[last].content += Self.schemaInstruction(options.promptSchema ?? options.jsonSchema ?? document.compactText)
+                // The instruction is part of what the model was asked: keep it in the history,
+                // so later turns render the same prompt (and reuse the cache).
+                let instructed = promptHistory[last]
+                state.withLock { state in
+                    if let index = state.history.indices.last { state.history[index] = instructed }
+                }
+            }
+        }
+        // A reply held to a schema is that value only; function calls are for free replies.
+        let callFunctions = constraint == nil && options.functionCallMode != .disabled ? functions : []
+        let callGrammar = callFunctions.isEmpty ? nil
+            : try runner.compiledGrammar(schema: PromptBuilder.callSchema(callFunctions), options: Self.callGrammarOptions)
+        let prompt = try runner.prompts.tokens(
+            for: promptHistory, functions: callFunctions, format: options.functionCallFormat, enableThinking: options.enableThinking)
+        guard prompt.count < runner.contextLength else {
+            throw .contextOverflow(promptTokens: prompt.count, contextLength: runner.contextLength)
+        }
+        var cache: KVCache! = existingCache
+        if cache == nil {
+            try runner.state.withLock { state throws(ConversationError) in
+                guard state.model != nil else { throw .runnerUnloaded }
+                cache = state.reusableCache(for: prompt) ?? model.makeCache(contextLength: runner.contextLength)
+                state.caches[identifier] = CacheBox(cache: cache)
+            }
+        }
+        let decoder = ReplyDecoder(
+            tokenizer: runner.tokenizer, options: options, constraint: constraint, callGrammar: callGrammar,
+            callFormat: options.functionCallFormat, startsWithCall: options.functionCallMode == .required && callGrammar != nil,
+            firstCallNumber: Self.callCount(history) + 1, cancellation: cancellation, isAbandoned: isAbandoned,
+            onPrefill: state.withLock { $0.prefillProgress }, emit: emit)
+        let vocabulary = runner.tokenizer.vocabulary
+        let loop = TokenLoop(
+            source: ModelSequence(model: model, cache: cache, threadCount: runner.threadCount), maxTokens: options.maxTokens ?? Int.max,
+            isEndOfGeneration: { vocabulary.isEndOfGeneration($0) })
+        let generation = ModelRunner.Scheduler.Generation(
+            loop: loop, stepper: decoder, prompt: prompt, opening: decoder.opening, requested: requested)
+        return (scheduler, generation, decoder)
     }
 
     /// How function calls are compiled: as values (closed objects, bounded integers), with the
     /// whitespace models put in the calls they start on their own (Qwen2.5-Coder indents its
     /// arguments), up to 32 bytes in a row.
-    static var callGrammarOptions: JSONSchemaOptions {
+    package static var callGrammarOptions: JSONSchemaOptions {
         var options = JSONSchemaOptions.generation
         options.whitespace = .flexible(maximum: 32)
         return options
@@ -262,8 +295,9 @@ struct ConversationState: Sendable {
     var prefillProgress: (@Sendable (Int, Int) -> Void)?
 }
 
-/// A conversation's KV cache, created on its first reply and used only on the runner's queue
-/// (which is what makes sharing the reference safe).
+/// A conversation's KV cache, created on its first reply and used only by that reply's
+/// generation on the runner's scheduler thread, one reply at a time (which is what makes
+/// sharing the reference safe).
 final class CacheBox: @unchecked Sendable {
     let cache: KVCache
     init(cache: KVCache) { self.cache = cache }

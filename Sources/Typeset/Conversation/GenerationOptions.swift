@@ -24,6 +24,14 @@ public struct GenerationOptions: Sendable, Equatable {
     public var seed: UInt64?
     /// The most tokens the reply may have. `nil`: until the model stops or the context is full.
     public var maxTokens: Int?
+    /// Texts that end a free-text reply where they first appear (they are not part of it, and
+    /// no part of them is streamed): OpenAI's `stop`. Not applied inside a JSON Schema value
+    /// or a function call, which end where their grammar ends them.
+    public var stopSequences: [String] = []
+    /// Report each chosen token's log-probability under the model, with this many of the most
+    /// likely alternatives (0–20), as ``MessageResponse/logprob(_:)`` before the token's text.
+    /// `nil`: none (the default; computing them costs a pass over the vocabulary per token).
+    public var logprobs: Int?
 
     /// A JSON Schema (as JSON text) the reply must satisfy. The reply then always parses and
     /// validates, or finishes with ``FinishReason/constraint`` when `maxTokens` cuts it.
@@ -52,15 +60,18 @@ public struct GenerationOptions: Sendable, Equatable {
     public var functionCallFormat: FunctionCallFormat
     /// Whether the reply may, must or must not call the registered functions.
     public var functionCallMode: FunctionCallMode
-    /// The schema as a JSON value, which `respond` and `streamResponse` set instead of
-    /// `jsonSchema` (the value is compiled as it is, not written out and parsed back).
-    var schemaDocument: JSONValue?
+    /// The schema as a JSON value, which `respond`, `streamResponse` and the server set instead
+    /// of `jsonSchema` (the value is compiled as it is, not written out and parsed back).
+    package var schemaDocument: JSONValue?
     /// The schema `injectSchemaIntoPrompt` shows the model when it is not `jsonSchema` itself
     /// (a typed reply that may also call tools is held to both, but asked for the value).
-    var promptSchema: String?
+    package var promptSchema: String?
     /// The reply may not open with what would be a call (`{` or a code fence): the last round
     /// of `respond` after the model repeated a call, when an answer in words is what is left.
     var forbidsCallOpening = false
+    /// Whether the reply may make several function calls (OpenAI's `parallel_tool_calls`):
+    /// when false, the end of generation is all that may follow the first call.
+    package var allowsSeveralCalls = true
 
     public init(
         temperature: Float? = nil, topP: Float? = nil, minP: Float? = nil, topK: Int? = nil,
@@ -133,6 +144,9 @@ public enum FunctionCallMode: String, Sendable, Equatable, CaseIterable {
 public enum MessageResponse: Sendable {
     /// Text of the reply, as it is generated.
     case chunk(String)
+    /// The log-probability of the token whose text follows (only when
+    /// ``GenerationOptions/logprobs`` asks for them).
+    case logprob(TokenLogprob)
     /// Text of the model's reasoning (between `<think>` and `</think>`).
     case reasoningChunk(String)
     /// The function calls the reply makes, once they are complete. The caller runs them and

@@ -18,10 +18,15 @@ import Tokenizer
 ///     }
 ///
 /// **Concurrency.** A runner is `Sendable`. Its conversations may call `generateResponse`
-/// from any task at the same time, but generations *queue*: the runner computes one reply at a
-/// time, in the order they were requested, on its own thread (both CPU cores already work on
-/// every token, so running two at once would only make each slower). A conversation waiting its
-/// turn reports `isGenerating`; cancelling its consumer removes it from the queue.
+/// from any task at the same time, and their replies are decoded *together*: each step of the
+/// runner's scheduler runs one forward pass over the next token of every reply under way (and
+/// a chunk of the prompt of those just starting), so the weights are read once per step for
+/// all of them — on a CPU, whose decoding is bound by memory bandwidth, several replies cost
+/// little more than one. At most ``Options/maximumConcurrentGenerations`` replies take part;
+/// the others wait their turn, in the order they were requested (reporting `isGenerating`).
+/// Each reply is exactly what it would be alone: a sequence's logits do not depend on the
+/// others in the batch. Cancelling a consumer stops its reply within one token, and removes it
+/// from the queue if it was waiting.
 ///
 /// **Memory.** The weights stay memory-mapped; each conversation allocates its KV cache
 /// (`contextLength` positions) when it first generates and keeps it for the next turn, so a new
@@ -40,13 +45,17 @@ public final class ModelRunner: Sendable {
         /// Options for replies whose fields are `nil`; `nil` here: the model's `general.sampling.*`
         /// metadata, else greedy decoding.
         public var defaultGenerationOptions: GenerationOptions?
+        /// The most replies decoded together; more wait their turn. Each active reply holds its
+        /// conversation's KV cache and a logits array of the vocabulary's size.
+        public var maximumConcurrentGenerations: Int
 
         public init(contextLength: Int? = nil, threadCount: Int = 2, chatTemplate: String? = nil,
-                    defaultGenerationOptions: GenerationOptions? = nil) {
+                    defaultGenerationOptions: GenerationOptions? = nil, maximumConcurrentGenerations: Int = 4) {
             self.contextLength = contextLength
             self.threadCount = threadCount
             self.chatTemplate = chatTemplate
             self.defaultGenerationOptions = defaultGenerationOptions
+            self.maximumConcurrentGenerations = maximumConcurrentGenerations
         }
     }
 
@@ -77,8 +86,12 @@ public final class ModelRunner: Sendable {
     let threadCount: Int
     let prompts: PromptBuilder
     let state: Mutex<RunnerState>
-    /// Runs every generation of this runner's conversations, one at a time.
-    let queue: DispatchQueue
+    /// Renders prompts and compiles grammars for replies, in the order they were asked for,
+    /// before they join the scheduler.
+    let preparation: DispatchQueue
+
+    /// The scheduler that decodes this runner's replies together.
+    typealias Scheduler = BatchScheduler<ModelBatchEvaluator>
 
     // MARK: Loading
 
@@ -138,8 +151,13 @@ public final class ModelRunner: Sendable {
         self.tokenizer = tokenizer
         self.defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
         self.prompts = PromptBuilder(template: template, tokenizer: tokenizer)
-        self.state = Mutex(RunnerState(model: model))
-        self.queue = DispatchQueue(label: "typeset.model-runner.generation", qos: .userInitiated)
+        let scheduler = Scheduler(
+            evaluator: ModelBatchEvaluator(model: model, threadCount: self.threadCount),
+            maximumSequences: max(1, options.maximumConcurrentGenerations))
+        var state = RunnerState(model: model, scheduler: scheduler)
+        state.idleCacheLimit = max(1, options.maximumConcurrentGenerations)
+        self.state = Mutex(state)
+        self.preparation = DispatchQueue(label: "typeset.model-runner.preparation", qos: .userInitiated)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
     }
 
@@ -202,20 +220,25 @@ public final class ModelRunner: Sendable {
     /// interrupted. Afterwards, conversations keep their history but are read-only (every
     /// change throws ``ConversationError/runnerUnloaded``).
     public func unload() {
-        let flags = state.withLock { state in
-            state.model = nil
-            state.grammars = nil
-            state.caches.removeAll()
-            return state.activeGenerations
+        let (flags, scheduler) = state.withLock { state in
+            defer {
+                state.model = nil
+                state.scheduler = nil
+                state.grammars = nil
+                state.caches.removeAll()
+                state.idleCaches.removeAll()
+            }
+            return (state.activeGenerations, state.scheduler)
         }
         for flag in flags { flag.cancel() }
+        scheduler?.shutdown()
     }
 
     // MARK: Internals used by Conversation
 
     /// The compiled grammar for `schema`, from the runner's cache of compiled grammars (over
     /// its own vocabulary, bounded to 256 MiB, least recently used out).
-    func compiledGrammar(schema: JSONValue, options: JSONSchemaOptions) throws(ConversationError) -> CompiledGrammar {
+    package func compiledGrammar(schema: JSONValue, options: JSONSchemaOptions) throws(ConversationError) -> CompiledGrammar {
         let cache: CompiledGrammarCache? = state.withLock { state in
             if state.grammars == nil, state.model != nil {
                 state.grammars = CompiledGrammarCache(vocabulary: GrammarVocabulary(tokenizer.vocabulary))
@@ -224,6 +247,28 @@ public final class ModelRunner: Sendable {
         }
         guard let cache else { throw .runnerUnloaded }
         do { return try cache.grammar(forJSONSchema: schema, options: options) } catch { throw .invalidSchema(error) }
+    }
+
+    /// What the scheduler is doing: replies waiting and decoding, the forward passes run.
+    public var activity: Activity {
+        let statistics = state.withLock { $0.scheduler?.statistics } ?? .init()
+        return Activity(
+            waitingGenerations: statistics.waiting, activeGenerations: statistics.active, steps: statistics.steps,
+            evaluatedTokens: statistics.evaluatedTokens, lastBatchSize: statistics.lastBatchSize)
+    }
+
+    /// A snapshot of the runner's scheduler.
+    public struct Activity: Sendable, Equatable {
+        /// Replies waiting for a place among the concurrent generations.
+        public var waitingGenerations: Int
+        /// Replies being decoded (prompt or tokens).
+        public var activeGenerations: Int
+        /// Forward passes run since the runner was loaded.
+        public var steps: Int
+        /// Tokens evaluated by those passes (prompts and replies).
+        public var evaluatedTokens: Int
+        /// Replies in the last forward pass.
+        public var lastBatchSize: Int
     }
 
     /// The compiled-grammar cache's counts (hits, misses, evictions, grammars and bytes held).
@@ -235,12 +280,34 @@ public final class ModelRunner: Sendable {
 /// What a runner holds while loaded.
 struct RunnerState: Sendable {
     var model: TransformerModel?
+    var scheduler: ModelRunner.Scheduler?
     /// Made on the first constrained reply (the grammar vocabulary takes a pass over the tokens).
     var grammars: CompiledGrammarCache?
     var activeGenerations: [CancellationFlag] = []
     /// Each conversation's KV cache, by conversation identifier.
     var caches: [Int: CacheBox] = [:]
+    /// Caches of conversations that are gone, most recent last, kept for new conversations
+    /// whose prompt starts as theirs did (at most `idleCacheLimit`).
+    var idleCaches: [CacheBox] = []
+    var idleCacheLimit = 4
     var nextConversation = 0
+
+    /// Keeps `cache` for a later conversation (dropping the oldest beyond the limit).
+    mutating func recycle(_ cache: KVCache) {
+        guard model != nil else { return }
+        idleCaches.append(CacheBox(cache: cache))
+        if idleCaches.count > idleCacheLimit { idleCaches.removeFirst(idleCaches.count - idleCacheLimit) }
+    }
+
+    /// The idle cache sharing the longest prefix with `prompt` (taken out of the pool), if any
+    /// shares one; else the oldest idle cache when the pool is full (its memory is reused).
+    mutating func reusableCache(for prompt: [Int]) -> KVCache? {
+        let shared = idleCaches.map { $0.cache.reusablePrefixLength(for: prompt) }
+        if let best = shared.indices.max(by: { shared[$0] < shared[$1] }), shared[best] > 0 {
+            return idleCaches.remove(at: best).cache
+        }
+        return idleCaches.count >= idleCacheLimit ? idleCaches.removeFirst().cache : nil
+    }
 }
 
 /// Set once when a generation should stop; read between tokens.

@@ -59,6 +59,18 @@ public enum OpenAIChatFormat {
         default:
             throw .invalidHistory(index: nil, reason: "expected an array of messages or an object with \"messages\"")
         }
+        return try decode(messages: list)
+    }
+
+    /// The fields a message may have; any other is refused (`refusal` only as `null`,
+    /// `annotations` only empty: what OpenAI's own replies carry).
+    static let messageFields: Set<String> = ["role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content", "refusal", "annotations"]
+
+    /// The messages of a request's `messages` array.
+    ///
+    /// - Throws: ``ConversationError/invalidHistory(index:reason:)`` naming the message and the
+    ///   field at fault, including a field Typeset does not read.
+    public static func decode(messages list: [JSONValue]) throws(ConversationError) -> [ChatMessage] {
         var result: [ChatMessage] = []
         for (index, item) in list.enumerated() {
             result.append(try decode(item, index: index))
@@ -68,7 +80,12 @@ public enum OpenAIChatFormat {
 
     private static func decode(_ item: JSONValue, index: Int) throws(ConversationError) -> ChatMessage {
         func fail(_ reason: String) -> ConversationError { .invalidHistory(index: index, reason: reason) }
-        guard case .object = item else { throw fail("not an object") }
+        guard case .object(let members) = item else { throw fail("not an object") }
+        if let unknown = members.first(where: { !messageFields.contains($0.0) })?.0 {
+            throw fail("\"\(unknown)\" is not a message field Typeset reads")
+        }
+        if let refusal = item["refusal"], refusal != .null { throw fail("\"refusal\" must be null") }
+        if let annotations = item["annotations"], annotations != .array([]) { throw fail("\"annotations\" must be empty") }
         guard case .string(let roleText)? = item["role"] else { throw fail("missing \"role\"") }
         // "developer" is OpenAI's newer name for system instructions.
         guard let role = ChatMessage.Role(rawValue: roleText == "developer" ? "system" : roleText) else {

@@ -137,7 +137,7 @@ struct PromptBuilder: Sendable {
 
     /// The JSON Schema a call to one of `functions` satisfies: `{"name": …, "arguments": …}`
     /// with the arguments held to that function's parameter schema.
-    static func callSchema(_ functions: [FunctionDefinition]) -> JSONValue {
+    package static func callSchema(_ functions: [FunctionDefinition]) -> JSONValue {
         let alternatives = callAlternatives(functions)
         return alternatives.count == 1 ? alternatives[0] : .object([("anyOf", .array(alternatives))])
     }

@@ -26,7 +26,7 @@ public protocol LogitsSource: AnyObject {
     ///
     /// - Throws: ``ModelError/contextOverflow(needed:available:)`` when they do not fit,
     ///   before any work; ``ModelError/tokenOutOfRange(_:position:)``.
-    func evaluate(_ tokens: [Int], into logits: inout [Float]) throws(ModelError)
+    func evaluate(_ tokens: ArraySlice<Int>, into logits: inout [Float]) throws(ModelError)
 }
 
 /// One sequence of tokens run through a transformer: the model, a KV cache of its own and the
@@ -54,7 +54,7 @@ public final class ModelSequence: LogitsSource {
     public func reusablePrefixLength(for tokens: [Int]) -> Int { cache.reusablePrefixLength(for: tokens) }
     public func truncate(to count: Int) { cache.truncate(to: count) }
 
-    public func evaluate(_ tokens: [Int], into logits: inout [Float]) throws(ModelError) {
+    public func evaluate(_ tokens: ArraySlice<Int>, into logits: inout [Float]) throws(ModelError) {
         try model.evaluate(tokens, cache: cache, threadCount: threadCount, into: &logits)
     }
 }

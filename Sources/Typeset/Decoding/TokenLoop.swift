@@ -13,8 +13,41 @@ enum TokenStepDecision {
     case finish(FinishReason)
 }
 
+/// What a step knows besides the logits.
+struct TokenStepContext {
+    /// The prompt (with any opening) and every token appended since.
+    let history: [Int]
+    /// Tokens appended so far (the opening included).
+    let completionTokens: Int
+    /// Tokens that may still be appended: within `maxTokens` and the context.
+    let remainingTokens: Int
+}
+
+/// What a run of a ``TokenLoop`` produced.
+struct TokenLoopOutcome {
+    /// The opening, then every appended token.
+    var tokens: [Int]
+    var finishReason: FinishReason
+    /// Counts and times; `constraintSeconds` is left for the caller to fill.
+    var stats: GenerationStats
+}
+
+/// The caller's side of a ``TokenLoop`` run: its steps, and what the loop asks besides. A
+/// conversation's reply (`ReplyDecoder`) is one; the batch scheduler drives a loop through it.
+protocol TokenStepper: AnyObject {
+    /// The next tokens for `logits` (which the step may change in place: masks, penalties).
+    func step(_ logits: inout [Float], _ context: TokenStepContext) -> TokenStepDecision
+    /// Why the run ends when `maxTokens` tokens are appended.
+    func reasonAtLimit() -> FinishReason
+    /// Whether the run should end before its next step.
+    var isCancelled: Bool { get }
+    /// Told the prompt tokens computed so far and those to compute (reused ones not counted),
+    /// after each prefill chunk.
+    func prefillProgress(computed: Int, total: Int)
+}
+
 /// The decoding loop every generation runs: `TextGenerator` (the token-level API, and so
-/// `typeset bench decode`) and conversations' replies.
+/// `typeset bench decode`) and conversations' replies, alone or batched with others.
 ///
 ///     prompt ─► prefill in chunks (reusing the prefix the source holds) ─► logits
 ///                 ┌───────────────────────────────────────────────┘
@@ -24,33 +57,23 @@ enum TokenStepDecision {
 ///     │        │ .append(token, forced): end of generation? ── yes ─► finish (.stop)
 ///     │        ▼
 ///     │   append; budget spent? context full? ── yes ─► finish
-///     └── source.evaluate(tokens, into: &logits)
+///     └── evaluate the appended tokens ─► logits
 ///
 /// The step — masking, sampling, routing text, forcing markup — is the caller's; the loop owns
 /// the prefill with prefix reuse, the stop conditions that do not depend on the text (cancellation,
 /// `maxTokens`, the context, the end of generation), the output and the timings.
 ///
-/// A decode step allocates nothing here: the logits are written into one array the loop keeps
-/// (the step masks and samples it in place) and the step's tokens into another.
+/// The loop is a state machine, so that one forward pass can serve several loops: `begin`
+/// starts a run, ``nextTokens(limit:)`` says what to evaluate, and `advance` takes the logits
+/// after them and asks the step for the next tokens. ``run(prompt:opening:requested:isCancelled:reasonAtLimit:onPrefill:step:)``
+/// drives one loop on its own source; `BatchScheduler` drives many, their tokens evaluated
+/// together.
+///
+/// A decode step allocates nothing here: the step's tokens go into one array the loop keeps,
+/// and a driver keeps one logits array per loop (the step masks and samples it in place).
 struct TokenLoop<Source: LogitsSource> {
-    /// What a step knows besides the logits.
-    struct Context {
-        /// The prompt (with any opening) and every token appended since.
-        let history: [Int]
-        /// Tokens appended so far (the opening included).
-        let completionTokens: Int
-        /// Tokens that may still be appended: within `maxTokens` and the context.
-        let remainingTokens: Int
-    }
-
-    /// What a run produced.
-    struct Outcome {
-        /// The opening, then every appended token.
-        var tokens: [Int]
-        var finishReason: FinishReason
-        /// Counts and times; `constraintSeconds` is left for the caller to fill.
-        var stats: GenerationStats
-    }
+    typealias Context = TokenStepContext
+    typealias Outcome = TokenLoopOutcome
 
     let source: Source
     /// The most tokens a run may append (the opening included).
@@ -58,15 +81,44 @@ struct TokenLoop<Source: LogitsSource> {
     /// Tokens that end generation when a step chooses them.
     let isEndOfGeneration: (Int) -> Bool
     /// The most prompt tokens one prefill step computes: a long prompt runs in chunks, each
-    /// attending to the keys the earlier ones cached, so its progress can be reported. The
-    /// logits are those of one batch, bit for bit (chunks of two tokens or more take the same
-    /// kernels).
+    /// attending to the keys the earlier ones cached, so its progress can be reported (and a
+    /// batch can go on decoding its other sequences between the chunks). The logits are those
+    /// of one batch, bit for bit: a row's values do not depend on the rows evaluated with it.
     var prefillChunkLength = 512
 
-    /// Prefills `prompt` then `opening` (tokens written for the model, counted as output),
-    /// then steps until a step finishes, a chosen token ends generation, `isCancelled` says so
-    /// (checked before each step), `maxTokens` are appended (the reason is `reasonAtLimit()`'s,
-    /// asked then) or the next tokens do not fit in the context.
+    // MARK: State of a run
+
+    private let clock = ContinuousClock()
+    /// The prompt's length, and the prompt then the opening.
+    private var promptCount = 0
+    private var start: [Int] = []
+    /// Tokens of `start` the source held already, and those computed so far (reused included).
+    private var reused = 0
+    private var computed = 0
+    /// Tokens handed out by `nextTokens` and not yet evaluated.
+    private var pendingCount = 0
+    private var history: [Int] = []
+    private var output: [Int] = []
+    /// The tokens of the step being evaluated.
+    private var stepTokens: [Int] = []
+    private(set) var finishReason: FinishReason?
+    private var requested = ContinuousClock.now
+    private var prefillStart = ContinuousClock.now
+    private var decodeStart: ContinuousClock.Instant?
+    private var firstToken: ContinuousClock.Instant?
+    private var end: ContinuousClock.Instant?
+
+    init(source: Source, maxTokens: Int, isEndOfGeneration: @escaping (Int) -> Bool) {
+        self.source = source
+        self.maxTokens = maxTokens
+        self.isEndOfGeneration = isEndOfGeneration
+    }
+
+    /// Runs the loop on its own source: prefills `prompt` then `opening` (tokens written for
+    /// the model, counted as output), then steps until a step finishes, a chosen token ends
+    /// generation, `isCancelled` says so (checked before each step), `maxTokens` are appended
+    /// (the reason is `reasonAtLimit()`'s, asked then) or the next tokens do not fit in the
+    /// context.
     ///
     /// - Parameters:
     ///   - requested: when the generation was asked for (time to first token counts from it).
@@ -80,69 +132,134 @@ struct TokenLoop<Source: LogitsSource> {
         onPrefill: ((_ computed: Int, _ total: Int) -> Void)? = nil,
         step: (inout [Float], Context) -> TokenStepDecision
     ) throws(ModelError) -> Outcome {
+        var loop = self
+        try loop.begin(prompt: prompt, opening: opening, requested: requested)
+        var logits: [Float] = []
+        while let tokens = loop.nextTokens() {
+            try source.evaluate(tokens, into: &logits)
+            loop.advance(&logits, isCancelled: isCancelled, reasonAtLimit: reasonAtLimit, onPrefill: onPrefill, step: step)
+        }
+        return loop.outcome
+    }
+
+    /// Starts a run of `prompt` then `opening`: keeps the prefix the source holds, drops the
+    /// rest of what it holds.
+    ///
+    /// - Throws: ``ModelError/emptyPrompt``; ``ModelError/contextOverflow(needed:available:)``
+    ///   when the prompt and opening do not fit.
+    mutating func begin(prompt: [Int], opening: [Int] = [], requested: ContinuousClock.Instant = .now) throws(ModelError) {
         guard !prompt.isEmpty else { throw .emptyPrompt }
-        let start = prompt + opening
+        start = prompt + opening
         guard start.count <= source.contextLength else {
             throw .contextOverflow(needed: start.count, available: source.contextLength)
         }
-        let clock = ContinuousClock()
-        let reused = source.reusablePrefixLength(for: start)
+        promptCount = prompt.count
+        self.requested = requested
+        reused = source.reusablePrefixLength(for: start)
         source.truncate(to: reused)
-        let prefillStart = clock.now
-        var logits: [Float] = []
-        var stepTokens: [Int] = []
-        var computed = reused
-        repeat {
-            var end = min(computed + max(1, prefillChunkLength), start.count)
-            // A last chunk of one token would take the matrix-vector kernels (the same integer
-            // sums, float sums in another order): give it a second one.
-            if start.count - end == 1 && end - computed > 2 { end -= 1 }
-            stepTokens.replaceSubrange(stepTokens.indices, with: start[computed ..< end])
-            try source.evaluate(stepTokens, into: &logits)
-            computed = end
-            onPrefill?(computed - reused, start.count - reused)
-        } while computed < start.count
-        let decodeStart = clock.now
-
+        computed = reused
+        pendingCount = 0
         // Room for every token the run may append, so appending never reallocates.
         let room = min(maxTokens, max(0, source.contextLength - start.count))
-        var history = start
+        history = start
         history.reserveCapacity(start.count + room)
-        var output = opening
+        output = opening
         output.reserveCapacity(opening.count + room)
-        var firstToken: ContinuousClock.Instant?
-        var reason = FinishReason.maxTokens
-        generation: while true {
-            if isCancelled() { reason = .interrupted; break }
-            if output.count >= maxTokens { reason = reasonAtLimit(); break }
-            // The context's reference to `history` ends with the step, so appending to it
-            // below does not copy it.
-            let decision = step(&logits, Context(
-                history: history, completionTokens: output.count,
-                remainingTokens: min(maxTokens - output.count, source.contextLength - source.count)))
-            stepTokens.removeAll(keepingCapacity: true)
-            switch decision {
-            case .finish(let finish):
-                reason = finish
-                break generation
-            case .append(let chosen, let forced), .appendAndFinish(let chosen, let forced, _):
-                stepTokens.append(chosen)
-                stepTokens += forced
-            }
-            if firstToken == nil { firstToken = clock.now }
-            if isEndOfGeneration(stepTokens[0]) { reason = .stop; break }
-            output += stepTokens
-            history += stepTokens
-            if case .appendAndFinish(_, _, let finish) = decision { reason = finish; break }
-            if output.count >= maxTokens { reason = reasonAtLimit(); break }
-            guard source.count + stepTokens.count <= source.contextLength else { reason = .exceededContext; break }
-            try source.evaluate(stepTokens, into: &logits)
+        stepTokens.removeAll(keepingCapacity: true)
+        finishReason = nil
+        decodeStart = nil
+        firstToken = nil
+        end = nil
+        prefillStart = clock.now
+    }
+
+    /// Whether the run is over (``outcome`` is final).
+    var isFinished: Bool { finishReason != nil }
+
+    /// Whether the prompt is still being computed.
+    var isPrefilling: Bool { computed < start.count }
+
+    /// The tokens to evaluate next — a chunk of the prompt of at most `limit` (and
+    /// `prefillChunkLength`) tokens, or the last step's tokens — or `nil` when the run is over.
+    /// Each call must be followed by evaluating them and calling `advance` with the logits.
+    mutating func nextTokens(limit: Int = .max) -> ArraySlice<Int>? {
+        guard finishReason == nil else { return nil }
+        if isPrefilling {
+            let end = min(computed + max(1, min(prefillChunkLength, limit)), start.count)
+            pendingCount = end - computed
+            return start[computed ..< end]
         }
-        let end = clock.now
+        pendingCount = stepTokens.count
+        return stepTokens[...]
+    }
+
+    /// Takes the logits after the tokens ``nextTokens(limit:)`` gave, and, once the prompt is
+    /// computed, runs a step: the next tokens to evaluate, or the end of the run.
+    mutating func advance(
+        _ logits: inout [Float], isCancelled: () -> Bool, reasonAtLimit: () -> FinishReason,
+        onPrefill: ((_ computed: Int, _ total: Int) -> Void)?, step: (inout [Float], Context) -> TokenStepDecision
+    ) {
+        guard finishReason == nil else { return }
+        if isPrefilling {
+            computed += pendingCount
+            onPrefill?(computed - reused, start.count - reused)
+            if isPrefilling { return }
+            decodeStart = clock.now
+        }
+        if isCancelled() { return finish(.interrupted) }
+        if output.count >= maxTokens { return finish(reasonAtLimit()) }
+        // The context's reference to `history` ends with the step, so appending to it
+        // below does not copy it.
+        let decision = step(&logits, Context(
+            history: history, completionTokens: output.count,
+            remainingTokens: min(maxTokens - output.count, source.contextLength - history.count)))
+        stepTokens.removeAll(keepingCapacity: true)
+        switch decision {
+        case .finish(let reason):
+            return finish(reason)
+        case .append(let chosen, let forced), .appendAndFinish(let chosen, let forced, _):
+            stepTokens.append(chosen)
+            stepTokens += forced
+        }
+        if firstToken == nil { firstToken = clock.now }
+        if isEndOfGeneration(stepTokens[0]) { return finish(.stop) }
+        output += stepTokens
+        history += stepTokens
+        if case .appendAndFinish(_, _, let reason) = decision { return finish(reason) }
+        if output.count >= maxTokens { return finish(reasonAtLimit()) }
+        if history.count > source.contextLength { return finish(.exceededContext) }
+    }
+
+    /// ``advance(_:isCancelled:reasonAtLimit:onPrefill:step:)`` with `stepper`'s.
+    mutating func advance(_ logits: inout [Float], stepper: some TokenStepper) {
+        advance(&logits, isCancelled: { stepper.isCancelled }, reasonAtLimit: stepper.reasonAtLimit,
+                onPrefill: stepper.prefillProgress, step: stepper.step)
+    }
+
+    /// ``run(prompt:opening:requested:isCancelled:reasonAtLimit:onPrefill:step:)`` with
+    /// `stepper`'s step and hooks.
+    func run(prompt: [Int], opening: [Int] = [], requested: ContinuousClock.Instant = .now, stepper: some TokenStepper) throws(ModelError) -> Outcome {
+        try run(prompt: prompt, opening: opening, requested: requested, isCancelled: { stepper.isCancelled },
+                reasonAtLimit: stepper.reasonAtLimit, onPrefill: stepper.prefillProgress, step: stepper.step)
+    }
+
+    /// Ends the run with `reason` (a driver's, for example when its evaluation failed or the
+    /// generation was cancelled before its prompt was computed).
+    mutating func finish(_ reason: FinishReason) {
+        guard finishReason == nil else { return }
+        finishReason = reason
+        end = clock.now
+        if decodeStart == nil { decodeStart = end }
+    }
+
+    /// What the run produced (so far, before it is over).
+    var outcome: Outcome {
+        let end = end ?? clock.now
+        let decodeStart = decodeStart ?? end
         let stats = GenerationStats(
-            promptTokens: prompt.count, cachedPromptTokens: min(reused, prompt.count), completionTokens: output.count,
+            promptTokens: promptCount, cachedPromptTokens: min(reused, promptCount), completionTokens: output.count,
             timeToFirstToken: ((firstToken ?? end) - requested).seconds,
             prefillSeconds: (decodeStart - prefillStart).seconds, decodeSeconds: (end - decodeStart).seconds)
-        return Outcome(tokens: output, finishReason: reason, stats: stats)
+        return Outcome(tokens: output, finishReason: finishReason ?? .interrupted, stats: stats)
     }
 }

@@ -162,7 +162,7 @@ extension Conversation {
                 roundOptions.functionCallMode = .disabled
                 if callsAllowed {
                     let required = round == 0 && options.functionCallMode == .required
-                    roundOptions.schemaDocument = Self.valueOrCallSchema(schema, functions: functions.filter { tools[$0.name] != nil },
+                    roundOptions.schemaDocument = Self.valueOrCallSchema(valueSchema, functions: functions.filter { tools[$0.name] != nil },
                                                                             valueAllowed: !required)
                 } else {
                     roundOptions.schemaDocument = valueSchema
@@ -182,7 +182,7 @@ extension Conversation {
                 switch response {
                 case .chunk(let text): onText(text)
                 case .complete(let reply, let finishReason, let stats): final = Reply(message: reply, finishReason: finishReason, stats: stats)
-                case .reasoningChunk, .functionCalls: break
+                case .reasoningChunk, .functionCalls, .logprob: break
                 }
             }
             try Task.checkCancellation()
@@ -229,9 +229,9 @@ extension Conversation {
 
     /// A schema for "the value, or a call of one of `functions`" (only the calls when
     /// `valueAllowed` is false), with the value's definitions at the root.
-    static func valueOrCallSchema(_ schema: GenerationSchema?, functions: [FunctionDefinition], valueAllowed: Bool) -> JSONValue {
+    package static func valueOrCallSchema(_ schema: JSONValue?, functions: [FunctionDefinition], valueAllowed: Bool) -> JSONValue {
         let alternatives = PromptBuilder.callAlternatives(functions)
-        guard valueAllowed, let schema, case .object(var members) = schema.jsonSchema else {
+        guard valueAllowed, case .object(var members)? = schema else {
             return PromptBuilder.callSchema(functions)
         }
         let definitions = members.first { $0.0 == "$defs" }
@@ -242,7 +242,7 @@ extension Conversation {
     }
 
     /// The call `value` is, when it is `{"name": <a tool>, "arguments": {…}}`.
-    static func call(in value: JSONValue, toolNames: Set<String>, number: Int) -> FunctionCall? {
+    package static func call(in value: JSONValue, toolNames: Set<String>, number: Int) -> FunctionCall? {
         guard let members = value.members, members.count == 2, case .string(let name)? = value["name"], toolNames.contains(name),
               let arguments = value["arguments"], arguments.members != nil
         else { return nil }
@@ -264,7 +264,7 @@ extension Conversation {
         return true
     }
 
-    static func callCount(_ history: [ChatMessage]) -> Int {
+    package static func callCount(_ history: [ChatMessage]) -> Int {
         history.reduce(0) { $0 + $1.functionCalls.count }
     }
 }

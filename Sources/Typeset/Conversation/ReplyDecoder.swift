@@ -1,0 +1,375 @@
+import Grammar
+import Models
+import Tokenizer
+
+/// One finished reply, as `Conversation` records it.
+struct Reply: Sendable {
+    var message: ChatMessage
+    var finishReason: FinishReason
+    var stats: GenerationStats
+    /// Interrupted replies are not added to the history.
+    var appendsToHistory: Bool { finishReason != .interrupted && finishReason != .error }
+}
+
+/// The reply state machine behind `Conversation.generateResponse`: each step of the token loop
+/// masks the logits with the JSON Schema's grammar when there is one, or routes free text into
+/// reasoning, content and function calls, and chooses the next token; `finish` turns the run's
+/// outcome into the reply. A ``TokenStepper`` for `BatchScheduler` (or `TokenLoop.run`).
+///
+/// A function call is generated under the registered functions' grammar from the moment its
+/// marker appears (`<tool_call>`, or a leading `{` in the plain JSON format) until its JSON
+/// object closes; Typeset then writes the closing markup itself (`\n</tool_call>`) and lets the
+/// model go on with another call or the end of its turn — nothing else: after a call, only the
+/// end of generation (before anything else) and tokens that spell out another `<tool_call>`
+/// marker are allowed, so a small model cannot ramble on after its call.
+///
+/// Used by one loop at a time, on the thread that drives it (`emit` is called there).
+final class ReplyDecoder: TokenStepper {
+    let tokenizer: Tokenizer
+    let options: GenerationOptions
+    let constraint: CompiledGrammar?
+    let callGrammar: CompiledGrammar?
+    let callFormat: FunctionCallFormat
+    let firstCallNumber: Int
+    let cancellation: CancellationFlag
+    /// Asked before each token besides `cancellation`: the server's check that its client is
+    /// still there.
+    let isAbandoned: (@Sendable () -> Bool)?
+    /// Told the prompt tokens computed so far and in all, after each prefill chunk.
+    let onPrefill: (@Sendable (Int, Int) -> Void)?
+    /// Where the streamed responses go (chunks, reasoning, calls; not `.complete`).
+    let emit: (MessageResponse) -> Void
+    /// Tokens written for the model before it starts: a required call's marker.
+    let opening: [Int]
+
+    private enum Phase {
+        /// Free text (with thinking and call detection).
+        case free
+        /// The whole reply is held to the JSON Schema.
+        case schema(GrammarMatcher)
+        /// Inside a function call's JSON; `text` is the JSON so far.
+        case call(GrammarMatcher, text: String)
+    }
+
+    private let vocabulary: Vocabulary
+    private let clock = ContinuousClock()
+    private var sampler: Sampler
+    private var detokenizer: StreamingDetokenizer
+    private var router: ReplyTextRouter
+    private var phase: Phase
+    private var mask: TokenBitmask
+    private var maskIsCurrent = false
+    private var content = ""
+    private var reasoning = ""
+    private var calls: [FunctionCall] = []
+    private var constraintSeconds = 0.0
+    /// After a Hermes call: the bytes the model has written since (nil when not after a call).
+    private var afterCall: [UInt8]?
+    /// The most tokens another Hermes call can take: its marker and the closing markup
+    /// (a few tokens each, counted as bytes) and its shortest JSON, one token per byte.
+    private let shortestCall: Int
+    /// Whether the call being written is a bare JSON object (it then ends the reply).
+    private var bareCall: Bool
+    /// The markup Typeset writes after a Hermes call, which the call's budget leaves room for.
+    private let callClosing: [Int]
+    /// The reply's stop sequences (free text), and what they hold back.
+    private var stops: StopSequences
+    /// A step's logits as the model gave them, when log-probabilities are asked for.
+    private var modelLogits: [Float] = []
+
+    /// - Parameter startsWithCall: the reply must start with a call (`FunctionCallMode.required`).
+    init(
+        tokenizer: Tokenizer, options: GenerationOptions, constraint: CompiledGrammar?, callGrammar: CompiledGrammar?,
+        callFormat: FunctionCallFormat, startsWithCall: Bool, firstCallNumber: Int, cancellation: CancellationFlag,
+        isAbandoned: (@Sendable () -> Bool)? = nil, onPrefill: (@Sendable (Int, Int) -> Void)? = nil,
+        emit: @escaping (MessageResponse) -> Void
+    ) {
+        self.tokenizer = tokenizer
+        self.options = options
+        self.constraint = constraint
+        self.callGrammar = callGrammar
+        self.callFormat = callFormat
+        self.firstCallNumber = firstCallNumber
+        self.cancellation = cancellation
+        self.isAbandoned = isAbandoned
+        self.onPrefill = onPrefill
+        self.emit = emit
+        let vocabulary = tokenizer.vocabulary
+        self.vocabulary = vocabulary
+        // A required call begins with its marker, written for the model and prefilled with the prompt.
+        opening = startsWithCall && callFormat == .hermes
+            ? tokenizer.encode(ReplyTextRouter.hermesCallMarker + "\n", addingSpecialTokens: false) : []
+        sampler = Sampler(options: options.sampling, vocabulary: vocabulary)
+        detokenizer = tokenizer.makeStreamingDetokenizer()
+        router = ReplyTextRouter(
+            detectsThinking: constraint == nil && options.enableThinking != false,
+            callFormat: callGrammar == nil ? nil : callFormat)
+        phase = constraint.map { .schema(GrammarMatcher($0)) } ?? .free
+        if startsWithCall, let callGrammar {
+            phase = .call(GrammarMatcher(callGrammar), text: "")
+            router.startCall()
+        }
+        mask = TokenBitmask(vocabularySize: (constraint ?? callGrammar)?.vocabulary.size ?? 0)
+        shortestCall = callGrammar.map {
+            GrammarMatcher($0).shortestCompletionLength
+                + (ReplyTextRouter.hermesCallMarker + "\n" + ReplyTextRouter.hermesCallClosing).utf8.count
+        } ?? 0
+        bareCall = callFormat == .json
+        callClosing = tokenizer.encode(ReplyTextRouter.hermesCallClosing, addingSpecialTokens: false)
+        stops = StopSequences(options.stopSequences)
+    }
+
+    // MARK: TokenStepper
+
+    var isCancelled: Bool { cancellation.isCancelled || isAbandoned?() == true }
+
+    func prefillProgress(computed: Int, total: Int) { onPrefill?(computed, total) }
+
+    func reasonAtLimit() -> FinishReason {
+        switch phase {
+        case .free: .maxTokens
+        case .schema(let matcher): matcher.canTerminate ? .stop : .constraint
+        case .call: .constraint
+        }
+    }
+
+    /// One step: the next token (and any markup forced after it) for `logits`.
+    func step(_ logits: inout [Float], _ context: TokenStepContext) -> TokenStepDecision {
+        // The model's own distribution, before masks and penalties change the logits.
+        if options.logprobs != nil { modelLogits.replaceSubrange(modelLogits.indices, with: logits) }
+        let token: Int
+        switch phase {
+        case .free:
+            if let written = afterCall {
+                Self.allowOnlyAnotherCall(
+                    after: written, in: &logits, vocabulary: vocabulary,
+                    fits: options.allowsSeveralCalls && (!options.closesWithinMaxTokens || context.remainingTokens >= shortestCall))
+            }
+            if options.forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
+                Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
+            }
+            guard let sampled = sampler.sample(&logits, history: context.history) else { return .finish(.stop) }
+            token = sampled
+            if afterCall != nil { afterCall! += vocabulary.bytes(of: token) }
+        case .schema(var matcher), .call(var matcher, _):
+            // Mask the logits with the grammar; the chosen token is accepted by the matcher.
+            let started = clock.now
+            defer { constraintSeconds += (clock.now - started).seconds }
+            if !maskIsCurrent { matcher.fillNextTokenMask(into: &mask) }
+            mask.apply(to: &logits)
+            var budget = context.remainingTokens
+            if case .call = phase, !bareCall { budget -= callClosing.count }
+            guard let chosen = choose(&logits, matcher: &matcher, budget: budget, history: context.history) else {
+                // No token keeps the value finishable (or none is allowed at all).
+                return .finish(.constraint)
+            }
+            token = chosen
+            if case .schema = phase { phase = .schema(matcher) } else if case .call(_, let text) = phase { phase = .call(matcher, text: text) }
+        }
+        maskIsCurrent = false
+        if vocabulary.isEndOfGeneration(token) {
+            if case .call = phase { return .finish(.constraint) }
+            return .append(token)
+        }
+        if let count = options.logprobs {
+            emit(.logprob(TokenLogprob.entry(for: token, logits: modelLogits, alternativeCount: count, vocabulary: vocabulary)))
+        }
+        var forced: [Int] = []
+        let text = (try? detokenizer.append(token)) ?? ""
+        switch phase {
+        case .schema(let matcher):
+            content += text
+            if !text.isEmpty { emit(.chunk(text)) }
+            // Complete and nothing but the end may follow: done, without another step.
+            if refreshMask(after: matcher) { return .appendAndFinish(token, .stop) }
+        case .free:
+            let callStart = take(router.route(text))
+            // A stop sequence ends the reply here; its text is not part of it.
+            if stops.isStopped { return .appendAndFinish(token, forced: [], .stop) }
+            guard let (markup, remainder) = callStart, let callGrammar else { break }
+            let marked = markup == ReplyTextRouter.hermesCallMarker
+            bareCall = !marked
+            afterCall = nil
+            var matcher = GrammarMatcher(callGrammar)
+            let json = String(remainder.drop { $0 == " " || $0 == "\n" || $0 == "\t" })
+            if json.isEmpty {
+                // The model writes `<tool_call>\n{…}`: give it the newline it was trained on.
+                if marked { forced = tokenizer.encode("\n", addingSpecialTokens: false) }
+            } else if !matcher.accept(bytes: Array(json.utf8)) {
+                // Not a well-formed call after all: keep it as text.
+                router.resume()
+                content += markup + remainder
+                emit(.chunk(markup + remainder))
+                break
+            }
+            phase = .call(matcher, text: json)
+        case .call(let matcher, let soFar):
+            phase = .call(matcher, text: soFar + text)
+        }
+        if case .call(let matcher, let json) = phase, refreshMask(after: matcher) {
+            calls.append(Self.functionCall(json + detokenizer.finish(), id: "call_\(firstCallNumber + calls.count)"))
+            detokenizer = tokenizer.makeStreamingDetokenizer()
+            maskIsCurrent = false
+            phase = .free
+            // A bare call is the whole reply: it ends here, complete (not "cut short").
+            if bareCall { return .appendAndFinish(token, .stop) }
+            forced += callClosing
+            router.resume()
+            afterCall = []
+        }
+        return .append(token, forced: forced)
+    }
+
+    /// The reply, once the loop is over: what the detokenizer and the router still hold is
+    /// flushed (and streamed), and the message assembled.
+    func finish(_ outcome: TokenLoopOutcome) -> Reply {
+        if case .free = phase {
+            _ = take(router.route(detokenizer.finish()))
+            _ = take(router.finish())
+            let held = stops.finish()
+            if !held.isEmpty { content += held; emit(.chunk(held)) }
+        } else if case .schema = phase {
+            let rest = detokenizer.finish()
+            if !rest.isEmpty { content += rest; emit(.chunk(rest)) }
+        } else if case .call(_, let json) = phase {
+            // A call cut short stays readable as text (the reply finishes with `.constraint`).
+            let marker = bareCall ? "" : ReplyTextRouter.hermesCallMarker + "\n"
+            let text = marker + json + detokenizer.finish()
+            content += text
+            emit(.chunk(text))
+        }
+        if !calls.isEmpty {
+            content = content.trimmingWhitespace
+            if outcome.finishReason == .maxTokens || outcome.finishReason == .stop { emit(.functionCalls(calls)) }
+        }
+        var stats = outcome.stats
+        stats.constraintSeconds = constraintSeconds
+        let message = ChatMessage(
+            role: .assistant, content: content, reasoning: reasoning.isEmpty ? nil : reasoning.trimmingWhitespace,
+            functionCalls: calls)
+        return Reply(message: message, finishReason: outcome.finishReason, stats: stats)
+    }
+
+    // MARK: Steps
+
+    /// Computes the mask that follows `matcher`'s last token (kept for the next step) and
+    /// says whether the value is complete with nothing but the end allowed after it.
+    private func refreshMask(after matcher: GrammarMatcher) -> Bool {
+        let started = clock.now
+        matcher.fillNextTokenMask(into: &mask)
+        constraintSeconds += (clock.now - started).seconds
+        maskIsCurrent = true
+        return matcher.canTerminate && Self.allowsOnlyEndOfGeneration(mask, vocabulary: matcher.grammar.vocabulary)
+    }
+
+    /// Routes free text; returns the call's opening markup and the text after it when a
+    /// call starts.
+    private func take(_ pieces: [ReplyTextRouter.Piece]) -> (markup: String, remainder: String)? {
+        var callStart: (markup: String, remainder: String)?
+        for piece in pieces {
+            switch piece {
+            case .reasoning(let text): reasoning += text; emit(.reasoningChunk(text))
+            case .content(let text):
+                let released = stops.feed(text)
+                content += released
+                if !released.isEmpty { emit(.chunk(released)) }
+            case .callStarted(let markup, let remainder): callStart = (markup, remainder)
+            }
+        }
+        return callStart
+    }
+
+    // MARK: Choosing constrained tokens
+
+    /// Samples a token the grammar allows (the logits are already masked) and accepts it into
+    /// `matcher`. When `options.closesWithinMaxTokens`, the token must also leave the value
+    /// finishable within the `budget - 1` tokens left after it (its shortest completion, in
+    /// bytes, is an upper bound on the tokens needed, every byte being a token): the sample is
+    /// redrawn without the offending token a few times, then the choice narrows to the most
+    /// likely tokens that bring the completion closer.
+    private func choose(_ logits: inout [Float], matcher: inout GrammarMatcher, budget: Int, history: [Int]) -> Int? {
+        let endOfGeneration = matcher.grammar.vocabulary.endOfGenerationTokens
+        func acceptable(_ token: Int, progressFrom distance: Int?) -> Bool {
+            if endOfGeneration.contains(token) { return matcher.accept(token: token) }
+            guard matcher.accept(token: token) else { return false }
+            guard options.closesWithinMaxTokens else { return true }
+            let after = matcher.shortestCompletionLength
+            if after <= budget - 1, distance.map({ after < $0 }) ?? true { return true }
+            matcher.rollback(1)
+            return false
+        }
+        // The penalties once, then up to four draws, each without the token rejected before it.
+        sampler.applyPenalties(to: &logits, history: history)
+        for _ in 0 ..< 4 {
+            guard let token = sampler.draw(from: logits) else { return nil }
+            if acceptable(token, progressFrom: nil) { return token }
+            logits[token] = -.infinity
+        }
+        // Closing: the likeliest tokens that shorten the way to a complete value.
+        let distance = matcher.shortestCompletionLength
+        let ranked = logits.indices.filter { logits[$0] > -.infinity }.sorted { logits[$0] > logits[$1] }
+        var candidates: [Int] = []
+        for token in ranked {
+            if acceptable(token, progressFrom: distance) {
+                matcher.rollback(1)
+                candidates.append(token)
+                if candidates.count == 8 { break }
+            }
+        }
+        guard !candidates.isEmpty else { return nil }
+        // Only the candidates stay (in place: the logits are not needed after this step).
+        let kept = Set(candidates)
+        for token in ranked where !kept.contains(token) { logits[token] = -.infinity }
+        guard let token = sampler.draw(from: logits), matcher.accept(token: token) else { return nil }
+        return token
+    }
+
+    // MARK: Masks
+
+    /// Keeps in `logits` only what may follow a finished Hermes call that the model has
+    /// extended by `written`: the end of generation (while `written` is only whitespace) and,
+    /// when another call `fits` in the tokens left, tokens that keep spelling at most four
+    /// whitespace bytes then another `<tool_call>` marker (so the model cannot loop on
+    /// newlines either). When no call fits, only the end of generation is left.
+    /// Sets to −∞ the logits of tokens whose text, after leading whitespace, opens a JSON
+    /// object or a code fence (how a bare call starts).
+    static func forbidCallOpenings(in logits: inout [Float], vocabulary: Vocabulary) {
+        for token in 0 ..< min(logits.count, vocabulary.count) {
+            let bytes = vocabulary.bytes(of: token)
+            guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x09 && $0 != 0x0D }) else { continue }
+            if first == UInt8(ascii: "{") || first == UInt8(ascii: "`") { logits[token] = -.infinity }
+        }
+    }
+
+    static func allowOnlyAnotherCall(after written: [UInt8], in logits: inout [Float], vocabulary: Vocabulary, fits: Bool) {
+        let marker = Array(ReplyTextRouter.hermesCallMarker.utf8)
+        func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }
+        /// Whether `text` is a little whitespace then a prefix of the marker (or the whole
+        /// marker and more).
+        func continuesTowardsACall(_ text: [UInt8]) -> Bool {
+            let rest = text.drop(while: isWhitespace)
+            return text.count - rest.count <= 4 && (rest.starts(with: marker) || marker.starts(with: rest))
+        }
+        let onlyWhitespace = written.allSatisfy(isWhitespace)
+        for id in logits.indices where logits[id] > -.infinity {
+            if vocabulary.isEndOfGeneration(id) {
+                if !onlyWhitespace && fits { logits[id] = -.infinity }
+            } else if !fits || !continuesTowardsACall(written + vocabulary.bytes(of: id)) {
+                logits[id] = -.infinity
+            }
+        }
+    }
+
+    /// Whether `mask` allows end-of-generation tokens only.
+    static func allowsOnlyEndOfGeneration(_ mask: TokenBitmask, vocabulary: GrammarVocabulary) -> Bool {
+        mask.allowedCount == vocabulary.endOfGenerationTokens.reduce(0) { $0 + (mask[$1] ? 1 : 0) }
+    }
+
+    /// The call in `json` (complete, and valid for the call grammar, so it parses).
+    static func functionCall(_ json: String, id: String) -> FunctionCall {
+        let value = (try? JSONValue(parsing: json)) ?? .object([])
+        var name = ""
+        if case .string(let text)? = value["name"] { name = text }
+        return FunctionCall(id: id, name: name, arguments: value["arguments"] ?? .object([]))
+    }
+}

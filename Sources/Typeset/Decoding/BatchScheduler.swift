@@ -1,0 +1,267 @@
+import Foundation
+import Models
+import Synchronization
+
+/// Computes the logits of several sequences in one step.
+protocol BatchEvaluator: AnyObject {
+    associatedtype Source: LogitsSource
+    /// Appends each entry's tokens to its source and writes the logits after each entry's last
+    /// token into `logits`, one row of vocabulary size per entry, in entry order (replacing what
+    /// it held).
+    ///
+    /// - Precondition: every entry has tokens; no two entries share a source.
+    func evaluate(_ batch: [(source: Source, tokens: ArraySlice<Int>)], into logits: inout [Float]) throws(ModelError)
+}
+
+/// Sequences of one transformer evaluated together: one forward pass for the batch, the weights
+/// read once per step whatever the number of sequences (``TransformerModel/evaluate(_:workspace:threadCount:into:)``).
+final class ModelBatchEvaluator: BatchEvaluator {
+    let model: TransformerModel
+    let threadCount: Int
+    private let workspace = ForwardWorkspace()
+    private var entries: [TransformerModel.SequenceTokens] = []
+
+    init(model: TransformerModel, threadCount: Int) {
+        self.model = model
+        self.threadCount = threadCount
+    }
+
+    /// - Precondition: every source is a sequence of this evaluator's model.
+    func evaluate(_ batch: [(source: ModelSequence, tokens: ArraySlice<Int>)], into logits: inout [Float]) throws(ModelError) {
+        entries.removeAll(keepingCapacity: true)
+        for (source, tokens) in batch {
+            precondition(source.model === model, "a sequence of another model in the batch")
+            entries.append(TransformerModel.SequenceTokens(cache: source.cache, tokens: tokens))
+        }
+        defer { entries.removeAll(keepingCapacity: true) }
+        try model.evaluate(entries, workspace: workspace, threadCount: threadCount, into: &logits)
+    }
+}
+
+/// Runs the generations of one model together, each advancing by a step per forward pass:
+/// continuous batching.
+///
+///     submit ─► waiting (first in, first out) ─► active (at most `maximumSequences`)
+///                                                  │ each step: one forward pass over
+///                                                  │   the last step's tokens of every decoding
+///                                                  │   generation + a chunk of prompt for those
+///                                                  │   still prefilling (≤ `prefillTokensPerStep`)
+///                                                  │ then each generation's step on its logits
+///                                                  ▼
+///                                        finished, cancelled ─► completion, leaves at once
+///
+/// A generation that is submitted joins at the next step; a long prompt is computed in chunks
+/// between the others' tokens, so it does not stall them; a generation whose stepper says it
+/// is cancelled leaves before the next forward pass. Every generation's loop is a
+/// ``TokenLoop`` driven here instead of by `TokenLoop.run`, and since a row's logits do not
+/// depend on the other rows of the batch, each generation produces exactly what it would
+/// produce alone.
+///
+/// The steps run on the scheduler's own thread (the forward pass splits its products across
+/// ``KernelThreadPool``); so do the steppers and the completions, which must be short.
+final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
+    typealias Source = Evaluator.Source
+
+    /// A generation handed to the scheduler.
+    final class Generation {
+        var loop: TokenLoop<Source>
+        let stepper: any TokenStepper
+        let prompt: [Int]
+        let opening: [Int]
+        let requested: ContinuousClock.Instant
+        /// Called once, on the scheduler's thread, with the run's outcome or the error that
+        /// ended it.
+        var completion: (Result<TokenLoopOutcome, ModelError>) -> Void
+        /// This generation's logits, kept from step to step.
+        var logits: [Float] = []
+
+        init(
+            loop: TokenLoop<Source>, stepper: any TokenStepper, prompt: [Int], opening: [Int] = [],
+            requested: ContinuousClock.Instant = .now,
+            completion: @escaping (Result<TokenLoopOutcome, ModelError>) -> Void = { _ in }
+        ) {
+            self.loop = loop
+            self.stepper = stepper
+            self.prompt = prompt
+            self.opening = opening
+            self.requested = requested
+            self.completion = completion
+        }
+    }
+
+    /// What the scheduler has done, for metrics.
+    struct Statistics: Sendable, Equatable {
+        /// Forward passes run.
+        var steps = 0
+        /// Rows evaluated (prompt and generated tokens), over all steps.
+        var evaluatedTokens = 0
+        /// Generations in the last step's batch.
+        var lastBatchSize = 0
+        /// Generations waiting for a place.
+        var waiting = 0
+        /// Generations taking part in steps.
+        var active = 0
+    }
+
+    /// The most generations taking part in steps at once; the others wait, in order.
+    let maximumSequences: Int
+    /// The most prompt tokens one step computes, over all the generations still prefilling.
+    let prefillTokensPerStep: Int
+    private let evaluator: Evaluator
+    private let shared = Mutex(Shared())
+    private let wakeUp = DispatchSemaphore(value: 0)
+
+    private struct Shared: @unchecked Sendable {
+        var waiting: [Generation] = []
+        var isShuttingDown = false
+        var isRunning = false
+        var statistics = Statistics()
+    }
+
+    init(evaluator: Evaluator, maximumSequences: Int, prefillTokensPerStep: Int = 512) {
+        self.evaluator = evaluator
+        self.maximumSequences = max(1, maximumSequences)
+        self.prefillTokensPerStep = max(1, prefillTokensPerStep)
+    }
+
+    /// Queues `generation`; it joins the steps as soon as there is a place. After `shutdown()`
+    /// it completes at once as interrupted.
+    func submit(_ generation: Generation) {
+        let (accepted, starts) = shared.withLock { shared -> (Bool, Bool) in
+            guard !shared.isShuttingDown else { return (false, false) }
+            shared.waiting.append(generation)
+            shared.statistics.waiting = shared.waiting.count
+            let starts = !shared.isRunning
+            shared.isRunning = true
+            return (true, starts)
+        }
+        guard accepted else {
+            generation.loop.finish(.interrupted)
+            generation.completion(.success(generation.loop.outcome))
+            return
+        }
+        if starts {
+            let thread = Thread { [self] in run() }
+            thread.name = "typeset.batch-scheduler"
+            thread.qualityOfService = .userInitiated
+            thread.start()
+        } else {
+            wakeUp.signal()
+        }
+    }
+
+    /// Stops taking generations; those waiting complete as interrupted, the active ones at
+    /// their next step (their steppers report cancellation, or they are cut there).
+    func shutdown() {
+        let waiting = shared.withLock { shared -> [Generation] in
+            shared.isShuttingDown = true
+            defer { shared.waiting.removeAll() }
+            return shared.waiting
+        }
+        for generation in waiting {
+            generation.loop.finish(.interrupted)
+            generation.completion(.success(generation.loop.outcome))
+        }
+        wakeUp.signal()
+    }
+
+    /// A snapshot of the counts.
+    var statistics: Statistics { shared.withLock { $0.statistics } }
+
+    // MARK: The steps
+
+    /// The scheduler's thread: steps while there is work, and ends when there is none (the
+    /// next `submit` starts it again).
+    private func run() {
+        var active: [Generation] = []
+        var batch: [(source: Source, tokens: ArraySlice<Int>)] = []
+        var members: [Generation] = []
+        var logits: [Float] = []
+        while true {
+            let (admitted, isShuttingDown) = shared.withLock { shared -> ([Generation], Bool) in
+                let room = maximumSequences - active.count
+                let admitted = Array(shared.waiting.prefix(max(0, room)))
+                shared.waiting.removeFirst(admitted.count)
+                if active.isEmpty && admitted.isEmpty {
+                    // Nothing to do: the thread ends (under the lock, so a submit either sees
+                    // it running or starts a new one).
+                    shared.isRunning = false
+                    shared.statistics.active = 0
+                    shared.statistics.waiting = shared.waiting.count
+                }
+                return (admitted, shared.isShuttingDown)
+            }
+            if active.isEmpty && admitted.isEmpty { return }
+            for generation in admitted {
+                do throws(ModelError) {
+                    try generation.loop.begin(prompt: generation.prompt, opening: generation.opening, requested: generation.requested)
+                    active.append(generation)
+                } catch {
+                    generation.completion(.failure(error))
+                }
+            }
+            // Cancelled generations (and all of them once shutting down) leave before the pass.
+            for generation in active where isShuttingDown || generation.stepper.isCancelled {
+                generation.loop.finish(.interrupted)
+            }
+            complete(&active)
+
+            batch.removeAll(keepingCapacity: true)
+            members.removeAll(keepingCapacity: true)
+            var prefillBudget = prefillTokensPerStep
+            for generation in active {
+                let prefilling = generation.loop.isPrefilling
+                if prefilling && prefillBudget == 0 { continue }
+                guard let tokens = generation.loop.nextTokens(limit: prefilling ? prefillBudget : .max) else { continue }
+                if prefilling { prefillBudget -= tokens.count }
+                batch.append((generation.loop.source, tokens))
+                members.append(generation)
+            }
+            guard !batch.isEmpty else { continue }
+            let evaluated = batch.reduce(0) { $0 + $1.tokens.count }
+            do throws(ModelError) {
+                try evaluator.evaluate(batch, into: &logits)
+            } catch {
+                active.removeAll { member in members.contains { $0 === member } }
+                for generation in members {
+                    generation.loop.finish(.error)
+                    generation.completion(.failure(error))
+                }
+                continue
+            }
+            let rowLength = logits.count / batch.count
+            for (index, generation) in members.enumerated() {
+                if generation.logits.count != rowLength { generation.logits = [Float](repeating: 0, count: rowLength) }
+                generation.logits.withUnsafeMutableBufferPointer { row in
+                    logits.withUnsafeBufferPointer { all in
+                        row.baseAddress!.update(from: all.baseAddress! + index * rowLength, count: rowLength)
+                    }
+                }
+                generation.loop.advance(&generation.logits, stepper: generation.stepper)
+            }
+            shared.withLock { shared in
+                shared.statistics.steps += 1
+                shared.statistics.evaluatedTokens += evaluated
+                shared.statistics.lastBatchSize = members.count
+            }
+            complete(&active)
+        }
+    }
+
+    /// Removes the finished generations, updates the counts, then completes them (so that a
+    /// caller woken by a completion sees counts without it).
+    private func complete(_ active: inout [Generation]) {
+        var finished: [Generation] = []
+        active.removeAll { generation in
+            guard generation.loop.isFinished else { return false }
+            finished.append(generation)
+            return true
+        }
+        let remaining = active.count
+        shared.withLock { shared in
+            shared.statistics.active = remaining
+            shared.statistics.waiting = shared.waiting.count
+        }
+        for generation in finished { generation.completion(.success(generation.loop.outcome)) }
+    }
+}

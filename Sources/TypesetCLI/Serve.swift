@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import Typeset
+import TypesetServer
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the model over an OpenAI-compatible HTTP API.",
+        discussion: """
+        Endpoints: POST /v1/chat/completions (text, JSON Schema replies through response_format, \
+        tools, streaming), POST /v1/completions, GET /v1/models, POST /tokenize and /detokenize, \
+        GET /health (503 while the model loads) and GET /metrics (Prometheus). Requests are \
+        decoded together, --parallel at a time, one forward pass per step for all of them; \
+        further requests wait (up to --queue of them; then 429). A JSON Schema keyword or a \
+        request field Typeset cannot honour is refused with a 400 naming it. SIGTERM or SIGINT \
+        finishes the requests in flight and exits.
+        """
+    )
+
+    @Option(help: "A GGUF file or known model name.")
+    var model: String?
+
+    @Option(help: "The address to listen on (loopback by default; 0.0.0.0 for every interface).")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0: any free port, printed at start).")
+    var port = 8080
+
+    @Option(help: "Requests decoded together (each holds a KV cache of --context tokens).")
+    var parallel = 4
+
+    @Option(help: "Requests that may wait beyond the --parallel ones before the server answers 429.")
+    var queue = 64
+
+    @Option(help: "Threads for the matrix products.")
+    var threads = 2
+
+    @Option(help: "Context length in tokens per request (prompt plus reply).")
+    var context = 4096
+
+    @Option(help: "Require 'Authorization: Bearer <key>' (also read from $TYPESET_API_KEY).")
+    var apiKey: String?
+
+    @Option(help: "The largest request body, in bytes.")
+    var maxBodyBytes = 8 << 20
+
+    @Option(help: "The longest a generation request may take, in seconds.")
+    var timeout: Double = 600
+
+    @Option(help: "Another name requests may use as 'model' (repeatable).")
+    var alias: [String] = []
+
+    func validate() throws {
+        guard (0 ... 65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
+        guard queue >= 0 else { throw ValidationError("--queue must not be negative") }
+        guard threads > 0 else { throw ValidationError("--threads must be positive") }
+        guard context > 0 else { throw ValidationError("--context must be positive") }
+        guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
+        guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+    }
+
+    func run() async throws {
+        let path = try ModelStore.resolve(model)
+        let key = apiKey ?? ProcessInfo.processInfo.environment["TYPESET_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let server = TypesetServer(
+            modelURL: URL(fileURLWithPath: path),
+            runnerOptions: ModelRunner.Options(contextLength: context, threadCount: threads, maximumConcurrentGenerations: parallel),
+            configuration: TypesetServer.Configuration(
+                host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
+                requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias))
+        try await server.run { line in writeError("typeset serve: \(line)") }
+    }
+}

@@ -1,0 +1,205 @@
+import Typeset
+
+/// What the generation endpoints share: sampling, limits, stop sequences, log-probabilities and
+/// streaming, read from the fields both `/v1/chat/completions` and `/v1/completions` take.
+struct SamplingFields {
+    var temperature: Float?
+    var topP: Float?
+    var topK: Int?
+    var minP: Float?
+    var repetitionPenalty: Float?
+    var seed: UInt64?
+    var maxTokens: Int?
+    var stop: [String] = []
+    var stream = false
+    var includeUsage = false
+
+    /// Reads the shared fields of `body`.
+    init(_ body: inout RequestObject, maxTokensFields: [String]) throws(APIError) {
+        temperature = try body.number("temperature", in: 0 ... 2).map(Float.init)
+        topP = try body.number("top_p", in: 0 ... 1).map(Float.init)
+        topK = try body.integer("top_k", in: 0 ... 1_000_000)
+        minP = try body.number("min_p", in: 0 ... 1).map(Float.init)
+        repetitionPenalty = try body.number("repetition_penalty", in: 0.01 ... 100).map(Float.init)
+        if let seed = try body.integer("seed", in: Int.min ... Int.max) { self.seed = UInt64(bitPattern: Int64(seed)) }
+        for field in maxTokensFields {
+            if let limit = try body.integer(field, in: 1 ... 1 << 30) { maxTokens = limit }
+        }
+        if let n = try body.integer("n", in: 1 ... 128), n != 1 {
+            throw .invalid("n", "n must be 1: Typeset generates one choice per request (send several requests, which are decoded together)")
+        }
+        for field in ["frequency_penalty", "presence_penalty"] {
+            if let penalty = try body.number(field, in: -2 ... 2), penalty != 0 {
+                throw .invalid(field, "\(field) is not implemented by Typeset (only 0); use repetition_penalty")
+            }
+        }
+        _ = try body.string("user")   // an end-user identifier, for the client's own records
+        switch body.value("stop") {
+        case nil: break
+        case .string(let text)?: stop = [text]
+        case .array(let items)?:
+            for (index, item) in items.enumerated() {
+                guard case .string(let text) = item else { throw .invalid("stop[\(index)]", "stop[\(index)] must be a string") }
+                stop.append(text)
+            }
+            guard stop.count <= 16 else { throw .invalid("stop", "stop may hold at most 16 sequences") }
+        default: throw .invalid("stop", "stop must be a string or an array of strings")
+        }
+        stream = try body.bool("stream") ?? false
+        if var options = try body.object("stream_options") {
+            guard stream else { throw .invalid("stream_options", "stream_options is only allowed with stream: true") }
+            includeUsage = try options.bool("include_usage") ?? false
+            try options.finish()
+        }
+    }
+
+    /// The generation options these fields ask for (unset ones fall back to the model's).
+    var options: GenerationOptions {
+        var options = GenerationOptions(
+            temperature: temperature, topP: topP, minP: minP, topK: topK, repetitionPenalty: repetitionPenalty,
+            seed: seed, maxTokens: maxTokens)
+        options.stopSequences = stop
+        return options
+    }
+}
+
+/// `POST /v1/chat/completions`, read and checked: every field OpenAI defines is either
+/// implemented or refused with a 400 naming it.
+struct ChatCompletionRequest {
+    enum ToolChoice: Equatable {
+        case none, automatic, required
+        case named(String)
+    }
+
+    enum ResponseFormat {
+        case text
+        /// Any JSON object.
+        case jsonObject
+        /// A value of this schema (`name` for the prompt).
+        case jsonSchema(JSONValue, name: String)
+    }
+
+    var model: String?
+    var messages: [ChatMessage]
+    var functions: [FunctionDefinition] = []
+    var toolChoice = ToolChoice.automatic
+    var parallelToolCalls = true
+    var responseFormat = ResponseFormat.text
+    var sampling: SamplingFields
+    /// Log-probabilities of the chosen tokens, and how many alternatives per token.
+    var logprobs = false
+    var topLogprobs = 0
+    /// `chat_template_kwargs.enable_thinking` (llama-server's spelling).
+    var enableThinking: Bool?
+
+    init(_ document: JSONValue) throws(APIError) {
+        var body = try RequestObject(document)
+        model = try body.string("model")
+        guard let messageItems = try body.array("messages") else { throw .invalid("messages", "messages is required") }
+        guard !messageItems.isEmpty else { throw .invalid("messages", "messages must not be empty") }
+        do { messages = try OpenAIChatFormat.decode(messages: messageItems) } catch { throw APIError(error) }
+        guard let last = messages.last, last.role == .user || last.role == .tool else {
+            throw .invalid("messages", "the last message must be from the user or a tool: it is what the model answers")
+        }
+        sampling = try SamplingFields(&body, maxTokensFields: ["max_tokens", "max_completion_tokens"])
+
+        if let tools = try body.array("tools") {
+            for (index, tool) in tools.enumerated() {
+                var entry = try RequestObject(tool, path: "tools[\(index)]")
+                guard try entry.string("type") == "function" else {
+                    throw .invalid(entry.path(of: "type"), "tools[\(index)].type must be \"function\"")
+                }
+                guard var function = try entry.object("function") else {
+                    throw .invalid(entry.path(of: "function"), "tools[\(index)].function is required")
+                }
+                guard let name = try function.string("name"), !name.isEmpty else {
+                    throw .invalid(function.path(of: "name"), "tools[\(index)].function.name is required")
+                }
+                let description = try function.string("description") ?? ""
+                let parameters = function.value("parameters") ?? .object([("type", .string("object")), ("properties", .object([]))])
+                // Arguments are always held to the parameters' schema: strict or not.
+                _ = try function.bool("strict")
+                try function.finish()
+                try entry.finish()
+                guard !functions.contains(where: { $0.name == name }) else {
+                    throw .invalid("tools[\(index)].function.name", "two tools are named '\(name)'")
+                }
+                functions.append(FunctionDefinition(name: name, description: description, parameters: parameters))
+            }
+        }
+        switch body.value("tool_choice") {
+        case nil: break
+        case .string("none")?: toolChoice = .none
+        case .string("auto")?: toolChoice = .automatic
+        case .string("required")?: toolChoice = .required
+        case let choice? where choice.members != nil:
+            var object = try RequestObject(choice, path: "tool_choice")
+            guard try object.string("type") == "function", var function = try object.object("function"),
+                  let name = try function.string("name") else {
+                throw .invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}")
+            }
+            try function.finish()
+            try object.finish()
+            guard functions.contains(where: { $0.name == name }) else {
+                throw .invalid("tool_choice", "tool_choice names '\(name)', which is not among the tools")
+            }
+            toolChoice = .named(name)
+        default:
+            throw .invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}")
+        }
+        if toolChoice != .none && toolChoice != .automatic && functions.isEmpty {
+            throw .invalid("tool_choice", "tool_choice requires tools")
+        }
+        parallelToolCalls = try body.bool("parallel_tool_calls") ?? true
+
+        if var format = try body.object("response_format") {
+            switch try format.string("type") {
+            case "text"?: responseFormat = .text
+            case "json_object"?: responseFormat = .jsonObject
+            case "json_schema"?:
+                guard var schema = try format.object("json_schema") else {
+                    throw .invalid("response_format.json_schema", "response_format.json_schema is required for type json_schema")
+                }
+                let name = try schema.string("name") ?? "response"
+                _ = try schema.string("description")
+                // The schema is always enforced: strict or not.
+                _ = try schema.bool("strict")
+                let value = schema.value("schema") ?? .object([])
+                guard value.members != nil || value == .bool(true) else {
+                    throw .invalid("response_format.json_schema.schema", "response_format.json_schema.schema must be a JSON Schema object")
+                }
+                try schema.finish()
+                responseFormat = .jsonSchema(value, name: name)
+            default:
+                throw .invalid("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\"")
+            }
+            try format.finish()
+        }
+        if case .text = responseFormat {} else if !sampling.stop.isEmpty {
+            throw .invalid("stop", "stop cannot be combined with a JSON response_format: the value ends where its schema ends it")
+        }
+
+        logprobs = try body.bool("logprobs") ?? false
+        if let count = try body.integer("top_logprobs", in: 0 ... 20) {
+            guard logprobs else { throw .invalid("top_logprobs", "top_logprobs requires logprobs: true") }
+            topLogprobs = count
+        }
+        if var arguments = try body.object("chat_template_kwargs") {
+            enableThinking = try arguments.bool("enable_thinking")
+            try arguments.finish()
+        }
+        // Fields with no effect on the reply, accepted as OpenAI accepts them.
+        _ = try body.object("metadata").map { _ in () }
+        if try body.bool("store") == true { throw .invalid("store", "Typeset does not store completions (store must be false)") }
+        try body.finish()
+    }
+
+    /// The schema the reply is held to, if any.
+    var schema: JSONValue? {
+        switch responseFormat {
+        case .text: nil
+        case .jsonObject: .object([("type", .string("object"))])
+        case .jsonSchema(let schema, _): schema
+        }
+    }
+}

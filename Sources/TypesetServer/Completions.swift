@@ -1,0 +1,179 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Typeset
+
+/// `POST /v1/completions`, read and checked: a prompt (text, or token ids) continued as it is.
+struct CompletionRequest {
+    enum Prompt {
+        case text(String)
+        case tokens([Int])
+    }
+
+    var model: String?
+    var prompt: Prompt
+    var sampling: SamplingFields
+    /// Log-probabilities: the number of alternatives per token (0–5), or `nil` for none.
+    var logprobs: Int?
+
+    init(_ document: JSONValue, vocabularySize: Int) throws(APIError) {
+        var body = try RequestObject(document)
+        model = try body.string("model")
+        switch body.value("prompt") {
+        case .string(let text)?: prompt = .text(text)
+        case .array(let items)? where items.count == 1:
+            guard case .string(let text) = items[0] else { fallthrough }
+            prompt = .text(text)
+        case .array(let items)? where items.allSatisfy({ if case .number = $0 { true } else { false } }):
+            var tokens: [Int] = []
+            for (index, item) in items.enumerated() {
+                guard case .number(let text) = item, let token = Int(text), (0 ..< vocabularySize).contains(token) else {
+                    throw .invalid("prompt[\(index)]", "prompt[\(index)] must be a token id between 0 and \(vocabularySize - 1)")
+                }
+                tokens.append(token)
+            }
+            prompt = .tokens(tokens)
+        case nil:
+            throw .invalid("prompt", "prompt is required")
+        default:
+            throw .invalid("prompt", "prompt must be a string, an array of one string, or an array of token ids (one prompt per request)")
+        }
+        var fields = try SamplingFields(&body, maxTokensFields: ["max_tokens"])
+        // OpenAI's default for this endpoint.
+        if body.value("max_tokens") == nil { fields.maxTokens = 16 }
+        sampling = fields
+        logprobs = try body.integer("logprobs", in: 0 ... 5)
+        if try body.bool("echo") == true { throw .invalid("echo", "echo is not implemented by Typeset (only false)") }
+        if let suffix = try body.string("suffix"), !suffix.isEmpty {
+            throw .invalid("suffix", "suffix (insertion) is not implemented by Typeset")
+        }
+        if let best = try body.integer("best_of", in: 1 ... 128), best != 1 { throw .invalid("best_of", "best_of must be 1") }
+        if body.value("logit_bias") != nil { throw .invalid("logit_bias", "logit_bias is not implemented by Typeset") }
+        try body.finish()
+    }
+}
+
+extension TypesetServer {
+    /// `POST /v1/completions`.
+    func completion(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let runner = try readyRunner()
+        let completion = try CompletionRequest(try await readJSON(request), vocabularySize: runner.tokenizer.vocabulary.count)
+        try checkModel(completion.model, runner: runner)
+        try admit()
+        var releasesHere = true
+        defer { if releasesHere { release() } }
+        var options = completion.sampling.options
+        options.logprobs = completion.logprobs
+        let tokens: [Int]
+        switch completion.prompt {
+        case .tokens(let ids): tokens = ids
+        case .text(let text):
+            var ids = runner.tokenizer.encode(text, addingSpecialTokens: false)
+            if runner.tokenizer.vocabulary.addBOS, let bos = runner.tokenizer.vocabulary.bosTokenID { ids.insert(bos, at: 0) }
+            tokens = ids
+        }
+        guard !tokens.isEmpty else { throw APIError.invalid("prompt", "prompt must not be empty") }
+        let events = ReplyEvents(runner.generateCompletion(
+            of: tokens, options: options, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
+        let first = try await events.next()
+        let encoder = TextCompletionEncoder(id: "cmpl-" + Self.randomIdentifier(), created: Int(Date().timeIntervalSince1970), model: modelName(runner))
+        if completion.sampling.stream {
+            releasesHere = false
+            return streamingResponse { [self] writer in
+                defer { release() }
+                var event = first
+                var logprobs: [TokenLogprob] = []
+                while let current = event {
+                    switch current {
+                    case .logprob(let entry): logprobs.append(entry)
+                    case .chunk(let text):
+                        try await writer.write(Self.event(encoder.chunk(text: text, logprobs: logprobs, finishReason: .null)))
+                        logprobs.removeAll()
+                    case .reasoningChunk, .functionCalls: break
+                    case .complete(_, let reason, let stats):
+                        metrics.record(stats)
+                        if reason == .interrupted, context.channel.isActive {
+                            try await writer.write(Self.event(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json))
+                        }
+                        try await writer.write(Self.event(encoder.chunk(text: "", logprobs: logprobs, finishReason: ChatReplyEncoder.finishReason(reason, hasCalls: false))))
+                        if completion.sampling.includeUsage {
+                            try await writer.write(Self.event(encoder.response(text: nil, logprobs: nil, reason: nil, stats: stats)))
+                        }
+                    }
+                    do throws(APIError) { event = try await events.next() } catch {
+                        try await writer.write(Self.event(error.json))
+                        event = nil
+                    }
+                }
+                try await writer.write(ByteBuffer(string: "data: [DONE]\n\n"))
+                try await writer.finish(nil)
+            }
+        }
+        var logprobs: [TokenLogprob] = []
+        var final: (ChatMessage, FinishReason, GenerationStats)?
+        var event = first
+        while let current = event {
+            switch current {
+            case .logprob(let entry): logprobs.append(entry)
+            case .complete(let message, let reason, let stats): final = (message, reason, stats)
+            case .chunk, .reasoningChunk, .functionCalls: break
+            }
+            event = try await events.next()
+        }
+        guard let (message, reason, stats) = final else { throw APIError(.internalServerError, "the reply ended without completing") }
+        metrics.record(stats)
+        if reason == .interrupted { throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)") }
+        return .json(encoder.response(text: message.content, logprobs: completion.logprobs == nil ? nil : logprobs, reason: reason, stats: stats))
+    }
+}
+
+/// Writes a text completion in OpenAI's `text_completion` shape.
+struct TextCompletionEncoder {
+    let id: String
+    let created: Int
+    let model: String
+
+    /// The whole completion (`text` `nil`: the usage-only event of a stream).
+    func response(text: String?, logprobs: [TokenLogprob]?, reason: FinishReason?, stats: GenerationStats) -> JSONValue {
+        var choices: [JSONValue] = []
+        if let text {
+            choices.append(.object([
+                ("text", .string(text)), ("index", JSONValue(0)), ("logprobs", logprobs.map(Self.logprobs) ?? .null),
+                ("finish_reason", reason.map { ChatReplyEncoder.finishReason($0, hasCalls: false) } ?? .null),
+            ]))
+        }
+        return .object([
+            ("id", .string(id)), ("object", .string("text_completion")), ("created", JSONValue(created)), ("model", .string(model)),
+            ("choices", .array(choices)), ("usage", ChatReplyEncoder.usage(stats)),
+        ])
+    }
+
+    func chunk(text: String, logprobs: [TokenLogprob], finishReason: JSONValue) -> JSONValue {
+        let choice = JSONValue.object([
+            ("text", .string(text)), ("index", JSONValue(0)), ("logprobs", logprobs.isEmpty ? .null : Self.logprobs(logprobs)),
+            ("finish_reason", finishReason),
+        ])
+        return .object([
+            ("id", .string(id)), ("object", .string("text_completion")), ("created", JSONValue(created)), ("model", .string(model)),
+            ("choices", .array([choice])),
+        ])
+    }
+
+    /// The legacy shape: parallel lists of tokens, their log-probabilities and the top ones.
+    static func logprobs(_ entries: [TokenLogprob]) -> JSONValue {
+        var offset = 0
+        var offsets: [JSONValue] = []
+        for entry in entries {
+            offsets.append(JSONValue(offset))
+            offset += entry.chosen.text.utf16.count
+        }
+        return .object([
+            ("tokens", .array(entries.map { .string($0.chosen.text) })),
+            ("token_logprobs", .array(entries.map { JSONValue(Double($0.chosen.logprob)) })),
+            ("top_logprobs", .array(entries.map { entry in
+                .object(JSONValue.object(uniquing: entry.alternatives.map { ($0.text, JSONValue(Double($0.logprob))) }).members ?? [])
+            })),
+            ("text_offset", .array(offsets)),
+        ])
+    }
+}

@@ -1,0 +1,342 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTPTypes
+import ServiceLifecycle
+import Synchronization
+import Typeset
+
+/// An OpenAI-compatible HTTP server over one model: `typeset serve`.
+///
+///     POST /v1/chat/completions   chat, JSON Schema replies, tool calls; streamed as server-sent events
+///     POST /v1/completions        raw text continuation
+///     GET  /v1/models             the served model
+///     POST /tokenize, /detokenize token ids of a text, and back
+///     GET  /health                200 when ready, 503 while the model loads
+///     GET  /metrics               Prometheus text: requests, tokens, queue, batch, grammar times
+///
+/// Requests are decoded together by the model runner's scheduler (continuous batching: one
+/// forward pass per step for every reply under way), so concurrent clients share the weights'
+/// memory traffic, and each still gets exactly the reply it would get alone (greedy).
+///
+/// It fails closed: a JSON Schema keyword the grammar compiler cannot enforce is a 400 naming
+/// the keyword and its JSON pointer, a request field Typeset does not implement a 400 naming
+/// the field — never a reply that ignores them. Hardened for a shared machine: loopback by
+/// default, an optional API key, limits on the body, the prompt and the time of a request,
+/// a bounded admission queue (429 beyond it), generation cancelled within one token when the
+/// client goes away, and SIGTERM/SIGINT finishing the requests in flight before exiting.
+public final class TypesetServer: Sendable {
+    /// How the server listens and what it allows.
+    public struct Configuration: Sendable {
+        /// The address to bind: loopback unless told otherwise.
+        public var host: String
+        public var port: Int
+        /// When set, every request but `GET /health` needs `Authorization: Bearer <key>`.
+        public var apiKey: String?
+        /// The largest request body read, in bytes (413 beyond).
+        public var maximumBodyBytes: Int
+        /// Generation requests that may wait for a place beyond those being decoded (429 beyond).
+        public var maximumWaitingRequests: Int
+        /// The longest a generation request may take (504, or an error event when streaming).
+        public var requestTimeout: Duration
+        /// Names requests may give as `model` besides the model's own name and file name.
+        public var modelAliases: [String]
+
+        public init(
+            host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maximumBodyBytes: Int = 8 << 20,
+            maximumWaitingRequests: Int = 64, requestTimeout: Duration = .seconds(600), modelAliases: [String] = []
+        ) {
+            self.host = host
+            self.port = port
+            self.apiKey = apiKey
+            self.maximumBodyBytes = maximumBodyBytes
+            self.maximumWaitingRequests = maximumWaitingRequests
+            self.requestTimeout = requestTimeout
+            self.modelAliases = modelAliases
+        }
+    }
+
+    /// The name clients use for the model (`model` in requests, `/v1/models`): the first alias,
+    /// else the file's name without `.gguf`.
+    func modelName(_ runner: ModelRunner) -> String {
+        configuration.modelAliases.first ?? runner.url.deletingPathExtension().lastPathComponent
+    }
+
+    /// The model's state: the server answers `/health` (and refuses generation with 503) while
+    /// it loads.
+    enum ModelState: Sendable {
+        case loading(fraction: Double)
+        case ready(ModelRunner)
+    }
+
+    public let configuration: Configuration
+    let modelURL: URL
+    let runnerOptions: ModelRunner.Options
+    let model = Mutex(ModelState.loading(fraction: 0))
+    let metrics = ServerMetrics()
+    /// Generation requests being decoded or waiting.
+    let inFlight = Atomic<Int>(0)
+    let created = Int(Date().timeIntervalSince1970)
+
+    /// A server for the model at `modelURL`, loaded with `runnerOptions` when `run` starts
+    /// (`maximumConcurrentGenerations` is the number of requests decoded together).
+    public init(modelURL: URL, runnerOptions: ModelRunner.Options, configuration: Configuration = Configuration()) {
+        self.modelURL = modelURL
+        self.runnerOptions = runnerOptions
+        self.configuration = configuration
+    }
+
+    /// Serves until SIGTERM or SIGINT (then stops accepting connections, finishes the requests
+    /// in flight and returns). The model loads in the background once the server listens.
+    ///
+    /// - Parameter onEvent: told when the server listens and when the model is ready (one line
+    ///   each, for a log).
+    /// - Throws: a bind failure, or ``ConversationError/loadFailed(path:reason:)`` when the
+    ///   model cannot be loaded (the server stops then).
+    public func run(onEvent: @escaping @Sendable (String) -> Void = { _ in }) async throws {
+        var logger = Logger(label: "typeset.serve")
+        logger.logLevel = .critical
+        let router = Router(context: ServerRequestContext.self)
+        router.middlewares.add(AccessMiddleware(server: self))
+        addRoutes(to: router)
+        let configuration = configuration
+        let application = Application(
+            router: router,
+            server: .http1(configuration: .init(additionalChannelHandlers: [ClientDisconnectHandler()])),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "typeset"),
+            onServerRunning: { channel in
+                onEvent("listening on http://\(configuration.host):\(channel.localAddress?.port ?? configuration.port)")
+            },
+            logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let loading = Task { [self] () throws -> Void in
+            let runner = try await ModelRunner.load(from: modelURL, options: runnerOptions) { progress in
+                self.model.withLock { if case .loading = $0 { $0 = .loading(fraction: progress.fractionCompleted) } }
+            }
+            model.withLock { $0 = .ready(runner) }
+            onEvent("model \(modelName(runner)) ready (context \(runner.contextLength), \(runnerOptions.maximumConcurrentGenerations) decoded together)")
+        }
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                do {
+                    try await loading.value
+                } catch {
+                    await group.triggerGracefulShutdown()
+                    throw error
+                }
+            }
+            // The service group ends on a signal; the load's outcome matters only if it failed.
+            for try await _ in tasks {}
+        }
+        if case .ready(let runner) = model.withLock({ $0 }) { runner.unload() }
+    }
+
+    // MARK: Shared by the handlers
+
+    /// The runner, or a 503 while the model loads.
+    func readyRunner() throws(APIError) -> ModelRunner {
+        switch model.withLock({ $0 }) {
+        case .ready(let runner): return runner
+        case .loading(let fraction):
+            throw APIError(.serviceUnavailable, "the model is loading (\(Int(fraction * 100))%); retry shortly", code: "model_loading")
+        }
+    }
+
+    /// The request's body as JSON (413 past the limit, 400 when it is not JSON).
+    func readJSON(_ request: Request) async throws(APIError) -> JSONValue {
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: configuration.maximumBodyBytes)
+        } catch {
+            throw APIError(.contentTooLarge, "the request body exceeds \(configuration.maximumBodyBytes) bytes")
+        }
+        do {
+            return try JSONValue(parsing: Array(buffer.readableBytesView), maximumDepth: 128)
+        } catch {
+            throw APIError(.badRequest, "the request body is not valid JSON: \(error)", parameter: "body")
+        }
+    }
+
+    /// Refuses a `model` that is not this server's (404), accepting its name, its file's
+    /// name (with or without `.gguf`) and the configured aliases.
+    func checkModel(_ name: String?, runner: ModelRunner) throws(APIError) {
+        guard let name else { return }
+        let file = runner.url.lastPathComponent
+        let accepted = [runner.modelID, file, runner.url.deletingPathExtension().lastPathComponent] + configuration.modelAliases
+        guard accepted.contains(name) else {
+            throw APIError(.notFound, "the model '\(name)' is not served here; this server serves '\(modelName(runner))'",
+                           parameter: "model", code: "model_not_found")
+        }
+    }
+
+    /// Takes a place for a generation request: the runner decodes
+    /// `maximumConcurrentGenerations` at once, and up to `maximumWaitingRequests` more wait
+    /// (429 beyond). Give it back with `release()`.
+    func admit() throws(APIError) {
+        let limit = runnerOptions.maximumConcurrentGenerations + configuration.maximumWaitingRequests
+        let count = inFlight.add(1, ordering: .relaxed).newValue
+        guard count <= limit else {
+            inFlight.subtract(1, ordering: .relaxed)
+            metrics.rejectedForCapacity()
+            throw APIError(.tooManyRequests, "the server is at capacity (\(limit) generation requests in flight); retry later",
+                           code: "server_busy")
+        }
+    }
+
+    func release() { inFlight.subtract(1, ordering: .relaxed) }
+
+    /// A check, asked before each token, that the request still matters: its client is
+    /// connected and its time is not up.
+    func abandonment(channel: any Channel, deadline: ContinuousClock.Instant) -> @Sendable () -> Bool {
+        { !channel.isActive || ContinuousClock.now >= deadline }
+    }
+
+    var deadline: ContinuousClock.Instant { .now + configuration.requestTimeout }
+
+    // MARK: Routes
+
+    private func addRoutes(to router: Router<ServerRequestContext>) {
+        router.get("health") { [self] _, _ -> Response in
+            switch model.withLock({ $0 }) {
+            case .ready: return .json(.object([("status", .string("ok"))]))
+            case .loading(let fraction):
+                return .json(.object([("status", .string("loading")), ("progress", JSONValue(fraction))]), status: .serviceUnavailable)
+            }
+        }
+        router.get("metrics") { [self] _, _ -> Response in
+            let runner: ModelRunner? = if case .ready(let runner) = model.withLock({ $0 }) { runner } else { nil }
+            var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: metrics.exposition(runner: runner, inFlight: inFlight.load(ordering: .relaxed)))))
+            response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return response
+        }
+        router.get("v1/models") { [self] _, _ -> Response in
+            let runner = try readyRunner()
+            let entry = JSONValue.object([
+                ("id", .string(modelName(runner))), ("object", .string("model")), ("created", JSONValue(created)),
+                ("owned_by", .string("typeset")), ("meta", .object([
+                    ("name", .string(runner.modelID)), ("context_length", JSONValue(runner.contextLength)),
+                    ("vocabulary_size", JSONValue(runner.tokenizer.vocabulary.count)),
+                ])),
+            ])
+            return .json(.object([("object", .string("list")), ("data", .array([entry]))]))
+        }
+        router.post("v1/chat/completions") { [self] request, context -> Response in
+            try await chatCompletion(request, context: context)
+        }
+        router.post("v1/completions") { [self] request, context -> Response in
+            try await completion(request, context: context)
+        }
+        for path in ["tokenize", "v1/tokenize"] {
+            router.post(RouterPath(path)) { [self] request, _ -> Response in try await tokenize(request) }
+        }
+        for path in ["detokenize", "v1/detokenize"] {
+            router.post(RouterPath(path)) { [self] request, _ -> Response in try await detokenize(request) }
+        }
+    }
+
+    /// `POST /tokenize`: `{"content": …, "add_special": false, "with_pieces": false}` to
+    /// `{"tokens": [ids]}` (or `[{"id", "piece"}]` with pieces), as llama-server answers.
+    private func tokenize(_ request: Request) async throws -> Response {
+        let runner = try readyRunner()
+        var body = try RequestObject(try await readJSON(request))
+        guard let content = try body.string("content") else { throw APIError.invalid("content", "content is required") }
+        let addSpecial = try body.bool("add_special") ?? false
+        let parseSpecial = try body.bool("parse_special") ?? false
+        let withPieces = try body.bool("with_pieces") ?? false
+        try body.finish()
+        var tokens = runner.tokenizer.encode(content, addingSpecialTokens: false, parsingSpecialTokens: parseSpecial)
+        if addSpecial, runner.tokenizer.vocabulary.addBOS, let bos = runner.tokenizer.vocabulary.bosTokenID { tokens.insert(bos, at: 0) }
+        let list: [JSONValue] = tokens.map { token in
+            guard withPieces else { return JSONValue(token) }
+            let bytes = runner.tokenizer.vocabulary.bytes(of: token)
+            let piece: JSONValue = String(validating: bytes, as: UTF8.self).map(JSONValue.string) ?? .array(bytes.map { JSONValue(Int($0)) })
+            return .object([("id", JSONValue(token)), ("piece", piece)])
+        }
+        return .json(.object([("tokens", .array(list))]))
+    }
+
+    /// `POST /detokenize`: `{"tokens": [ids]}` to `{"content": …}`.
+    private func detokenize(_ request: Request) async throws -> Response {
+        let runner = try readyRunner()
+        var body = try RequestObject(try await readJSON(request))
+        let items = try body.array("tokens") ?? []
+        try body.finish()
+        var tokens: [Int] = []
+        let size = runner.tokenizer.vocabulary.count
+        for (index, item) in items.enumerated() {
+            guard case .number(let text) = item, let token = Int(text), (0 ..< size).contains(token) else {
+                throw APIError.invalid("tokens[\(index)]", "tokens[\(index)] must be a token id between 0 and \(size - 1)")
+            }
+            tokens.append(token)
+        }
+        return .json(.object([("content", .string((try? runner.tokenizer.decode(tokens)) ?? ""))]))
+    }
+}
+
+/// The request context: the connection's channel, whose state tells whether the client is
+/// still there.
+struct ServerRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
+/// Checks the API key and counts every request (by route and status) for `/metrics`; turns
+/// ``APIError``s into OpenAI-shaped error responses.
+struct AccessMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let server: TypesetServer
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        let route = request.uri.path
+        var response: Response
+        do {
+            if let key = server.configuration.apiKey, route != "/health", request.headers[.authorization] != "Bearer " + key {
+                throw APIError(.unauthorized, "a valid API key is required: send it as 'Authorization: Bearer <key>'", code: "invalid_api_key")
+            }
+            response = try await next(request, context)
+        } catch let error as APIError {
+            response = .json(error.json, status: error.status)
+        } catch let error as HTTPError {
+            response = .json(APIError(error.status, error.body ?? "\(error.status.reasonPhrase)").json, status: error.status)
+        }
+        server.metrics.record(route: route, status: response.status.code, seconds: (ContinuousClock.now - started).seconds)
+        return response
+    }
+}
+
+/// Closes a connection whose client has closed its side: an HTTP/1.1 client never does while
+/// it still waits for a reply, so the generation for it can stop (the channel's `isActive` is
+/// what the generation checks before each token).
+final class ClientDisconnectHandler: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
+
+extension Response {
+    /// A JSON response.
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
+        var response = Response(status: status, body: .init(byteBuffer: ByteBuffer(string: value.compactText)))
+        response.headers[.contentType] = "application/json"
+        return response
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}
