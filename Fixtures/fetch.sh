@@ -15,7 +15,9 @@
 #                                   tokenizer/corpus.json);
 #   * tiny random-weight models of the families without real weights here (qwen3, Llama 3,
 #     Phi-3, LFM2, SmolLM3, …), written by make_synthetic_models.py with gguf-py (installed
-#     with numpy into a venv in the cache) and checked against the sha256 llama.cpp ran on.
+#     with numpy into a venv in the cache) and checked against the sha256 llama.cpp ran on;
+#   * the server tests' Python side: the `openai` client, pytest and jsonschema, pinned, in a
+#     venv in the cache (Tests/Server/run.sh uses it).
 #
 # Everything lands in the cache directory "${TYPESET_CACHE:-$HOME/.cache/typeset}":
 #
@@ -26,6 +28,7 @@
 #   $TYPESET_CACHE/json-schema-test-suite/tests/draft2020-12/*.json  (and the other drafts)
 #   $TYPESET_CACHE/tokenizer-corpus/NN-name.txt                        (archives in downloads/)
 #   $TYPESET_CACHE/synthetic/<family>.gguf                             (python/: gguf-py's venv)
+#   $TYPESET_CACHE/server-tests/                                       (the server tests' venv)
 #
 # Every model is checked against its sha256. The script is idempotent: when the files are
 # already present and verified, it only hashes them (about a second) and downloads nothing.
@@ -33,7 +36,7 @@
 # Options (environment):
 #   TYPESET_CACHE=DIR        where to put things (default ~/.cache/typeset)
 #   TYPESET_SKIP_APT=1       never call apt-get (e.g. on a machine without root)
-#   TYPESET_ONLY=models|suite|blas|corpus|synthetic|qwen1.5b|demo   fetch one part only
+#   TYPESET_ONLY=models|suite|blas|corpus|synthetic|server-tests|qwen1.5b|demo   fetch one part only
 #                            (demo: the BLAS headers and the demo's model, 1.1 GB; also
 #                            given as the first argument: `bash Fixtures/fetch.sh demo`)
 set -euo pipefail
@@ -209,6 +212,22 @@ fetch_synthetic() {
   echo "$script_sha" > "$stamp"
 }
 
+# The server tests' Python side, pinned, in a venv of the cache: the real `openai` client,
+# pytest, jsonschema (and httpx, which the client brings).
+server_test_python() {
+  local venv="$CACHE/server-tests"
+  if ! "$venv/bin/python" -c "import openai, pytest, jsonschema, httpx" >/dev/null 2>&1; then
+    log "installing openai==2.8.0, pytest==8.4.2, jsonschema==4.26.0 into $venv"
+    "$PYTHON" -m venv "$venv" >/dev/null 2>&1 || { rm -rf "$venv"; die "cannot create a venv with $PYTHON (install python3-venv)"; }
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "openai==2.8.0" "pytest==8.4.2" "jsonschema==4.26.0"
+  fi
+  echo "$venv/bin/python"
+}
+
+fetch_server_tests() {
+  log "ok: $(server_test_python)"
+}
+
 fetch_corpus() {
   ensure_pip
   TYPESET_CACHE="$CACHE" "$PYTHON" "$HERE/make_tokenizer_corpus.py"
@@ -217,7 +236,7 @@ fetch_corpus() {
 mkdir -p "$MODELS"
 case "$ONLY" in
   all)
-    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15; fetch_suite; fetch_corpus; fetch_synthetic ;;
+    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15; fetch_suite; fetch_corpus; fetch_synthetic; fetch_server_tests ;;
   blas) fetch_blas ;;
   models) fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15 ;;
   qwen1.5b) fetch_qwen15 ;;
@@ -225,6 +244,7 @@ case "$ONLY" in
   suite) fetch_suite ;;
   corpus) fetch_corpus ;;
   synthetic) fetch_synthetic ;;
-  *) die "the part to fetch must be models, suite, blas, corpus, synthetic, qwen1.5b or demo (got '$ONLY')" ;;
+  server-tests) fetch_server_tests ;;
+  *) die "the part to fetch must be models, suite, blas, corpus, synthetic, server-tests, qwen1.5b or demo (got '$ONLY')" ;;
 esac
 log "cache: $CACHE"

@@ -45,6 +45,9 @@ struct ChatPlan {
         case .none:
             functions = []
             options.functionCallMode = .disabled
+            // "none" asks for words: with tools in play, a reply may not open as a call would
+            // (small models otherwise write one out as text).
+            options.forbidsCallOpening = !request.functions.isEmpty || request.messages.contains { !$0.functionCalls.isEmpty }
         case .automatic:
             functions = request.functions
             options.functionCallMode = .automatic

@@ -68,7 +68,7 @@ public struct GenerationOptions: Sendable, Equatable {
     package var promptSchema: String?
     /// The reply may not open with what would be a call (`{` or a code fence): the last round
     /// of `respond` after the model repeated a call, when an answer in words is what is left.
-    var forbidsCallOpening = false
+    package var forbidsCallOpening = false
     /// Whether the reply may make several function calls (OpenAI's `parallel_tool_calls`):
     /// when false, the end of generation is all that may follow the first call.
     package var allowsSeveralCalls = true
