@@ -56,8 +56,22 @@ let targetHasAVX512 = targetCPU.map { cpu in
         ? ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512f") ?? false)
         : avx512Models.contains(cpu)
 } ?? false
+// Whether the target CPU has AVX512-VNNI (byte dot products): the packed kernels then multiply
+// bytes with `vpdpbusd` (Kernels/PackedByteKernels.swift), through the VectorIntrinsics
+// module, which reaches LLVM's intrinsic with `-parse-stdlib` (an unsafe flag, so only in a
+// tuned build, never in a dependency resolved by URL).
+let vnniModels: Set<String> = [
+    "cascadelake", "cooperlake", "icelake-client", "icelake-server", "tigerlake", "rocketlake",
+    "sapphirerapids", "emeraldrapids", "graniterapids", "znver4", "znver5",
+]
+let targetHasVNNI = targetCPU.map { cpu in
+    cpu == "native"
+        ? ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_vnni") ?? false)
+        : vnniModels.contains(cpu)
+} ?? false
 let kernelSettings: [SwiftSetting] = targetCPU.map {
     [.unsafeFlags(["-target-cpu", $0]), .define("TYPESET_TUNED_CPU")] + (targetHasAVX512 ? [.define("TYPESET_AVX512")] : [])
+        + (targetHasVNNI ? [.define("TYPESET_VNNI")] : [])
 } ?? []
 let kernelsOnly = ProcessInfo.processInfo.environment["TYPESET_KERNELS_ONLY"].map { !$0.isEmpty && $0 != "0" } ?? false
 let withMacros = !kernelsOnly && (ProcessInfo.processInfo.environment["TYPESET_WITHOUT_MACROS"].map { $0.isEmpty || $0 == "0" } ?? true)
@@ -90,9 +104,13 @@ let package = Package(
             dependencies: [
                 "GGUF",
                 .target(name: "COpenBLAS", condition: .when(platforms: [.linux])),
-            ],
+            ] + (targetHasVNNI ? ["VectorIntrinsics"] : []),
             swiftSettings: kernelSettings,
             linkerSettings: [.linkedFramework("Accelerate", .when(platforms: [.macOS, .iOS]))]
+        ),
+        .target(
+            name: "VectorIntrinsics",
+            swiftSettings: [.unsafeFlags(["-parse-stdlib"] + (targetCPU.map { ["-target-cpu", $0] } ?? []))]
         ),
         .target(name: "Tokenizer", dependencies: ["GGUF"]),
         .target(name: "Grammar"),
@@ -182,8 +200,13 @@ if withMacros {
 }
 
 if kernelsOnly {
-    let kept: Set<String> = ["GGUF", "COpenBLAS", "Kernels", "SyntheticTensors", "TypesetTestSupport", "KernelsTests"]
+    let kept: Set<String> = ["GGUF", "COpenBLAS", "VectorIntrinsics", "Kernels", "SyntheticTensors", "TypesetTestSupport", "KernelsTests"]
     package.targets.removeAll { !kept.contains($0.name) }
     package.products.removeAll { !["GGUF", "TypesetTestSupport"].contains($0.name) }
     package.dependencies.removeAll()
+}
+
+if !targetHasVNNI {
+    // Nothing uses it, and its unsafe flag must not reach a dependency resolved by URL.
+    package.targets.removeAll { $0.name == "VectorIntrinsics" }
 }

@@ -286,7 +286,7 @@ extension ActivationVector {
         pairs.withUnsafeBufferPointer { pairs in
             withPointers { activations in
                 body(ColumnPointers(pairs: pairs.baseAddress ?? UnsafePointer(_zeroWords.assumingMemoryBound(to: UInt32.self)),
-                                     scales: activations.scales, sums: activations.sums, offsets: activations.offsets))
+                                     codes: UnsafeRawPointer(activations.codes), scales: activations.scales, sums: activations.sums, offsets: activations.offsets))
             }
         }
     }

@@ -253,7 +253,7 @@ final class ActivationBatch {
     }
 
     var columns: ColumnPointers {
-        ColumnPointers(pairs: UnsafePointer(pairs.baseAddress!), scales: UnsafePointer(scales.baseAddress!),
+        ColumnPointers(pairs: UnsafePointer(pairs.baseAddress!), codes: UnsafeRawPointer(codes.baseAddress!), scales: UnsafePointer(scales.baseAddress!),
                         sums: UnsafePointer(sums.baseAddress!), offsets: UnsafePointer(offsets.baseAddress!))
     }
 }
@@ -323,7 +323,7 @@ struct PackedBatchJob: @unchecked Sendable {
             var item = 0
             while Self.columnsPerPass == 8 && item &+ 8 <= batch {
                 var set = JoinedColumnSets(first: four(item), second: four(item &+ 4))
-                _productOfGroup(packed, layout, &set)
+                _multiplyGroup(packed, layout, &set)
                 let destination = output + (item &* rowCount &+ 16 &* group)
                 store(set.first, destination)
                 store(set.second, destination + 4 &* rowCount)
@@ -331,13 +331,13 @@ struct PackedBatchJob: @unchecked Sendable {
             }
             while item &+ 4 <= batch {
                 var set = four(item)
-                _productOfGroup(packed, layout, &set)
+                _multiplyGroup(packed, layout, &set)
                 store(set, output + (item &* rowCount &+ 16 &* group))
                 item &+= 4
             }
             while item < batch {
                 var set = OneColumnSet(column(item, pairStride, blockStride, sumStride))
-                _productOfGroup(packed, layout, &set)
+                _multiplyGroup(packed, layout, &set)
                 self.store(set.result, output + (item &* rowCount &+ 16 &* group))
                 item &+= 1
             }
@@ -345,7 +345,8 @@ struct PackedBatchJob: @unchecked Sendable {
     }
 
     @inline(__always) private func column(_ item: Int, _ pairStride: Int, _ blockStride: Int, _ sumStride: Int) -> ColumnPointers {
-        ColumnPointers(pairs: columns.pairs + item &* pairStride, scales: columns.scales + item &* blockStride,
+        ColumnPointers(pairs: columns.pairs + item &* pairStride, codes: columns.codes + item &* 2 &* pairStride,
+                        scales: columns.scales + item &* blockStride,
                         sums: columns.sums + item &* sumStride, offsets: columns.offsets + item &* blockStride)
     }
 

@@ -224,7 +224,7 @@ struct PackedProductJob: @unchecked Sendable {
         let base = UnsafeRawPointer(matrix.storage.bytes)
         for group in groups {
             var columns = OneColumnSet(column)
-            _productOfGroup(base + group &* layout.groupBytes, layout, &columns)
+            _multiplyGroup(base + group &* layout.groupBytes, layout, &columns)
             UnsafeMutableRawPointer(output + 16 &* group).storeBytes(of: columns.result, as: SIMD16<Float>.self)
         }
     }

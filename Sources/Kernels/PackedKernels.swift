@@ -14,6 +14,8 @@ import GGUF
 /// Pointers into one quantized activation column.
 struct ColumnPointers {
     let pairs: UnsafePointer<UInt32>
+    /// The int8 codes in element order (the byte kernels read them four at a time).
+    let codes: UnsafeRawPointer
     let scales: UnsafePointer<Float>
     /// q8_0: Σ codes per block; q8_K: Σ codes per 16 elements.
     let sums: UnsafePointer<Int32>
@@ -58,7 +60,8 @@ struct FourColumnSet: ColumnSet {
     static var count: Int { 4 }
     @inline(__always) func sink(atPair pair: Int) -> FourColumns { FourColumns(pairs: first.pairs + pair, stride: pairStride) }
     @inline(__always) func column(_ index: Int) -> ColumnPointers {
-        ColumnPointers(pairs: first.pairs + index &* pairStride, scales: first.scales + index &* blockStride,
+        ColumnPointers(pairs: first.pairs + index &* pairStride, codes: first.codes + index &* 2 &* pairStride,
+                        scales: first.scales + index &* blockStride,
                         sums: first.sums + index &* sumStride, offsets: first.offsets + index &* blockStride)
     }
     @inline(__always) func sums(_ sink: FourColumns, _ index: Int) -> SIMD16<Int32> {
@@ -199,24 +202,51 @@ func _q4_1Blocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
     }
 }
 
+/// A Q4_K super-block's header: `d` and `dmin` per row, and its eight 6-bit sub-block scales
+/// and minimums (ggml's get_scale_min_k4, four bytes at a time: sub-blocks 0…3 and 4…7).
+struct Q4_KHeader {
+    let d, dmin: SIMD16<Float>
+    let scalesLow, scalesHigh, minimumsLow, minimumsHigh: SIMD16<UInt32>
+
+    @inline(__always) init(_ header: UnsafeRawPointer) {
+        let dWords = _words(header, 0)
+        d = _floatFromHalves(dWords)
+        dmin = _floatFromHalves(dWords &>> 16)
+        let packed0 = _words(header, 1), packed1 = _words(header, 2), packed2 = _words(header, 3)
+        scalesLow = packed0 & 0x3F3F_3F3F
+        minimumsLow = packed1 & 0x3F3F_3F3F
+        scalesHigh = (packed2 & 0x0F0F_0F0F) | ((packed0 &>> 2) & 0x3030_3030)
+        minimumsHigh = ((packed2 &>> 4) & 0x0F0F_0F0F) | ((packed1 &>> 2) & 0x3030_3030)
+    }
+
+    /// Sub-block `subBlock`'s scale per row.
+    @inline(__always) func scale(_ subBlock: Int) -> SIMD16<Int32> { Self.byte(subBlock < 4 ? scalesLow : scalesHigh, subBlock & 3) }
+
+    @inline(__always) static func byte(_ words: SIMD16<UInt32>, _ index: Int) -> SIMD16<Int32> {
+        unsafeBitCast((words &>> UInt32(8 &* index)) & 0xFF, to: SIMD16<Int32>.self)
+    }
+
+    /// What a super-block (number `index`) adds to a column whose scaled integer sums are
+    /// `sums`: `sums × d × d_a − Σ over sub-blocks of min × Σ a × dmin × d_a`.
+    @inline(__always) func value(sums: SIMD16<Int32>, column: ColumnPointers, index: Int) -> SIMD16<Float> {
+        let activationSums = column.sums + 16 &* index
+        var minimumSum = SIMD16<Int32>()
+        for subBlock in 0..<8 {
+            let activationSum = activationSums[2 &* subBlock] &+ activationSums[2 &* subBlock &+ 1]
+            minimumSum &+= Self.byte(subBlock < 4 ? minimumsLow : minimumsHigh, subBlock & 3) &* SIMD16(repeating: activationSum)
+        }
+        let scale = column.scales[index]
+        return _floatFromIntegers(sums) * (d * scale) - _floatFromSmallIntegers(minimumSum) * (dmin * scale)
+    }
+}
+
 /// Q4_K super-blocks: Σ over sub-blocks of scale × Σ q·a, times d × d_a, minus Σ over
 /// sub-blocks of min × Σ a, times dmin × d_a. Scales and minimums are ggml's 6-bit fields.
 @inline(__always)
 func _q4_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     for index in 0..<layout.blockCount {
-        let header = group + layout.headerOffset(index)
+        let header = Q4_KHeader(group + layout.headerOffset(index))
         let body = group + layout.bodyOffset(index)
-        let dWords = _words(header, 0)
-        let d = _floatFromHalves(dWords), dmin = _floatFromHalves(dWords &>> 16)
-        // ggml's get_scale_min_k4 on four bytes at a time: sub-blocks 0…3 and 4…7.
-        let packed0 = _words(header, 1), packed1 = _words(header, 2), packed2 = _words(header, 3)
-        let scalesLow = packed0 & 0x3F3F_3F3F, minimumsLow = packed1 & 0x3F3F_3F3F
-        let scalesHigh = (packed2 & 0x0F0F_0F0F) | ((packed0 &>> 2) & 0x3030_3030)
-        let minimumsHigh = ((packed2 &>> 4) & 0x0F0F_0F0F) | ((packed1 &>> 2) & 0x3030_3030)
-        @inline(__always) func byte(_ words: SIMD16<UInt32>, _ index: Int) -> SIMD16<Int32> {
-            unsafeBitCast((words &>> UInt32(8 &* index)) & 0xFF, to: SIMD16<Int32>.self)
-        }
-
         var sink = columns.sink(atPair: 128 &* index)
         for subBlock in 0..<8 {
             // Sub-block 2c is the low nibbles of chunk c's 8 words, 2c + 1 the high ones.
@@ -227,19 +257,10 @@ func _q4_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
                 sink.consume(_pairVector(words, shift: shift, mask: 0x000F_000F), index: 16 &* subBlock &+ 2 &* word)
                 sink.consume(_pairVector(words, shift: shift &+ 8, mask: 0x000F_000F), index: 16 &* subBlock &+ 2 &* word &+ 1)
             }
-            sink.flush(scaledBy: byte(subBlock < 4 ? scalesLow : scalesHigh, subBlock & 3))
+            sink.flush(scaledBy: header.scale(subBlock))
         }
         for c in 0..<C.count {
-            let column = columns.column(c)
-            let sums = column.sums + 16 &* index
-            var minimumSum = SIMD16<Int32>()
-            for subBlock in 0..<8 {
-                let activationSum = sums[2 &* subBlock] &+ sums[2 &* subBlock &+ 1]
-                minimumSum &+= byte(subBlock < 4 ? minimumsLow : minimumsHigh, subBlock & 3) &* SIMD16(repeating: activationSum)
-            }
-            let scale = column.scales[index]
-            let value = _floatFromIntegers(columns.sums(sink, c)) * (d * scale) - _floatFromSmallIntegers(minimumSum) * (dmin * scale)
-            columns.accumulate(value, c)
+            columns.accumulate(header.value(sums: columns.sums(sink, c), column: columns.column(c), index: index), c)
         }
     }
 }
@@ -278,6 +299,20 @@ func _q6_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
         }
     }
 }
+
+/// The product of one group with `columns`: the byte kernels (PackedByteKernels.swift) on
+/// targets with AVX512-VNNI, the pair kernels below elsewhere. Both give the same results.
+#if TYPESET_VNNI
+@inline(__always)
+func _multiplyGroup<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+    _productOfGroupOfBytes(group, layout, &columns)
+}
+#else
+@inline(__always)
+func _multiplyGroup<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+    _productOfGroup(group, layout, &columns)
+}
+#endif
 
 /// Runs the driver of `layout.type` over one group.
 @inline(__always)

@@ -10,9 +10,8 @@ import Kernels
 ///
 /// Dot products and sums run in the order of ggml's AVX-512 F16 GEMM (tinyBLAS): 16 lanes,
 /// lane `l` a chain of fused multiply-adds over indices ≡ l (mod 16), the lanes summed in
-/// halves. The half-precision keys and values of the cache are read widened to floats
-/// (`CacheWideningJob`, once per block rather than once per query head: Gemma's four query
-/// heads share one key head); widening is exact, so the products are those of the halves.
+/// halves. The cache holds its keys and values rounded to half precision and kept as floats
+/// (`KVCache`), so the products are those of the halves, read without conversion.
 ///
 /// `@unchecked Sendable` is sound because the buffers outlive the synchronous
 /// `KernelThreadPool.run` call that uses the job, queries, keys and values are only read, and
@@ -20,7 +19,7 @@ import Kernels
 struct AttentionJob: @unchecked Sendable {
     /// Queries, already rotated, scaled where the family scales them, and rounded to half.
     let queries: UnsafePointer<Float>
-    /// Widened keys and values: position `p` at `p × keyWidth`, heads in order, dimensions in order.
+    /// The cache's keys and values: position `p` at `p × keyWidth`, heads in order, dimensions in order.
     let keys: UnsafePointer<Float>
     let values: UnsafePointer<Float>
     let output: UnsafeMutablePointer<Float>
@@ -46,19 +45,37 @@ struct AttentionJob: @unchecked Sendable {
         let headOffset = (head / groupSize) * headWidth
         let groups = headWidth / 16
 
-        // Scores: lane l of the accumulator sums the dimensions ≡ l (mod 16).
+        // Scores: lane l of the accumulator sums the dimensions ≡ l (mod 16); sixteen positions
+        // at a time, their lane sums reduced together (the same additions, position for
+        // position, as `_sumInHalves`), the rest one by one.
         var maximum = -Float.infinity
         let q = UnsafeRawPointer(query)
-        for past in first ... position {
-            let key = UnsafeRawPointer(keys + past * keyWidth + headOffset)
+        @inline(__always) func lanes(_ past: Int) -> SIMD16<Float> {
+            let key = UnsafeRawPointer(keys + (past &* keyWidth &+ headOffset))
             var lanes = SIMD16<Float>()
             for group in 0..<groups {
-                lanes = lanes.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 * group, as: SIMD16<Float>.self),
-                                                      q.loadUnaligned(fromByteOffset: 64 * group, as: SIMD16<Float>.self))
+                lanes = lanes.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self),
+                                                      q.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self))
             }
-            let score = _sumInHalves(lanes.lowHalf + lanes.highHalf) * scale
+            return lanes
+        }
+        var past = first
+        var maxima = SIMD16<Float>(repeating: -.infinity)
+        while past &+ 16 <= position &+ 1 {
+            let scores = _sumsInHalves(
+                (lanes(past), lanes(past &+ 1), lanes(past &+ 2), lanes(past &+ 3), lanes(past &+ 4), lanes(past &+ 5),
+                 lanes(past &+ 6), lanes(past &+ 7), lanes(past &+ 8), lanes(past &+ 9), lanes(past &+ 10), lanes(past &+ 11),
+                 lanes(past &+ 12), lanes(past &+ 13), lanes(past &+ 14), lanes(past &+ 15))) * scale
+            UnsafeMutableRawPointer(scratch.scores + past).storeBytes(of: scores, as: SIMD16<Float>.self)
+            maxima = pointwiseMax(maxima, scores)
+            past += 16
+        }
+        maximum = maxima.max()
+        while past <= position {
+            let score = _sumInHalves(lanes(past)) * scale
             scratch.scores[past] = score
             maximum = max(maximum, score)
+            past += 1
         }
 
         // Softmax: 16-lane chunks aligned at position 0, masked positions contributing 0.
@@ -108,43 +125,6 @@ struct AttentionJob: @unchecked Sendable {
             let quarters = (halves.0 + halves.4, halves.1 + halves.5, halves.2 + halves.6, halves.3 + halves.7)
             let sum = (quarters.0 + quarters.2) + (quarters.1 + quarters.3)
             UnsafeMutableRawPointer(destination + 16 * group).storeBytes(of: sum, as: SIMD16<Float>.self)
-        }
-    }
-}
-
-/// Widens positions of one block's cached keys and values (`KVCache`'s paired halves) to
-/// floats in dimension order, position `p` at `p × keyWidth`, shared by the threads that split
-/// the positions.
-///
-/// `@unchecked Sendable` is sound because the cache and the destinations outlive the
-/// synchronous thread-pool call, the cache is only read, and each position is written by one
-/// thread.
-struct CacheWideningJob: RangeJob, @unchecked Sendable {
-    let keys: UnsafePointer<UInt32>
-    let values: UnsafePointer<UInt32>
-    let wideKeys: UnsafeMutablePointer<Float>
-    let wideValues: UnsafeMutablePointer<Float>
-    let keyWidth: Int
-    /// The first position widened: the job's ranges count from it.
-    let firstPosition: Int
-
-    func run(_ range: Range<Int>) {
-        widen(positions: firstPosition + range.lowerBound ..< firstPosition + range.upperBound)
-    }
-
-    func widen(positions: Range<Int>) {
-        let words = keyWidth / 2
-        @inline(__always) func widen(_ source: UnsafePointer<UInt32>, _ destination: UnsafeMutablePointer<Float>, _ position: Int) {
-            let from = UnsafeRawPointer(source + position * words), to = UnsafeMutableRawPointer(destination + position * keyWidth)
-            for group in 0 ..< keyWidth / 16 {
-                let pairs = from.loadUnaligned(fromByteOffset: 32 * group, as: SIMD8<UInt32>.self)
-                to.storeBytes(of: SIMD16(lowHalf: floatsFromHalves(pairs & 0xFFFF), highHalf: floatsFromHalves(pairs &>> 16)),
-                              toByteOffset: 64 * group, as: SIMD16<Float>.self)
-            }
-        }
-        for position in positions {
-            widen(keys, wideKeys, position)
-            widen(values, wideValues, position)
         }
     }
 }

@@ -152,62 +152,39 @@ struct ForwardPass {
     }
 
     /// Causal attention of every row to its own sequence's cache (slot `slot`, which holds
-    /// the rows' keys and values by now): each sequence's attended positions are widened to
-    /// floats once for all its heads, into a region of the workspace of its own, then every
-    /// (row, head) pair of the call is computed, the pairs of all sequences split across the
-    /// threads together.
+    /// the rows' keys and values by now): every (row, head) pair of the call, the pairs of all
+    /// sequences split across the threads together in one dispatch.
     private func attendToCaches(slot: Int, window: Int, keyWidth: Int, keyValueHeads: Int, scale: Float) {
         let configuration = model.configuration
         let headCount = configuration.headCount, headWidth = configuration.headDimension
         let queryWidth = headCount * headWidth
-        // Each sequence's region holds its positions 0 ..< end (those before its window unused).
-        var wideFloats = 0, positionCapacity = 16
+        var positionCapacity = 16
         for sequence in sequences {
-            let end = sequence.start + sequence.rows.count
-            wideFloats += end * keyWidth
-            positionCapacity = max(positionCapacity, (end + 15) / 16 * 16 + 16)
+            positionCapacity = max(positionCapacity, (sequence.start + sequence.rows.count + 15) / 16 * 16 + 16)
         }
-        workspace.reserveWideFloats(wideFloats)
-        let wideKeys = workspace.wideKeys.baseAddress!, wideValues = workspace.wideValues.baseAddress!
         let queries = UnsafePointer(workspace.queries.baseAddress!), attended = workspace.attended.baseAddress!
         let threadCount = threadCount
-        withUnsafeTemporaryAllocation(of: (job: CacheWideningJob, units: Range<Int>).self, capacity: sequences.count) { widenings in
-            withUnsafeTemporaryAllocation(of: (job: AttentionJob, pairs: Range<Int>).self, capacity: sequences.count) { attentions in
-                var region = 0, units = 0, pairs = 0
-                for (index, sequence) in sequences.enumerated() {
-                    let end = sequence.start + sequence.rows.count
-                    let first = window == Int.max ? 0 : max(0, sequence.start - window + 1)
-                    // The cache's storage outlives the call: the workspace's jobs read it through
-                    // pointers, as the thread pool's jobs read every buffer.
-                    let (cachedKeys, cachedValues) = sequence.cache.storage(slot: slot)
-                    (widenings.baseAddress! + index).initialize(to: (
-                        CacheWideningJob(keys: cachedKeys, values: cachedValues, wideKeys: wideKeys + region, wideValues: wideValues + region,
-                                         keyWidth: keyWidth, firstPosition: first),
-                        units ..< units + end - first))
-                    let rowPairs = sequence.rows.count * headCount
-                    (attentions.baseAddress! + index).initialize(to: (
-                        AttentionJob(
-                            queries: queries + sequence.rows.lowerBound * queryWidth, keys: wideKeys + region, values: wideValues + region,
-                            output: attended + sequence.rows.lowerBound * queryWidth, start: sequence.start, headCount: headCount,
-                            headWidth: headWidth, groupSize: headCount / keyValueHeads, keyWidth: keyWidth, window: window, scale: scale),
-                        pairs ..< pairs + rowPairs))
-                    region += end * keyWidth
-                    units += end - first
-                    pairs += rowPairs
-                }
-                defer {
-                    widenings.baseAddress!.deinitialize(count: sequences.count)
-                    attentions.baseAddress!.deinitialize(count: sequences.count)
-                }
-                KernelThreadPool.shared.forEachRange(
-                    of: units, parts: units >= 32 ? threadCount : 1,
-                    job: RangeJobList(jobs: UnsafeBufferPointer(rebasing: widenings[..<sequences.count])))
-                let parts = pairs >= 8 ? min(threadCount, KernelThreadPool.shared.threadCount) : 1
-                KernelThreadPool.shared.forEachRange(
-                    of: parts, parts: parts,
-                    job: AttentionParts(jobs: UnsafeBufferPointer(rebasing: attentions[..<sequences.count]), pairs: pairs, parts: parts,
-                                        positionCapacity: positionCapacity))
+        withUnsafeTemporaryAllocation(of: (job: AttentionJob, pairs: Range<Int>).self, capacity: sequences.count) { attentions in
+            var pairs = 0
+            for (index, sequence) in sequences.enumerated() {
+                // The cache's storage outlives the call: the jobs read it through pointers, as
+                // the thread pool's jobs read every buffer.
+                let (cachedKeys, cachedValues) = sequence.cache.storage(slot: slot)
+                let rowPairs = sequence.rows.count * headCount
+                (attentions.baseAddress! + index).initialize(to: (
+                    AttentionJob(
+                        queries: queries + sequence.rows.lowerBound * queryWidth, keys: cachedKeys, values: cachedValues,
+                        output: attended + sequence.rows.lowerBound * queryWidth, start: sequence.start, headCount: headCount,
+                        headWidth: headWidth, groupSize: headCount / keyValueHeads, keyWidth: keyWidth, window: window, scale: scale),
+                    pairs ..< pairs + rowPairs))
+                pairs += rowPairs
             }
+            defer { attentions.baseAddress!.deinitialize(count: sequences.count) }
+            let parts = pairs >= 8 ? min(threadCount, KernelThreadPool.shared.threadCount) : 1
+            KernelThreadPool.shared.forEachRange(
+                of: parts, parts: parts,
+                job: AttentionParts(jobs: UnsafeBufferPointer(rebasing: attentions[..<sequences.count]), pairs: pairs, parts: parts,
+                                    positionCapacity: positionCapacity))
         }
     }
 

@@ -5,9 +5,12 @@ import Kernels
 /// every short-convolution block.
 ///
 /// Sized for `contextLength` positions when created (`TransformerModel.makeCache`), not for the
-/// model's maximum. Keys and values are stored in half precision, as llama.cpp's default cache
-/// stores them (and with the same rounding, which its attention then sees): `contextLength ×
-/// attentionBlocks × 2 × keyWidth` halves. A convolution block keeps its gated input `B ⊙ x` of
+/// model's maximum. Keys and values are rounded to half precision as llama.cpp's default F16
+/// cache rounds them (so the attention sees the values llama.cpp's sees), and kept as the
+/// floats those halves stand for, so the attention of every step reads them as they are
+/// instead of converting every position again: `contextLength × attentionBlocks × 2 ×
+/// keyWidth` floats, twice an F16 cache's bytes, committed as positions are written. A
+/// convolution block keeps its gated input `B ⊙ x` of
 /// every position in `Float` (what llama.cpp's rolling state holds for the last positions):
 /// `contextLength × convolutionBlocks × width` floats. Keeping every position rather than a
 /// rolling window is what makes truncation exact for convolutions too: after `truncate(to:)`
@@ -16,13 +19,8 @@ import Kernels
 /// Remembers which tokens it holds, so a new request that shares a prefix with them recomputes
 /// only the rest (`reusablePrefixLength(for:)` and `truncate(to:)`).
 ///
-/// Layout of keys and values ("paired halves"): position `p` of a block is `keyWidth / 2`
-/// 32-bit words; each head's dimensions go in groups of 16, and word `i` of a group holds
-/// dimension `i` in its low 16 bits and dimension `i + 8` in its high 16 bits, so that the two
-/// halves of a vector of words convert to dimensions 0–7 and 8–15 of the group without shuffles.
-///
-///     dimensions  0  1  2 …  7 |  8  9 … 15      word 0 = d0 | d8 << 16
-///                              |                 word 1 = d1 | d9 << 16 …
+/// Layout of keys and values: position `p` of a block at `p × keyWidth`, its heads in order,
+/// each head's dimensions in order.
 ///
 /// It also owns the scratch buffers of its own forward passes (a ``ForwardWorkspace``), sized
 /// on the first evaluation and reused by every later one of the same or a smaller batch.
@@ -32,11 +30,11 @@ public final class KVCache {
     public let contextLength: Int
     /// Key (and value) width of each attention slot.
     let keyWidths: [Int]
-    /// `keys[slot]`: `contextLength × keyWidth / 2` words, position `p` at `p × keyWidth / 2`.
+    /// `keys[slot]`: `contextLength × keyWidth` floats, position `p` at `p × keyWidth`.
     /// Allocated, not written, when the cache is made: the system commits pages as positions
     /// are stored, so a cache costs memory for the positions it has held, not its context.
-    let keys: [UnsafeMutableBufferPointer<UInt32>]
-    let values: [UnsafeMutableBufferPointer<UInt32>]
+    let keys: [UnsafeMutableBufferPointer<Float>]
+    let values: [UnsafeMutableBufferPointer<Float>]
     /// `convolutionInputs[slot]`: `contextLength × convolutionWidth` floats, position `p` at
     /// `p × convolutionWidth`.
     let convolutionStorage: [UnsafeMutableBufferPointer<Float>]
@@ -51,7 +49,7 @@ public final class KVCache {
 
     /// Bytes of key, value and convolution storage.
     public var byteCount: Int {
-        keyWidths.reduce(0) { $0 + 2 * contextLength * $1 * MemoryLayout<UInt16>.size }
+        keyWidths.reduce(0) { $0 + 2 * contextLength * $1 * MemoryLayout<Float>.size }
             + convolutionStorage.count * contextLength * convolutionWidth * MemoryLayout<Float>.size
     }
 
@@ -61,8 +59,8 @@ public final class KVCache {
         precondition(keyWidths.allSatisfy { $0 % 16 == 0 }, "key widths \(keyWidths) are not multiples of 16")
         self.contextLength = contextLength
         self.keyWidths = keyWidths
-        keys = keyWidths.map { .allocate(capacity: max(1, contextLength * $0 / 2)) }
-        values = keyWidths.map { .allocate(capacity: max(1, contextLength * $0 / 2)) }
+        keys = keyWidths.map { .allocate(capacity: max(1, contextLength * $0)) }
+        values = keyWidths.map { .allocate(capacity: max(1, contextLength * $0)) }
         self.convolutionWidth = convolutionWidth
         convolutionStorage = (0 ..< convolutionCount).map { _ in .allocate(capacity: max(1, contextLength * convolutionWidth)) }
     }
@@ -73,7 +71,7 @@ public final class KVCache {
     }
 
     /// Slot `slot`'s keys and values (see ``keys``), for the forward pass's jobs.
-    func storage(slot: Int) -> (keys: UnsafePointer<UInt32>, values: UnsafePointer<UInt32>) {
+    func storage(slot: Int) -> (keys: UnsafePointer<Float>, values: UnsafePointer<Float>) {
         (UnsafePointer(keys[slot].baseAddress!), UnsafePointer(values[slot].baseAddress!))
     }
 
@@ -99,31 +97,24 @@ public final class KVCache {
     func append(_ token: Int) { tokens.append(token) }
 
     /// Rounds `rows` (one `keyWidth`-float row per position, from `position` on) to half
-    /// precision and stores them in slot `slot`'s keys (or values) in the paired layout.
+    /// precision and stores them in slot `slot`'s keys (or values). The rounding is
+    /// ``halvesFromFloats(_:)`` read back by ``floatsFromHalves(_:)``: an F16 cache's values.
     func store(_ rows: UnsafeBufferPointer<Float>, slot: Int, position: Int, keys storesKeys: Bool) {
         let keyWidth = keyWidths[slot]
-        let words = keyWidth / 2
-        func write(_ destination: UnsafeMutableBufferPointer<UInt32>) {
-            for row in 0 ..< rows.count / keyWidth {
-                let source = UnsafeRawPointer(rows.baseAddress! + row * keyWidth)
-                let target = UnsafeMutableRawPointer(destination.baseAddress! + (position + row) * words)
-                for group in 0 ..< keyWidth / 16 {
-                    let low = halvesFromFloats(source.loadUnaligned(fromByteOffset: 64 * group, as: SIMD8<Float>.self))
-                    let high = halvesFromFloats(source.loadUnaligned(fromByteOffset: 64 * group + 32, as: SIMD8<Float>.self))
-                    target.storeBytes(of: low | (high &<< 16), toByteOffset: 32 * group, as: SIMD8<UInt32>.self)
-                }
-            }
+        let destination = (storesKeys ? keys[slot] : values[slot]).baseAddress! + position * keyWidth
+        let source = UnsafeRawPointer(rows.baseAddress!), target = UnsafeMutableRawPointer(destination)
+        for chunk in 0 ..< rows.count / 8 {
+            let values = source.loadUnaligned(fromByteOffset: 32 * chunk, as: SIMD8<Float>.self)
+            target.storeBytes(of: floatsFromHalves(halvesFromFloats(values)), toByteOffset: 32 * chunk, as: SIMD8<Float>.self)
         }
-        write(storesKeys ? keys[slot] : values[slot])
     }
 }
 
-/// Scratch memory of forward passes: the activation buffers of a batch of rows, the cache's
-/// keys and values widened to floats for attention, the quantized input of decode-time
-/// products and the rotary angles of the call's positions.
+/// Scratch memory of forward passes: the activation buffers of a batch of rows, the quantized
+/// input of decode-time products and the rotary angles of the call's positions.
 ///
 /// Sized on first use for the model and the batch that uses it, and grown (never shrunk) when a
-/// later batch is larger or the context longer, so that evaluating the same or a smaller batch
+/// later batch is larger, so that evaluating the same or a smaller batch
 /// again allocates nothing. A ``KVCache`` keeps one for its own evaluations; a caller that
 /// evaluates several sequences together (``TransformerModel/evaluate(_:workspace:threadCount:into:)``)
 /// keeps one for its batches. Not thread-safe: one forward pass at a time uses a workspace.
@@ -141,8 +132,6 @@ public final class ForwardWorkspace {
     /// `batchCapacity × the widest fused projection` (query-key-value, gate-up, the
     /// convolution's B-C-x); empty when the model has none.
     private(set) var fused: UnsafeMutableBufferPointer<Float>
-    /// Widened keys and values of the positions attended to: `positionCapacity × keyWidth` each.
-    private(set) var wideKeys, wideValues: UnsafeMutableBufferPointer<Float>
     /// The quantized input of the decode-time products, storage reused from token to token.
     var activations = ActivationBuffers()
     /// The angle tables of the model's rotary embeddings, one row per row of the call.
@@ -159,8 +148,8 @@ public final class ForwardWorkspace {
     /// An empty workspace; the first forward pass that uses it sizes it.
     public init() {
         let empty = UnsafeMutableBufferPointer<Float>(start: nil, count: 0)
-        (residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, wideKeys, wideValues)
-            = (empty, empty, empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
+        (residual, normalized, projected, queries, attended, keys, values, gates, ups, fused)
+            = (empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
     }
 
     /// Makes room for `rows` rows of `model`'s activations (reallocating only when the capacity
@@ -201,21 +190,8 @@ public final class ForwardWorkspace {
         self.widths = widths
     }
 
-    /// Makes room for `count` floats of widened keys and as many of values (growing by half
-    /// again, so a conversation reallocates a logarithmic number of times).
-    func reserveWideFloats(_ count: Int) {
-        guard wideKeys.count < count else { return }
-        let capacity = max(count, wideKeys.count * 3 / 2)
-        if wideKeys.baseAddress != nil {
-            wideKeys.deallocate()
-            wideValues.deallocate()
-        }
-        wideKeys = .allocate(capacity: capacity)
-        wideValues = .allocate(capacity: capacity)
-    }
-
     deinit {
-        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, wideKeys, wideValues]
+        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused]
         where buffer.baseAddress != nil {
             buffer.deallocate()
         }

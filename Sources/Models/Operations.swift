@@ -33,23 +33,6 @@ func _forEachRowRange(_ count: Int, threadCount: Int, _ body: (Range<Int>) -> Vo
     }
 }
 
-/// Several range jobs seen as one run of units, numbered one job after another (the units of
-/// job `i` are `jobs[i].units`, in order from 0): one dispatch runs them all, each thread the
-/// parts of the jobs its range overlaps.
-///
-/// `@unchecked Sendable` as the jobs it lists: the buffer outlives the synchronous call.
-struct RangeJobList<Job: RangeJob>: RangeJob, @unchecked Sendable {
-    let jobs: UnsafeBufferPointer<(job: Job, units: Range<Int>)>
-
-    func run(_ range: Range<Int>) {
-        for (job, units) in jobs {
-            let overlap = range.clamped(to: units)
-            guard !overlap.isEmpty else { continue }
-            job.run(overlap.lowerBound - units.lowerBound ..< overlap.upperBound - units.lowerBound)
-        }
-    }
-}
-
 /// A per-row body handed to the thread pool as a range job; see `_forEachRowRange`.
 private struct UncheckedRowJob: RangeJob, @unchecked Sendable {
     let body: (Range<Int>) -> Void

@@ -37,6 +37,9 @@ struct BenchKernels: ParsableCommand {
     @Flag(help: "Skip the shapes beyond the last-level cache and the scalar path.")
     var quick = false
 
+    @Option(help: "Comma-separated matmul batch sizes (rows of activations), e.g. 1,2,4,8 for batched decoding.")
+    var batches = "1,32,128"
+
     @Flag(help: "Print JSON instead of tables.")
     var json = false
 
@@ -62,6 +65,8 @@ struct BenchKernels: ParsableCommand {
             options.matrixVectorTypes = options.matrixVectorTypes.filter(selected.contains)
             options.matrixMultiplyTypes = options.matrixMultiplyTypes.filter(selected.contains)
         }
+        options.batches = batches.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
+        guard !options.batches.isEmpty else { throw ValidationError("--batches needs at least one positive size") }
         if quick {
             options.matrixVectorShapes.removeAll { $0.k * $0.n > 32 << 20 }
             options.includeScalar = false

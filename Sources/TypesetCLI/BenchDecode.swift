@@ -10,7 +10,9 @@ struct BenchDecode: ParsableCommand {
         Each run starts from an empty cache: one prefill of --prompt-tokens tokens (BOS if the \
         model adds one, then a fixed English/JSON filler), then --gen-tokens greedy decode steps. \
         Figures are medians over --runs runs after one warm-up. Also reports the time from \
-        process start to the first generated token and the resident memory.
+        process start to the first generated token and the resident memory. With --sequences N, \
+        N prompts (the filler, each shifted) are decoded together, one forward pass per step for \
+        all of them, as a server batches its requests: decode tok/s is then the aggregate.
         """
     )
 
@@ -31,6 +33,9 @@ struct BenchDecode: ParsableCommand {
     @Option(help: "Timed runs (after one warm-up).")
     var runs = 5
 
+    @Option(help: "Sequences decoded together (continuous batching); tok/s are then the aggregate.")
+    var sequences = 1
+
     @Flag(help: "Print JSON.")
     var json = false
 
@@ -48,8 +53,8 @@ struct BenchDecode: ParsableCommand {
         + "emit JSON that always parses: {\"name\": \"Ada\", \"age\": 36, \"tags\": [\"math\", \"code\"]}. "
 
     func validate() throws {
-        guard promptTokens > 0, genTokens > 0, runs > 0, threads > 0 else {
-            throw ValidationError("--prompt-tokens, --gen-tokens, --runs and --threads must be positive")
+        guard promptTokens > 0, genTokens > 0, runs > 0, threads > 0, sequences > 0 else {
+            throw ValidationError("--prompt-tokens, --gen-tokens, --runs, --threads and --sequences must be positive")
         }
     }
 
@@ -60,6 +65,7 @@ struct BenchDecode: ParsableCommand {
         let body = loaded.tokenizer.encode(Self.filler, addingSpecialTokens: false)
         while prompt.count < promptTokens { prompt += body }
         prompt = Array(prompt.prefix(promptTokens))
+        if sequences > 1 { return try runBatched(loaded, body: body) }
         // One token more than measured: the loop does not evaluate the last token it appends,
         // so --gen-tokens decode steps (forward passes) follow the prefill, as llama-bench counts.
         let generator = TextGenerator(model: loaded.model, tokenizer: loaded.tokenizer,
@@ -110,6 +116,44 @@ struct BenchDecode: ParsableCommand {
             print(String(format: "first token %.0f ms after process start; resident %.0f MiB (file %.0f MiB mapped, KV cache %.1f MiB)",
                          firstTokenSeconds * 1000, Double(resident) / 1_048_576, Double(loaded.file.fileSize) / 1_048_576,
                          Double(generator.cache.byteCount) / 1_048_576))
+        }
+    }
+}
+
+extension BenchDecode {
+    /// `--sequences N`: N prompts of the filler (each starting a few tokens further into it,
+    /// so they differ) decoded together; aggregate tok/s over the slowest sequence's time.
+    func runBatched(_ loaded: LoadedModel, body: [Int]) throws {
+        let vocabulary = loaded.tokenizer.vocabulary
+        let prompts: [[Int]] = (0 ..< sequences).map { index in
+            var prompt: [Int] = vocabulary.addBOS ? [vocabulary.bosTokenID!] : []
+            let shifted = Array(body.dropFirst(3 * index % max(1, body.count)))
+            while prompt.count < promptTokens { prompt += shifted.isEmpty ? body : shifted + body }
+            return Array(prompt.prefix(promptTokens))
+        }
+        var prefill: [Double] = [], decode: [Double] = [], perSequence: [Double] = []
+        for run in 0 ... runs {
+            let results = try TextGenerator.generate(
+                model: loaded.model, tokenizer: loaded.tokenizer, prompts: prompts, maxTokens: genTokens + 1,
+                stopsAtEndOfGeneration: false, contextLength: promptTokens + genTokens, threadCount: threads)
+            guard run > 0 else { continue }
+            let slowestPrefill = results.map(\.stats.prefillSeconds).max() ?? 1
+            let slowestDecode = results.map(\.stats.decodeSeconds).max() ?? 1
+            prefill.append(Double(sequences * promptTokens) / slowestPrefill)
+            decode.append(Double(sequences * genTokens) / slowestDecode)
+            perSequence.append(median(results.map { Double(genTokens) / $0.stats.decodeSeconds }))
+        }
+        if json {
+            print(JSONValue.object([
+                ("model", .string(URL(fileURLWithPath: loaded.path).lastPathComponent)), ("threads", JSONValue(threads)),
+                ("sequences", JSONValue(sequences)), ("prompt_tokens", JSONValue(promptTokens)), ("gen_tokens", JSONValue(genTokens)),
+                ("runs", JSONValue(runs)), ("prefill_tok_s", JSONValue(median(prefill))), ("decode_tok_s", JSONValue(median(decode))),
+                ("decode_tok_s_per_sequence", JSONValue(median(perSequence))),
+                ("decode_tok_s_all", .array(decode.map { JSONValue($0) })),
+            ]).compactText)
+        } else {
+            print(String(format: "%d sequences together: prefill %.1f tok/s, decode %.1f tok/s in all (%.1f per sequence), %d threads, medians of %d runs",
+                         sequences, median(prefill), median(decode), median(perSequence), threads, runs))
         }
     }
 }

@@ -122,25 +122,17 @@ import TypesetTestSupport
 
     // MARK: The cache and attention
 
-    /// Keys and values stored in the paired layout and widened back are the inputs rounded to
-    /// half, dimension for dimension.
-    @Test func cacheStoresHalvesAndWidensThemBack() {
+    /// Keys and values are stored as the inputs rounded to half, dimension for dimension (an
+    /// F16 cache's values), at their positions.
+    @Test func cacheStoresValuesRoundedToHalf() {
         let keyWidth = 32, positions = 3
         let cache = KVCache(contextLength: 8, keyWidths: [keyWidth])
         let keys = Self.randomFloats(positions * keyWidth, in: -60_000 ... 60_000, seed: 8), values = Self.randomFloats(positions * keyWidth, in: -1 ... 1, seed: 9)
-        keys.withUnsafeBufferPointer { cache.store($0, slot: 0, position: 0, keys: true) }
-        values.withUnsafeBufferPointer { cache.store($0, slot: 0, position: 0, keys: false) }
-        var wideKeys = [Float](repeating: .nan, count: positions * keyWidth), wideValues = wideKeys
+        keys.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[keyWidth...]), slot: 0, position: 1, keys: true) }
+        values.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[keyWidth...]), slot: 0, position: 1, keys: false) }
         let (k, v) = cache.storage(slot: 0)
-        wideKeys.withUnsafeMutableBufferPointer { wk in
-            wideValues.withUnsafeMutableBufferPointer { wv in
-                CacheWideningJob(keys: k, values: v, wideKeys: wk.baseAddress!, wideValues: wv.baseAddress!, keyWidth: keyWidth,
-                                  firstPosition: 0)
-                    .run(0 ..< positions)
-            }
-        }
-        #expect(wideKeys == keys.map { floatFromHalf(halfFromFloat($0)) })
-        #expect(wideValues == values.map { floatFromHalf(halfFromFloat($0)) })
+        #expect(Array(UnsafeBufferPointer(start: k + keyWidth, count: (positions - 1) * keyWidth)) == keys[keyWidth...].map { floatFromHalf(halfFromFloat($0)) })
+        #expect(Array(UnsafeBufferPointer(start: v + keyWidth, count: (positions - 1) * keyWidth)) == values[keyWidth...].map { floatFromHalf(halfFromFloat($0)) })
     }
 
     /// Causal attention (two query heads sharing one key head) against softmax attention in

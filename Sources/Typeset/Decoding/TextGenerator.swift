@@ -1,4 +1,6 @@
+import Dispatch
 import Models
+import Synchronization
 import Tokenizer
 
 /// Runs a model token by token on prompts the caller builds: the prefill (reusing whatever
@@ -69,4 +71,67 @@ public final class TextGenerator {
         }
         return Result(tokens: outcome.tokens, finishReason: outcome.finishReason, stats: outcome.stats)
     }
+
+    /// Generates continuations of several prompts together, each with its own cache of
+    /// `contextLength` tokens: one forward pass per step for all of them (the weights read once
+    /// per step), the way a server batches its requests. Each result is the one
+    /// ``generate(prompt:maxTokens:sampling:stopsAtEndOfGeneration:logitsProcessor:onToken:)``
+    /// gives alone (greedy: the same tokens), since a sequence's logits do not depend on the
+    /// others in its batch. Blocks until all are done.
+    ///
+    /// - Throws: the first ``ModelError`` of a prompt that cannot start (empty, longer than
+    ///   the context).
+    public static func generate(
+        model: TransformerModel, tokenizer: Tokenizer, prompts: [[Int]], maxTokens: Int, sampling: SamplingOptions = .greedy,
+        stopsAtEndOfGeneration: Bool = true, contextLength: Int = 2048, threadCount: Int = 2
+    ) throws(ModelError) -> [Result] {
+        let vocabulary = tokenizer.vocabulary
+        let scheduler = BatchScheduler(
+            evaluator: ModelBatchEvaluator(model: model, threadCount: max(1, threadCount)), maximumSequences: max(1, prompts.count))
+        let results = Mutex([Swift.Result<Result, ModelError>?](repeating: nil, count: prompts.count))
+        let group = DispatchGroup()
+        for (index, prompt) in prompts.enumerated() {
+            let ends: (Int) -> Bool = stopsAtEndOfGeneration ? { vocabulary.isEndOfGeneration($0) } : { _ in false }
+            let stepper = SamplingStepper(sampler: Sampler(options: sampling, vocabulary: vocabulary), isEndOfGeneration: ends)
+            let loop = TokenLoop(source: ModelSequence(model: model, contextLength: contextLength, threadCount: threadCount),
+                                 maxTokens: maxTokens, isEndOfGeneration: stepper.isEndOfGeneration)
+            group.enter()
+            let generation = BatchScheduler<ModelBatchEvaluator>.Generation(loop: loop, stepper: stepper, prompt: prompt)
+            generation.completion = { outcome in
+                let result = outcome.map { Result(tokens: $0.tokens, finishReason: $0.finishReason, stats: $0.stats) }
+                results.withLock { $0[index] = result }
+                group.leave()
+            }
+            scheduler.submit(generation)
+        }
+        group.wait()
+        var finished: [Result] = []
+        for result in results.withLock({ $0 }) {
+            switch result! {
+            case .success(let value): finished.append(value)
+            case .failure(let error): throw error
+            }
+        }
+        return finished
+    }
+}
+
+/// A step that samples the next token and nothing else: the token-level API's, in a batch.
+final class SamplingStepper: TokenStepper {
+    private var sampler: Sampler
+    let isEndOfGeneration: (Int) -> Bool
+
+    init(sampler: Sampler, isEndOfGeneration: @escaping (Int) -> Bool) {
+        self.sampler = sampler
+        self.isEndOfGeneration = isEndOfGeneration
+    }
+
+    func step(_ logits: inout [Float], _ context: TokenStepContext) -> TokenStepDecision {
+        guard let token = sampler.sample(&logits, history: context.history) else { return .finish(.constraint) }
+        return .append(token)
+    }
+
+    func reasonAtLimit() -> FinishReason { .maxTokens }
+    var isCancelled: Bool { false }
+    func prefillProgress(computed: Int, total: Int) {}
 }

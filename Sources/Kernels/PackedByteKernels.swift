@@ -1,0 +1,297 @@
+#if TYPESET_VNNI
+import VectorIntrinsics
+
+// The byte kernels: the packed products with AVX512-VNNI's `vpdpbusd`, on targets that have
+// it (TYPESET_VNNI, set by Package.swift). Same packed matrices, same activations, same
+// integer sums, same float scaling as the pair kernels of PackedKernels.swift, so the results
+// are identical bit for bit; what changes is the arithmetic that produces the integer sums.
+//
+// The pair kernels multiply 16-bit lanes, two elements per row per 32-bit lane: a product
+// costs a multiply, an add and a later widening for 32 elements of one row group and one
+// activation column. Here each 32-bit lane holds four consecutive elements of its row as
+// unsigned bytes (a "quad"), and `vpdpbusd` multiplies them with four int8 activation codes
+// and adds the four products into the lane: one instruction for 64 products. Offsets that
+// make a type's codes signed (Q4_0's 8, Q5_0's 16, Q8_0's 128, Q6_K's 32) stay out of the
+// bytes and are taken off with the activations' block sums, as ggml's VNNI path does.
+//
+// Every layout of PackedMatrix.swift gives quads cheaply: the low nibbles of a packed word
+// are elements 4w ..< 4w + 4 of the block (the high nibbles 16 further), a Q8_0 word is a
+// quad already, a Q5_0 fifth-bit word spreads into bit 4 of each byte, and two of Q6_K's pair
+// vectors interleave into a quad (pair 2k holds elements 4k and 4k + 2, pair 2k + 1 the other
+// two).
+
+/// A row group's sums against one or several activation columns, fed quads.
+protocol QuadSink {
+    /// Adds `quad` · the column's activation word `word` (four int8 codes; words counted from
+    /// the sink's first) to the pending sums.
+    mutating func consume(_ quad: SIMD16<UInt32>, word: Int)
+    /// Moves the pending sums into the totals.
+    mutating func flush()
+    /// Moves `(pending − offset × the column's activation sum number `sum`) × scales` into
+    /// the totals (Q4_K's and Q6_K's sub-block scales; Q6_K's offset of 32).
+    mutating func flush(scaledBy scales: SIMD16<Int32>, offset: Int32, sum: Int)
+}
+
+/// A column set whose products can run on quads.
+protocol QuadColumnSet: ColumnSet {
+    associatedtype Quads: QuadSink
+    /// A sink reading the activation codes from word `word` of each column on (and its sums).
+    func quadSink(atWord word: Int) -> Quads
+    /// The totals `sink` holds for column `index`.
+    func quadTotals(_ sink: Quads, _ index: Int) -> SIMD16<Int32>
+}
+
+/// The activation word `word` (four codes) of `codes`, in every lane.
+@inline(__always)
+func _broadcastQuad(_ codes: UnsafeRawPointer, _ word: Int) -> SIMD16<UInt32> {
+    SIMD16(repeating: codes.loadUnaligned(fromByteOffset: 4 &* word, as: UInt32.self))
+}
+
+/// One activation column.
+struct OneQuadColumn: QuadSink {
+    let codes: UnsafeRawPointer
+    let sums: UnsafePointer<Int32>
+    var pending = SIMD16<Int32>()
+    var totals = SIMD16<Int32>()
+
+    @inline(__always) mutating func consume(_ quad: SIMD16<UInt32>, word: Int) {
+        pending = dotProductOfBytes(pending, unsigned: quad, signed: _broadcastQuad(codes, word))
+    }
+    @inline(__always) mutating func flush() {
+        totals &+= pending
+        pending = SIMD16<Int32>()
+    }
+    @inline(__always) mutating func flush(scaledBy scales: SIMD16<Int32>, offset: Int32, sum: Int) {
+        totals &+= (pending &- SIMD16(repeating: offset &* sums[sum])) &* scales
+        pending = SIMD16<Int32>()
+    }
+}
+
+/// Four activation columns, `stride` bytes of codes (and `sumStride` sums) apart.
+struct FourQuadColumns: QuadSink {
+    let codes: UnsafeRawPointer
+    let stride: Int
+    let sums: UnsafePointer<Int32>
+    let sumStride: Int
+    var pending = (SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>())
+    var totals = (SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>())
+
+    @inline(__always) mutating func consume(_ quad: SIMD16<UInt32>, word: Int) {
+        pending.0 = dotProductOfBytes(pending.0, unsigned: quad, signed: _broadcastQuad(codes, word))
+        pending.1 = dotProductOfBytes(pending.1, unsigned: quad, signed: _broadcastQuad(codes + stride, word))
+        pending.2 = dotProductOfBytes(pending.2, unsigned: quad, signed: _broadcastQuad(codes + 2 &* stride, word))
+        pending.3 = dotProductOfBytes(pending.3, unsigned: quad, signed: _broadcastQuad(codes + 3 &* stride, word))
+    }
+    @inline(__always) mutating func flush() {
+        totals.0 &+= pending.0
+        totals.1 &+= pending.1
+        totals.2 &+= pending.2
+        totals.3 &+= pending.3
+        pending = (SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>())
+    }
+    @inline(__always) mutating func flush(scaledBy scales: SIMD16<Int32>, offset: Int32, sum: Int) {
+        totals.0 &+= (pending.0 &- SIMD16(repeating: offset &* sums[sum])) &* scales
+        totals.1 &+= (pending.1 &- SIMD16(repeating: offset &* sums[sum &+ sumStride])) &* scales
+        totals.2 &+= (pending.2 &- SIMD16(repeating: offset &* sums[sum &+ 2 &* sumStride])) &* scales
+        totals.3 &+= (pending.3 &- SIMD16(repeating: offset &* sums[sum &+ 3 &* sumStride])) &* scales
+        pending = (SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>())
+    }
+}
+
+/// Two sinks fed the same quads: one unpacking serves both column sets.
+struct JoinedQuadSinks<First: QuadSink, Second: QuadSink>: QuadSink {
+    var first: First
+    var second: Second
+
+    @inline(__always) mutating func consume(_ quad: SIMD16<UInt32>, word: Int) {
+        first.consume(quad, word: word)
+        second.consume(quad, word: word)
+    }
+    @inline(__always) mutating func flush() {
+        first.flush()
+        second.flush()
+    }
+    @inline(__always) mutating func flush(scaledBy scales: SIMD16<Int32>, offset: Int32, sum: Int) {
+        first.flush(scaledBy: scales, offset: offset, sum: sum)
+        second.flush(scaledBy: scales, offset: offset, sum: sum)
+    }
+}
+
+extension OneColumnSet: QuadColumnSet {
+    @inline(__always) func quadSink(atWord word: Int) -> OneQuadColumn {
+        OneQuadColumn(codes: pointers.codes + 4 &* word, sums: pointers.sums)
+    }
+    @inline(__always) func quadTotals(_ sink: OneQuadColumn, _ index: Int) -> SIMD16<Int32> { sink.totals }
+}
+
+extension FourColumnSet: QuadColumnSet {
+    @inline(__always) func quadSink(atWord word: Int) -> FourQuadColumns {
+        FourQuadColumns(codes: first.codes + 4 &* word, stride: 2 &* pairStride, sums: first.sums, sumStride: sumStride)
+    }
+    @inline(__always) func quadTotals(_ sink: FourQuadColumns, _ index: Int) -> SIMD16<Int32> {
+        switch index {
+        case 0: sink.totals.0
+        case 1: sink.totals.1
+        case 2: sink.totals.2
+        default: sink.totals.3
+        }
+    }
+}
+
+extension JoinedColumnSets: QuadColumnSet where First: QuadColumnSet, Second: QuadColumnSet {
+    @inline(__always) func quadSink(atWord word: Int) -> JoinedQuadSinks<First.Quads, Second.Quads> {
+        JoinedQuadSinks(first: first.quadSink(atWord: word), second: second.quadSink(atWord: word))
+    }
+    @inline(__always) func quadTotals(_ sink: JoinedQuadSinks<First.Quads, Second.Quads>, _ index: Int) -> SIMD16<Int32> {
+        index < First.count ? first.quadTotals(sink.first, index) : second.quadTotals(sink.second, index &- First.count)
+    }
+}
+
+// MARK: - Quads of each layout
+
+/// Q4_0 / Q4_1: word `w`'s low nibbles are quad `w`, its high nibbles quad `w + 4`.
+@inline(__always)
+func _nibbleQuads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+    for word in 0..<4 {
+        let words = _words(body, word)
+        sink.consume(words & 0x0F0F_0F0F, word: word)
+        sink.consume((words &>> 4) & 0x0F0F_0F0F, word: word &+ 4)
+    }
+}
+
+/// Q5_0: the nibbles as Q4_0, with each element's fifth bit put in bit 4 of its byte. The
+/// packed fifth-bit word has quad `k`'s bits at `2k`, `2k + 1` (elements 4k, 4k + 1) and
+/// `16 + 2k`, `17 + 2k` (elements 4k + 2, 4k + 3). Codes 0…31; the driver takes off 16.
+@inline(__always)
+func _q5Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+    let fifth = _words(body, 0)
+    @inline(__always) func spread(_ bits: SIMD16<UInt32>) -> SIMD16<UInt32> {
+        ((bits & 0x0001_0001) &<< 4) | ((bits & 0x0002_0002) &<< 11)
+    }
+    @inline(__always) func word(_ word: Int, _ lowShift: UInt32, _ highShift: UInt32) {
+        let words = _words(body, 1 &+ word)
+        sink.consume((words & 0x0F0F_0F0F) | spread(fifth &>> lowShift), word: word)
+        sink.consume(((words &>> 4) & 0x0F0F_0F0F) | spread(fifth &>> highShift), word: word &+ 4)
+    }
+    // Literal shift counts: quad k's bits start at 2k.
+    word(0, 0, 8)
+    word(1, 2, 10)
+    word(2, 4, 12)
+    word(3, 6, 14)
+}
+
+/// Q8_0: word `c` is quad `c`, stored as code + 128; the driver takes off 128.
+@inline(__always)
+func _q8Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+    for word in 0..<8 { sink.consume(_words(body, word), word: word) }
+}
+
+// MARK: - Drivers
+
+/// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8, Q5_0: 16, Q8_0: 128):
+/// result += (Σ q·a − offset·Σ a) × (d × d_a), per block — the integers `_scaledBlocks` sums.
+@inline(__always)
+func _scaledBlocksOfBytes<C: QuadColumnSet>(
+    _ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C, offset: Int32,
+    _ block: (UnsafeRawPointer, inout C.Quads) -> Void
+) {
+    for index in 0..<layout.blockCount {
+        let scaleWords = _words(group + layout.headerOffset(index), 0)
+        let scales = _floatFromHalves(index & 1 == 0 ? scaleWords : scaleWords &>> 16)
+        var sink = columns.quadSink(atWord: 8 &* index)
+        block(group + layout.bodyOffset(index), &sink)
+        sink.flush()
+        for c in 0..<C.count {
+            let column = columns.column(c)
+            let sums = columns.quadTotals(sink, c) &- SIMD16(repeating: offset &* column.sums[index])
+            columns.accumulate(_floatFromSmallIntegers(sums) * (scales * column.scales[index]), c)
+        }
+    }
+}
+
+/// Q4_1: result += (Σ q·a) × (d × d_a) + m × s, per block.
+@inline(__always)
+func _q4_1BlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+    for index in 0..<layout.blockCount {
+        let header = group + layout.headerOffset(index)
+        let scaleWords = _words(header, 0), minimumWords = _words(header, 1)
+        let odd = index & 1 == 1
+        let scales = _floatFromHalves(odd ? scaleWords &>> 16 : scaleWords)
+        let minimums = _floatFromHalves(odd ? minimumWords &>> 16 : minimumWords)
+        var sink = columns.quadSink(atWord: 8 &* index)
+        _nibbleQuads(group + layout.bodyOffset(index), &sink)
+        sink.flush()
+        for c in 0..<C.count {
+            let column = columns.column(c)
+            let scaled = _floatFromSmallIntegers(columns.quadTotals(sink, c)) * (scales * column.scales[index])
+            columns.accumulate(scaled.addingProductWhereFused(minimums, SIMD16(repeating: column.offsets[index])), c)
+        }
+    }
+}
+
+/// Q4_K super-blocks: Σ over sub-blocks of scale × Σ q·a, times d × d_a, minus Σ over
+/// sub-blocks of min × Σ a, times dmin × d_a. Chunk `c`'s words hold sub-block 2c in their
+/// low nibbles and 2c + 1 in their high ones, eight quads each.
+@inline(__always)
+func _q4_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+    for index in 0..<layout.blockCount {
+        let header = Q4_KHeader(group + layout.headerOffset(index))
+        let body = group + layout.bodyOffset(index)
+        var sink = columns.quadSink(atWord: 64 &* index)
+        for subBlock in 0..<8 {
+            let chunk = body + 512 &* (subBlock &>> 1)
+            let shift = UInt32(4 &* (subBlock & 1))
+            for word in 0..<8 {
+                sink.consume((_words(chunk, word) &>> shift) & 0x0F0F_0F0F, word: 8 &* subBlock &+ word)
+            }
+            sink.flush(scaledBy: header.scale(subBlock), offset: 0, sum: 0)
+        }
+        for c in 0..<C.count {
+            columns.accumulate(header.value(sums: columns.quadTotals(sink, c), column: columns.column(c), index: index), c)
+        }
+    }
+}
+
+/// Q6_K super-blocks: Σ over 16-element groups of scale × (Σ q·a − 32 Σ a), times d × d_a.
+/// A group's three vectors give eight pair vectors (as in `_q6_KBlocks`); pairs 2m and
+/// 2m + 1 interleave into quad m.
+@inline(__always)
+func _q6_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+    @inline(__always) func quad(_ even: SIMD16<UInt32>, _ odd: SIMD16<UInt32>) -> SIMD16<UInt32> { even | (odd &<< 8) }
+    for index in 0..<layout.blockCount {
+        let header = group + layout.headerOffset(index)
+        let body = group + layout.bodyOffset(index)
+        let d = _floatFromHalves(_words(header, 0))
+        var sink = columns.quadSink(atWord: 64 &* index)
+        for scaleGroup in 0..<16 {
+            let codes = body + 192 &* scaleGroup
+            let w0 = _words(codes, 0), w1 = _words(codes, 1), w2 = _words(codes, 2)
+            let first = 4 &* scaleGroup
+            sink.consume(quad(w0 & 0x003F_003F, (w0 &>> 6) & 0x003F_003F), word: first)
+            sink.consume(quad(w1 & 0x003F_003F, (w1 &>> 6) & 0x003F_003F), word: first &+ 1)
+            sink.consume(quad(w2 & 0x003F_003F, (w2 &>> 6) & 0x003F_003F), word: first &+ 2)
+            sink.consume(quad(((w0 &>> 12) & 0x000F_000F) | ((w2 &>> 8) & 0x0030_0030),
+                              ((w1 &>> 12) & 0x000F_000F) | ((w2 &>> 10) & 0x0030_0030)), word: first &+ 3)
+            let scaleWords = unsafeBitCast(_words(header, 1 &+ (scaleGroup &>> 2)), to: SIMD16<Int32>.self)
+            sink.flush(scaledBy: (scaleWords &<< Int32(24 &- 8 &* (scaleGroup & 3))) &>> 24, offset: 32, sum: 16 &* index &+ scaleGroup)
+        }
+        for c in 0..<C.count {
+            columns.accumulate(_floatFromIntegers(columns.quadTotals(sink, c)) * (d * columns.column(c).scales[index]), c)
+        }
+    }
+}
+
+/// Runs the byte driver of `layout.type` over one group.
+@inline(__always)
+func _productOfGroupOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+    switch layout.type {
+    case .q4_0: _scaledBlocksOfBytes(group, layout, &columns, offset: 8) { _nibbleQuads($0, &$1) }
+    case .q5_0: _scaledBlocksOfBytes(group, layout, &columns, offset: 16) { _q5Quads($0, &$1) }
+    case .q8_0: _scaledBlocksOfBytes(group, layout, &columns, offset: 128) { _q8Quads($0, &$1) }
+    case .q4_1: _q4_1BlocksOfBytes(group, layout, &columns)
+    case .q4_K: _q4_KBlocksOfBytes(group, layout, &columns)
+    case .q6_K: _q6_KBlocksOfBytes(group, layout, &columns)
+    default: preconditionFailure("no packed kernel for \(layout.type)")
+    }
+}
+#endif

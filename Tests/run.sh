@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Typeset's tests, as the README runs them: the Swift suites (release build: numeric Swift is
+# 10–100× slower in debug), then the server tests (`typeset serve` driven by the real `openai`
+# client, Tests/Server/run.sh).
+#
+#   bash Tests/run.sh [swift test arguments, e.g. --filter ConversationTests]
+#
+# The build is `swift build --build-tests -Xswiftc -enable-testing` rather than `swift test`'s
+# own: the same modules, with flags a consumer package can repeat, so CI builds
+# Examples/GenerableTour into this build directory reusing every module (swift-syntax and the
+# macro plugin included) instead of building them again.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+swift build -c release --build-tests -Xswiftc -enable-testing
+swift test -c release --skip-build "$@"
+if [[ $# -eq 0 ]]; then
+  bash Tests/Server/run.sh
+fi
