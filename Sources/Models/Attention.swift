@@ -67,7 +67,7 @@ struct AttentionJob: @unchecked Sendable {
                  lanes(past &+ 6), lanes(past &+ 7), lanes(past &+ 8), lanes(past &+ 9), lanes(past &+ 10), lanes(past &+ 11),
                  lanes(past &+ 12), lanes(past &+ 13), lanes(past &+ 14), lanes(past &+ 15))) * scale
             UnsafeMutableRawPointer(scratch.scores + past).storeBytes(of: scores, as: SIMD16<Float>.self)
-            maxima = pointwiseMax(maxima, scores)
+            maxima.replace(with: scores, where: scores .> maxima)
             past += 16
         }
         maximum = maxima.max()

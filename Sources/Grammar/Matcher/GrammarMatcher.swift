@@ -55,6 +55,16 @@ public struct GrammarMatcher: Sendable {
         return best
     }
 
+    /// Whether some byte may come next. False when the output is complete and nothing may
+    /// follow it (then only an end-of-generation token is allowed), or after termination:
+    /// what a loop checks after accepting a token, without computing the next mask.
+    ///
+    /// - Complexity: O(configurations × 256).
+    public var acceptsMoreBytes: Bool {
+        guard !terminated else { return false }
+        return configurations.contains { !grammar.automaton.rules[Int($0.rule)].outgoingBytes($0.state).isEmpty }
+    }
+
     /// Tokens accepted so far that `rollback` can undo.
     public var acceptedTokenCount: Int { history.count }
 

@@ -181,7 +181,7 @@ final class ReplyDecoder: TokenStepper {
             content += text
             if !text.isEmpty { emit(.chunk(text)) }
             // Complete and nothing but the end may follow: done, without another step.
-            if refreshMask(after: matcher) { return .appendAndFinish(token, .stop) }
+            if Self.isComplete(matcher) { return .appendAndFinish(token, .stop) }
         case .free:
             let callStart = take(router.route(text))
             // A stop sequence ends the reply here; its text is not part of it.
@@ -206,7 +206,7 @@ final class ReplyDecoder: TokenStepper {
         case .call(let matcher, let soFar):
             phase = .call(matcher, text: soFar + text)
         }
-        if case .call(let matcher, let json) = phase, refreshMask(after: matcher) {
+        if case .call(let matcher, let json) = phase, Self.isComplete(matcher) {
             calls.append(Self.functionCall(json + detokenizer.finish(), id: "call_\(firstCallNumber + calls.count)"))
             detokenizer = tokenizer.makeStreamingDetokenizer()
             maskIsCurrent = false
@@ -252,14 +252,25 @@ final class ReplyDecoder: TokenStepper {
 
     // MARK: Steps
 
-    /// Computes the mask that follows `matcher`'s last token (kept for the next step) and
-    /// says whether the value is complete with nothing but the end allowed after it.
-    private func refreshMask(after matcher: GrammarMatcher) -> Bool {
-        let started = clock.now
-        matcher.fillNextTokenMask(into: &mask)
-        constraintSeconds += (clock.now - started).seconds
-        maskIsCurrent = true
-        return matcher.canTerminate && Self.allowsOnlyEndOfGeneration(mask, vocabulary: matcher.grammar.vocabulary)
+    /// Whether the value is complete with nothing but the end allowed after it: done, without
+    /// another step.
+    private static func isComplete(_ matcher: GrammarMatcher) -> Bool {
+        matcher.canTerminate && !matcher.acceptsMoreBytes
+    }
+
+    /// Computes the next step's token mask now: the scheduler calls this while the model
+    /// computes the logits it will apply to, so the grammar's time overlaps the forward pass.
+    func prepareNextStep() {
+        guard !maskIsCurrent else { return }
+        switch phase {
+        case .schema(let matcher), .call(let matcher, _):
+            let started = clock.now
+            matcher.fillNextTokenMask(into: &mask)
+            constraintSeconds += (clock.now - started).seconds
+            maskIsCurrent = true
+        case .free:
+            break
+        }
     }
 
     /// Routes free text; returns the call's opening markup and the text after it when a
@@ -358,11 +369,6 @@ final class ReplyDecoder: TokenStepper {
                 logits[id] = -.infinity
             }
         }
-    }
-
-    /// Whether `mask` allows end-of-generation tokens only.
-    static func allowsOnlyEndOfGeneration(_ mask: TokenBitmask, vocabulary: GrammarVocabulary) -> Bool {
-        mask.allowedCount == vocabulary.endOfGenerationTokens.reduce(0) { $0 + (mask[$1] ? 1 : 0) }
     }
 
     /// The call in `json` (complete, and valid for the call grammar, so it parses).

@@ -110,6 +110,16 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
     private let evaluator: Evaluator
     private let shared = Mutex(Shared())
     private let wakeUp = DispatchSemaphore(value: 0)
+    /// Where the steps prepare their next step during a forward pass, and the wait for it.
+    private let preparation = DispatchQueue(label: "typeset.batch-scheduler.preparation", qos: .userInitiated)
+    private let prepared = DispatchGroup()
+
+    /// Generations handed to the preparation queue: only it touches them until the scheduler
+    /// waits for it, which is what makes the handing over sound.
+    private struct UncheckedGenerations: @unchecked Sendable {
+        let generations: [Generation]
+        init(_ generations: [Generation]) { self.generations = generations }
+    }
 
     private struct Shared: @unchecked Sendable {
         var waiting: [Generation] = []
@@ -219,9 +229,20 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
             }
             guard !batch.isEmpty else { continue }
             let evaluated = batch.reduce(0) { $0 + $1.tokens.count }
+            // While the model computes the logits, the steps prepare what does not need them
+            // (a grammar's next token mask) on another thread: the grammar's time overlaps the
+            // forward pass instead of adding to it.
+            let preparing = UncheckedGenerations(members.filter { !$0.loop.isPrefilling })
+            if !preparing.generations.isEmpty {
+                preparation.async(group: prepared) {
+                    for generation in preparing.generations { generation.stepper.prepareNextStep() }
+                }
+            }
             do throws(ModelError) {
                 try evaluator.evaluate(batch, into: &logits)
+                prepared.wait()
             } catch {
+                prepared.wait()
                 active.removeAll { member in members.contains { $0 === member } }
                 for generation in members {
                     generation.loop.finish(.error)

@@ -44,6 +44,14 @@ protocol TokenStepper: AnyObject {
     /// Told the prompt tokens computed so far and those to compute (reused ones not counted),
     /// after each prefill chunk.
     func prefillProgress(computed: Int, total: Int)
+    /// Work for the next step that does not need its logits (a grammar's next token mask):
+    /// `BatchScheduler` runs it while the model computes them. Optional: a step must work
+    /// without it.
+    func prepareNextStep()
+}
+
+extension TokenStepper {
+    func prepareNextStep() {}
 }
 
 /// The decoding loop every generation runs: `TextGenerator` (the token-level API, and so
