@@ -59,7 +59,7 @@ struct ForwardPass {
 
     /// Runs `tokens` (every sequence's, in row order) and writes the logits asked for into
     /// `result` (resized if needed): with `.last`, each sequence's last row, in sequence order.
-    func run(_ tokens: some Collection<Int>, logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
+    func run(_ tokens: ArraySlice<Int>, logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
         try embed(tokens)
         for block in model.blocks {
             switch block.mixer {
@@ -68,9 +68,8 @@ struct ForwardPass {
             }
             try feedForward(block)
         }
-        var rowTokens = tokens.makeIterator()
         for sequence in sequences {
-            for _ in sequence.rows { sequence.cache.append(rowTokens.next()!) }
+            for row in sequence.rows { sequence.cache.append(tokens[tokens.startIndex + row]) }
         }
         try outputLogits(logits, into: &result)
     }
@@ -78,7 +77,7 @@ struct ForwardPass {
     // MARK: Steps
 
     /// `residual[row] = embedding(token)` (× √width where the family scales it).
-    private func embed(_ tokens: some Collection<Int>) throws(KernelError) {
+    private func embed(_ tokens: ArraySlice<Int>) throws(KernelError) {
         let residual = workspace.residual
         for (row, token) in tokens.enumerated() {
             try Dequantization.dequantizeRow(token, of: model.tokenEmbedding, into: rows(residual, row ..< row + 1, width: width))

@@ -138,6 +138,8 @@ public final class ForwardWorkspace {
     var rotaryAngles: [RotaryAngles] = []
     /// The sequences of the current call (emptied after it, so the workspace holds no cache).
     var sequences: [SequenceRows] = []
+    /// A batched call's tokens, every sequence's in row order.
+    var tokens: [Int] = []
     /// The widths the buffers were sized for.
     private var widths = Widths()
 

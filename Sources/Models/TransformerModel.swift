@@ -256,20 +256,32 @@ public final class TransformerModel: Sendable {
     /// - Throws: ``ModelError/contextOverflow(needed:available:)`` before any work when the
     ///   tokens do not fit, ``ModelError/tokenOutOfRange(_:position:)`` for an id outside the
     ///   vocabulary.
-    public func evaluate(_ tokens: some Collection<Int>, cache: KVCache, threadCount: Int = 1, logits: Logits = .last) throws(ModelError) -> [Float] {
+    public func evaluate(_ tokens: [Int], cache: KVCache, threadCount: Int = 1, logits: Logits = .last) throws(ModelError) -> [Float] {
+        try evaluate(tokens[...], cache: cache, threadCount: threadCount, logits: logits)
+    }
+
+    /// ``evaluate(_:cache:threadCount:logits:)-([Int],_,_,_)`` of a slice of tokens.
+    public func evaluate(_ tokens: ArraySlice<Int>, cache: KVCache, threadCount: Int = 1, logits: Logits = .last) throws(ModelError) -> [Float] {
         var result: [Float] = []
         try evaluate(tokens, cache: cache, threadCount: threadCount, logits: logits, into: &result)
         return result
     }
 
-    /// ``evaluate(_:cache:threadCount:logits:)`` writing the logits into `result`, replacing
-    /// what it held and reusing its storage when it has the size asked for: with the cache's
-    /// workspace (allocated with the cache, grown for a larger batch) a decode step then
-    /// allocates nothing.
+    /// ``evaluate(_:cache:threadCount:logits:)-([Int],_,_,_)`` writing the logits into `result`,
+    /// replacing what it held and reusing its storage when it has the size asked for: with the
+    /// cache's workspace (allocated with the cache, grown for a larger batch) a decode step
+    /// then allocates nothing.
     ///
-    /// - Throws: as ``evaluate(_:cache:threadCount:logits:)``.
+    /// - Throws: as ``evaluate(_:cache:threadCount:logits:)-([Int],_,_,_)``.
     public func evaluate(
-        _ tokens: some Collection<Int>, cache: KVCache, threadCount: Int = 1, logits: Logits = .last, into result: inout [Float]
+        _ tokens: [Int], cache: KVCache, threadCount: Int = 1, logits: Logits = .last, into result: inout [Float]
+    ) throws(ModelError) {
+        try evaluate(tokens[...], cache: cache, threadCount: threadCount, logits: logits, into: &result)
+    }
+
+    /// ``evaluate(_:cache:threadCount:logits:into:)-([Int],_,_,_,_)`` of a slice of tokens.
+    public func evaluate(
+        _ tokens: ArraySlice<Int>, cache: KVCache, threadCount: Int = 1, logits: Logits = .last, into result: inout [Float]
     ) throws(ModelError) {
         guard !tokens.isEmpty else { result.removeAll(); return }
         try check(tokens, for: cache)
@@ -325,15 +337,17 @@ public final class TransformerModel: Sendable {
             try check(entry.tokens, for: entry.cache)
         }
         workspace.sequences.removeAll(keepingCapacity: true)
+        workspace.tokens.removeAll(keepingCapacity: true)
         var row = 0
         for entry in batch {
+            workspace.tokens += entry.tokens
             workspace.sequences.append(SequenceRows(cache: entry.cache, rows: row ..< row + entry.tokens.count, start: entry.cache.count))
             row += entry.tokens.count
         }
         do {
             let pass = ForwardPass(model: self, sequences: workspace.sequences, tokenCount: row, workspace: workspace,
                                    threadCount: max(1, threadCount))
-            try pass.run(batch.lazy.flatMap(\.tokens), logits: .last, into: &logits)
+            try pass.run(workspace.tokens[...], logits: .last, into: &logits)
         } catch {
             workspace.sequences.removeAll(keepingCapacity: true)
             throw .kernel(error)
@@ -342,7 +356,7 @@ public final class TransformerModel: Sendable {
     }
 
     /// Throws unless `tokens` fit after what `cache` holds and are all in the vocabulary.
-    private func check(_ tokens: some Collection<Int>, for cache: KVCache) throws(ModelError) {
+    private func check(_ tokens: ArraySlice<Int>, for cache: KVCache) throws(ModelError) {
         guard cache.count + tokens.count <= cache.contextLength else {
             throw .contextOverflow(needed: cache.count + tokens.count, available: cache.contextLength)
         }

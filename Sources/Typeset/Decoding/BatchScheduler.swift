@@ -251,6 +251,9 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
                 continue
             }
             let rowLength = logits.count / batch.count
+            // The batch's slices share the loops' token buffers: dropped before the steps
+            // refill them, so refilling does not copy.
+            batch.removeAll(keepingCapacity: true)
             for (index, generation) in members.enumerated() {
                 if generation.logits.count != rowLength { generation.logits = [Float](repeating: 0, count: rowLength) }
                 generation.logits.withUnsafeMutableBufferPointer { row in

@@ -143,8 +143,13 @@ struct TokenLoop<Source: LogitsSource> {
         var loop = self
         try loop.begin(prompt: prompt, opening: opening, requested: requested)
         var logits: [Float] = []
-        while let tokens = loop.nextTokens() {
-            try source.evaluate(tokens, into: &logits)
+        while true {
+            do {
+                // The slice shares the loop's token buffer: it ends here, before the step
+                // refills the buffer (which would otherwise copy it).
+                guard let tokens = loop.nextTokens() else { break }
+                try source.evaluate(tokens, into: &logits)
+            }
             loop.advance(&logits, isCancelled: isCancelled, reasonAtLimit: reasonAtLimit, onPrefill: onPrefill, step: step)
         }
         return loop.outcome
