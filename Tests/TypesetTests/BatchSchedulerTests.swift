@@ -36,11 +36,13 @@ final class SequentialEvaluator: BatchEvaluator, @unchecked Sendable {
 
     /// Submits a reply per text (the i-th after `delays[i]` steps of the first) and waits for all.
     static func decodeTogether(
-        _ texts: [String], maximumSequences: Int, prefillTokensPerStep: Int = 512, promptLengths: [Int]? = nil,
+        _ texts: [String], maximumSequences: Int, prefillTokensPerStep: Int = 512, prefillTokensPerStepWhileDecoding: Int = 256,
+        promptLengths: [Int]? = nil,
         cancelAfterChunks: [Int: Int] = [:], options: GenerationOptions = GenerationOptions()
     ) -> (Collected, SequentialEvaluator) {
         let evaluator = SequentialEvaluator()
-        let scheduler = Scheduler(evaluator: evaluator, maximumSequences: maximumSequences, prefillTokensPerStep: prefillTokensPerStep)
+        let scheduler = Scheduler(evaluator: evaluator, maximumSequences: maximumSequences, prefillTokensPerStep: prefillTokensPerStep,
+                                  prefillTokensPerStepWhileDecoding: prefillTokensPerStepWhileDecoding)
         let collected = Collected()
         for (index, text) in texts.enumerated() {
             let promptLength = promptLengths?[index] ?? 3
@@ -88,14 +90,18 @@ final class SequentialEvaluator: BatchEvaluator, @unchecked Sendable {
         #expect(evaluator.steps.allSatisfy { $0.count <= 2 })
     }
 
-    /// A long prompt is computed in chunks of the step's prefill budget, while the others go
-    /// on decoding one token per step.
+    /// A long prompt is computed in chunks of the step's prefill budget (a smaller one while
+    /// others decode), while the others go on decoding one token per step.
     @Test func aLongPromptDoesNotStallTheOthers() {
         let (collected, evaluator) = Self.decodeTogether(
-            ["Short.", "Also short."], maximumSequences: 4, prefillTokensPerStep: 8, promptLengths: [3, 40])
+            ["Short.", "Also short."], maximumSequences: 4, prefillTokensPerStep: 8, prefillTokensPerStepWhileDecoding: 5,
+            promptLengths: [3, 40])
         #expect(collected.replies[0]?.message.content == "Short.")
         #expect(collected.replies[1]?.message.content == "Also short.")
-        #expect(evaluator.steps.allSatisfy { step in step.reduce(0) { $0 + $1.count } <= 8 + 1 })
+        #expect(evaluator.steps.allSatisfy { step in step.reduce(0) { $0 + $1.count } <= 8 })
+        // Once the first reply decodes, the long prompt goes five tokens a step.
+        #expect(evaluator.steps.contains { step in step.contains { $0.count == 1 } && step.contains { $0.count == 5 } })
+        #expect(evaluator.steps.allSatisfy { step in !step.contains { $0.count == 1 } || step.allSatisfy { $0.count <= 5 } })
         // The long prompt took several steps, during which the first reply kept decoding.
         let prefillSteps = evaluator.steps.filter { $0.contains { $0.count > 1 } }
         #expect(prefillSteps.count >= 4)

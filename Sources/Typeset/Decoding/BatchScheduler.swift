@@ -45,7 +45,8 @@ final class ModelBatchEvaluator: BatchEvaluator {
 ///                                                  │ each step: one forward pass over
 ///                                                  │   the last step's tokens of every decoding
 ///                                                  │   generation + a chunk of prompt for those
-///                                                  │   still prefilling (≤ `prefillTokensPerStep`)
+///                                                  │   still prefilling (≤ `prefillTokensPerStep`,
+///                                                  │   fewer while others decode)
 ///                                                  │ then each generation's step on its logits
 ///                                                  ▼
 ///                                        finished, cancelled ─► completion, leaves at once
@@ -107,6 +108,9 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
     let maximumSequences: Int
     /// The most prompt tokens one step computes, over all the generations still prefilling.
     let prefillTokensPerStep: Int
+    /// The same while other generations are decoding: a long prompt takes several shorter
+    /// steps, so the replies under way go on at a steady pace instead of waiting for it.
+    let prefillTokensPerStepWhileDecoding: Int
     private let evaluator: Evaluator
     private let shared = Mutex(Shared())
     private let wakeUp = DispatchSemaphore(value: 0)
@@ -128,10 +132,11 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
         var statistics = Statistics()
     }
 
-    init(evaluator: Evaluator, maximumSequences: Int, prefillTokensPerStep: Int = 512) {
+    init(evaluator: Evaluator, maximumSequences: Int, prefillTokensPerStep: Int = 512, prefillTokensPerStepWhileDecoding: Int = 256) {
         self.evaluator = evaluator
         self.maximumSequences = max(1, maximumSequences)
         self.prefillTokensPerStep = max(1, prefillTokensPerStep)
+        self.prefillTokensPerStepWhileDecoding = max(1, min(prefillTokensPerStep, prefillTokensPerStepWhileDecoding))
     }
 
     /// Queues `generation`; it joins the steps as soon as there is a place. After `shutdown()`
@@ -218,7 +223,8 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
 
             batch.removeAll(keepingCapacity: true)
             members.removeAll(keepingCapacity: true)
-            var prefillBudget = prefillTokensPerStep
+            let decoding = active.contains { !$0.loop.isPrefilling && !$0.loop.isFinished }
+            var prefillBudget = decoding ? prefillTokensPerStepWhileDecoding : prefillTokensPerStep
             for generation in active {
                 let prefilling = generation.loop.isPrefilling
                 if prefilling && prefillBudget == 0 { continue }
