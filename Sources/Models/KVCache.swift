@@ -1,5 +1,11 @@
 import Kernels
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What a model remembers of the tokens it has seen, so each new token attends to them without
 /// recomputing them: the keys and values of every attention block and, for LFM2, the inputs of
 /// every short-convolution block.
@@ -39,6 +45,8 @@ public final class KVCache {
     /// `p × convolutionWidth`.
     let convolutionStorage: [UnsafeMutableBufferPointer<Float>]
     let convolutionWidth: Int
+    /// The memory all of them live in.
+    private let storage: MappedFloats
     /// The tokens whose state is stored, in position order.
     public private(set) var tokens: [Int] = []
     /// Scratch memory of this cache's own forward passes, kept between calls.
@@ -59,15 +67,22 @@ public final class KVCache {
         precondition(keyWidths.allSatisfy { $0 % 16 == 0 }, "key widths \(keyWidths) are not multiples of 16")
         self.contextLength = contextLength
         self.keyWidths = keyWidths
-        keys = keyWidths.map { .allocate(capacity: max(1, contextLength * $0)) }
-        values = keyWidths.map { .allocate(capacity: max(1, contextLength * $0)) }
         self.convolutionWidth = convolutionWidth
-        convolutionStorage = (0 ..< convolutionCount).map { _ in .allocate(capacity: max(1, contextLength * convolutionWidth)) }
-    }
-
-    deinit {
-        for buffer in keys + values { buffer.deallocate() }
-        for buffer in convolutionStorage { buffer.deallocate() }
+        // One anonymous mapping for everything: pages are committed as positions are written,
+        // and returned to the system when the cache goes (a heap allocation of this size would
+        // keep the pages it ever touched in the process, to be handed to the next cache).
+        let counts = keyWidths.flatMap { [contextLength * $0, contextLength * $0] }
+            + Array(repeating: contextLength * convolutionWidth, count: convolutionCount)
+        storage = MappedFloats(count: counts.reduce(0, +))
+        var next = storage.base
+        var buffers: [UnsafeMutableBufferPointer<Float>] = []
+        for count in counts {
+            buffers.append(UnsafeMutableBufferPointer(start: next, count: count))
+            next += count
+        }
+        keys = stride(from: 0, to: 2 * keyWidths.count, by: 2).map { buffers[$0] }
+        values = stride(from: 1, to: 2 * keyWidths.count, by: 2).map { buffers[$0] }
+        convolutionStorage = Array(buffers[(2 * keyWidths.count)...])
     }
 
     /// Slot `slot`'s keys and values (see ``keys``), for the forward pass's jobs.
@@ -107,6 +122,30 @@ public final class KVCache {
             let values = source.loadUnaligned(fromByteOffset: 32 * chunk, as: SIMD8<Float>.self)
             target.storeBytes(of: floatsFromHalves(halvesFromFloats(values)), toByteOffset: 32 * chunk, as: SIMD8<Float>.self)
         }
+    }
+}
+
+/// Floats in an anonymous memory mapping, unmapped with the last reference: zero pages the
+/// system commits as they are written, and gives back at once when the mapping goes.
+final class MappedFloats {
+    let base: UnsafeMutablePointer<Float>
+    private let byteCount: Int
+    private let isMapped: Bool
+
+    init(count: Int) {
+        byteCount = max(1, count) * MemoryLayout<Float>.stride
+        if let address = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+           address != MAP_FAILED {
+            base = address.bindMemory(to: Float.self, capacity: max(1, count))
+            isMapped = true
+        } else {
+            base = .allocate(capacity: max(1, count))
+            isMapped = false
+        }
+    }
+
+    deinit {
+        if isMapped { munmap(base, byteCount) } else { base.deallocate() }
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Typeset
 
@@ -14,6 +15,7 @@ import Typeset
 ///     typeset_time_to_first_token_seconds              histogram
 ///     typeset_grammar_compile_seconds_total, typeset_grammar_cache_{hits,misses}_total
 ///     typeset_grammar_mask_seconds_total               masks and constrained choices while decoding
+///     typeset_grammar_cache_bytes, process_resident_memory_bytes
 final class ServerMetrics: Sendable {
     /// The routes counted by name; any other path is counted as `other`.
     static let routes: Set<String> = [
@@ -60,6 +62,17 @@ final class ServerMetrics: Sendable {
             counters.firstToken[bucket] += 1
             counters.firstTokenSum += stats.timeToFirstToken
         }
+    }
+
+    /// The process's resident set (Linux: /proc/self/statm; 0 elsewhere).
+    static func residentBytes() -> Int {
+        #if os(Linux)
+        if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) {
+            let fields = statm.split(separator: " ")
+            if fields.count > 1, let pages = Int(fields[1]) { return pages * Int(sysconf(Int32(_SC_PAGESIZE))) }
+        }
+        #endif
+        return 0
     }
 
     /// The text `/metrics` answers.
@@ -111,8 +124,10 @@ final class ServerMetrics: Sendable {
                [("", number(grammars?.compileSeconds ?? 0))])
         metric("typeset_grammar_cache_hits_total", "counter", "Schemas found compiled in the cache.", [("", String(grammars?.hits ?? 0))])
         metric("typeset_grammar_cache_misses_total", "counter", "Schemas compiled (or refused).", [("", String(grammars?.misses ?? 0))])
+        metric("typeset_grammar_cache_bytes", "gauge", "Bytes of the compiled grammars kept.", [("", String(grammars?.byteCount ?? 0))])
         metric("typeset_grammar_mask_seconds_total", "counter", "Seconds spent on token masks and constrained choices while decoding.",
                [("", number(counters.constraintSeconds))])
+        metric("process_resident_memory_bytes", "gauge", "Resident memory of the server process.", [("", String(Self.residentBytes()))])
         return lines.joined(separator: "\n") + "\n"
     }
 }
