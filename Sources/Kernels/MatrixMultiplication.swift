@@ -124,8 +124,8 @@ public enum MatrixMultiplication {
 
     /// Quantizes the input rows once per activation format the matrices take, then splits the
     /// groups of 16 rows of all the matrices across threads together; each group runs over
-    /// the batch `PackedBatchJob.columnsPerPass` inputs at a time (then four, then one for
-    /// the tail).
+    /// the batch `PackedBatchJob.columnsPerPass` inputs at a time (then four, two, then one
+    /// for the tail).
     private static func multiplyPacked(
         _ products: [(matrix: PackedMatrix, output: UnsafeMutableBufferPointer<Float>)], inputs: UnsafeBufferPointer<Float>,
         batch: Int, threadCount: Int
@@ -334,6 +334,15 @@ struct PackedBatchJob: @unchecked Sendable {
                 _multiplyGroup(packed, layout, &set)
                 store(set, output + (item &* rowCount &+ 16 &* group))
                 item &+= 4
+            }
+            while item &+ 2 <= batch {
+                var set = JoinedColumnSets(first: OneColumnSet(column(item, pairStride, blockStride, sumStride)),
+                                           second: OneColumnSet(column(item &+ 1, pairStride, blockStride, sumStride)))
+                _multiplyGroup(packed, layout, &set)
+                let destination = output + (item &* rowCount &+ 16 &* group)
+                self.store(set.first.result, destination)
+                self.store(set.second.result, destination + rowCount)
+                item &+= 2
             }
             while item < batch {
                 var set = OneColumnSet(column(item, pairStride, blockStride, sumStride))

@@ -58,7 +58,7 @@ import TypesetTestSupport
             let rowLength = max(type.blockSize, 32) * blocks
             let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
             let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
-            for batch in [1, 4, 5, 11, 33] { try Self.check(weights, batch: batch, seed: UInt64(batch)) }
+            for batch in [1, 2, 3, 4, 5, 11, 33] { try Self.check(weights, batch: batch, seed: UInt64(batch)) }
         }
     }
 
