@@ -141,7 +141,7 @@ let package = Package(
         .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "TypesetTestSupport"]),
         .testTarget(name: "ChatTemplatingTests", dependencies: ["ChatTemplating", "TypesetTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "ModelsTests", dependencies: ["Kernels", "Models", "TypesetTestSupport"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
         .testTarget(name: "TypesetTests", dependencies: ["GGUF", "Typeset", "TypesetTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

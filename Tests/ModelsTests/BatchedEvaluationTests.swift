@@ -1,6 +1,5 @@
 import Foundation
 import GGUF
-import Kernels
 import Models
 import Testing
 import TypesetTestSupport
