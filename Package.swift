@@ -84,6 +84,10 @@ let package = Package(
         .library(name: "GGUF", targets: ["GGUF"]),
         // The tokenizers alone (BPE and SentencePiece from GGUF metadata), with no model code.
         .library(name: "Tokenizer", targets: ["Tokenizer"]),
+        // The grammar compiler alone (JSON Schema, regular expressions and GBNF to token masks
+        // over any vocabulary), and the Jinja chat-template renderer alone.
+        .library(name: "Grammar", targets: ["Grammar"]),
+        .library(name: "ChatTemplating", targets: ["ChatTemplating"]),
         // Test helpers (model locations, hostile-input checkers), for Typeset's own test
         // targets and its fuzzer package; not part of the API.
         .library(name: "TypesetTestSupport", targets: ["TypesetTestSupport"]),

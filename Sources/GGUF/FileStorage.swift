@@ -24,14 +24,17 @@ final class FileStorage: @unchecked Sendable {
     /// not guaranteed to be seen, and truncating the file while it is mapped is undefined
     /// (as for every memory-mapped reader).
     init(mapping path: String) throws(GGUFError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // A FIFO or device is refused before it is opened (opening a FIFO for reading blocks
+        // until a writer comes); O_NONBLOCK covers the path changing in between.
+        var before = stat()
+        guard stat(path, &before) == 0 else { throw .cannotOpen(path: path, reason: _systemError()) }
+        guard (before.st_mode & S_IFMT) == S_IFREG else { throw .cannotOpen(path: path, reason: Self.kind(of: before.st_mode)) }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw .cannotOpen(path: path, reason: _systemError()) }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw .cannotOpen(path: path, reason: _systemError()) }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw .cannotOpen(path: path, reason: "not a regular file")
-        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else { throw .cannotOpen(path: path, reason: Self.kind(of: status.st_mode)) }
         let size = Int(status.st_size)
         if size == 0 {
             bytes = UnsafeRawBufferPointer(start: nil, count: 0)
@@ -43,6 +46,17 @@ final class FileStorage: @unchecked Sendable {
         else { throw .cannotOpen(path: path, reason: _systemError()) }
         bytes = UnsafeRawBufferPointer(start: address, count: size)
         ownership = .mapped
+    }
+
+    /// Why a file of `mode` cannot be a model: what it is instead.
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "it is a directory, not a GGUF file"
+        case S_IFIFO: "it is a pipe (FIFO), not a regular file"
+        case S_IFCHR, S_IFBLK: "it is a device, not a regular file"
+        case S_IFSOCK: "it is a socket, not a regular file"
+        default: "not a regular file"
+        }
     }
 
     /// Copies `source` into a private, 64-byte aligned allocation.

@@ -22,6 +22,9 @@ public enum GGUFError: Error, Sendable, Equatable {
     /// A count or length at `offset` cannot be satisfied by the bytes that remain in the file
     /// (each of the `count` items needs at least `minimumItemSize` bytes).
     case countExceedsFile(what: String, count: UInt64, minimumItemSize: Int, offset: Int, available: Int)
+    /// A count at `offset` is past what any model file holds (``GGUFFile/maximumMetadataEntries``,
+    /// ``GGUFFile/maximumTensors``): refused before reading that many items.
+    case countExceedsLimit(what: String, count: UInt64, limit: Int, offset: Int)
     /// A string at `offset` is not valid UTF-8.
     case invalidUTF8(what: String, offset: Int)
     /// A metadata value type id that GGUF does not define.
@@ -87,6 +90,8 @@ extension GGUFError: CustomStringConvertible {
             return "truncated file: reading \(what) at byte \(offset) needs \(needed) bytes, \(available) remain"
         case let .countExceedsFile(what, count, size, offset, available):
             return "\(what) at byte \(offset) is \(count), but \(count) items of at least \(size) bytes cannot fit in the \(available) bytes that remain"
+        case let .countExceedsLimit(what, count, limit, offset):
+            return "\(what) at byte \(offset) is \(count), more than the \(limit) a model file may have"
         case let .invalidUTF8(what, offset):
             return "\(what) at byte \(offset) is not valid UTF-8"
         case let .unknownValueType(type, what, offset):

@@ -17,7 +17,8 @@
 ///
 /// Every count, length and offset is validated against the file before it is used, so a
 /// corrupt or hostile file produces a ``GGUFError`` that names the problem and its byte offset.
-/// The work and memory of parsing are bounded by the file's size.
+/// The work and memory of parsing are bounded by the file's size, and the number of entries
+/// by what a model has (``maximumMetadataEntries``, ``maximumTensors``).
 ///
 /// `GGUFFile` is an immutable value and is `Sendable`; tensor views share one mapping.
 public struct GGUFFile: Sendable {
@@ -25,6 +26,12 @@ public struct GGUFFile: Sendable {
     public static let defaultAlignment = 32
     /// Arrays of arrays may nest at most this deep.
     public static let maximumArrayNesting = 8
+    /// The most metadata entries a file may declare (models have tens; the tokenizer's
+    /// vocabulary is one entry, an array).
+    public static let maximumMetadataEntries = 65_536
+    /// The most tensors a file may declare (the largest mixture-of-experts models have tens of
+    /// thousands).
+    public static let maximumTensors = 1_000_000
 
     /// GGUF format version (2 or 3).
     public let version: UInt32
@@ -150,6 +157,14 @@ struct FileParser {
         // each tensor info at least a name length (8), n_dims (4), type (4) and offset (8).
         try reader.requireFits(count: metadataCount, minimumItemSize: 13, "metadata count", countOffset: metadataCountOffset)
         try reader.requireFits(count: tensorCount, minimumItemSize: 24, "tensor count", countOffset: tensorCountOffset)
+        // And by what a model has: a file of twenty million tiny entries is an attack on the
+        // reader's memory and time, not a model.
+        guard metadataCount <= GGUFFile.maximumMetadataEntries else {
+            throw .countExceedsLimit(what: "metadata count", count: metadataCount, limit: GGUFFile.maximumMetadataEntries, offset: metadataCountOffset)
+        }
+        guard tensorCount <= GGUFFile.maximumTensors else {
+            throw .countExceedsLimit(what: "tensor count", count: tensorCount, limit: GGUFFile.maximumTensors, offset: tensorCountOffset)
+        }
 
         // Counts are bounded by the file, but a hostile one can still be far larger than what
         // is really there: reserve modestly and let storage grow with what actually parses.

@@ -74,7 +74,18 @@ public struct Tokenizer: Sendable {
     ) -> [Int] {
         var output: [Int] = []
         output.reserveCapacity(bytes.count / 3 + 4)
-        if addingSpecialTokens && vocabulary.addBOS, let bos = vocabulary.bosTokenID { output.append(bos) }
+        encode(bytes: bytes, addingBOS: addingSpecialTokens, addingEOS: addingSpecialTokens,
+               parsingSpecialTokens: parsingSpecialTokens, startsText: true, into: &output)
+        return output
+    }
+
+    /// Appends the tokens of `bytes` to `output`. `startsText` is false for a piece that
+    /// continues a text (``StreamingEncoder``): SentencePiece then adds no space prefix.
+    func encode(
+        bytes: UnsafeBufferPointer<UInt8>, addingBOS: Bool, addingEOS: Bool, parsingSpecialTokens: Bool, startsText: Bool,
+        into output: inout [Int]
+    ) {
+        if addingBOS && vocabulary.addBOS, let bos = vocabulary.bosTokenID { output.append(bos) }
         let fragments = storage.specialTokens.split(bytes, parseSpecialTokens: parsingSpecialTokens)
         switch vocabulary.kind {
         case .byteLevelBPE:
@@ -90,7 +101,7 @@ public struct Tokenizer: Sendable {
         case .sentencePiece:
             var scratch = MergeScratch()
             var escaped: [UInt8] = []
-            var previousWasSpecial = true
+            var previousWasSpecial = startsText
             for fragment in fragments {
                 if fragment.token >= 0 {
                     output.append(Int(fragment.token))
@@ -109,8 +120,7 @@ public struct Tokenizer: Sendable {
                 previousWasSpecial = false
             }
         }
-        if addingSpecialTokens && vocabulary.addEOS, let eos = vocabulary.eosTokenID { output.append(eos) }
-        return output
+        if addingEOS && vocabulary.addEOS, let eos = vocabulary.eosTokenID { output.append(eos) }
     }
 
     // MARK: Decoding

@@ -96,8 +96,9 @@ struct BarChart {
     ///
     /// - Throws: ``BenchError/cannotWrite(_:_:)`` naming the path and the reason.
     func write(to path: String) throws(BenchError) {
-        do { try svg().write(toFile: path, atomically: true, encoding: .utf8) } catch {
-            throw .cannotWrite(path, error.localizedDescription)
+        do { try writeText(svg(), to: path) } catch {
+            guard case .unwritable(_, let reason) = error else { throw .cannotWrite(path, error.description) }
+            throw .cannotWrite(path, reason)
         }
     }
 

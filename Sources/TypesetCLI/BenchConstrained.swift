@@ -38,10 +38,16 @@ struct BenchConstrained: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
+    func validate() throws {
+        try validateThreads(threads)
+        try validateCount(maxTokens, "--max-tokens")
+        try validateCount(runs, "--runs")
+    }
+
     func run() async throws {
         let path = try ModelStore.resolve(model)
         let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: ModelRunner.Options(threadCount: threads))
-        let schemaText = try String(contentsOfFile: schema, encoding: .utf8)
+        let schemaText = try readText(schema, what: "schema")
         // The same prompt for both: the schema instruction is written into it, not injected.
         let prompt = self.prompt + Conversation.schemaInstruction(schemaText)
         let free = GenerationOptions(temperature: 0, maxTokens: maxTokens)

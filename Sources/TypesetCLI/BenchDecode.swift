@@ -53,9 +53,10 @@ struct BenchDecode: ParsableCommand {
         + "emit JSON that always parses: {\"name\": \"Ada\", \"age\": 36, \"tags\": [\"math\", \"code\"]}. "
 
     func validate() throws {
-        guard promptTokens > 0, genTokens > 0, runs > 0, threads > 0, sequences > 0 else {
-            throw ValidationError("--prompt-tokens, --gen-tokens, --runs, --threads and --sequences must be positive")
+        guard promptTokens > 0, genTokens > 0, runs > 0, sequences > 0 else {
+            throw ValidationError("--prompt-tokens, --gen-tokens, --runs and --sequences must be positive")
         }
+        try validateThreads(threads)
     }
 
     func run() throws {

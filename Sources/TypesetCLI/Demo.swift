@@ -53,6 +53,11 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "CPU threads (default: 2).")
     var threads: Int?
 
+    func validate() throws {
+        try validateThreads(threads)
+        try validateNumber(temperature, "--temperature", atLeast: 0)
+    }
+
     func run() async throws {
         let path = try ModelStore.resolve(model, fallback: .demo)
         var runnerOptions = ModelRunner.Options()

@@ -29,6 +29,8 @@ struct ConstraintOptions: ParsableArguments {
     @Flag(help: "Drop JSON Schema keywords that cannot be enforced instead of failing (and list them).")
     var lenient = false
 
+    @OptionGroup var budgetOptions: CompilationBudgetOptions
+
     func validate() throws {
         guard [schema, regex, ebnf].compactMap({ $0 }).count == 1 else {
             throw ValidationError("give exactly one of --schema, --regex and --ebnf")
@@ -48,10 +50,27 @@ struct ConstraintOptions: ParsableArguments {
         }
     }
 
-    func grammar() throws -> Grammar {
-        if let schema { return try Grammar(jsonSchema: String(decoding: readInput(schema), as: UTF8.self), options: schemaOptions) }
-        if let regex { return try Grammar(regex: regex) }
-        return try Grammar(ebnf: String(decoding: readInput(ebnf!), as: UTF8.self))
+    /// The constraint's grammar, and the grammar compiled against `vocabulary`, within one
+    /// compilation budget.
+    func compile(against vocabulary: GrammarVocabulary) throws -> (Grammar, CompiledGrammar) {
+        let budget = budgetOptions.budget
+        let schemaOptions = try schemaOptions
+        let source: (kind: Int, text: String)
+        if let schema {
+            source = (0, try readText(schema, what: "schema"))
+        } else if let regex {
+            source = (1, regex)
+        } else {
+            source = (2, try readText(ebnf!, what: "grammar"))
+        }
+        return try budget.spending { () throws(GrammarError) in
+            let grammar = switch source.kind {
+            case 0: try Grammar(jsonSchema: source.text, options: schemaOptions, budget: budget)
+            case 1: try Grammar(regex: source.text, budget: budget)
+            default: try Grammar(ebnf: source.text, budget: budget)
+            }
+            return (grammar, try CompiledGrammar(grammar, vocabulary: vocabulary, budget: budget))
+        }
     }
 }
 
@@ -78,8 +97,7 @@ struct GrammarCompile: ParsableCommand {
         let tokenizer = try loadTokenizer(model)
         let vocabulary = GrammarVocabulary(tokenizer.vocabulary)
         let start = ContinuousClock.now
-        let grammar = try constraint.grammar()
-        let compiled = try CompiledGrammar(grammar, vocabulary: vocabulary)
+        let (grammar, compiled) = try constraint.compile(against: vocabulary)
         let seconds = (ContinuousClock.now - start).seconds
         let statistics = compiled.statistics
         let positions = compiled.positionSummaries
@@ -156,7 +174,7 @@ struct GrammarTrace: ParsableCommand {
     func run() throws {
         let tokenizer = try loadTokenizer(model)
         let vocabulary = GrammarVocabulary(tokenizer.vocabulary)
-        let compiled = try CompiledGrammar(try constraint.grammar(), vocabulary: vocabulary)
+        let (_, compiled) = try constraint.compile(against: vocabulary)
         var text = Array(instance.utf8)
         if constraint.schema != nil { text = Array(try JSONValue(parsing: instance).compactText.utf8) }
         let tokens = text.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) }
@@ -288,8 +306,9 @@ struct BenchMasks: ParsableCommand {
             let start = ContinuousClock.now
             let grammar: CompiledGrammar
             do {
-                grammar = try CompiledGrammar(try Grammar(jsonSchema: schema, options: options), vocabulary: vocabulary,
-                                              budget: .init(seconds: timeout))
+                let budget = CompilationBudget(seconds: timeout, maskSeconds: timeout)
+                grammar = try CompiledGrammar(try Grammar(jsonSchema: schema, options: options, budget: budget), vocabulary: vocabulary,
+                                              budget: budget)
             } catch {
                 let description = "\(error)"
                 if case .budgetExceeded(let what, _) = error, what.contains("seconds") { timeouts += 1 } else { compileErrors += 1 }
@@ -322,7 +341,7 @@ struct BenchMasks: ParsableCommand {
                                             ("compile_ms", JSONValue(compileTime)), ("wrong", .array(wrong))]).compactText)
         }
         let wallSeconds = (ContinuousClock.now - wallStart).seconds
-        if let jsonl { try (records.joined(separator: "\n") + "\n").write(toFile: jsonl, atomically: true, encoding: .utf8) }
+        if let jsonl { try writeText(records.joined(separator: "\n") + "\n", to: jsonl) }
         reporter.clear()
         compileMilliseconds.sort()
         maskMicroseconds.sort()
@@ -373,7 +392,7 @@ struct BenchMasks: ParsableCommand {
         case .unresolvedReference: return "unresolved $ref"
         case .invalidRegex: return "regex"
         case .budgetExceeded(let what, _): return "budget: " + what.prefix(while: { $0 != " " })
-        case .emptyLanguage: return "empty language"
+        case .emptyLanguage, .emptyGrammar: return "empty language"
         case .invalidSchema: return "invalid schema"
         case .invalidJSON: return "invalid JSON"
         default: return "\(error)"
@@ -389,4 +408,23 @@ struct BenchMasks: ParsableCommand {
     }
 
     func number(_ value: Double?) -> JSONValue { value.map { JSONValue(($0 * 1000).rounded() / 1000) } ?? .null }
+}
+
+/// What compiling a constraint may spend (`CompilationBudget`), for every command that compiles one.
+struct CompilationBudgetOptions: ParsableArguments {
+    @Option(help: "The most seconds compiling a schema, regular expression or grammar may take before its automaton is built.")
+    var compileSeconds: Double = CompilationBudget().seconds
+
+    @Option(help: "The most memory, in MiB, the grammar compiler may hold.")
+    var compileMemory: Int = CompilationBudget().bytes >> 20
+
+    func validate() throws {
+        try validateNumber(compileSeconds, "--compile-seconds", above: 0)
+        guard compileMemory > 0 else { throw ValidationError("--compile-memory must be a positive number of MiB") }
+    }
+
+    var budget: CompilationBudget {
+        CompilationBudget(seconds: compileSeconds, bytes: compileMemory << 20)
+    }
+
 }

@@ -29,22 +29,29 @@ struct Perplexity: ParsableCommand {
     @Option(help: "Threads for the matrix products.")
     var threads = 2
 
+    @Option(help: "The most bytes the text file may hold (standard input included).")
+    var maxBytes = 1 << 30
+
     @Flag(help: "Print JSON.")
     var json = false
 
     func validate() throws {
-        guard ctx >= 4 else { throw ValidationError("--ctx must be at least 4") }
+        try validateCount(ctx, "--ctx", atLeast: 4)
+        try validateCount(chunks, "--chunks")
+        try validateThreads(threads)
+        try validateCount(maxBytes, "--max-bytes")
     }
 
     func run() throws {
         let started = ContinuousClock.now
         let reporter = progressOptions.makeReporter()
         let loaded = try LoadedModel(model, progress: reporter)
-        let bytes = try readInput(file)
         let vocabulary = loaded.tokenizer.vocabulary
-        let tokens = bytes.withUnsafeBufferPointer {
-            loaded.tokenizer.encode(bytes: $0, addingSpecialTokens: vocabulary.addBOS, parsingSpecialTokens: false)
-        }
+        // Encoded block by block: the tokens are kept, the text is not.
+        var encoder = Tokenizer.StreamingEncoder(loaded.tokenizer, addingSpecialTokens: vocabulary.addBOS)
+        var tokens: [Int] = []
+        try forEachBlock(of: file, limit: maxBytes) { tokens += encoder.append($0) }
+        tokens += encoder.finish()
         var chunkCount = tokens.count / ctx
         if let chunks { chunkCount = min(chunkCount, max(0, chunks)) }
         guard chunkCount > 0 else { throw PerplexityError.tooShort(tokens: tokens.count, ctx: ctx) }

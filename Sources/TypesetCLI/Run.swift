@@ -75,23 +75,31 @@ struct Run: AsyncParsableCommand {
     @Argument(help: "The prompt.")
     var prompt: String
 
+    @OptionGroup var budgetOptions: CompilationBudgetOptions
+
     func validate() throws {
-        guard maxTokens > 0 else { throw ValidationError("--max-tokens must be positive") }
-        guard threads > 0 else { throw ValidationError("--threads must be positive") }
-        guard context > 0 else { throw ValidationError("--context must be positive") }
-        guard dryMultiplier ?? 0 >= 0, dryBase > 1, dryAllowedLength >= 1 else {
-            throw ValidationError("DRY needs --dry-multiplier ≥ 0, --dry-base > 1 and --dry-allowed-length ≥ 1")
-        }
+        try validateCount(maxTokens, "--max-tokens")
+        try validateThreads(threads)
+        try validateCount(context, "--context")
+        try validateNumber(temperature, "--temperature", atLeast: 0)
+        try validateCount(topK, "--top-k", atLeast: 0)
+        try validateNumber(topP, "--top-p", above: 0, atMost: 1)
+        try validateNumber(minP, "--min-p", atLeast: 0, atMost: 1)
+        try validateNumber(repetitionPenalty, "--repetition-penalty", above: 0)
+        try validateNumber(dryMultiplier, "--dry-multiplier", atLeast: 0)
+        try validateNumber(dryBase, "--dry-base", above: 1)
+        try validateCount(dryAllowedLength, "--dry-allowed-length")
     }
 
     func run() async throws {
         let path = try ModelStore.resolve(model)
         let reporter = progressOptions.makeReporter()
         let runner = try await ModelRunner.load(
-            from: URL(fileURLWithPath: path), options: ModelRunner.Options(contextLength: context, threadCount: threads),
+            from: URL(fileURLWithPath: path),
+            options: ModelRunner.Options(contextLength: context, threadCount: threads, grammarBudget: budgetOptions.budget),
             progress: reporter.loadingProgress)
         reporter.clear()
-        let schemaText = try schema.map { try String(contentsOfFile: $0, encoding: .utf8) }
+        let schemaText = try schema.map { try readText($0, what: "schema") }
         let options = GenerationOptions(
             temperature: temperature, topP: topP, minP: minP, topK: topK, repetitionPenalty: repetitionPenalty,
             dry: dryMultiplier.map { DRYPenalty(multiplier: $0, base: dryBase, allowedLength: dryAllowedLength) },
@@ -101,7 +109,17 @@ struct Run: AsyncParsableCommand {
             reporter.report("reading the prompt (\(total) tokens)", fraction: Double(computed) / Double(total))
         }
         reporter.report(schemaText == nil ? "reading the prompt" : "compiling the schema and reading the prompt")
-        for try await response in conversation.generateResponse(to: prompt, options: options) {
+        do {
+            try await stream(conversation.generateResponse(to: prompt, options: options), reporter: reporter, isValue: schemaText != nil)
+        } catch ConversationError.maxTokensTooSmall(let needed, let maxTokens) {
+            throw RunError.maxTokensTooSmall(shortestValueTokens: needed, maxTokens: maxTokens)
+        }
+    }
+
+    /// Writes the reply as it streams: text to standard output, timings to standard error. A
+    /// value (`--schema`) that did not complete is an error, not an empty answer.
+    private func stream(_ responses: AsyncThrowingStream<MessageResponse, Error>, reporter: ProgressReporter, isValue: Bool) async throws {
+        for try await response in responses {
             reporter.clear()
             switch response {
             // Everything goes out unbuffered, so the text, the calls and the statistics on
@@ -120,6 +138,25 @@ struct Run: AsyncParsableCommand {
                     format: "[%d prompt tokens; first token after %.0f ms; %d tokens at %.1f tok/s; finish: %@]",
                     stats.promptTokens, stats.timeToFirstToken * 1000, stats.completionTokens, stats.tokensPerSecond,
                     finishReason.rawValue))
+                if isValue, finishReason != .stop { throw RunError.incompleteValue(finishReason, completionTokens: stats.completionTokens) }
+            }
+        }
+    }
+}
+
+enum RunError: UserFacingError {
+    case maxTokensTooSmall(shortestValueTokens: Int, maxTokens: Int)
+    case incompleteValue(FinishReason, completionTokens: Int)
+
+    var description: String {
+        switch self {
+        case let .maxTokensTooSmall(needed, maxTokens):
+            "the schema's shortest value takes \(needed) tokens, more than --max-tokens \(maxTokens)"
+        case let .incompleteValue(reason, tokens):
+            switch reason {
+            case .maxTokens, .constraint: "the value was not complete after \(tokens) tokens (finish: \(reason.rawValue)); raise --max-tokens"
+            case .exceededContext: "the value was not complete when the context filled up after \(tokens) tokens; raise --context"
+            default: "the value was not complete (finish: \(reason.rawValue))"
             }
         }
     }

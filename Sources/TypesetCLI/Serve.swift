@@ -50,11 +50,14 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Another name requests may use as 'model' (repeatable).")
     var alias: [String] = []
 
+    @OptionGroup(title: "Compiling the requests' JSON Schemas")
+    var budgetOptions: CompilationBudgetOptions
+
     func validate() throws {
         guard (0 ... 65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
         guard queue >= 0 else { throw ValidationError("--queue must not be negative") }
-        guard threads > 0 else { throw ValidationError("--threads must be positive") }
+        try validateThreads(threads)
         guard context > 0 else { throw ValidationError("--context must be positive") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
@@ -65,7 +68,8 @@ struct Serve: AsyncParsableCommand {
         let key = apiKey ?? ProcessInfo.processInfo.environment["TYPESET_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let server = TypesetServer(
             modelURL: URL(fileURLWithPath: path),
-            runnerOptions: ModelRunner.Options(contextLength: context, threadCount: threads, maximumConcurrentGenerations: parallel),
+            runnerOptions: ModelRunner.Options(
+                contextLength: context, threadCount: threads, maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget),
             configuration: TypesetServer.Configuration(
                 host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
                 requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias))

@@ -30,24 +30,63 @@ struct Tokenize: ParsableCommand {
     @Flag(help: "Print each token's id and text, one per line, instead of the JSON array.")
     var verbose = false
 
+    @Option(help: "The most bytes --file may hold (standard input included).")
+    var maxBytes = 1 << 30
+
     func validate() throws {
         guard (text == nil) != (file == nil) else { throw ValidationError("give exactly one of --text and --file") }
+        try validateCount(maxBytes, "--max-bytes")
     }
 
+    /// Encodes block by block (``Tokenizer/StreamingEncoder``) and prints as it goes, so memory
+    /// stays flat whatever the input's size.
     func run() throws {
         let tokenizer = try loadTokenizer(model)
-        let bytes = try text.map { Array($0.utf8) } ?? readInput(file!)
-        let ids = bytes.withUnsafeBufferPointer {
-            tokenizer.encode(bytes: $0, addingSpecialTokens: !noBOS, parsingSpecialTokens: parseSpecial)
-        }
-        if verbose {
-            for id in ids {
-                let piece = String(decoding: tokenizer.vocabulary.piece(of: id, rendersSpecialTokens: true), as: UTF8.self)
-                print("\(id)\t\(piece.debugDescription)")
-            }
+        var encoder = Tokenizer.StreamingEncoder(tokenizer, addingSpecialTokens: !noBOS, parsingSpecialTokens: parseSpecial)
+        var output = TokenPrinter(vocabulary: tokenizer.vocabulary, verbose: verbose)
+        if let text {
+            output.write(encoder.append(Array(text.utf8)))
         } else {
-            print("[" + ids.map(String.init).joined(separator: ",") + "]")
+            try forEachBlock(of: file!, limit: maxBytes) { output.write(encoder.append($0)) }
         }
+        output.write(encoder.finish())
+        output.finish()
+    }
+}
+
+/// Writes token ids as they come: a JSON array, or one `id<TAB>text` line each.
+private struct TokenPrinter {
+    let vocabulary: Vocabulary
+    let verbose: Bool
+    private var count = 0
+    private var line: [UInt8] = []
+
+    init(vocabulary: Vocabulary, verbose: Bool) {
+        self.vocabulary = vocabulary
+        self.verbose = verbose
+    }
+
+    mutating func write(_ ids: [Int]) {
+        for id in ids {
+            if verbose {
+                let piece = String(decoding: vocabulary.piece(of: id, rendersSpecialTokens: true), as: UTF8.self)
+                line += Array("\(id)\t\(piece.debugDescription)\n".utf8)
+            } else {
+                line += Array(((count == 0 ? "[" : ",") + String(id)).utf8)
+            }
+            count += 1
+        }
+        flush()
+    }
+
+    mutating func finish() {
+        if !verbose { line += Array(((count == 0 ? "[" : "") + "]\n").utf8) }
+        flush()
+    }
+
+    private mutating func flush() {
+        FileHandle.standardOutput.write(Data(line))
+        line.removeAll(keepingCapacity: true)
     }
 }
 
@@ -111,22 +150,6 @@ struct BenchTokenize: ParsableCommand {
 func loadTokenizer(_ model: String?) throws -> Tokenizer {
     let path = try ModelStore.resolve(model)
     return try Tokenizer(metadata: try GGUFFile(contentsOf: path).metadata)
-}
-
-/// The bytes of a file named on the command line (`-` for standard input).
-func readInput(_ path: String) throws -> [UInt8] {
-    if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
-    guard let data = FileManager.default.contents(atPath: path) else { throw InputError.unreadable(path) }
-    return Array(data)
-}
-
-enum InputError: UserFacingError {
-    case unreadable(String)
-    var description: String {
-        switch self {
-        case let .unreadable(path): "cannot read '\(path)'"
-        }
-    }
 }
 
 extension Duration {

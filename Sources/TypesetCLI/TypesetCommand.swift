@@ -20,6 +20,9 @@ struct TypesetCommand: AsyncParsableCommand {
     /// Runs the command line. Errors from Typeset (a missing model, a corrupt file) print as one
     /// line, `error: …`, and exit with status 1; usage errors and help keep ArgumentParser's format.
     static func main() async {
+        // SIGQUIT (Ctrl-\) ends a command the way SIGINT (Ctrl-C) does, rather than being
+        // taken for a crash by the runtime's backtracer; `serve` drains on either.
+        signal(SIGQUIT) { _ in raise(SIGINT) }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -30,6 +33,9 @@ struct TypesetCommand: AsyncParsableCommand {
         } catch let error as any UserFacingError {
             writeError("error: \(error)")
             exit(withError: ExitCode.failure)
+        } catch let code as ExitCode {
+            // A command that has said why it fails (`grammar trace` on a rejected instance).
+            Foundation.exit(code.rawValue)
         } catch {
             // Help and --version exit cleanly through ArgumentParser; usage errors become one line.
             let code = exitCode(for: error)

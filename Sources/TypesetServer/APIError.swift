@@ -58,6 +58,9 @@ struct APIError: Error, Sendable {
             // Fail closed: a schema the compiler cannot enforce is refused, naming the keyword
             // and its JSON pointer, never answered unconstrained.
             self.init(.badRequest, "the JSON Schema cannot be enforced: \(grammarError)", parameter: "response_format", code: "unsupported_schema")
+        case .maxTokensTooSmall(let needed, let maxTokens):
+            self.init(.badRequest, "the JSON Schema's shortest value takes \(needed) tokens, more than max_tokens (\(maxTokens))",
+                      parameter: "max_tokens", code: "max_tokens_too_small")
         case .invalidFunction(let name, let reason):
             self.init(.badRequest, "tool '\(name)': \(reason)", parameter: "tools")
         case .invalidHistory(let index, let reason):

@@ -154,9 +154,9 @@ public final class TypesetServer: Sendable {
             throw APIError(.contentTooLarge, "the request body exceeds \(configuration.maximumBodyBytes) bytes")
         }
         do {
-            return try JSONValue(parsing: Array(buffer.readableBytesView), maximumDepth: 128)
+            return try JSONValue(parsing: Array(buffer.readableBytesView), maximumDepth: 128, loneSurrogates: .reject)
         } catch {
-            throw APIError(.badRequest, "the request body is not valid JSON: \(error)", parameter: "body")
+            throw APIError(.badRequest, "the request body cannot be read as JSON: \(error)", parameter: "body")
         }
     }
 

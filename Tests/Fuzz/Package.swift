@@ -1,10 +1,11 @@
 // swift-tools-version: 6.0
 //
-// libFuzzer targets for Typeset's GGUF reader (FuzzGGUF) and tokenizers (FuzzTokenizer). Kept
+// libFuzzer targets for Typeset's GGUF reader (FuzzGGUF), tokenizers (FuzzTokenizer), JSON
+// Schema compiler (FuzzSchema) and chat-template renderer (FuzzTemplate). Kept
 // out of the main package because they link libFuzzer's runtime, which ordinary builds must
 // not. Build and run them with
 //
-//     bash Tests/Fuzz/run.sh [SECONDS] [FuzzGGUF|FuzzTokenizer]
+//     bash Tests/Fuzz/run.sh [SECONDS] [FuzzGGUF|FuzzTokenizer|FuzzSchema|FuzzTemplate]
 //
 // (the flags it passes are explained there). See docs/gguf.md.
 import PackageDescription
@@ -24,6 +25,15 @@ let package = Package(
             .product(name: "GGUF", package: "Typeset"),
             .product(name: "Tokenizer", package: "Typeset"),
             .product(name: "TypesetTestSupport", package: "Typeset"),
+        ]),
+        .executableTarget(name: "FuzzSchema", dependencies: [
+            "CLibFuzzer",
+            .product(name: "Grammar", package: "Typeset"),
+            .product(name: "TypesetTestSupport", package: "Typeset"),
+        ]),
+        .executableTarget(name: "FuzzTemplate", dependencies: [
+            "CLibFuzzer",
+            .product(name: "ChatTemplating", package: "Typeset"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,9 @@
 #
 #     bash Tests/Fuzz/run.sh [SECONDS] [TARGET]   # default 60 s, FuzzGGUF
 #
+# Targets: FuzzGGUF, FuzzTokenizer, FuzzSchema (the JSON Schema compiler, structure-aware),
+# FuzzTemplate (the chat-template renderer).
+#
 # FuzzGGUF fuzzes the GGUF reader; its corpus grows in $TYPESET_CACHE/fuzz-corpus (kept between
 # runs), seeded from Fixtures/fuzz-seeds (files written by gguf-py's writer). FuzzTokenizer
 # fuzzes both real tokenizers (models from $TYPESET_CACHE); its corpus grows in
@@ -33,7 +36,23 @@ swift build -c release \
   -Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table \
   -Xlinker "$runtime" -Xlinker -lstdc++
 
-if [[ "$target" == FuzzTokenizer ]]; then
+if [[ "$target" == FuzzSchema ]]; then
+  # Seeds: the seed schemas as texts (mutated as JSON) and a few byte strings of choices (the
+  # structure-aware generator reads any bytes). Overruns and accepted-but-invalid instances
+  # abort with a reproducer like crashes.
+  corpus="$cache/fuzz-corpus-schema"
+  mkdir -p "$corpus"
+  cp "$root"/../shared/schemas/*.json "$corpus"/ 2>/dev/null || true
+  "$here/.build/release/FuzzSchema" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len=2048 \
+    -print_final_stats=1 "$corpus"
+elif [[ "$target" == FuzzTemplate ]]; then
+  # Seeds: the real models' chat templates (the renderer's test fixtures).
+  corpus="$cache/fuzz-corpus-template"
+  mkdir -p "$corpus"
+  cp "$root"/Tests/ChatTemplatingTests/Fixtures/templates/* "$corpus"/ 2>/dev/null || true
+  "$here/.build/release/FuzzTemplate" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len=16384 \
+    -print_final_stats=1 "$corpus"
+elif [[ "$target" == FuzzTokenizer ]]; then
   corpus="$cache/fuzz-corpus-tokenizer"
   mkdir -p "$corpus"
   # Seeds: the first 4 KB of a few corpus documents (code, scripts, emoji, binary).

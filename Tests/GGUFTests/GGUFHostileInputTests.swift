@@ -175,7 +175,19 @@ import TypesetTestSupport
 
     @Test func filesOnDisk() {
         #expect(throws: GGUFError.self) { try GGUFFile(contentsOf: "/nonexistent/model.gguf") }
-        #expect(throws: GGUFError.cannotOpen(path: "/tmp", reason: "not a regular file")) { try GGUFFile(contentsOf: "/tmp") }
+        #expect(throws: GGUFError.cannotOpen(path: "/tmp", reason: "it is a directory, not a GGUF file")) { try GGUFFile(contentsOf: "/tmp") }
+        #expect(throws: GGUFError.cannotOpen(path: "/dev/zero", reason: "it is a device, not a regular file")) { try GGUFFile(contentsOf: "/dev/zero") }
+    }
+
+    /// Counts past what a model has are refused before anything is read (a 381 MB file of
+    /// twenty million tiny entries took 3 GB and 36 s to read before).
+    @Test func countsPastAModelsAreRefused() {
+        var header = Array("GGUF".utf8) + [3, 0, 0, 0] + [0, 0, 0, 0, 0, 0, 0, 0]
+        let entries = UInt64(GGUFFile.maximumMetadataEntries + 1)
+        header += (0 ..< 8).map { UInt8(truncatingIfNeeded: entries >> (8 * $0)) }
+        // Enough bytes that the count fits the file (13 per entry at least).
+        let bytes = header + [UInt8](repeating: 0, count: 13 * Int(entries))
+        Self.expectError(bytes, .countExceedsLimit(what: "metadata count", count: entries, limit: GGUFFile.maximumMetadataEntries, offset: 16))
     }
 
     // MARK: Exhaustive over a synthetic file

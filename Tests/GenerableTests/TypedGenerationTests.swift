@@ -248,14 +248,15 @@ struct TypedGenerationTests {
     }
 
     @Test func aValueCutShortIsATypedErrorWithTheText() async throws {
-        // Too few tokens for any CatProfile: the budget steering sees it and stops at once.
+        // Too few tokens for any CatProfile: refused before generating, saying how many the
+        // shortest one takes.
         var options = Self.options
         options.maxTokens = 3
         await #expect {
             _ = try await runner().createConversation().respond(to: "Generate a cat", generating: CatProfile.self, options: options)
         } throws: { error in
-            guard case GenerationError.incompleteValue(let reason, _) = error else { return false }
-            return reason == .constraint
+            guard case ConversationError.maxTokensTooSmall(let needed, let maxTokens) = error else { return false }
+            return maxTokens == 3 && needed > 3
         }
         // Without the steering the reply is cut mid-value, and the text so far comes with the
         // error: the opening of a CatProfile.

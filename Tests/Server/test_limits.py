@@ -47,6 +47,40 @@ def test_a_schema_that_cannot_be_enforced_is_refused(smollm2, schema, keyword, p
             response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}, stream=True)
 
 
+def _cross_product(count):
+    return {"allOf": [{"anyOf": [{"type": "object", "properties": {f"a{i}": {"type": "integer"}}},
+                                 {"type": "object", "properties": {f"b{i}": {"type": "string"}}}]} for i in range(count)]}
+
+
+@pytest.mark.parametrize("schema, words", [
+    (_cross_product(20), "compilation budget exceeded"),
+    ({"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(100_000)},
+      "required": [f"p{i}" for i in range(100_000)]}, "compilation budget exceeded"),
+    ({"type": "string", "pattern": ".{1000}"}, "compilation budget exceeded"),
+])
+def test_a_schema_past_the_compile_budget_is_refused_at_once(smollm2, schema, words):
+    """A hostile schema is a 400 within about the compile budget (2 s), not a stalled server."""
+    started = time.monotonic()
+    body = error(post(smollm2, chat(max_tokens=16, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})), 400)
+    assert time.monotonic() - started < 10
+    assert body["param"] == "response_format" and words in body["message"]
+
+
+def test_a_max_tokens_no_value_fits_is_refused(smollm2):
+    schema = {"type": "array", "minItems": 2000, "items": {"type": "integer"}}
+    body = error(post(smollm2, chat(max_tokens=64, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})), 400)
+    assert body["param"] == "max_tokens" and body["code"] == "max_tokens_too_small"
+    assert "shortest value takes" in body["message"]
+
+
+def test_a_lone_surrogate_is_refused(smollm2):
+    """A value holding one cannot be written as UTF-8: a 400, not output that fails validation."""
+    response = httpx.post(smollm2.base_url + "/v1/chat/completions", timeout=60, headers={"Content-Type": "application/json"},
+                          content=b'{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema",'
+                                  b'"json_schema":{"name":"x","schema":{"const":"\\ud800"}}}}')
+    assert "unpaired high surrogate" in error(response, 400)["message"]
+
+
 def test_a_tool_whose_parameters_cannot_be_enforced_is_refused(smollm2):
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "string", "format": "nope"}}}}}
     body = error(post(smollm2, chat(tools=[tool])), 400)

@@ -19,6 +19,32 @@ import TypesetTestSupport
         String(validating: bytes, as: UTF8.self) != nil
     }
 
+    /// Encoding a text block by block (`StreamingEncoder`, the CLI's way with files and
+    /// standard input) gives exactly the tokens of encoding it whole, for both families and
+    /// with control tokens parsed or not: the cuts after a line break never change a token.
+    @Test(.enabled(if: TokenizerCorpus.shouldRun && TestModels.shouldRun(TestModels.gemma3FileName) && TestModels.shouldRun(TestModels.qwen05FileName)),
+          arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName, TestModels.qwen05FileName])
+    func corpusEncodesTheSameBlockByBlock(name: String) throws {
+        let tokenizer = try Tokenizer(metadata: try GGUFFile(contentsOf: TestModels.path(of: name)).metadata)
+        for document in try TokenizerCorpus.documents() {
+            for special in [false, true] {
+                let whole = Self.encode(tokenizer, document.bytes, special: special)
+                for blockSize in [997, 65_536] {
+                    var encoder = Tokenizer.StreamingEncoder(tokenizer, addingSpecialTokens: special, parsingSpecialTokens: special)
+                    var streamed: [Int] = []
+                    var start = 0
+                    while start < document.bytes.count {
+                        let end = min(document.bytes.count, start + blockSize)
+                        streamed += encoder.append(document.bytes[start ..< end])
+                        start = end
+                    }
+                    streamed += encoder.finish()
+                    #expect(streamed == whole, "\(name) \(document.name), blocks of \(blockSize), special \(special)")
+                }
+            }
+        }
+    }
+
     @Test(.enabled(if: TokenizerCorpus.shouldRun && TestModels.shouldRun(TestModels.gemma3FileName)), arguments: ["smollm2", "gemma3"])
     func corpusRoundTripsAndStreams(name: String) throws {
         let tokenizer = try Self.tokenizer(name)

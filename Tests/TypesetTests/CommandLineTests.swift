@@ -111,7 +111,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: hostile) }
         Self.expectOneLineError(try Self.run(["inspect", hostile, "--json"]), containing: "at byte 16")
 
-        Self.expectOneLineError(try Self.run(["inspect", NSTemporaryDirectory()]), containing: "not a regular file")
+        Self.expectOneLineError(try Self.run(["inspect", NSTemporaryDirectory()]), containing: "it is a directory, not a GGUF file")
         let empty = try Self.temporaryFile([])
         defer { try? FileManager.default.removeItem(atPath: empty) }
         Self.expectOneLineError(try Self.run(["inspect", empty]), containing: "truncated file")

@@ -117,14 +117,28 @@ struct ConversationTests {
         #expect(second.misses == first.misses && second.hits == first.hits + 1 && second.count == first.count)
     }
 
-    /// Too few tokens for any value: `constraint`, and no text pretending to be one.
-    @Test func maxTokensTooSmallForAnyValueIsAConstraintFinish() async throws {
+    /// Too few tokens for any value: refused before generating, with the tokens the schema's
+    /// shortest value takes (a valid value, tokenized by the model's tokenizer); never an
+    /// empty reply presented as a finished one.
+    @Test func maxTokensTooSmallForAnyValueIsRefused() async throws {
         let schema = try String(contentsOfFile: schemasDirectory + "/story_outline.json", encoding: .utf8)
-        let reply = try await collect(try runner().createConversation().generateResponse(
-            to: "A story.", options: GenerationOptions(maxTokens: 8, jsonSchema: schema)))
-        #expect(reply.finishReason == .constraint)
-        #expect((reply.stats?.completionTokens ?? 99) <= 8)
-        #expect(JSONSchemaValidator.isJSON(reply.text) == false)
+        let runner = try runner()
+        await #expect(throws: ConversationError.self) {
+            _ = try await collect(runner.createConversation().generateResponse(
+                to: "A story.", options: GenerationOptions(maxTokens: 8, jsonSchema: schema)))
+        }
+        do {
+            _ = try await collect(runner.createConversation().generateResponse(
+                to: "A story.", options: GenerationOptions(maxTokens: 8, jsonSchema: schema)))
+        } catch ConversationError.maxTokensTooSmall(let needed, let maxTokens) {
+            #expect(maxTokens == 8)
+            let grammar = try CompiledGrammar(Grammar(jsonSchema: schema, options: .generation), vocabulary: GrammarVocabulary(runner.tokenizer.vocabulary))
+            let shortest = try #require(grammar.shortestSentence())
+            let text = String(decoding: shortest, as: UTF8.self)
+            #expect(try JSONSchemaValidator(schemaText: schema).problems(in: text) == [], "\(text)")
+            #expect(needed == runner.tokenizer.encode(text, addingSpecialTokens: false).count)
+            #expect(needed > 8)
+        }
     }
 
     /// With a tight budget (the shortest valid review is 75 bytes) the reply is steered to close
@@ -213,7 +227,8 @@ struct ConversationTests {
     /// A conversation that goes away leaves its cache to the runner's pool: a new one that
     /// opens the same way computes only what follows, and replies exactly as it would have.
     @Test func aNewConversationReusesAnEarlierOnesOpening() async throws {
-        let runner = try runner()
+        // A runner of its own: on the shared one, tests running alongside take the idle cache.
+        let runner = try ModelRunner(url: URL(fileURLWithPath: TestModels.smolLM2Path), options: ModelRunner.Options(contextLength: 2048))
         let system = "You are a careful assistant who answers in one sentence. " + String(repeating: "Be precise. ", count: 10)
         var earlier: CollectedReply?
         do {

@@ -48,9 +48,19 @@ struct DFA: Sendable {
         var isFinal: [Bool] = []
         var index: [[Int32]: Int32] = [:]
         var queue: [[Int32]] = []
+        let meter = CompilationMeter.current
+        // What the construction holds: its rows and, twice (queue and index), its state sets.
+        var setElements = 0
         func intern(_ set: [Int32]) throws(TooLarge) -> Int32 {
             if let known = index[set] { return known }
             if queue.count >= stateLimit { throw TooLarge() }
+            setElements += set.count
+            if let meter, queue.count & 63 == 63 {
+                let bytes = queue.count * CompilationMeter.bytesPerDFAState + setElements * 8
+                do { try meter.check(bytes: bytes, "determinizing an automaton of \(automaton.stateCount) states") } catch {
+                    throw TooLarge(budgetError: error)
+                }
+            }
             let id = Int32(queue.count)
             index[set] = id
             queue.append(set)
@@ -106,7 +116,15 @@ struct DFA: Sendable {
         self.callsRules = ruleEdges.map { !$0.isEmpty }
     }
 
-    struct TooLarge: Error {}
+    /// A construction went past its state limit, or past the compilation's budget (then
+    /// `budgetError` says which).
+    struct TooLarge: Error {
+        var budgetError: GrammarError?
+
+        init(budgetError: GrammarError? = nil) {
+            self.budgetError = budgetError
+        }
+    }
 
     // MARK: Trimming and minimisation
 
@@ -266,10 +284,16 @@ struct DFA: Sendable {
         var queue = [Pair(a: 0, b: 0)]
         var transitions: [Int32] = []
         var isFinal: [Bool] = []
+        let meter = CompilationMeter.current
         var cursor = 0
         while cursor < queue.count {
             let pair = queue[cursor]
             cursor += 1
+            if let meter, cursor & 63 == 0 {
+                do { try meter.check(bytes: queue.count * CompilationMeter.bytesPerDFAState, "combining two automata") } catch {
+                    throw TooLarge(budgetError: error)
+                }
+            }
             isFinal.append(final(self.isFinal[Int(pair.a)], pair.b >= 0 && other.isFinal[Int(pair.b)]))
             var row = [Int32](repeating: -1, count: 256)
             for byte in 0 ..< 256 {

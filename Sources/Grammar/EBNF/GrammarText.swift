@@ -36,9 +36,13 @@ extension Grammar {
     ///   than `GrammarTextParser.nestingLimit` parentheses, or a missing start rule (at 1:1);
     ///   `.budgetExceeded` for a count above `repetitionLimit` or repetitions whose copies
     ///   would exceed `GrammarTextParser.stateLimit` automaton states.
-    public init(ebnf text: String, rootRule: String = "root", repetitionLimit: Int = 1000) throws(GrammarError) {
-        var parser = GrammarTextParser(text, repetitionLimit: repetitionLimit)
-        self = try parser.parse(rootRule: rootRule)
+    public init(
+        ebnf text: String, rootRule: String = "root", repetitionLimit: Int = 1000, budget: CompilationBudget = CompilationBudget()
+    ) throws(GrammarError) {
+        self = try CompilationMeter.metering(budget) { () throws(GrammarError) in
+            var parser = GrammarTextParser(text, repetitionLimit: repetitionLimit)
+            return try parser.parse(rootRule: rootRule)
+        }
     }
 }
 

@@ -21,6 +21,14 @@ public struct Grammar: Sendable {
     /// The index of the start rule.
     var root: Int32 = 0
 
+    /// The rules' names, and per base name the next suffix `uniqueName` tries.
+    private var namesInUse: Set<String> = []
+    private var nextSuffix: [String: Int] = [:]
+
+    /// Whether the grammar was compiled from a JSON Schema (its errors then speak of the
+    /// schema; a grammar text's speak of its rules).
+    var isFromJSONSchema = false
+
     /// Keywords a lenient JSON Schema compilation did not enforce (empty otherwise).
     public internal(set) var droppedKeywords: [DroppedKeyword] = []
 
@@ -38,6 +46,7 @@ public struct Grammar: Sendable {
     mutating func declareRule(_ name: String) -> Int32 {
         let placeholder = automaton.nothing()
         rules.append(Rule(name: name, body: placeholder))
+        namesInUse.insert(name)
         return Int32(rules.count - 1)
     }
 
@@ -52,12 +61,12 @@ public struct Grammar: Sendable {
         return rule
     }
 
-    /// A name not used by any rule yet, `base` or `base-2`, `base-3`, …
-    func uniqueName(_ base: String) -> String {
-        let used = Set(rules.map(\.name))
-        if !used.contains(base) { return base }
-        var suffix = 2
-        while used.contains("\(base)-\(suffix)") { suffix += 1 }
+    /// A name not used by any rule yet, `base` or `base-2`, `base-3`, … Amortized O(1).
+    mutating func uniqueName(_ base: String) -> String {
+        if !namesInUse.contains(base) { return base }
+        var suffix = nextSuffix[base] ?? 2
+        while namesInUse.contains("\(base)-\(suffix)") { suffix += 1 }
+        nextSuffix[base] = suffix + 1
         return "\(base)-\(suffix)"
     }
 }
@@ -65,13 +74,18 @@ public struct Grammar: Sendable {
 extension Grammar {
     /// A grammar whose sentences are the strings `pattern` matches entirely (an ECMAScript
     /// regular expression, the subset documented on `RegularExpression`), in UTF-8.
-    public init(regex pattern: String, repetitionLimit: Int = 1000) throws(GrammarError) {
+    public init(regex pattern: String, repetitionLimit: Int = 1000, budget: CompilationBudget = CompilationBudget()) throws(GrammarError) {
         self.init()
-        var characters = CharacterNFA()
-        let fragment = try RegularExpression.build(pattern, search: false, into: &characters, repetitionLimit: repetitionLimit)
-        let rule = declareRule("root")
-        let body = Lowering.lower(fragment, of: characters, into: &automaton) { set, target in Lowering.utf8(set, into: &target) }
-        define(rule, as: body)
-        root = rule
+        var grammar = self
+        try CompilationMeter.metering(budget) { () throws(GrammarError) in
+            var characters = CharacterNFA()
+            let fragment = try RegularExpression.build(pattern, search: false, into: &characters, repetitionLimit: repetitionLimit)
+            try CompilationMeter.check(bytes: characters.stateCount * CompilationMeter.bytesPerNFAState, "expanding /\(pattern)/")
+            let rule = grammar.declareRule("root")
+            let body = Lowering.lower(fragment, of: characters, into: &grammar.automaton) { set, target in Lowering.utf8(set, into: &target) }
+            grammar.define(rule, as: body)
+            grammar.root = rule
+        }
+        self = grammar
     }
 }

@@ -20,6 +20,9 @@ public enum GrammarError: Error, Equatable, Sendable, CustomStringConvertible {
     case leftRecursion(rule: String)
     /// The schema or grammar accepts no value at all.
     case emptyLanguage(pointer: String)
+    /// A grammar text (or regular expression) whose start rule matches nothing: every way
+    /// through it calls a rule that can never finish.
+    case emptyGrammar(rule: String)
     /// Compilation went past its size or time budget.
     case budgetExceeded(what: String, limit: Int)
 
@@ -41,6 +44,8 @@ public enum GrammarError: Error, Equatable, Sendable, CustomStringConvertible {
             return "rule '\(rule)' is left-recursive (it can reach itself without consuming input)"
         case .emptyLanguage(let pointer):
             return "the schema at \(pointer) accepts no value"
+        case .emptyGrammar(let rule):
+            return "the grammar matches nothing: rule '\(rule)' can never finish (every alternative needs a rule that never ends)"
         case .budgetExceeded(let what, let limit):
             return "compilation budget exceeded: \(what) (limit \(limit))"
         }

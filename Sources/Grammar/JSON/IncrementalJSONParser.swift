@@ -408,7 +408,7 @@ public struct IncrementalJSONParser: Sendable {
             try appendScalar(scalar)
         case let .pairing(high, sawBackslash):
             guard byte == UInt8(ascii: sawBackslash ? "u" : "\\") else {
-                guard loneSurrogates == .replace else { throw fail("unpaired high surrogate") }
+                guard loneSurrogates == .replace else { throw fail("unpaired high surrogate (strings here must be Unicode scalars)") }
                 // The high surrogate stands alone: a replacement character, then the byte
                 // read as it would have been without it.
                 try appendScalar(0xFFFD)
@@ -436,8 +436,8 @@ public struct IncrementalJSONParser: Sendable {
         if loneSurrogates == .reject {
             let shift = UInt32(4 * (4 - digits))
             let lowest = value << shift, highest = lowest | ((1 << shift) - 1)
-            if high == nil, lowest >= 0xDC00, highest <= 0xDFFF { throw fail("unpaired low surrogate") }
-            if high != nil, highest < 0xDC00 || lowest > 0xDFFF { throw fail("unpaired high surrogate") }
+            if high == nil, lowest >= 0xDC00, highest <= 0xDFFF { throw fail("unpaired low surrogate (strings here must be Unicode scalars)") }
+            if high != nil, highest < 0xDC00 || lowest > 0xDFFF { throw fail("unpaired high surrogate (strings here must be Unicode scalars)") }
         }
         guard digits == 4 else { escape = .hex(digits: digits, value: value, high: high); return }
         escape = .none

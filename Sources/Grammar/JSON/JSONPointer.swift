@@ -3,12 +3,14 @@
 public enum JSONPointer {
     /// `token` as one reference token of a pointer: `~` as `~0`, `/` as `~1`.
     public static func escape(_ token: String) -> String {
-        token.replacing("~", with: "~0").replacing("/", with: "~1")
+        guard token.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return token }
+        return token.replacing("~", with: "~0").replacing("/", with: "~1")
     }
 
     /// The text one escaped reference token stands for (`~1` as `/`, then `~0` as `~`).
     public static func unescape(_ token: String) -> String {
-        token.replacing("~1", with: "/").replacing("~0", with: "~")
+        guard token.utf8.contains(UInt8(ascii: "~")) else { return token }
+        return token.replacing("~1", with: "/").replacing("~0", with: "~")
     }
 
     /// Percent-decoding of a URI fragment (`#/$defs/a%20b`).

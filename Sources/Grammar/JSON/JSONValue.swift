@@ -64,17 +64,32 @@ public enum JSONValue: Hashable, Sendable {
 
     /// Parses a complete JSON text (RFC 8259; surrounding whitespace allowed) with
     /// ``IncrementalJSONParser``, all at once: a repeated member name keeps its first position
-    /// and its last value; a `\u` escape of an unpaired surrogate reads as U+FFFD.
+    /// and its last value; a `\u` escape of an unpaired surrogate reads as U+FFFD unless
+    /// `loneSurrogates` is `.reject`. (A schema is read with `.reject`: a value holding a lone
+    /// surrogate cannot be written in UTF-8, so the replacement would change what it admits.)
     ///
-    /// - Throws: `GrammarError.invalidJSON` with the byte offset of the problem.
+    /// - Throws: `GrammarError.invalidJSON` with the byte offset of the problem;
+    ///   `.budgetExceeded` when read inside a compilation whose budget runs out.
     /// - Complexity: O(n); nesting deeper than `maximumDepth` is an error, not a stack overflow.
-    public init(parsing text: String, maximumDepth: Int = 512) throws(GrammarError) {
-        try self.init(parsing: Array(text.utf8), maximumDepth: maximumDepth)
+    public init(
+        parsing text: String, maximumDepth: Int = 512, loneSurrogates: IncrementalJSONParser.LoneSurrogates = .replace
+    ) throws(GrammarError) {
+        try self.init(parsing: Array(text.utf8), maximumDepth: maximumDepth, loneSurrogates: loneSurrogates)
     }
 
-    public init(parsing bytes: [UInt8], maximumDepth: Int = 512) throws(GrammarError) {
-        var parser = IncrementalJSONParser(maximumDepth: maximumDepth, loneSurrogates: .replace)
-        try parser.append(bytes)
+    public init(
+        parsing bytes: [UInt8], maximumDepth: Int = 512, loneSurrogates: IncrementalJSONParser.LoneSurrogates = .replace
+    ) throws(GrammarError) {
+        var parser = IncrementalJSONParser(maximumDepth: maximumDepth, loneSurrogates: loneSurrogates)
+        // A long text is read in blocks, checking the budget of the compilation (if any) between them.
+        let meter = CompilationMeter.current
+        var start = 0
+        while start < bytes.count {
+            let end = meter == nil ? bytes.count : min(bytes.count, start + (1 << 20))
+            try parser.append(bytes[start ..< end])
+            try meter?.check("reading the schema (\(bytes.count) bytes)")
+            start = end
+        }
         try parser.finish()
         guard let value = parser.value else { throw .invalidJSON(offset: bytes.count, message: "unexpected end of input") }
         self = value

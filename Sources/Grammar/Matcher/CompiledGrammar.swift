@@ -4,19 +4,6 @@ import Dispatch
 /// position a matcher can stand at, the precomputed token mask. Immutable and shareable:
 /// any number of `GrammarMatcher`s (one per generation) can run on one compiled grammar.
 public final class CompiledGrammar: Sendable {
-    /// Limits on what compilation may cost.
-    public struct Budget: Sendable {
-        /// Deterministic automaton states over all rules.
-        public var automatonStates: Int
-        /// Wall-clock time for the mask precomputation, in seconds.
-        public var seconds: Double
-
-        public init(automatonStates: Int = 1 << 16, seconds: Double = 30) {
-            self.automatonStates = automatonStates
-            self.seconds = seconds
-        }
-    }
-
     /// Sizes and timings, for `typeset grammar compile` and the benchmarks.
     public struct Statistics: Sendable {
         public var rules: Int
@@ -80,12 +67,18 @@ public final class CompiledGrammar: Sendable {
 
     /// Compiles `grammar`'s automaton and precomputes its token masks over `vocabulary`.
     ///
-    /// - Throws: `GrammarError.budgetExceeded`, `.leftRecursion`, `.emptyLanguage`.
+    /// - Throws: `GrammarError.budgetExceeded` (the automaton within `budget.seconds` and
+    ///   `budget.bytes`, or the time left of them when called inside a compilation that began
+    ///   with the schema; the masks within `budget.maskSeconds`), `.leftRecursion`,
+    ///   `.emptyLanguage`.
     /// - Complexity: one vocabulary-trie walk per position, pruned at the first rejected byte.
-    public init(_ grammar: Grammar, vocabulary: GrammarVocabulary, budget: Budget = Budget()) throws(GrammarError) {
+    public init(_ grammar: Grammar, vocabulary: GrammarVocabulary, budget: CompilationBudget = CompilationBudget()) throws(GrammarError) {
         let started = DispatchTime.now().uptimeNanoseconds
         func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
-        let automaton = try PushdownAutomaton(grammar, stateLimit: budget.automatonStates)
+        let (automaton, completionDistances) = try CompilationMeter.metering(budget) { () throws(GrammarError) in
+            let automaton = try PushdownAutomaton(grammar, stateLimit: budget.automatonStates)
+            return (automaton, try CompletionDistances(automaton))
+        }
         let automatonSeconds = elapsed()
         // A matcher stands at the root's start, at targets of byte edges and at return
         // states of calls; never at another rule's start unless something loops back to it.
@@ -140,7 +133,9 @@ public final class CompiledGrammar: Sendable {
                     row.append(nil)
                     continue
                 }
-                if elapsed() > budget.seconds { throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(budget.seconds)) }
+                if elapsed() - automatonSeconds > budget.maskSeconds {
+                    throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(budget.maskSeconds.rounded(.up)))
+                }
                 let walkStarted = DispatchTime.now().uptimeNanoseconds
                 if unreadableLengths == nil, !vocabulary.plainSlices.isEmpty,
                    PlainTextSlice.readsEveryPlainFirstByte(from: Int32(state), in: dfa) {
@@ -166,13 +161,28 @@ public final class CompiledGrammar: Sendable {
         }
         self.vocabulary = vocabulary
         self.automaton = automaton
-        self.completionDistances = CompletionDistances(automaton)
+        self.completionDistances = completionDistances
         self.masks = masks
         self.sharedRules = sharedRules
         self.statistics = Statistics(
             rules: automaton.rules.count, automatonStates: automaton.stateCount, positions: positions,
             sharedPositions: sharedPositions, slicedPositions: slicedPositions, acceptedTokens: accepted, rejectedTokens: rejected, undecidedTokens: undecided, maskBytes: bytes,
             automatonSeconds: automatonSeconds, maskSeconds: elapsed() - automatonSeconds)
+    }
+
+    /// The length in bytes of the grammar's shortest sentence (for a schema: its shortest
+    /// value as the grammar writes it); `Int.max` when it has none.
+    public var shortestSentenceLength: Int {
+        let length = completionDistances.distance[Int(automaton.root)][0]
+        return length == CompletionDistances.unreachable ? Int.max : Int(length)
+    }
+
+    /// A shortest sentence of the grammar (for a schema: a shortest value, with the smallest
+    /// bytes where it has a choice), or `nil` when it is longer than `maximumBytes`. What a
+    /// generation needs at the least, so a token budget too small for any value can be told
+    /// before generating.
+    public func shortestSentence(maximumBytes: Int = 1 << 16) -> [UInt8]? {
+        completionDistances.shortestSentence(of: automaton.root, in: automaton, maximumBytes: maximumBytes)
     }
 
     /// One rule of the pushdown automaton, for researchers.

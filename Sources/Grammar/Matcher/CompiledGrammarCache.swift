@@ -63,11 +63,12 @@ public final class CompiledGrammarCache: Sendable {
 
     /// The grammar of `schema` under `options`, compiled now or earlier.
     ///
-    /// - Throws: the compiler's ``GrammarError`` (unsupported keyword, budget, empty language).
+    /// - Throws: the compiler's ``GrammarError`` (unsupported keyword, `budget` exceeded, empty
+    ///   language).
     /// - Complexity: a hash of the schema's value when cached; a compilation otherwise.
     public func grammar(
         forJSONSchema schema: JSONValue, options: JSONSchemaOptions = .generation,
-        budget: CompiledGrammar.Budget = CompiledGrammar.Budget()
+        budget: CompilationBudget = CompilationBudget()
     ) throws(GrammarError) -> CompiledGrammar {
         let key = Key(schema: schema, options: options)
         let cached: CompiledGrammar? = state.withLock { state in
@@ -87,7 +88,10 @@ public final class CompiledGrammarCache: Sendable {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
             state.withLock { $0.statistics.compileSeconds += seconds }
         }
-        let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema, options: options), vocabulary: vocabulary, budget: budget)
+        // One budget for the schema and its automaton (the masks have their own).
+        let compiled = try CompilationMeter.metering(budget) { () throws(GrammarError) in
+            try CompiledGrammar(try Grammar(jsonSchema: schema, options: options, budget: budget), vocabulary: vocabulary, budget: budget)
+        }
         let bytes = compiled.byteCount
         guard bytes <= capacityBytes else { return compiled }
         state.withLock { state in

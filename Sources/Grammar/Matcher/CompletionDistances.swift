@@ -15,7 +15,10 @@ struct CompletionDistances: Sendable {
 
     static let unreachable = Int32.max
 
-    init(_ automaton: PushdownAutomaton) {
+    /// - Throws: `.budgetExceeded` when the relaxation runs past the current compilation's
+    ///   budget (rules are visited callees first, so a chain of calls settles in one pass).
+    init(_ automaton: PushdownAutomaton) throws(GrammarError) {
+        let meter = CompilationMeter.current
         let rules = automaton.rules
         // Each state's distinct byte targets, so a relaxation pass costs edges, not 256 × states.
         let targets: [[[Int32]]] = rules.map { dfa in
@@ -33,7 +36,8 @@ struct CompletionDistances: Sendable {
         var changed = true
         while changed {
             changed = false
-            for rule in rules.indices {
+            try meter?.check("finding the shortest completions")
+            for rule in rules.indices.reversed() {
                 let dfa = rules[rule]
                 for state in 0 ..< dfa.stateCount {
                     var best = distance[rule][state]
@@ -66,5 +70,53 @@ struct CompletionDistances: Sendable {
             depth += 1
         }
         return total
+    }
+}
+
+extension CompletionDistances {
+    /// A shortest sentence of `rule`: from its start, at each state the first move (bytes in
+    /// ascending order, then calls) that stays on a shortest path. `nil` when the rule matches
+    /// nothing or its shortest sentence is longer than `maximumBytes`.
+    ///
+    /// - Complexity: O(length × 256) plus the calls made on the way.
+    func shortestSentence(of rule: Int32, in automaton: PushdownAutomaton, maximumBytes: Int) -> [UInt8]? {
+        let total = distance[Int(rule)][0]
+        guard total != Self.unreachable, Int(total) <= maximumBytes else { return nil }
+        var sentence: [UInt8] = []
+        sentence.reserveCapacity(Int(total))
+        // Where each unfinished call continues; the top is the position being extended.
+        var stack: [(rule: Int32, state: Int32)] = [(rule, 0)]
+        // Moves that read nothing (calls of rules that match the empty string) are bounded
+        // with the rest, so a walk can never go round in circles.
+        var movesLeft = 4 * Int(total) + 4 * automaton.rules.count + 16
+        while let (rule, state) = stack.popLast() {
+            movesLeft -= 1
+            guard movesLeft > 0 else { return nil }
+            let dfa = automaton.rules[Int(rule)]
+            let here = distance[Int(rule)][Int(state)]
+            if here == 0, dfa.isFinal[Int(state)] { continue }
+            var moved = false
+            let base = Int(state) << 8
+            for byte in 0 ..< 256 {
+                let target = dfa.transitions[base + byte]
+                if target >= 0, distance[Int(rule)][Int(target)] == here - 1 {
+                    sentence.append(UInt8(byte))
+                    stack.append((rule, target))
+                    moved = true
+                    break
+                }
+            }
+            if moved { continue }
+            for edge in dfa.ruleEdges[Int(state)] {
+                let called = distance[Int(edge.rule)][0], after = distance[Int(rule)][Int(edge.target)]
+                guard called != Self.unreachable, after != Self.unreachable, called + after == here else { continue }
+                stack.append((rule, edge.target))
+                stack.append((edge.rule, 0))
+                moved = true
+                break
+            }
+            guard moved else { return nil }
+        }
+        return sentence
     }
 }

@@ -11,6 +11,8 @@ public final class GrammarVocabulary: Sendable {
     public let tokenBytes: [[UInt8]]
     /// The end-of-generation tokens (EOS, end-of-turn…).
     public let endOfGenerationTokens: [Int]
+    /// The most bytes one token stands for.
+    public let longestTokenLength: Int
     /// The tokens as a trie, for mask computation.
     public let trie: TokenTrie
     /// Every token with bytes.
@@ -29,6 +31,7 @@ public final class GrammarVocabulary: Sendable {
         size = tokens.count
         tokenBytes = tokens.enumerated().map { ending.contains($0.offset) ? [] : ($0.element ?? []) }
         endOfGenerationTokens = ending.sorted()
+        longestTokenLength = tokenBytes.reduce(0) { max($0, $1.count) }
         trie = TokenTrie(tokens: tokenBytes)
         var text = TokenBitmask(vocabularySize: tokens.count)
         for (id, bytes) in tokenBytes.enumerated() where !bytes.isEmpty { text[id] = true }

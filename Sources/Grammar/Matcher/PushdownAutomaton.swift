@@ -28,37 +28,57 @@ struct PushdownAutomaton: Sendable {
         root = grammar.root
         var compiled: [DFA] = []
         var total = 0
+        let meter = CompilationMeter.current
         for rule in grammar.rules {
-            do {
+            do throws(DFA.TooLarge) {
                 let dfa = try DFA(rule.body, of: grammar.automaton, stateLimit: stateLimit)
                 total += dfa.stateCount
                 guard total <= stateLimit else { throw DFA.TooLarge() }
                 compiled.append(dfa)
+                if let meter {
+                    do { try meter.check(bytes: total * CompilationMeter.bytesPerDFAState, "determinizing rule '\(rule.name)'") } catch {
+                        throw DFA.TooLarge(budgetError: error)
+                    }
+                }
             } catch {
-                throw .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
+                throw error.budgetError ?? .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
             }
+        }
+        // The fixpoints below visit rules in the order their facts flow (callees before
+        // callers for productive, nullable and first; callers first for follow), and use each
+        // fact as soon as it is known, so a chain of rules declared caller first (as grammar
+        // texts and schemas declare them) settles in one or two passes instead of one per rule.
+        // Each pass is checked against the compilation's budget.
+        func pass(_ name: String) throws(GrammarError) {
+            try meter?.check(bytes: total * CompilationMeter.bytesPerDFAState, "finding the \(name) rules")
         }
         // Productive rules: those that match at least one string, given the others.
         var productive = Set<Int32>()
-        while true {
-            var next = productive
-            for (index, dfa) in compiled.enumerated() where !dfa.trimmed(productiveRules: productive).isEmptyLanguage {
-                next.insert(Int32(index))
+        var changed = true
+        while changed {
+            changed = false
+            try pass("productive")
+            for index in compiled.indices.reversed() where !productive.contains(Int32(index)) {
+                if !compiled[index].trimmed(productiveRules: productive).isEmptyLanguage {
+                    productive.insert(Int32(index))
+                    changed = true
+                }
             }
-            if next == productive { break }
-            productive = next
         }
-        guard productive.contains(root) else { throw .emptyLanguage(pointer: "#") }
+        guard productive.contains(root) else {
+            throw grammar.isFromJSONSchema ? .emptyLanguage(pointer: "#") : .emptyGrammar(rule: grammar.rules[Int(root)].name)
+        }
         let rules = compiled.map { $0.trimmed(productiveRules: productive).minimized() }
         self.rules = rules
         let count = rules.count
         var nullable: [Bool], first: [ByteSet], follow: [ByteSet]
         // Nullable rules (fixpoint).
         nullable = [Bool](repeating: false, count: count)
-        var changed = true
+        changed = true
         while changed {
             changed = false
-            for index in 0 ..< count where !nullable[index] {
+            try pass("nullable")
+            for index in (0 ..< count).reversed() where !nullable[index] {
                 if Self.statesReachedWithoutBytes(rules[index], from: 0, nullable: nullable).contains(where: { rules[index].isFinal[Int($0)] }) {
                     nullable[index] = true
                     changed = true
@@ -78,7 +98,8 @@ struct PushdownAutomaton: Sendable {
         changed = true
         while changed {
             changed = false
-            for index in 0 ..< count {
+            try pass("first bytes of the")
+            for index in (0 ..< count).reversed() {
                 let bytes = Self.firstBytes(rules[index], from: 0, nullable: nullable, first: first)
                 if bytes != first[index] { first[index] = bytes; changed = true }
             }
@@ -88,6 +109,7 @@ struct PushdownAutomaton: Sendable {
         changed = true
         while changed {
             changed = false
+            try pass("following bytes of the")
             for caller in 0 ..< count {
                 let dfa = rules[caller]
                 for state in 0 ..< dfa.stateCount {

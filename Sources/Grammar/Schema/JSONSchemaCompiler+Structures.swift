@@ -64,7 +64,8 @@ extension SchemaCompiler {
     /// in which `required` lists them.
     mutating func objectFragment(_ node: SchemaNode) throws(GrammarError) -> Fragment {
         var names = node.properties.map(\.name)
-        for name in node.required where !names.contains(name) { names.append(name) }
+        var known = Set(names)
+        for name in node.required where known.insert(name).inserted { names.append(name) }
         let placed = names.filter { node.propertyOrder[$0] != nil }
         let unplaced = names.filter { node.propertyOrder[$0] == nil }
         let sorted = placed.enumerated().sorted { a, b in
@@ -94,11 +95,17 @@ extension SchemaCompiler {
             patternKeys.append((try keyLanguage(pattern: pattern, pointer: node.pointer + "/patternProperties"), schemas))
         }
         let nameFilter = try propertyNameLanguage(node)
+        // Sets and a table, not scans: an object may declare a hundred thousand names.
+        let required = Set(node.required), forbidden = Set(node.forbiddenProperties)
+        let propertySchemas = node.declaredSchemas
         var declared: [(name: String, schemas: [Subschema], required: Bool)] = []
-        for name in names {
+        for (position, name) in names.enumerated() {
+            if position & 255 == 255 {
+                try meter?.check(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, "listing the properties at \(node.pointer)")
+            }
             let literal = Lowering.jsonStringLiteral(name)
-            let isRequired = node.required.contains(name)
-            if node.forbiddenProperties.contains(name) {
+            let isRequired = required.contains(name)
+            if forbidden.contains(name) {
                 if isRequired { return grammar.automaton.nothing() }
                 continue
             }
@@ -106,10 +113,10 @@ extension SchemaCompiler {
                 if isRequired { return grammar.automaton.nothing() }
                 continue
             }
-            var schemas: [Subschema] = node.properties.first(where: { $0.name == name })?.schemas ?? []
+            var schemas: [Subschema] = propertySchemas[name] ?? []
             let matched = patternKeys.filter { $0.dfa.accepts(literal) }
             schemas += matched.flatMap(\.schemas)
-            if node.properties.first(where: { $0.name == name }) == nil, matched.isEmpty {
+            if propertySchemas[name] == nil, matched.isEmpty {
                 schemas += node.additionalProperties ?? []
             }
             if schemas.contains(where: { $0.value == .bool(false) }) {
@@ -193,7 +200,12 @@ extension SchemaCompiler {
         let close = punctuation("}")
         grammar.automaton.addEdge(from: open.end, to: state(0, 0, false), label: nil)
         var valueRules: [Int32] = []
-        for member in declared { valueRules.append(try valueRule(member.schemas)) }
+        for (position, member) in declared.enumerated() {
+            if position & 255 == 255 {
+                try meter?.retain(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, "compiling the properties at \(node.pointer)")
+            }
+            valueRules.append(try valueRule(member.schemas))
+        }
         var extraMembers: [(key: DFA, rule: Int32)] = []
         for group in extraGroups { extraMembers.append((group.key, try valueRule(group.schemas))) }
         func member(key: (inout ByteNFA) -> Fragment, rule: Int32, first: Bool) -> Fragment {
@@ -207,6 +219,9 @@ extension SchemaCompiler {
         var visited: Set<LengthKey> = []
         while let (index, count, other) = work.popLast() {
             guard visited.insert(LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)).inserted else { continue }
+            if visited.count & 255 == 0 {
+                try meter?.retain(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, "joining the properties at \(node.pointer)")
+            }
             let source = state(index, count, other)
             let nextCount = maximum == nil ? min(count + 1, saturation) : count + 1
             let canAdd = maximum.map { count < $0 } ?? true
@@ -240,7 +255,7 @@ extension SchemaCompiler {
     }
 
     func budgeted<T>(_ body: () throws(DFA.TooLarge) -> T) throws(GrammarError) -> T {
-        do { return try body() } catch { throw .budgetExceeded(what: "automaton states", limit: 1 << 16) }
+        do { return try body() } catch { throw error.budgetError ?? .budgetExceeded(what: "automaton states", limit: 1 << 16) }
     }
 
     /// The quoted keys (canonical JSON strings) in `literals`.

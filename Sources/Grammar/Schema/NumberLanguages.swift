@@ -485,7 +485,7 @@ enum NumberLanguage {
         do {
             return try DFA(fragment, of: automaton, stateLimit: stateLimit)
         } catch {
-            throw budgetError(stateLimit)
+            throw error.budgetError ?? budgetError(stateLimit)
         }
     }
 
@@ -496,7 +496,7 @@ enum NumberLanguage {
             do {
                 result = try result.intersection(language, stateLimit: stateLimit)
             } catch {
-                throw budgetError(stateLimit)
+                throw error.budgetError ?? budgetError(stateLimit)
             }
             if result.isEmptyLanguage { break }
         }
@@ -999,7 +999,7 @@ struct NumericFilters: Sendable {
             do {
                 return keep ? try result.intersection(other, stateLimit: stateLimit) : try result.subtracting(other, stateLimit: stateLimit)
             } catch {
-                throw NumberLanguage.budgetError(stateLimit)
+                throw error.budgetError ?? NumberLanguage.budgetError(stateLimit)
             }
         }
         var result = language

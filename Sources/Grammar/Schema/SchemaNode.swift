@@ -158,7 +158,8 @@ struct SchemaNode: Sendable {
                 break  // applied after the loop
             case "enum":
                 guard case .array(let list) = value else { throw invalid(keyword, "expected an array") }
-                values = values.map { existing in existing.filter { list.contains($0) } } ?? list
+                let listed = Set(list)
+                values = values.map { existing in existing.filter { listed.contains($0) } } ?? list
             case "const":
                 values = values.map { existing in existing.filter { $0 == value } } ?? [value]
             case "minLength": minimumLength = try count(keyword, value)
@@ -204,15 +205,19 @@ struct SchemaNode: Sendable {
             case "maxItems": maximumItems = try count(keyword, value)
             case "properties":
                 guard case .object(let list) = value else { throw invalid(keyword, "expected an object") }
-                properties = list.enumerated().map { index, entry in
-                    (entry.0, [schema(keyword, entry.1, "/" + JSONPointer.escape(entry.0), element: index)])
+                properties = []
+                properties.reserveCapacity(list.count)
+                for (index, entry) in list.enumerated() {
+                    if index & 4095 == 4095 { try CompilationMeter.check("reading the properties at \(pointer)") }
+                    properties.append((entry.0, [schema(keyword, entry.1, "/" + JSONPointer.escape(entry.0), element: index)]))
                 }
                 for (index, entry) in list.enumerated() where propertyOrder[entry.0] == nil { propertyOrder[entry.0] = order + [member, index] }
             case "required":
                 guard case .array(let list) = value else { throw invalid(keyword, "expected an array of names") }
+                var known = Set(required)
                 for name in list {
                     guard case .string(let text) = name else { throw invalid(keyword, "expected an array of names") }
-                    if !required.contains(text) { required.append(text) }
+                    if known.insert(text).inserted { required.append(text) }
                 }
             case "patternProperties":
                 guard case .object(let list) = value else { throw invalid(keyword, "expected an object") }
@@ -287,7 +292,8 @@ struct SchemaNode: Sendable {
             result.types = mine.intersection(theirs)
         }
         if let otherValues = other.values {
-            result.values = values.map { mine in mine.filter { otherValues.contains($0) } } ?? otherValues
+            let theirs = Set(otherValues)
+            result.values = values.map { mine in mine.filter { theirs.contains($0) } } ?? otherValues
         }
         result.minimumLength = max(minimumLength, other.minimumLength)
         result.maximumLength = [maximumLength, other.maximumLength].compactMap { $0 }.min()
@@ -307,14 +313,20 @@ struct SchemaNode: Sendable {
         result.minimumItems = max(minimumItems, other.minimumItems)
         result.maximumItems = [maximumItems, other.maximumItems].compactMap { $0 }.min()
         // Objects: each name gets what each node says about that name.
+        // (Tables and sets rather than scans: an object may declare a hundred thousand names.)
         var names = properties.map(\.name)
-        for (name, _) in other.properties where !names.contains(name) { names.append(name) }
-        result.properties = names.map { name in (name, schemas(forProperty: name) + other.schemas(forProperty: name)) }
+        var known = Set(names)
+        for (name, _) in other.properties where known.insert(name).inserted { names.append(name) }
+        let mine = declaredSchemas, theirs = other.declaredSchemas
+        result.properties = names.map { name in
+            (name, (mine[name] ?? additionalProperties ?? []) + (theirs[name] ?? other.additionalProperties ?? []))
+        }
         for (name, position) in other.propertyOrder {
             if let mine = result.propertyOrder[name], !position.lexicographicallyPrecedes(mine) { continue }
             result.propertyOrder[name] = position
         }
-        for name in other.required where !result.required.contains(name) { result.required.append(name) }
+        var required = Set(result.required)
+        for name in other.required where required.insert(name).inserted { result.required.append(name) }
         result.patternProperties = patternProperties + other.patternProperties
         if additionalProperties != nil || other.additionalProperties != nil {
             result.additionalProperties = (additionalProperties ?? []) + (other.additionalProperties ?? [])
@@ -331,7 +343,8 @@ struct SchemaNode: Sendable {
         result.excludedValues += other.excludedValues
         result.excludedPatterns += other.excludedPatterns
         result.excludedMultiples += other.excludedMultiples
-        for name in other.forbiddenProperties where !result.forbiddenProperties.contains(name) { result.forbiddenProperties.append(name) }
+        var forbidden = Set(result.forbiddenProperties)
+        for name in other.forbiddenProperties where forbidden.insert(name).inserted { result.forbiddenProperties.append(name) }
         result.requiredOtherMembers += other.requiredOtherMembers
         return result
     }
@@ -340,6 +353,13 @@ struct SchemaNode: Sendable {
     /// the `patternProperties` it matches (decided by the caller), or `additionalProperties`.
     /// Pattern matching needs compiled patterns, so here a name only covered by patterns
     /// keeps the pattern schemas' pointers for the compiler to resolve.
+    /// The `properties` entries by name (the first, where a name is declared twice).
+    var declaredSchemas: [String: [Subschema]] {
+        var table: [String: [Subschema]] = [:]
+        for property in properties where table[property.name] == nil { table[property.name] = property.schemas }
+        return table
+    }
+
     func schemas(forProperty name: String) -> [Subschema] {
         if let declared = properties.first(where: { $0.name == name }) { return declared.schemas }
         return additionalProperties ?? []

@@ -90,7 +90,7 @@ public struct FunctionDefinition: Sendable, Hashable {
     /// - Throws: ``ConversationError/invalidFunction(name:reason:)`` when the text is not JSON.
     public init(name: String, description: String, parametersJSON: String) throws(ConversationError) {
         do {
-            self.init(name: name, description: description, parameters: try JSONValue(parsing: parametersJSON))
+            self.init(name: name, description: description, parameters: try JSONValue(parsingSchema: parametersJSON))
         } catch {
             throw .invalidFunction(name: name, reason: error.description)
         }

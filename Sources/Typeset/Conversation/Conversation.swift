@@ -224,10 +224,15 @@ public final class Conversation: Sendable {
         var constraint: CompiledGrammar?
         var schemaDocument = options.schemaDocument
         if schemaDocument == nil, let schema = options.jsonSchema {
-            do { schemaDocument = try JSONValue(parsing: schema) } catch { throw .invalidSchema(error) }
+            do { schemaDocument = try JSONValue(parsingSchema: schema, budget: runner.grammarBudget) } catch { throw .invalidSchema(error) }
         }
         if let document = schemaDocument {
-            constraint = try runner.compiledGrammar(schema: document, options: options.schemaOptions)
+            let compiled = try runner.compiledGrammar(schema: document, options: options.schemaOptions)
+            constraint = compiled
+            if options.closesWithinMaxTokens, let maxTokens = options.maxTokens {
+                let needed = Self.tokensOfShortestValue(compiled, tokenizer: runner.tokenizer)
+                guard needed <= maxTokens else { throw .maxTokensTooSmall(shortestValueTokens: needed, maxTokens: maxTokens) }
+            }
             if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
                 promptHistory[last].content += Self.schemaInstruction(options.promptSchema ?? options.jsonSchema ?? document.compactText)
                 // The instruction is part of what the model was asked: keep it in the history,
@@ -267,6 +272,20 @@ public final class Conversation: Sendable {
         let generation = ModelRunner.Scheduler.Generation(
             loop: loop, stepper: decoder, prompt: prompt, opening: decoder.opening, requested: requested)
         return (scheduler, generation, decoder)
+    }
+
+    /// The tokens `constraint`'s shortest value takes as `tokenizer` writes it; for a value
+    /// longer than 64 KiB, the fewest it could take (its bytes over the longest token's).
+    static func tokensOfShortestValue(_ constraint: CompiledGrammar, tokenizer: Tokenizer) -> Int {
+        let length = constraint.shortestSentenceLength
+        guard length != Int.max else { return Int.max }
+        guard let sentence = constraint.shortestSentence() else {
+            let longest = max(1, constraint.vocabulary.longestTokenLength)
+            return (length + longest - 1) / longest
+        }
+        return sentence.withUnsafeBufferPointer {
+            tokenizer.encode(bytes: $0, addingSpecialTokens: false, parsingSpecialTokens: false).count
+        }
     }
 
     /// How function calls are compiled: as values (closed objects, bounded integers), with the

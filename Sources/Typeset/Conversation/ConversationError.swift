@@ -13,6 +13,10 @@ public enum ConversationError: Error, Sendable, Equatable, CustomStringConvertib
     case contextOverflow(promptTokens: Int, contextLength: Int)
     /// The JSON Schema constraint (or a function's parameter schema) could not be compiled.
     case invalidSchema(GrammarError)
+    /// `maxTokens` cannot hold any value of the reply's JSON Schema: its shortest value takes
+    /// `shortestValueTokens` tokens as this model writes it (at least that many, when the value
+    /// is too long to write out: its bytes over the longest token's).
+    case maxTokensTooSmall(shortestValueTokens: Int, maxTokens: Int)
     /// A registered function is malformed or clashes with another.
     case invalidFunction(name: String, reason: String)
     /// The chat template failed to render the conversation.
@@ -36,6 +40,8 @@ public enum ConversationError: Error, Sendable, Equatable, CustomStringConvertib
             return "the conversation needs \(promptTokens) prompt tokens but the context holds \(contextLength)"
         case .invalidSchema(let error):
             return "invalid constraint: \(error)"
+        case .maxTokensTooSmall(let needed, let maxTokens):
+            return "the schema's shortest value takes \(needed) tokens, more than maxTokens (\(maxTokens))"
         case .invalidFunction(let name, let reason):
             return "function '\(name)': \(reason)"
         case .template(let message):

@@ -54,7 +54,7 @@ extension ModelRunner {
                 var constraint: CompiledGrammar?
                 var schema = options.schemaDocument
                 if schema == nil, let text = options.jsonSchema {
-                    do throws(GrammarError) { schema = try JSONValue(parsing: text) } catch { throw .invalidSchema(error) }
+                    do throws(GrammarError) { schema = try JSONValue(parsingSchema: text, budget: grammarBudget) } catch { throw .invalidSchema(error) }
                 }
                 if let schema { constraint = try compiledGrammar(schema: schema, options: options.schemaOptions) }
                 let (model, scheduler, cache) = try state.withLock { state throws(ConversationError) in

@@ -48,14 +48,20 @@ public final class ModelRunner: Sendable {
         /// The most replies decoded together; more wait their turn. Each active reply holds its
         /// conversation's KV cache and a logits array of the vocabulary's size.
         public var maximumConcurrentGenerations: Int
+        /// What compiling a reply's JSON Schema (or a tool's parameters) may spend; past it the
+        /// reply fails with ``ConversationError/invalidSchema(_:)`` holding
+        /// `GrammarError.budgetExceeded`. A server lowers it for schemas it does not trust.
+        public var grammarBudget: CompilationBudget
 
         public init(contextLength: Int? = nil, threadCount: Int = 2, chatTemplate: String? = nil,
-                    defaultGenerationOptions: GenerationOptions? = nil, maximumConcurrentGenerations: Int = 4) {
+                    defaultGenerationOptions: GenerationOptions? = nil, maximumConcurrentGenerations: Int = 4,
+                    grammarBudget: CompilationBudget = CompilationBudget()) {
             self.contextLength = contextLength
             self.threadCount = threadCount
             self.chatTemplate = chatTemplate
             self.defaultGenerationOptions = defaultGenerationOptions
             self.maximumConcurrentGenerations = maximumConcurrentGenerations
+            self.grammarBudget = grammarBudget
         }
     }
 
@@ -84,6 +90,7 @@ public final class ModelRunner: Sendable {
     public let defaultOptions: GenerationOptions
     public let tokenizer: Tokenizer
     let threadCount: Int
+    let grammarBudget: CompilationBudget
     let prompts: PromptBuilder
     let state: Mutex<RunnerState>
     /// Renders prompts and compiles grammars for replies, in the order they were asked for,
@@ -148,6 +155,7 @@ public final class ModelRunner: Sendable {
         let trained = model.configuration.trainedContextLength
         self.contextLength = max(1, min(options.contextLength ?? min(4096, trained), trained))
         self.threadCount = max(1, options.threadCount)
+        self.grammarBudget = options.grammarBudget
         self.tokenizer = tokenizer
         self.defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
         self.prompts = PromptBuilder(template: template, tokenizer: tokenizer)
@@ -246,7 +254,9 @@ public final class ModelRunner: Sendable {
             return state.grammars
         }
         guard let cache else { throw .runnerUnloaded }
-        do { return try cache.grammar(forJSONSchema: schema, options: options) } catch { throw .invalidSchema(error) }
+        do { return try cache.grammar(forJSONSchema: schema, options: options, budget: grammarBudget) } catch {
+            throw .invalidSchema(error)
+        }
     }
 
     /// What the scheduler is doing: replies waiting and decoding, the forward passes run.
