@@ -87,7 +87,7 @@ func schema(_ choices: inout Choices, depth: Int, definitions: Int) -> String {
         if choices.chance(50) { return #"{"not":\#(schema(&choices, depth: depth - 1, definitions: definitions))}"# }
         return #"{"if":\#(schema(&choices, depth: depth - 1, definitions: definitions)),"then":\#(schema(&choices, depth: depth - 1, definitions: definitions))}"#
     default:
-        return definitions > 0 ? #"{"$ref":"#/$defs/d\#(choices.next(definitions))"}"# : #"{"type":"integer"}"#
+        return definitions > 0 ? ##"{"$ref":"#/$defs/d\##(choices.next(definitions))"}"## : #"{"type":"integer"}"#
     }
 }
 
@@ -108,29 +108,34 @@ func randomSentence(_ grammar: CompiledGrammar, _ choices: inout Choices) -> [UI
     return nil
 }
 
-func check(_ text: String, _ choices: inout Choices) {
+func check(_ schemaText: String, _ choices: inout Choices) {
     let clock = ContinuousClock(), started = clock.now
     let compiled: CompiledGrammar
     do {
         compiled = try budget.spending { () throws(GrammarError) in
-            try CompiledGrammar(Grammar(jsonSchema: text, budget: budget), vocabulary: .bytes, budget: budget)
+            try CompiledGrammar(Grammar(jsonSchema: schemaText, budget: budget), vocabulary: .bytes, budget: budget)
         }
     } catch {
         let elapsed = clock.now - started
-        if elapsed > .seconds(3 * budget.seconds + 1) { fatalError("budget overrun: \(elapsed) for \(text)") }
+        if elapsed > .seconds(3 * budget.seconds + 1) { fatalError("budget overrun: \(elapsed) for \(schemaText)") }
         return
     }
     let elapsed = clock.now - started
-    if elapsed > .seconds(3 * budget.seconds + 1) { fatalError("budget overrun: \(elapsed) for \(text)") }
-    guard let validator = try? JSONSchemaValidator(schemaText: text) else { return }
+    if elapsed > .seconds(3 * budget.seconds + 1) { fatalError("budget overrun: \(elapsed) for \(schemaText)") }
+    guard let validator = try? JSONSchemaValidator(schemaText: schemaText) else { return }
     var instances: [[UInt8]] = []
     if let shortest = compiled.shortestSentence(maximumBytes: 4096) { instances.append(shortest) }
     for _ in 0 ..< 3 { if let walk = randomSentence(compiled, &choices) { instances.append(walk) } }
     for instance in instances {
-        let problems = validator.problems(in: String(decoding: instance, as: UTF8.self))
-        // The validator reports keywords it does not know as problems: only real verdicts count.
-        if !problems.isEmpty, !problems.contains(where: { $0.contains("unsupported") || $0.contains("not supported") }) {
-            fatalError("accepted but invalid: \(String(decoding: instance, as: UTF8.self)) for \(text): \(problems)")
+        let text = String(decoding: instance, as: UTF8.self)
+        // Foundation's reader refuses numbers past a Double's range, which JSON allows: such an
+        // instance (JSON by RFC 8259, as Typeset's reader says) is beyond the validator.
+        let problems = validator.problems(in: text)
+        if problems.first?.hasPrefix("the instance is not JSON") == true, (try? JSONValue(parsing: text)) != nil { continue }
+        // The validator reports keywords it does not know (a mutated name, which the compiler
+        // rightly ignores) as problems: only its real verdicts count.
+        if !problems.isEmpty, !problems.contains(where: { $0.contains("does not know keyword") }) {
+            fatalError("accepted but invalid: \(text) for \(schemaText): \(problems)")
         }
     }
 }
