@@ -134,9 +134,10 @@ async def hostile(http, args, rng, stats):
         else:
             schema = rng.choice(HOSTILE_SCHEMAS)
             sent = time.monotonic()
-            status = (await http.post(url, json={"model": args.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16,
-                                                 "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}},
-                                      timeout=120)).status_code
+            # Written with json.dumps (ASCII escapes), so a lone surrogate goes out as "\ud800".
+            body = json.dumps({"model": args.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16,
+                               "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}})
+            status = (await http.post(url, content=body, headers={"Content-Type": "application/json"}, timeout=120)).status_code
             if status != 200:
                 stats.setdefault("hostile_schema_seconds", []).append(time.monotonic() - sent)
         expected = kind == "disconnect" or 400 <= status < 500 or (kind == "hostile-schema" and status == 200)

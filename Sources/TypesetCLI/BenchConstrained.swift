@@ -32,7 +32,7 @@ struct BenchConstrained: AsyncParsableCommand {
     @Option(help: "Timed runs of each kind.")
     var runs = 7
 
-    @Option(help: "Threads for the matrix products.")
+    @Option(parsing: .unconditional, help: "Threads for the matrix products.")
     var threads = 2
 
     @Flag(help: "Print one JSON object instead of the table.")

@@ -21,7 +21,7 @@ struct BenchDecode: ParsableCommand {
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
-    @Option(help: "Threads for the matrix products.")
+    @Option(parsing: .unconditional, help: "Threads for the matrix products.")
     var threads = 2
 
     @Option(help: "Prompt tokens.")

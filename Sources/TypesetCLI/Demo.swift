@@ -41,7 +41,7 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Tasting notes to summarize.")
     var notes = "Washed Ethiopian, V60, 15 g to 250 g at 94 °C. Bright acidity, blueberry and lemon up front, a little thin in the body, slightly sour finish."
 
-    @Option(help: "Sampling temperature (0: greedy).")
+    @Option(parsing: .unconditional, help: "Sampling temperature (0: greedy).")
     var temperature: Float = 0
 
     @Option(help: "Random seed for sampling.")
@@ -50,7 +50,7 @@ struct Demo: AsyncParsableCommand {
     @Flag(help: "Do not append the type's JSON Schema to the request (the reply is held to it either way).")
     var noSchemaInPrompt = false
 
-    @Option(help: "CPU threads (default: 2).")
+    @Option(parsing: .unconditional, help: "CPU threads (default: 2).")
     var threads: Int?
 
     func validate() throws {

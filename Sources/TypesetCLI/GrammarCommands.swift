@@ -412,10 +412,10 @@ struct BenchMasks: ParsableCommand {
 
 /// What compiling a constraint may spend (`CompilationBudget`), for every command that compiles one.
 struct CompilationBudgetOptions: ParsableArguments {
-    @Option(help: "The most seconds compiling a schema, regular expression or grammar may take before its automaton is built.")
+    @Option(parsing: .unconditional, help: "The most seconds compiling a schema, regular expression or grammar may take before its automaton is built.")
     var compileSeconds: Double = CompilationBudget().seconds
 
-    @Option(help: "The most memory, in MiB, the grammar compiler may hold.")
+    @Option(parsing: .unconditional, help: "The most memory, in MiB, the grammar compiler may hold.")
     var compileMemory: Int = CompilationBudget().bytes >> 20
 
     func validate() throws {

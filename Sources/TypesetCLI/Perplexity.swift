@@ -26,7 +26,7 @@ struct Perplexity: ParsableCommand {
     @Option(help: "Score at most this many chunks.")
     var chunks: Int?
 
-    @Option(help: "Threads for the matrix products.")
+    @Option(parsing: .unconditional, help: "Threads for the matrix products.")
     var threads = 2
 
     @Option(help: "The most bytes the text file may hold (standard input included).")

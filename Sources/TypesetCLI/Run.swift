@@ -39,34 +39,34 @@ struct Run: AsyncParsableCommand {
     @Option(help: "The most tokens to generate.")
     var maxTokens = 512
 
-    @Option(help: "Sampling temperature (0: greedy).")
+    @Option(parsing: .unconditional, help: "Sampling temperature (0: greedy).")
     var temperature: Float?
 
-    @Option(help: "Keep only the k most likely tokens.")
+    @Option(parsing: .unconditional, help: "Keep only the k most likely tokens.")
     var topK: Int?
 
-    @Option(help: "Nucleus sampling: keep the most likely tokens up to this probability mass.")
+    @Option(parsing: .unconditional, help: "Nucleus sampling: keep the most likely tokens up to this probability mass.")
     var topP: Float?
 
-    @Option(help: "Drop tokens less likely than this fraction of the most likely one.")
+    @Option(parsing: .unconditional, help: "Drop tokens less likely than this fraction of the most likely one.")
     var minP: Float?
 
-    @Option(help: "Penalty for repeating recent tokens (1: none).")
+    @Option(parsing: .unconditional, help: "Penalty for repeating recent tokens (1: none).")
     var repetitionPenalty: Float?
 
-    @Option(help: "DRY penalty on tokens that extend a repeated sequence (0: off; 0.8 is llama.cpp's suggestion).")
+    @Option(parsing: .unconditional, help: "DRY penalty on tokens that extend a repeated sequence (0: off; 0.8 is llama.cpp's suggestion).")
     var dryMultiplier: Float?
 
-    @Option(help: "DRY: growth of the penalty per further repeated token.")
+    @Option(parsing: .unconditional, help: "DRY: growth of the penalty per further repeated token.")
     var dryBase: Float = 1.75
 
-    @Option(help: "DRY: repeats shorter than this go unpenalized.")
+    @Option(parsing: .unconditional, help: "DRY: repeats shorter than this go unpenalized.")
     var dryAllowedLength = 2
 
     @Option(help: "Random seed for sampling.")
     var seed: UInt64?
 
-    @Option(help: "Threads for the matrix products.")
+    @Option(parsing: .unconditional, help: "Threads for the matrix products.")
     var threads = 2
 
     @Option(help: "Context length in tokens (prompt plus reply).")

@@ -32,7 +32,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Requests that may wait beyond the --parallel ones before the server answers 429.")
     var queue = 64
 
-    @Option(help: "Threads for the matrix products.")
+    @Option(parsing: .unconditional, help: "Threads for the matrix products.")
     var threads = 2
 
     @Option(help: "Context length in tokens per request (prompt plus reply).")

@@ -33,7 +33,7 @@ struct ChatPlan {
     let valueOrCall: Bool
     let toolNames: Set<String>
 
-    init(_ request: ChatCompletionRequest, runner: ModelRunner) throws(APIError) {
+    init(_ request: ChatCompletionRequest, runner: ModelRunner) async throws(APIError) {
         conversation = runner.createConversation(history: Array(request.messages.dropLast()))
         message = request.messages[request.messages.count - 1]
         options = request.sampling.options
@@ -73,10 +73,14 @@ struct ChatPlan {
                 valueOrCall = !functions.isEmpty
                 // Fail closed before anything is answered: a schema the compiler cannot
                 // enforce is a 400 naming the keyword and its JSON pointer.
-                _ = try runner.compiledGrammar(schema: options.schemaDocument!, options: options.schemaOptions)
+                _ = try await runner.compiledGrammar(schema: options.schemaDocument!, options: options.schemaOptions)
             } else {
                 valueOrCall = false
-                for function in functions { try conversation.register(function: function) }
+                for function in functions {
+                    // Compiled off the task's thread first; registering then finds it cached.
+                    try await runner.compileCallGrammar(for: function)
+                    try conversation.register(function: function)
+                }
             }
         } catch {
             throw APIError(error)
@@ -96,7 +100,7 @@ extension TypesetServer {
         try admit()
         var releasesHere = true
         defer { if releasesHere { release() } }
-        let plan = try ChatPlan(chat, runner: runner)
+        let plan = try await ChatPlan(chat, runner: runner)
         let deadline = deadline
         let events = ReplyEvents(plan.conversation.generateResponse(
             to: plan.message, options: plan.options, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))

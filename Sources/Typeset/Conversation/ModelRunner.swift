@@ -1,6 +1,9 @@
 import ChatTemplating
 import Dispatch
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import GGUF
 import Grammar
 import Models
@@ -255,9 +258,49 @@ public final class ModelRunner: Sendable {
         }
         guard let cache else { throw .runnerUnloaded }
         do { return try cache.grammar(forJSONSchema: schema, options: options, budget: grammarBudget) } catch {
+            if case .budgetExceeded = error { Self.returnFreedMemory() }
             throw .invalidSchema(error)
         }
     }
+
+    /// ``compiledGrammar(schema:options:)`` on the preparation queue, for async callers: a
+    /// compilation may take its budget's seconds, which must not hold one of the few threads
+    /// that run tasks; and one compilation at a time per runner bounds the memory they take.
+    package func compiledGrammar(schema: JSONValue, options: JSONSchemaOptions) async throws(ConversationError) -> CompiledGrammar {
+        let result: Result<CompiledGrammar, ConversationError> = await withCheckedContinuation { continuation in
+            preparation.async {
+                do throws(ConversationError) {
+                    continuation.resume(returning: .success(try self.compiledGrammar(schema: schema, options: options)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Compiles, off the caller's thread, the grammar that registering `function` compiles
+    /// (its call schema), so the registration then finds it cached.
+    package func compileCallGrammar(for function: FunctionDefinition) async throws(ConversationError) {
+        _ = try await compiledGrammar(schema: PromptBuilder.callSchema([function]), options: Conversation.callGrammarOptions)
+    }
+
+    /// Hands the memory a refused compilation freed back to the system. The allocator keeps
+    /// freed memory in the arena of the thread that used it, so a server's resident memory
+    /// would otherwise stay at the peak of the largest hostile schema it ever refused.
+    static func returnFreedMemory() {
+        mallocTrim?(0)
+    }
+
+    /// glibc's `malloc_trim` (not in Swift's Glibc module), looked up once; nil elsewhere.
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
 
     /// What the scheduler is doing: replies waiting and decoding, the forward passes run.
     public var activity: Activity {
