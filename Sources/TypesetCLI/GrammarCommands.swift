@@ -53,22 +53,20 @@ struct ConstraintOptions: ParsableArguments {
     /// The constraint's grammar, and the grammar compiled against `vocabulary`, within one
     /// compilation budget.
     func compile(against vocabulary: GrammarVocabulary) throws -> (Grammar, CompiledGrammar) {
-        let budget = budgetOptions.budget
-        let schemaOptions = try schemaOptions
-        let source: (kind: Int, text: String)
+        let budget = budgetOptions.budget, options = try schemaOptions
+        // The files are read first; only the compilation spends the budget.
+        let build: () throws(GrammarError) -> Grammar
         if let schema {
-            source = (0, try readText(schema, what: "schema"))
+            let text = try readText(schema, what: "schema")
+            build = { () throws(GrammarError) in try Grammar(jsonSchema: text, options: options, budget: budget) }
         } else if let regex {
-            source = (1, regex)
+            build = { () throws(GrammarError) in try Grammar(regex: regex, budget: budget) }
         } else {
-            source = (2, try readText(ebnf!, what: "grammar"))
+            let text = try readText(ebnf!, what: "grammar")
+            build = { () throws(GrammarError) in try Grammar(ebnf: text, budget: budget) }
         }
         return try budget.spending { () throws(GrammarError) in
-            let grammar = switch source.kind {
-            case 0: try Grammar(jsonSchema: source.text, options: schemaOptions, budget: budget)
-            case 1: try Grammar(regex: source.text, budget: budget)
-            default: try Grammar(ebnf: source.text, budget: budget)
-            }
+            let grammar = try build()
             return (grammar, try CompiledGrammar(grammar, vocabulary: vocabulary, budget: budget))
         }
     }

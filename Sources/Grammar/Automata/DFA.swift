@@ -56,10 +56,9 @@ struct DFA: Sendable {
             if queue.count >= stateLimit { throw TooLarge() }
             setElements += set.count
             if let meter, queue.count & 63 == 63 {
-                let bytes = queue.count * CompilationMeter.bytesPerDFAState + setElements * 8
-                do { try meter.check(bytes: bytes, "determinizing an automaton of \(automaton.stateCount) states") } catch {
-                    throw TooLarge(budgetError: error)
-                }
+                try meter.checkConstruction(
+                    bytes: queue.count * CompilationMeter.bytesPerDFAState + setElements * 8,
+                    "determinizing an automaton of \(automaton.stateCount) states")
             }
             let id = Int32(queue.count)
             index[set] = id
@@ -290,9 +289,7 @@ struct DFA: Sendable {
             let pair = queue[cursor]
             cursor += 1
             if let meter, cursor & 63 == 0 {
-                do { try meter.check(bytes: queue.count * CompilationMeter.bytesPerDFAState, "combining two automata") } catch {
-                    throw TooLarge(budgetError: error)
-                }
+                try meter.checkConstruction(bytes: queue.count * CompilationMeter.bytesPerDFAState, "combining two automata")
             }
             isFinal.append(final(self.isFinal[Int(pair.a)], pair.b >= 0 && other.isFinal[Int(pair.b)]))
             var row = [Int32](repeating: -1, count: 256)
@@ -346,5 +343,13 @@ struct DFA: Sendable {
             if isFinal[state] { automaton.addEdge(from: Int32(base + state), to: end, label: nil) }
         }
         return Fragment(start: Int32(base), end: end)
+    }
+}
+
+extension CompilationMeter {
+    /// ``check(bytes:_:)`` for an automaton construction, whose failures are `DFA.TooLarge`
+    /// (the budget's error inside).
+    func checkConstruction(bytes: Int, _ what: @autoclosure () -> String) throws(DFA.TooLarge) {
+        do { try check(bytes: bytes, what()) } catch { throw DFA.TooLarge(budgetError: error) }
     }
 }

@@ -53,16 +53,14 @@ final class CompilationMeter: Sendable {
     let budget: CompilationBudget
     /// `DispatchTime` uptime nanoseconds at which the time budget runs out.
     let deadline: UInt64
-    let started: UInt64
     /// Bytes held by the structure the compilation keeps growing (the grammar's automaton),
     /// as last reported; the other checks add their own structure's bytes to it.
     let retainedBytes = Atomic<Int>(0)
 
     init(_ budget: CompilationBudget) {
         self.budget = budget
-        started = DispatchTime.now().uptimeNanoseconds
         let nanoseconds = budget.seconds.isFinite ? max(0, budget.seconds) * 1e9 : Double(UInt64.max / 2)
-        deadline = started &+ UInt64(min(nanoseconds, Double(UInt64.max / 2)))
+        deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(min(nanoseconds, Double(UInt64.max / 2)))
     }
 
     @TaskLocal static var current: CompilationMeter?
@@ -82,9 +80,6 @@ final class CompilationMeter: Sendable {
             preconditionFailure("only GrammarError is thrown inside a compilation")
         }
     }
-
-    /// Seconds since the compilation started.
-    var elapsedSeconds: Double { Double(DispatchTime.now().uptimeNanoseconds &- started) / 1e9 }
 
     /// Throws when the deadline has passed or `bytes` (the caller's estimate of what the
     /// compilation holds now) is over the budget. `what` names the work, for the error.

@@ -35,11 +35,7 @@ struct PushdownAutomaton: Sendable {
                 total += dfa.stateCount
                 guard total <= stateLimit else { throw DFA.TooLarge() }
                 compiled.append(dfa)
-                if let meter {
-                    do { try meter.check(bytes: total * CompilationMeter.bytesPerDFAState, "determinizing rule '\(rule.name)'") } catch {
-                        throw DFA.TooLarge(budgetError: error)
-                    }
-                }
+                try meter?.checkConstruction(bytes: total * CompilationMeter.bytesPerDFAState, "determinizing rule '\(rule.name)'")
             } catch {
                 throw error.budgetError ?? .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
             }

@@ -101,7 +101,7 @@ extension SchemaCompiler {
         var declared: [(name: String, schemas: [Subschema], required: Bool)] = []
         for (position, name) in names.enumerated() {
             if position & 255 == 255 {
-                try meter?.check(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, "listing the properties at \(node.pointer)")
+                try checkBudget("listing the properties at \(node.pointer)")
             }
             let literal = Lowering.jsonStringLiteral(name)
             let isRequired = required.contains(name)
@@ -202,7 +202,7 @@ extension SchemaCompiler {
         var valueRules: [Int32] = []
         for (position, member) in declared.enumerated() {
             if position & 255 == 255 {
-                try meter?.retain(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, "compiling the properties at \(node.pointer)")
+                try checkBudget("compiling the properties at \(node.pointer)")
             }
             valueRules.append(try valueRule(member.schemas))
         }
@@ -220,7 +220,7 @@ extension SchemaCompiler {
         while let (index, count, other) = work.popLast() {
             guard visited.insert(LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)).inserted else { continue }
             if visited.count & 255 == 0 {
-                try meter?.retain(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, "joining the properties at \(node.pointer)")
+                try checkBudget("joining the properties at \(node.pointer)")
             }
             let source = state(index, count, other)
             let nextCount = maximum == nil ? min(count + 1, saturation) : count + 1

@@ -77,8 +77,9 @@ extension SchemaCompiler {
                 if !members.contains(where: { !requirement.names.contains($0.0) }) { return false }
             }
             if !node.patternProperties.isEmpty || !node.propertyNames.isEmpty { return nil }
+            let declared = node.declaredSchemas
             for (name, member) in members {
-                let schemas = node.schemas(forProperty: name)
+                let schemas = node.schemas(forProperty: name, declared: declared)
                 guard !schemas.isEmpty else { continue }
                 guard let memberNode = try resolvedNode(Subschema.all(schemas), depth: depth + 1) else { return false }
                 guard let verdict = try admits(member, memberNode, depth: depth + 1) else { return nil }

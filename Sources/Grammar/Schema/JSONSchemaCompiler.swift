@@ -35,11 +35,9 @@ extension JSONValue {
     /// - Throws: `GrammarError.invalidJSON` with the byte offset; `.budgetExceeded`.
     public init(parsingSchema text: String, budget: CompilationBudget = CompilationBudget()) throws(GrammarError) {
         self = try CompilationMeter.metering(budget) { () throws(GrammarError) in
-            let estimate = text.utf8.count * 16
-            try CompilationMeter.check(bytes: estimate, "reading the schema (\(text.utf8.count) bytes)")
-            let document = try JSONValue(parsing: text, loneSurrogates: .reject)
-            try CompilationMeter.check(bytes: estimate, "reading the schema (\(text.utf8.count) bytes)")
-            return document
+            try CompilationMeter.check(bytes: text.utf8.count * 16, "reading the schema (\(text.utf8.count) bytes)")
+            // Parsing checks the time between its blocks of text.
+            return try JSONValue(parsing: text, loneSurrogates: .reject)
         }
     }
 }
@@ -87,6 +85,12 @@ struct SchemaCompiler {
     }
 
     // MARK: Rules
+
+    /// Checks the budget being spent, if any, with the grammar's automaton as what the
+    /// compilation holds; `what` names the work for the error.
+    func checkBudget(_ what: @autoclosure () -> String) throws(GrammarError) {
+        try meter?.retain(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, what())
+    }
 
     /// The rule matching `schema`'s values (shared by every equal subschema).
     mutating func rule(for schema: Subschema, name: String? = nil) throws(GrammarError) -> Int32 {
@@ -216,7 +220,7 @@ struct SchemaCompiler {
     }
 
     mutating func fragment(for node: SchemaNode, depth: Int) throws(GrammarError) -> Fragment {
-        try meter?.retain(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, "compiling \(node.pointer)")
+        try checkBudget("compiling \(node.pointer)")
         var node = node
         // Distribute combinators: (rest ∧ (a ∨ b)) = (rest ∧ a) ∨ (rest ∧ b).
         if !node.anyOf.isEmpty || !node.oneOf.isEmpty {
@@ -254,7 +258,7 @@ struct SchemaCompiler {
             let admitsAll = rest.isUnconstrained
             for (position, value) in values.enumerated() {
                 if position & 255 == 255 {
-                    try meter?.retain(bytes: grammar.automaton.stateCount * CompilationMeter.bytesPerNFAState, "listing the values at \(node.pointer)")
+                    try checkBudget("listing the values at \(node.pointer)")
                 }
                 let admitted = admitsAll ? true : try admits(value, rest, depth: depth) == true
                 if admitted { pieces.append(literal(value)) }

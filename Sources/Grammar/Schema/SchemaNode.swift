@@ -319,7 +319,7 @@ struct SchemaNode: Sendable {
         for (name, _) in other.properties where known.insert(name).inserted { names.append(name) }
         let mine = declaredSchemas, theirs = other.declaredSchemas
         result.properties = names.map { name in
-            (name, (mine[name] ?? additionalProperties ?? []) + (theirs[name] ?? other.additionalProperties ?? []))
+            (name, schemas(forProperty: name, declared: mine) + other.schemas(forProperty: name, declared: theirs))
         }
         for (name, position) in other.propertyOrder {
             if let mine = result.propertyOrder[name], !position.lexicographicallyPrecedes(mine) { continue }
@@ -349,20 +349,21 @@ struct SchemaNode: Sendable {
         return result
     }
 
-    /// What this node requires of the value of property `name`: its `properties` entry, or
-    /// the `patternProperties` it matches (decided by the caller), or `additionalProperties`.
-    /// Pattern matching needs compiled patterns, so here a name only covered by patterns
-    /// keeps the pattern schemas' pointers for the compiler to resolve.
-    /// The `properties` entries by name (the first, where a name is declared twice).
+    /// The `properties` entries by name (the first, where a name is declared twice): built
+    /// once for a loop over names, since an object may declare a hundred thousand.
     var declaredSchemas: [String: [Subschema]] {
         var table: [String: [Subschema]] = [:]
         for property in properties where table[property.name] == nil { table[property.name] = property.schemas }
         return table
     }
 
-    func schemas(forProperty name: String) -> [Subschema] {
-        if let declared = properties.first(where: { $0.name == name }) { return declared.schemas }
-        return additionalProperties ?? []
+    /// What this node requires of the value of property `name`: its `properties` entry (from
+    /// `declared`, this node's ``declaredSchemas``), or the `patternProperties` it matches
+    /// (decided by the caller), or `additionalProperties`. Pattern matching needs compiled
+    /// patterns, so here a name only covered by patterns keeps the pattern schemas' pointers
+    /// for the compiler to resolve.
+    func schemas(forProperty name: String, declared: [String: [Subschema]]) -> [Subschema] {
+        declared[name] ?? additionalProperties ?? []
     }
 
     /// Whether merging with another node changes the meaning of properties this node leaves

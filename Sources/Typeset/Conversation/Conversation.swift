@@ -229,7 +229,9 @@ public final class Conversation: Sendable {
         if let document = schemaDocument {
             let compiled = try runner.compiledGrammar(schema: document, options: options.schemaOptions)
             constraint = compiled
-            if options.closesWithinMaxTokens, let maxTokens = options.maxTokens {
+            // A token holds a byte at least: only a shortest value longer in bytes than the
+            // budget can need more tokens than it, and only then is it written out and counted.
+            if options.closesWithinMaxTokens, let maxTokens = options.maxTokens, compiled.shortestSentenceLength > maxTokens {
                 let needed = Self.tokensOfShortestValue(compiled, tokenizer: runner.tokenizer)
                 guard needed <= maxTokens else { throw .maxTokensTooSmall(shortestValueTokens: needed, maxTokens: maxTokens) }
             }
