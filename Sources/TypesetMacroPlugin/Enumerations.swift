@@ -18,7 +18,7 @@ struct EnumerationCase {
     var values: [Value]
 
     /// The enumeration's cases, or `nil` after diagnosing one that cannot be generated.
-    static func all(in enumeration: EnumDeclSyntax, context: some MacroExpansionContext) -> [EnumerationCase]? {
+    static func all(in enumeration: EnumDeclSyntax, diagnostics: DiagnosticSink) -> [EnumerationCase]? {
         var cases: [EnumerationCase] = []
         var failed = false
         for member in enumeration.memberBlock.members {
@@ -37,23 +37,20 @@ struct EnumerationCase {
                     switch PropertyType.parse(parameter.type) {
                     case .success(let type): values.append(Value(label: label, property: property, type: type))
                     case .failure(let unsupported):
-                        context.diagnose(Diagnostic(node: parameter.type, message: Message.error(
-                            "case '\(name)' cannot be generated: \(unsupported.reason)", id: "unsupportedType")))
+                        diagnostics.error(parameter.type, "case '\(name)' cannot be generated: \(unsupported.reason)", id: "unsupportedType")
                         failed = true
                     }
                 }
                 if values.contains(where: { $0.property == "type" }) {
-                    context.diagnose(Diagnostic(node: element, message: Message.error(
-                        "case '\(name)' has a value labelled 'type', which names the case in the generated object; rename it",
-                        id: "reservedLabel")))
+                    diagnostics.error(element, "case '\(name)' has a value labelled 'type', which names the case in the generated object; rename it",
+                        id: "reservedLabel")
                     failed = true
                 }
                 cases.append(EnumerationCase(name: name, value: value, values: values))
             }
         }
         if cases.isEmpty {
-            context.diagnose(Diagnostic(node: enumeration.name, message: Message.error(
-                "a @Generable enumeration needs at least one case", id: "noCases")))
+            diagnostics.error(enumeration.name, "a @Generable enumeration needs at least one case", id: "noCases")
             return nil
         }
         return failed ? nil : cases
@@ -66,21 +63,31 @@ struct EnumerationExpansion {
     let description: String
     let cases: [EnumerationCase]
 
-    var members: String {
-        cases.allSatisfy(\.values.isEmpty) ? stringMembers : taggedMembers
-    }
+    private var hasValues: Bool { !cases.allSatisfy(\.values.isEmpty) }
+
+    /// The members the conformance's extension holds; like a structure's, they name no type
+    /// of an associated value (the case's declaration supplies it by inference).
+    var conformanceMembers: String { hasValues ? taggedConformanceMembers : stringConformanceMembers }
+
+    /// The schema, declared in the enumeration's body where the values' types resolve as
+    /// written.
+    var typeMembers: String { hasValues ? taggedSchema : stringSchema }
 
     /// Cases without values: one of the strings.
-    private var stringMembers: String {
+    private var stringSchema: String {
         let choices = cases.map { StructureExpansion.literal($0.value) }.joined(separator: ", ")
-        let decoding = cases.map { "    case \(StructureExpansion.literal($0.value)): self = .\($0.name)" }.joined(separator: "\n")
-        let encoding = cases.map { "    case .\($0.name): return Typeset.GeneratedContent(kind: .string(\(StructureExpansion.literal($0.value))))" }
-            .joined(separator: "\n")
         return """
             \(access)static var generationSchema: Typeset.GenerationSchema {
                 Typeset.GenerationSchema(type: Self.self, description: \(description), anyOf: [\(choices)])
             }
+            """
+    }
 
+    private var stringConformanceMembers: String {
+        let decoding = cases.map { "    case \(StructureExpansion.literal($0.value)): self = .\($0.name)" }.joined(separator: "\n")
+        let encoding = cases.map { "    case .\($0.name): return Typeset.GeneratedContent(kind: .string(\(StructureExpansion.literal($0.value))))" }
+            .joined(separator: "\n")
+        return """
             \(access)init(_ content: Typeset.GeneratedContent) throws {
                 let value = try content._caseName(of: \(StructureExpansion.literal(typeName)))
                 switch value {
@@ -98,7 +105,7 @@ struct EnumerationExpansion {
     }
 
     /// Cases with values: objects tagged by `"type"`.
-    private var taggedMembers: String {
+    private var taggedSchema: String {
         let schemaCases = cases.map { enumerationCase in
             let properties = enumerationCase.values.map { value in
                 var arguments = "name: \(StructureExpansion.literal(value.property)), type: \(value.type.unwrapped.text).self"
@@ -107,11 +114,23 @@ struct EnumerationExpansion {
             }.joined(separator: ", ")
             return "            Typeset.GenerationSchema.TaggedCase(name: \(StructureExpansion.literal(enumerationCase.value)), properties: [\(properties)]),"
         }.joined(separator: "\n")
+        return """
+            \(access)static var generationSchema: Typeset.GenerationSchema {
+                Typeset.GenerationSchema._building(Self.self) {
+                    Typeset.GenerationSchema(type: Self.self, description: \(description), taggedCases: [
+            \(schemaCases)
+                    ])
+                }
+            }
+            """
+    }
+
+    private var taggedConformanceMembers: String {
         let decoding = cases.map { enumerationCase in
             let name = StructureExpansion.literal(enumerationCase.value)
             guard !enumerationCase.values.isEmpty else { return "    case \(name): self = .\(enumerationCase.name)" }
             let arguments = enumerationCase.values.map { value in
-                let read = "try content.value(\(value.type.text).self, forProperty: \(StructureExpansion.literal(value.property)))"
+                let read = "try content.\(value.type.isOptional ? "_optionalValue" : "value")(forProperty: \(StructureExpansion.literal(value.property)))"
                 return value.label.map { "\($0): \(read)" } ?? read
             }.joined(separator: ", ")
             return "    case \(name): self = .\(enumerationCase.name)(\(arguments))"
@@ -128,14 +147,6 @@ struct EnumerationExpansion {
             return "    case .\(enumerationCase.name)(\(bindings)): return Typeset.GeneratedContent(properties: [\(tag), \(members)])"
         }.joined(separator: "\n")
         return """
-            \(access)static var generationSchema: Typeset.GenerationSchema {
-                Typeset.GenerationSchema._building(Self.self) {
-                    Typeset.GenerationSchema(type: Self.self, description: \(description), taggedCases: [
-            \(schemaCases)
-                    ])
-                }
-            }
-
             \(access)init(_ content: Typeset.GeneratedContent) throws {
                 try content._requireComplete()
                 let value = try content.value(String.self, forProperty: "type")

@@ -13,11 +13,11 @@ struct StoredProperty {
 
     /// The structure's stored properties in declaration order, or `nil` after diagnosing one
     /// that cannot be generated.
-    static func all(in structure: StructDeclSyntax, context: some MacroExpansionContext) -> [StoredProperty]? {
+    static func all(in structure: StructDeclSyntax, diagnostics: DiagnosticSink) -> [StoredProperty]? {
         var properties: [StoredProperty] = []
         var failed = false
         func fail(_ node: some SyntaxProtocol, _ message: String, id: String) {
-            context.diagnose(Diagnostic(node: node, message: Message.error(message, id: id)))
+            diagnostics.error(node, message, id: id)
             failed = true
         }
         for member in structure.memberBlock.members {
@@ -52,7 +52,7 @@ struct StoredProperty {
                 var description = "nil"
                 var guides: [String] = []
                 if let guide {
-                    guard let read = GuideArguments.read(guide, for: type, property: name, context: context) else {
+                    guard let read = GuideArguments.read(guide, for: type, property: name, diagnostics: diagnostics) else {
                         failed = true
                         continue
                     }
@@ -174,7 +174,30 @@ struct StructureExpansion {
     let description: String
     let properties: [StoredProperty]
 
-    var members: String {
+    /// The members the conformance's extension holds: they name no property's type (the
+    /// property's declaration supplies it by inference), because an extension of a nested
+    /// type does not see the types declared beside it.
+    var conformanceMembers: String {
+        let assignments = properties.map { property in
+            let read = property.type.isOptional ? "_optionalValue" : "value"
+            return "    self.\(Self.identifier(property.name)) = try content.\(read)(forProperty: \(Self.literal(property.name)))"
+        }.joined(separator: "\n")
+        let contents = properties.isEmpty ? ":" : properties.map { "\(Self.literal($0.name)): self.\(Self.identifier($0.name))" }.joined(separator: ", ")
+        return """
+            \(access)init(_ content: Typeset.GeneratedContent) throws {
+                try content._requireComplete()
+            \(assignments)
+            }
+
+            \(access)var generatedContent: Typeset.GeneratedContent {
+                Typeset.GeneratedContent(properties: [\(contents)])
+            }
+            """
+    }
+
+    /// The members declared in the type's body, where its properties' types are named as
+    /// the user wrote them and resolve as they do there.
+    var typeMembers: String {
         let schemaProperties = properties.map { property in
             let unwrapped = property.type.unwrapped
             var arguments = "name: \(Self.literal(property.name)), description: \(property.description), type: \(unwrapped.text).self"
@@ -182,10 +205,6 @@ struct StructureExpansion {
             if !property.guides.isEmpty { arguments += ", guides: [\(property.guides.joined(separator: ", "))]" }
             return "            Typeset.GenerationSchema.Property(\(arguments)),"
         }.joined(separator: "\n")
-        let assignments = properties.map { property in
-            "    self.\(Self.identifier(property.name)) = try content.value(\(property.type.text).self, forProperty: \(Self.literal(property.name)))"
-        }.joined(separator: "\n")
-        let contents = properties.isEmpty ? ":" : properties.map { "\(Self.literal($0.name)): self.\(Self.identifier($0.name))" }.joined(separator: ", ")
         let partialProperties = properties.map { property in
             "    \(access)var \(Self.identifier(property.name)): Typeset._PartiallyGenerated<\(property.type.text)>?"
         }.joined(separator: "\n")
@@ -201,16 +220,7 @@ struct StructureExpansion {
                 }
             }
 
-            \(access)init(_ content: Typeset.GeneratedContent) throws {
-                try content._requireComplete()
-            \(assignments)
-            }
-
-            \(access)var generatedContent: Typeset.GeneratedContent {
-                Typeset.GeneratedContent(properties: [\(contents)])
-            }
-
-            /// A `\(typeName)` as far as it has been generated: every property is `nil` until it starts.
+            /// `\(typeName)` as far as it has been generated: every property is `nil` until it starts.
             \(access)struct PartiallyGenerated: Typeset.ConvertibleFromGeneratedContent, Sendable {
             \(partialProperties)
 

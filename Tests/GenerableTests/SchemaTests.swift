@@ -154,6 +154,32 @@ func constraints(_ schema: JSONValue, keepingDescriptions: Bool = false) -> JSON
         _ = try Grammar(jsonSchema: schema, options: .generation)
     }
 
+    // MARK: Nested types
+
+    /// A type nested in another names its siblings as its declaration does: `Unit` inside
+    /// `GetWeather` is `GetWeather.Unit`, not the file-scope `Unit` (which the expansion once
+    /// used, silently giving the wrong schema).
+    @Test func nestedTypesResolveInTheirOwnScope() throws {
+        let schema = GetWeather.Arguments.generationSchema.jsonSchema
+        let units: JSONValue = .array([.string("celsius"), .string("fahrenheit")])
+        #expect(schema["properties"]?["unit"]?["enum"] == units)
+        #expect(schema["properties"]?["fallback"]?["anyOf"]?.arrayItems.first?["enum"] == units)
+        #expect(schema["properties"]?["location"]?["properties"]?["city"]?["type"] == .string("string"))
+        #expect(schema["properties"]?["ticket"]?["pattern"] == .string("^(?:[A-Z]{2}[0-9]{6})$"))
+        #expect(Unit.generationSchema.jsonSchema["enum"] == .array([.string("kelvin")]))
+        let arguments = try GetWeather.Arguments(GeneratedContent(
+            json: #"{"location":{"city":"Lyon"},"unit":"fahrenheit","ticket":"AB123456"}"#))
+        #expect(arguments.unit == .fahrenheit && arguments.fallback == nil && arguments.location.city == "Lyon")
+        #expect(JSONSchemaValidatorCheck.problems(schema, arguments.generatedContent.jsonString) == [])
+        #expect(JSONSchemaValidatorCheck.problems(schema, #"{"location":{"city":"Lyon"},"unit":"kelvin","ticket":"AB123456"}"#) != [])
+
+        let reading = GetWeather.Reading.generationSchema.jsonSchema
+        #expect(reading["anyOf"]?.arrayItems.first?["properties"]?["unit"]?["enum"] == units)
+        for value: GetWeather.Reading in [.temperature(21.5, unit: .celsius), .missing(reason: nil), .missing(reason: .init(city: "Oslo"))] {
+            #expect(try GetWeather.Reading(GeneratedContent(json: value.generatedContent.jsonString)) == value)
+        }
+    }
+
     // MARK: Values
 
     @Test func valuesRoundTripThroughContent() throws {

@@ -299,3 +299,41 @@ struct Folder: Equatable {
     var name: String
     var children: [Folder]
 }
+
+// MARK: Nested types (the Foundation Models tool pattern)
+
+/// A file-scope type with the same name as a nested one below: the nested type's schema must
+/// be the one used inside `GetWeather`, not this one.
+@Generable
+enum Unit {
+    case kelvin
+}
+
+struct GetWeather {
+    @Generable
+    enum Unit {
+        case celsius
+        case fahrenheit
+    }
+
+    @Generable
+    struct Location: Equatable {
+        var city: String
+    }
+
+    @Generable
+    struct Arguments {
+        @Guide(description: "The city to get weather information for")
+        var location: Location
+        var unit: Unit
+        var fallback: Unit?
+        @Guide(description: "A ticket code", .pattern(/[A-Z]{2}[0-9]{6}/))
+        var ticket: String
+    }
+
+    @Generable
+    enum Reading: Equatable {
+        case temperature(Double, unit: Unit)
+        case missing(reason: Location?)
+    }
+}

@@ -244,6 +244,13 @@ extension GeneratedContent {
         guard isComplete else { throw .incomplete(pointer: "") }
     }
 
+    /// The value of the optional property `name`, or `nil` when it is missing or `null`; the
+    /// type comes from the context (`@Generable` expansions name no property type in the
+    /// conformance's extension).
+    public func _optionalValue<Value: ConvertibleFromGeneratedContent>(forProperty name: String) throws -> Value? {
+        try value(Value?.self, forProperty: name)
+    }
+
     /// The complete string naming an enumeration's case.
     public func _caseName(of type: String) throws(GeneratedContentError) -> String {
         guard case .string(let value) = partial.value else { throw .typeMismatch(expected: "string (a case of \(type))", found: typeName, pointer: "") }

@@ -115,36 +115,37 @@ extension GenerationGuide {
 
 // MARK: The @Guide attribute
 
-/// The spelling of a guide inside a `@Guide` attribute: `.range(1...5)`, `.count(3)`,
-/// `.element(.anyOf(["a", "b"]))`, ….
+/// The spellings of the guides inside a `@Guide` attribute: `.range(1...5)`, `.count(3)`,
+/// `.element(.anyOf(["a", "b"]))`, `.pattern(/[A-Z]{3}/)`, ….
 ///
-/// An attribute's arguments are type-checked before the property's type is known, so this
-/// type accepts every guide's spelling; `@Generable` re-reads them where the type is known,
-/// as a `GenerationGuide` of the property's type, and reports a guide that does not fit.
-/// Values of this type are never created.
-public struct _GuideAttributeArgument: Sendable {
-    private init() {}
-    public static func range(_ range: ClosedRange<Int>) -> Self { Self() }
-    public static func range(_ range: ClosedRange<Double>) -> Self { Self() }
-    public static func range<Number: BinaryInteger>(_ range: ClosedRange<Number>) -> Self { Self() }
-    public static func range<Number: BinaryFloatingPoint>(_ range: ClosedRange<Number>) -> Self { Self() }
-    public static func range(_ range: ClosedRange<Decimal>) -> Self { Self() }
-    public static func minimum(_ value: Int) -> Self { Self() }
-    public static func minimum(_ value: Double) -> Self { Self() }
-    public static func minimum<Number: BinaryInteger>(_ value: Number) -> Self { Self() }
-    public static func minimum<Number: BinaryFloatingPoint>(_ value: Number) -> Self { Self() }
-    public static func minimum(_ value: Decimal) -> Self { Self() }
-    public static func maximum(_ value: Int) -> Self { Self() }
-    public static func maximum(_ value: Double) -> Self { Self() }
-    public static func maximum<Number: BinaryInteger>(_ value: Number) -> Self { Self() }
-    public static func maximum<Number: BinaryFloatingPoint>(_ value: Number) -> Self { Self() }
-    public static func maximum(_ value: Decimal) -> Self { Self() }
-    public static func constant(_ value: String) -> Self { Self() }
-    public static func anyOf(_ choices: [String]) -> Self { Self() }
-    public static func pattern(_ pattern: String) -> Self { Self() }
-    public static func count(_ count: Int) -> Self { Self() }
-    public static func count(_ range: ClosedRange<Int>) -> Self { Self() }
-    public static func minimumCount(_ count: Int) -> Self { Self() }
-    public static func maximumCount(_ count: Int) -> Self { Self() }
-    public static func element(_ guide: Self) -> Self { Self() }
+/// An attribute's arguments are type-checked before the property's type is known, so these
+/// accept every guide's spelling; `@Generable` re-reads them where the type is known, as a
+/// `GenerationGuide` of the property's type, and reports a guide that does not fit. They
+/// constrain nothing on their own: no API takes a `GenerationGuide<Any>`.
+extension GenerationGuide where Value == Any {
+    public static func range(_ range: ClosedRange<Int>) -> Self { Self([]) }
+    public static func range(_ range: ClosedRange<Double>) -> Self { Self([]) }
+    public static func range<Number: BinaryInteger>(_ range: ClosedRange<Number>) -> Self { Self([]) }
+    public static func range<Number: BinaryFloatingPoint>(_ range: ClosedRange<Number>) -> Self { Self([]) }
+    public static func range(_ range: ClosedRange<Decimal>) -> Self { Self([]) }
+    public static func minimum(_ value: Int) -> Self { Self([]) }
+    public static func minimum(_ value: Double) -> Self { Self([]) }
+    public static func minimum<Number: BinaryInteger>(_ value: Number) -> Self { Self([]) }
+    public static func minimum<Number: BinaryFloatingPoint>(_ value: Number) -> Self { Self([]) }
+    public static func minimum(_ value: Decimal) -> Self { Self([]) }
+    public static func maximum(_ value: Int) -> Self { Self([]) }
+    public static func maximum(_ value: Double) -> Self { Self([]) }
+    public static func maximum<Number: BinaryInteger>(_ value: Number) -> Self { Self([]) }
+    public static func maximum<Number: BinaryFloatingPoint>(_ value: Number) -> Self { Self([]) }
+    public static func maximum(_ value: Decimal) -> Self { Self([]) }
+    public static func constant(_ value: String) -> Self { Self([]) }
+    public static func anyOf(_ choices: [String]) -> Self { Self([]) }
+    public static func pattern(_ pattern: String) -> Self { Self([]) }
+    /// A Swift regex literal; `@Generable` reads its text (a `Regex` does not expose it).
+    public static func pattern<Output>(_ regex: Regex<Output>) -> Self { Self([]) }
+    public static func count(_ count: Int) -> Self { Self([]) }
+    public static func count(_ range: ClosedRange<Int>) -> Self { Self([]) }
+    public static func minimumCount(_ count: Int) -> Self { Self([]) }
+    public static func maximumCount(_ count: Int) -> Self { Self([]) }
+    public static func element(_ guide: Self) -> Self { Self([]) }
 }

@@ -17,7 +17,8 @@
 /// initializer stays.
 ///
 /// - Parameter description: What the type is, for the model (written into the schema).
-@attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent), named(generationSchema), named(PartiallyGenerated))
+@attached(member, names: named(generationSchema), named(PartiallyGenerated))
+@attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent))
 public macro Generable(description: String? = nil) = #externalMacro(module: "TypesetMacroPlugin", type: "GenerableMacro")
 
 /// Describes a stored property of a `@Generable` type for the model, and constrains it.
@@ -32,7 +33,17 @@ public macro Generable(description: String? = nil) = #externalMacro(module: "Typ
 /// See ``GenerationGuide`` for the guides and the types they apply to; `@Generable` reports a
 /// guide that does not fit the property's type.
 @attached(peer)
-public macro Guide(description: String? = nil, _ guides: _GuideAttributeArgument...) =
+public macro Guide(description: String? = nil, _ guides: GenerationGuide<Any>...) =
+    #externalMacro(module: "TypesetMacroPlugin", type: "GuideMacro")
+
+/// LEAP's spelling of `@Guide(description:…)`: the description without its label.
+///
+/// ```swift
+/// @Guide("The city, as its residents spell it")
+/// var city: String
+/// ```
+@attached(peer)
+public macro Guide(_ description: String, _ guides: GenerationGuide<Any>...) =
     #externalMacro(module: "TypesetMacroPlugin", type: "GuideMacro")
 
 /// Describes a `String` property of a `@Generable` type and constrains it to match a regex

@@ -26,3 +26,20 @@ enum Shape {
     case label(String?)
     case point
 }
+
+struct GetWeather {
+    @Generable
+    enum Unit {
+        case celsius
+        case fahrenheit
+    }
+
+    @Generable
+    struct Arguments {
+        @Guide("The city, as LEAP spells a description")
+        var city: String
+        var unit: Unit?
+        @Guide(description: "A ticket code", .pattern(/[A-Z]{2}[0-9]{6}/))
+        var ticket: String
+    }
+}
