@@ -7,12 +7,26 @@
 //     swift run -c release --package-path Examples/GenerableTour
 import PackageDescription
 
+let typeset: Target.Dependency = .product(name: "Typeset", package: "Typeset")
+
 let package = Package(
     name: "GenerableTour",
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "Typeset", path: "../..")],
     targets: [
-        .executableTarget(name: "GenerableTour", dependencies: [.product(name: "Typeset", package: "Typeset")]),
+        .executableTarget(name: "GenerableTour", dependencies: [typeset]),
+        // The seed documents' Foundation Models samples, one module per document part (the
+        // parts declare types of the same names), run by SeedSamples; the article's tests
+        // are BrewLogTests.
+        .target(name: "GuidedGeneration", dependencies: [typeset]),
+        .target(name: "StructuredGeneration", dependencies: [typeset]),
+        .target(name: "JournalInsight", dependencies: [typeset]),
+        .target(name: "StreamingOutline", dependencies: [typeset]),
+        .target(name: "BrewLog", dependencies: [typeset]),
+        .executableTarget(
+            name: "SeedSamples",
+            dependencies: [typeset, "GuidedGeneration", "StructuredGeneration", "JournalInsight", "StreamingOutline", "BrewLog"]),
+        .testTarget(name: "BrewLogTests", dependencies: ["BrewLog"]),
     ],
     swiftLanguageModes: [.v6]
 )

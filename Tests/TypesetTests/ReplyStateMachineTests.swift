@@ -34,7 +34,7 @@ import Testing
     ) throws -> Run {
         let source = ByteVocabulary.writer(text, promptLength: prompt.count)
         let callGrammar = functions.isEmpty ? nil
-            : try grammar(PromptBuilder.callSchema(functions), options: Conversation.callGrammarOptions)
+            : try grammar(ChatPromptRenderer.callSchema(functions), options: Conversation.callGrammarOptions)
         let cancellation = CancellationFlag()
         var events: [MessageResponse] = []
         var chunks = 0

@@ -90,7 +90,7 @@ public final class Conversation: Sendable {
     ///   name, or a parameter schema that does not compile.
     public func register(function: FunctionDefinition) throws(ConversationError) {
         guard !function.name.isEmpty else { throw .invalidFunction(name: function.name, reason: "the name is empty") }
-        _ = try runner.compiledGrammar(schema: PromptBuilder.callSchema([function]), options: Self.callGrammarOptions)
+        _ = try runner.compiledGrammar(schema: ChatPromptRenderer.callSchema([function]), options: Self.callGrammarOptions)
         var duplicate = false
         try mutate { state in
             if state.functions.contains(where: { $0.name == function.name }) { duplicate = true } else { state.functions.append(function) }
@@ -248,7 +248,7 @@ public final class Conversation: Sendable {
         // A reply held to a schema is that value only; function calls are for free replies.
         let callFunctions = constraint == nil && options.functionCallMode != .disabled ? functions : []
         let callGrammar = callFunctions.isEmpty ? nil
-            : try runner.compiledGrammar(schema: PromptBuilder.callSchema(callFunctions), options: Self.callGrammarOptions)
+            : try runner.compiledGrammar(schema: ChatPromptRenderer.callSchema(callFunctions), options: Self.callGrammarOptions)
         let prompt = try runner.prompts.tokens(
             for: promptHistory, functions: callFunctions, format: options.functionCallFormat, enableThinking: options.enableThinking)
         guard prompt.count < runner.contextLength else {

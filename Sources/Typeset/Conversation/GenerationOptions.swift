@@ -114,7 +114,7 @@ public struct GenerationOptions: Sendable, Equatable {
     }
 
     /// The sampler's options (after `filled(from:)`).
-    var sampling: SamplingOptions {
+    var samplingOptions: SamplingOptions {
         SamplingOptions(
             temperature: temperature ?? 0, topK: topK, topP: topP, minP: minP,
             repetitionPenalty: repetitionPenalty ?? 1, dry: dry.flatMap { $0.multiplier > 0 ? $0 : nil }, seed: seed ?? 0)

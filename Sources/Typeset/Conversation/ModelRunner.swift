@@ -94,7 +94,7 @@ public final class ModelRunner: Sendable {
     public let tokenizer: Tokenizer
     let threadCount: Int
     let grammarBudget: CompilationBudget
-    let prompts: PromptBuilder
+    let prompts: ChatPromptRenderer
     let state: Mutex<RunnerState>
     /// Renders prompts and compiles grammars for replies, in the order they were asked for,
     /// before they join the scheduler.
@@ -161,7 +161,7 @@ public final class ModelRunner: Sendable {
         self.grammarBudget = options.grammarBudget
         self.tokenizer = tokenizer
         self.defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
-        self.prompts = PromptBuilder(template: template, tokenizer: tokenizer)
+        self.prompts = ChatPromptRenderer(template: template, tokenizer: tokenizer)
         let scheduler = Scheduler(
             evaluator: ModelBatchEvaluator(model: model, threadCount: self.threadCount),
             maximumSequences: max(1, options.maximumConcurrentGenerations))
@@ -282,7 +282,7 @@ public final class ModelRunner: Sendable {
     /// Compiles, off the caller's thread, the grammar that registering `function` compiles
     /// (its call schema), so the registration then finds it cached.
     package func compileCallGrammar(for function: FunctionDefinition) async throws(ConversationError) {
-        _ = try await compiledGrammar(schema: PromptBuilder.callSchema([function]), options: Conversation.callGrammarOptions)
+        _ = try await compiledGrammar(schema: ChatPromptRenderer.callSchema([function]), options: Conversation.callGrammarOptions)
     }
 
     /// Hands the memory a refused compilation freed back to the system. The allocator keeps

@@ -99,7 +99,7 @@ final class ReplyDecoder: TokenStepper {
         // A required call begins with its marker, written for the model and prefilled with the prompt.
         opening = startsWithCall && callFormat == .hermes
             ? tokenizer.encode(ReplyTextRouter.hermesCallMarker + "\n", addingSpecialTokens: false) : []
-        sampler = Sampler(options: options.sampling, vocabulary: vocabulary)
+        sampler = Sampler(options: options.samplingOptions, vocabulary: vocabulary)
         detokenizer = tokenizer.makeStreamingDetokenizer()
         router = ReplyTextRouter(
             detectsThinking: constraint == nil && options.enableThinking != false,

@@ -1,6 +1,8 @@
 import Synchronization
 
-/// A finished typed reply.
+/// A finished typed reply. Its value's members read through it too (`response.title` is
+/// `response.content.title`).
+@dynamicMemberLookup
 public struct Response<Content> {
     /// The value.
     public let content: Content
@@ -13,6 +15,22 @@ public struct Response<Content> {
     public let finishReason: FinishReason
     /// What the final reply cost.
     public let stats: GenerationStats
+    /// A member of the value.
+    public subscript<Member>(dynamicMember member: KeyPath<Content, Member>) -> Member { content[keyPath: member] }
+
+    /// `messages` as Foundation Models' transcript entries (what a `LanguageModelSession`
+    /// appends to its transcript).
+    public let transcriptEntries: ArraySlice<Transcript.Entry>
+
+    init(content: Content, rawContent: GeneratedContent, messages: [ChatMessage], finishReason: FinishReason, stats: GenerationStats,
+         options: GenerationOptions, format: Transcript.ResponseFormat?) {
+        self.content = content
+        self.rawContent = rawContent
+        self.messages = messages
+        self.finishReason = finishReason
+        self.stats = stats
+        transcriptEntries = ArraySlice(Transcript.entries(for: messages, options: options, format: format))
+    }
 }
 
 extension Response: Sendable where Content: Sendable {}
@@ -67,7 +85,7 @@ extension Conversation {
         let (reply, raw, added) = try await exchange(
             .user(prompt), schema: Content.generationSchema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
         return Response(content: try Self.decode(Content.self, from: raw), rawContent: raw, messages: added,
-                        finishReason: reply.finishReason, stats: reply.stats)
+                        finishReason: reply.finishReason, stats: reply.stats, options: options, format: .init(type: Content.self))
     }
 
     /// Asks for a value of the run-time `schema` (see ``DynamicGenerationSchema``).
@@ -76,14 +94,15 @@ extension Conversation {
         options: GenerationOptions = GenerationOptions()
     ) async throws -> Response<GeneratedContent> {
         let (reply, raw, added) = try await exchange(.user(prompt), schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
-        return Response(content: raw, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats)
+        return Response(content: raw, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats,
+                        options: options, format: .init(schema: schema))
     }
 
     /// Asks for free text (running tool calls on the way, as above).
     public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
         let (reply, _, added) = try await exchange(.user(prompt), schema: nil, includeSchemaInPrompt: false, options: options)
         return Response(content: reply.message.content, rawContent: GeneratedContent(complete: .string(reply.message.content)),
-                        messages: added, finishReason: reply.finishReason, stats: reply.stats)
+                        messages: added, finishReason: reply.finishReason, stats: reply.stats, options: options, format: nil)
     }
 
     // MARK: Streaming typed replies
@@ -97,6 +116,22 @@ extension Conversation {
         to prompt: String, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
         options: GenerationOptions = GenerationOptions()
     ) -> ResponseStream<Content> {
+        streamValue(prompt, schema: Content.generationSchema, format: .init(type: Content.self),
+                    includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    /// Streams snapshots of a value of the run-time `schema` as it is generated.
+    public func streamResponse(
+        to prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool = true,
+        options: GenerationOptions = GenerationOptions()
+    ) -> ResponseStream<GeneratedContent> {
+        streamValue(prompt, schema: schema, format: .init(schema: schema), includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    private func streamValue<Content: Generable>(
+        _ prompt: String, schema: GenerationSchema, format: Transcript.ResponseFormat, includeSchemaInPrompt: Bool,
+        options: GenerationOptions
+    ) -> ResponseStream<Content> {
         let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, Error>.makeStream()
         let result = ResponseStream<Content>.FinalResponse()
         let toolNames = Set(tools.keys)
@@ -105,7 +140,7 @@ extension Conversation {
                 var parser = IncrementalJSONParser()
                 var last: GeneratedContent?
                 let (reply, raw, added) = try await exchange(
-                    .user(prompt), schema: Content.generationSchema, includeSchemaInPrompt: includeSchemaInPrompt, options: options,
+                    .user(prompt), schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options,
                     onRoundStart: { parser = IncrementalJSONParser() },
                     onText: { text in
                         guard (try? parser.append(text.utf8)) != nil, let partial = parser.snapshot else { return }
@@ -119,7 +154,36 @@ extension Conversation {
                 if raw != last, let snapshot = try? Content.PartiallyGenerated(raw) {
                     continuation.yield(.init(content: snapshot, rawContent: raw))
                 }
-                result.set(Response(content: value, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats))
+                result.set(Response(content: value, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats,
+                                    options: options, format: format))
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return ResponseStream(stream: stream, result: result)
+    }
+
+    /// Streams a free-text reply: each snapshot holds the whole text so far (running tool
+    /// calls on the way, as ``respond(to:options:)`` does; only the final reply streams).
+    public func streamResponse(to prompt: String, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
+        let (stream, continuation) = AsyncThrowingStream<ResponseStream<String>.Snapshot, Error>.makeStream()
+        let result = ResponseStream<String>.FinalResponse()
+        let task = Task {
+            do {
+                var text = ""
+                let (reply, _, added) = try await exchange(
+                    .user(prompt), schema: nil, includeSchemaInPrompt: false, options: options,
+                    onRoundStart: { text = "" },
+                    onText: { chunk in
+                        text += chunk
+                        continuation.yield(.init(content: text, rawContent: GeneratedContent(complete: .string(text))))
+                    })
+                let final = reply.message.content
+                if final != text { continuation.yield(.init(content: final, rawContent: GeneratedContent(complete: .string(final)))) }
+                result.set(Response(content: final, rawContent: GeneratedContent(complete: .string(final)), messages: added,
+                                    finishReason: reply.finishReason, stats: reply.stats, options: options, format: nil))
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
@@ -230,9 +294,9 @@ extension Conversation {
     /// A schema for "the value, or a call of one of `functions`" (only the calls when
     /// `valueAllowed` is false), with the value's definitions at the root.
     package static func valueOrCallSchema(_ schema: JSONValue?, functions: [FunctionDefinition], valueAllowed: Bool) -> JSONValue {
-        let alternatives = PromptBuilder.callAlternatives(functions)
+        let alternatives = ChatPromptRenderer.callAlternatives(functions)
         guard valueAllowed, case .object(var members)? = schema else {
-            return PromptBuilder.callSchema(functions)
+            return ChatPromptRenderer.callSchema(functions)
         }
         let definitions = members.first { $0.0 == "$defs" }
         members.removeAll { $0.0 == "$defs" || $0.0 == "title" }

@@ -10,7 +10,8 @@ public protocol ConvertibleFromGeneratedContent: Sendable {
 
 /// A type whose values can be written as generated content (tool outputs, examples, the
 /// JSON of a value).
-public protocol ConvertibleToGeneratedContent: Sendable {
+/// Such a value is also a prompt or instructions (its JSON, a string as its text).
+public protocol ConvertibleToGeneratedContent: PromptRepresentable, InstructionsRepresentable, Sendable {
     /// The value as content.
     var generatedContent: GeneratedContent { get }
 }

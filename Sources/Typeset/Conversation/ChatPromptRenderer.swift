@@ -5,7 +5,7 @@ import Tokenizer
 /// Turns a conversation into prompt tokens: renders it with the model's chat template (or the
 /// plain fallback for models without one), describes registered functions, and tokenizes the
 /// result so that only the template's own markup can produce control tokens.
-struct PromptBuilder: Sendable {
+struct ChatPromptRenderer: Sendable {
     /// The parsed template, the error that kept it from parsing, or `nil` when the model has none.
     let template: Result<ChatTemplate, ChatTemplateError>?
     let tokenizer: Tokenizer

@@ -1,0 +1,390 @@
+import Foundation
+import Synchronization
+
+/// A conversation with a model, as Apple's Foundation Models spells it: code written for
+/// `FoundationModels.LanguageModelSession` runs on a Typeset model by changing its import.
+///
+/// ```swift
+/// let session = LanguageModelSession(instructions: "You are a helpful barista.")
+/// let summary = try await session.respond(to: notes, generating: BrewSummary.self).content
+/// ```
+///
+/// A session wraps a ``Conversation`` of the model's ``ModelRunner``: its instructions are the
+/// system message, its tools are registered with it, and each request is one exchange of it
+/// (tool calls included). The session keeps the ``transcript``. One request at a time: a
+/// second one while ``isResponding`` throws ``GenerationError/concurrentRequests(_:)``. Sessions
+/// of one model generate together (the runner batches their tokens).
+///
+/// Errors are Foundation Models' ``GenerationError`` where one fits (the context is full, the
+/// model is missing, a schema cannot be enforced, a value does not decode, a request is
+/// concurrent) and ``ToolCallError`` when a tool throws; a cancelled task throws
+/// `CancellationError`; anything else is Typeset's own typed error.
+public final class LanguageModelSession: Sendable {
+    /// The model the session talks to.
+    public let model: SystemLanguageModel
+    private let tools: [any Tool]
+    private let state: Mutex<State>
+
+    private struct State {
+        var conversation: Conversation?
+        var transcript: Transcript
+        var isResponding = false
+    }
+
+    // MARK: Creating a session
+
+    /// A session with `tools` and `instructions` (a system prompt).
+    @_disfavoredOverload
+    public convenience init(model: SystemLanguageModel = .default, tools: [any Tool] = [], instructions: String? = nil) {
+        self.init(model: model, tools: tools, instructions: instructions.map(Instructions.init(text:)))
+    }
+
+    /// A session with `tools` and instructions built from components.
+    public convenience init(
+        model: SystemLanguageModel = .default, tools: [any Tool] = [], @InstructionsBuilder instructions: () throws -> Instructions
+    ) rethrows {
+        self.init(model: model, tools: tools, instructions: try instructions())
+    }
+
+    /// A session with `tools` and `instructions`.
+    public convenience init(model: SystemLanguageModel = .default, tools: [any Tool] = [], instructions: Instructions? = nil) {
+        let definitions = tools.map { Transcript.ToolDefinition(tool: $0) }
+        let entries: [Transcript.Entry] = instructions.map {
+            [.instructions(.init(segments: [.text(.init(content: $0.text))], toolDefinitions: definitions))]
+        } ?? []
+        self.init(model: model, tools: tools, transcript: Transcript(entries: entries))
+    }
+
+    /// A session that continues `transcript` (its instructions included), with `tools`.
+    public init(model: SystemLanguageModel = .default, tools: [any Tool] = [], transcript: Transcript) {
+        self.model = model
+        self.tools = tools
+        state = Mutex(State(transcript: transcript))
+    }
+
+    /// A session of the model `runner` runs (Typeset's spelling of `init(model:…)`).
+    public convenience init(runner: ModelRunner, tools: [any Tool] = [], instructions: String? = nil) {
+        self.init(model: SystemLanguageModel(runner: runner), tools: tools, instructions: instructions.map(Instructions.init(text:)))
+    }
+
+    // MARK: State
+
+    /// Everything the session has said and been told, in order.
+    public var transcript: Transcript { state.withLock { $0.transcript } }
+
+    /// Whether a request is being answered.
+    public var isResponding: Bool { state.withLock { $0.isResponding } }
+
+    /// Loads the model in the background, so the first request does not wait for it.
+    /// `promptPrefix` is accepted for compatibility; the prompt cache fills on the first
+    /// request.
+    public func prewarm(promptPrefix: Prompt? = nil) {
+        let model = self.model
+        Task.detached(priority: .utility) { _ = try? model.runner() }
+    }
+
+    // MARK: Text
+
+    /// Asks for free text.
+    @discardableResult @_disfavoredOverload
+    public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
+        try await perform { try await $0.respond(to: prompt, options: options) }
+    }
+
+    @discardableResult
+    public func respond(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
+        try await respond(to: prompt.text, options: options)
+    }
+
+    @discardableResult
+    public func respond(
+        options: GenerationOptions = GenerationOptions(), @PromptBuilder prompt: () throws -> Prompt
+    ) async throws -> Response<String> {
+        try await respond(to: try prompt().text, options: options)
+    }
+
+    // MARK: Values of a run-time schema
+
+    /// Asks for a value of `schema` (see ``DynamicGenerationSchema``).
+    @discardableResult @_disfavoredOverload
+    public func respond(
+        to prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions()
+    ) async throws -> Response<GeneratedContent> {
+        try await perform { try await $0.respond(to: prompt, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options) }
+    }
+
+    @discardableResult
+    public func respond(
+        to prompt: Prompt, schema: GenerationSchema, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions()
+    ) async throws -> Response<GeneratedContent> {
+        try await respond(to: prompt.text, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    @discardableResult
+    public func respond(
+        schema: GenerationSchema, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions(),
+        @PromptBuilder prompt: () throws -> Prompt
+    ) async throws -> Response<GeneratedContent> {
+        try await respond(to: try prompt().text, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    // MARK: Values of a generable type
+
+    /// Asks for a value of `type`: the reply is held to its schema while it is decoded.
+    @discardableResult @_disfavoredOverload
+    public func respond<Content: Generable>(
+        to prompt: String, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
+        options: GenerationOptions = GenerationOptions()
+    ) async throws -> Response<Content> {
+        try await perform {
+            try await $0.respond(to: prompt, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+        }
+    }
+
+    @discardableResult
+    public func respond<Content: Generable>(
+        to prompt: Prompt, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
+        options: GenerationOptions = GenerationOptions()
+    ) async throws -> Response<Content> {
+        try await respond(to: prompt.text, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    @discardableResult
+    public func respond<Content: Generable>(
+        generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions(),
+        @PromptBuilder prompt: () throws -> Prompt
+    ) async throws -> Response<Content> {
+        try await respond(to: try prompt().text, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    // MARK: Streaming
+
+    /// Streams free text: each snapshot holds the whole text so far.
+    @_disfavoredOverload
+    public func streamResponse(to prompt: String, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
+        stream { $0.streamResponse(to: prompt, options: options) }
+    }
+
+    public func streamResponse(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
+        streamResponse(to: prompt.text, options: options)
+    }
+
+    public func streamResponse(
+        options: GenerationOptions = GenerationOptions(), @PromptBuilder prompt: () throws -> Prompt
+    ) rethrows -> ResponseStream<String> {
+        streamResponse(to: try prompt().text, options: options)
+    }
+
+    /// Streams a value of `schema` as it is generated.
+    @_disfavoredOverload
+    public func streamResponse(
+        to prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions()
+    ) -> ResponseStream<GeneratedContent> {
+        stream { $0.streamResponse(to: prompt, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options) }
+    }
+
+    public func streamResponse(
+        to prompt: Prompt, schema: GenerationSchema, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions()
+    ) -> ResponseStream<GeneratedContent> {
+        streamResponse(to: prompt.text, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    public func streamResponse(
+        schema: GenerationSchema, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions(),
+        @PromptBuilder prompt: () throws -> Prompt
+    ) rethrows -> ResponseStream<GeneratedContent> {
+        streamResponse(to: try prompt().text, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    /// Streams snapshots of a value of `type` (`Content.PartiallyGenerated`) as it is
+    /// generated; ``ResponseStream/collect()`` returns the whole value.
+    @_disfavoredOverload
+    public func streamResponse<Content: Generable>(
+        to prompt: String, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
+        options: GenerationOptions = GenerationOptions()
+    ) -> ResponseStream<Content> {
+        stream { $0.streamResponse(to: prompt, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options) }
+    }
+
+    public func streamResponse<Content: Generable>(
+        to prompt: Prompt, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
+        options: GenerationOptions = GenerationOptions()
+    ) -> ResponseStream<Content> {
+        streamResponse(to: prompt.text, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    public func streamResponse<Content: Generable>(
+        generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions(),
+        @PromptBuilder prompt: () throws -> Prompt
+    ) rethrows -> ResponseStream<Content> {
+        streamResponse(to: try prompt().text, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
+    // MARK: Running requests
+
+    /// Runs one request on the session's conversation: marks the session responding, appends
+    /// the request's entries to the transcript when it succeeds, and speaks Foundation
+    /// Models' errors.
+    private func perform<Content>(_ request: (Conversation) async throws -> Response<Content>) async throws -> Response<Content> {
+        let conversation = try begin()
+        defer { state.withLock { $0.isResponding = false } }
+        do {
+            let response = try await request(conversation)
+            state.withLock { $0.transcript.append(contentsOf: response.transcriptEntries) }
+            return response
+        } catch {
+            throw translated(error)
+        }
+    }
+
+    /// A stream of the session's conversation, which marks the session responding until it
+    /// ends and appends its entries when it completes.
+    private func stream<Content>(_ start: @escaping @Sendable (Conversation) -> ResponseStream<Content>) -> ResponseStream<Content> {
+        let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, Error>.makeStream()
+        let result = ResponseStream<Content>.FinalResponse()
+        let task = Task {
+            do {
+                let conversation = try begin()
+                defer { state.withLock { $0.isResponding = false } }
+                do {
+                    let inner = start(conversation)
+                    for try await snapshot in inner { continuation.yield(snapshot) }
+                    let response = try await inner.collect()
+                    state.withLock { $0.transcript.append(contentsOf: response.transcriptEntries) }
+                    result.set(response)
+                } catch {
+                    throw translated(error)
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return ResponseStream(stream: stream, result: result)
+    }
+
+    /// Marks the session responding and returns its conversation, creating it (and loading
+    /// the model) the first time.
+    private func begin() throws -> Conversation {
+        let conversation: Conversation
+        do {
+            conversation = try state.withLock { state throws -> Conversation in
+                if state.isResponding {
+                    throw GenerationError.concurrentRequests(.init(debugDescription: "the session is still answering an earlier request"))
+                }
+                if let existing = state.conversation {
+                    state.isResponding = true
+                    return existing
+                }
+                let runner: ModelRunner
+                do { runner = try model.runner() } catch {
+                    throw GenerationError.assetsUnavailable(.init(debugDescription: "\(error)"))
+                }
+                let created = runner.createConversation(history: state.transcript.messages)
+                for tool in tools { try created.register(tool: tool) }
+                state.conversation = created
+                state.isResponding = true
+                return created
+            }
+        } catch let error as GenerationError {
+            throw error
+        } catch {
+            throw translated(error)
+        }
+        return conversation
+    }
+
+    /// `error` as Foundation Models would throw it, where it has a counterpart.
+    private func translated(_ error: any Error) -> any Error {
+        func context(_ error: any Error) -> GenerationError.Context { .init(debugDescription: "\(error)") }
+        switch error {
+        case let error as ConversationError:
+            switch error {
+            case .contextOverflow: return GenerationError.exceededContextWindowSize(context(error))
+            case .loadFailed, .runnerUnloaded: return GenerationError.assetsUnavailable(context(error))
+            case .invalidSchema, .invalidFunction: return GenerationError.unsupportedGuide(context(error))
+            case .generationInProgress: return GenerationError.concurrentRequests(context(error))
+            case .maxTokensTooSmall: return GenerationError.decodingFailure(context(error))
+            default: return error
+            }
+        case let error as Typeset.GenerationError:
+            switch error {
+            case .decodingFailure, .unknownTool: return GenerationError.decodingFailure(context(error))
+            case .incompleteValue(.exceededContext, _): return GenerationError.exceededContextWindowSize(context(error))
+            case .incompleteValue: return GenerationError.decodingFailure(context(error))
+            case .toolCallFailed(let name, _, let underlying):
+                guard let tool = tools.first(where: { $0.name == name }) else { return error }
+                return ToolCallError(tool: tool, underlyingError: underlying)
+            }
+        default:
+            return error
+        }
+    }
+}
+
+// MARK: - Names nested as Foundation Models nests them
+
+extension LanguageModelSession {
+    /// A finished reply (``Typeset/Response``).
+    public typealias Response<Content> = Typeset.Response<Content>
+    /// The snapshots of a streamed reply (``Typeset/ResponseStream``).
+    public typealias ResponseStream<Content: Generable> = Typeset.ResponseStream<Content>
+
+    /// Why a session could not answer, as Foundation Models names it.
+    public enum GenerationError: Error, LocalizedError, Sendable {
+        /// What went wrong, for a developer.
+        public struct Context: Sendable {
+            public let debugDescription: String
+
+            public init(debugDescription: String) { self.debugDescription = debugDescription }
+        }
+
+        /// The transcript and the request do not fit the model's context (``SystemLanguageModel/contextSize``),
+        /// or the reply filled it before its value was complete.
+        case exceededContextWindowSize(Context)
+        /// The model is not in the cache, or does not load.
+        case assetsUnavailable(Context)
+        /// Never thrown by Typeset, which applies no content filter.
+        case guardrailViolation(Context)
+        /// A schema (a type's, a run-time one, or a tool's arguments) cannot be enforced.
+        case unsupportedGuide(Context)
+        /// Never thrown by Typeset.
+        case unsupportedLanguageOrLocale(Context)
+        /// The reply's value does not decode as the type asked for, or it could not be completed
+        /// (`maximumResponseTokens` too small for any value).
+        case decodingFailure(Context)
+        /// Never thrown by Typeset.
+        case rateLimited(Context)
+        /// A request was made while the session was still answering another.
+        case concurrentRequests(Context)
+
+        public var errorDescription: String? {
+            switch self {
+            case .exceededContextWindowSize(let context): return "The context window is full: \(context.debugDescription)"
+            case .assetsUnavailable(let context): return "The model is unavailable: \(context.debugDescription)"
+            case .guardrailViolation(let context): return "A guardrail was violated: \(context.debugDescription)"
+            case .unsupportedGuide(let context): return "The schema cannot be enforced: \(context.debugDescription)"
+            case .unsupportedLanguageOrLocale(let context): return "Unsupported language: \(context.debugDescription)"
+            case .decodingFailure(let context): return "The reply could not be decoded: \(context.debugDescription)"
+            case .rateLimited(let context): return "Rate limited: \(context.debugDescription)"
+            case .concurrentRequests(let context): return "Concurrent requests: \(context.debugDescription)"
+            }
+        }
+    }
+
+    /// A tool threw while the session ran it.
+    public struct ToolCallError: Error, LocalizedError, @unchecked Sendable {
+        /// The tool that threw.
+        public var tool: any Tool
+        /// What it threw.
+        public var underlyingError: any Error
+
+        public init(tool: any Tool, underlyingError: any Error) {
+            self.tool = tool
+            self.underlyingError = underlyingError
+        }
+
+        public var errorDescription: String? { "The tool '\(tool.name)' failed: \(underlyingError)" }
+    }
+}
