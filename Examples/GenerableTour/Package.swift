@@ -15,17 +15,18 @@ let package = Package(
     dependencies: [.package(name: "Typeset", path: "../..")],
     targets: [
         .executableTarget(name: "GenerableTour", dependencies: [typeset]),
-        // The seed documents' Foundation Models samples, one module per document part (the
-        // parts declare types of the same names), run by SeedSamples; the article's tests
-        // are BrewLogTests.
+        // The seed documents' Foundation Models and LEAP samples, one module per document part
+        // (the parts declare types of the same names), run by SeedSamples; the article's
+        // tests are BrewLogTests.
         .target(name: "GuidedGeneration", dependencies: [typeset]),
         .target(name: "StructuredGeneration", dependencies: [typeset]),
         .target(name: "JournalInsight", dependencies: [typeset]),
         .target(name: "StreamingOutline", dependencies: [typeset]),
         .target(name: "BrewLog", dependencies: [typeset]),
+        .target(name: "LeapSamples", dependencies: [typeset]),
         .executableTarget(
             name: "SeedSamples",
-            dependencies: [typeset, "GuidedGeneration", "StructuredGeneration", "JournalInsight", "StreamingOutline", "BrewLog"]),
+            dependencies: [typeset, "GuidedGeneration", "StructuredGeneration", "JournalInsight", "StreamingOutline", "BrewLog", "LeapSamples"]),
         .testTarget(name: "BrewLogTests", dependencies: ["BrewLog"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,3 +4,8 @@
 @_exported import Grammar
 @_exported import Models
 @_exported import Tokenizer
+
+// The Foundation types Typeset's public API takes and returns, so `import Typeset` is enough
+// to use it: model locations (`URL`) and exact numbers (`Decimal`).
+@_exported import struct Foundation.Decimal
+@_exported import struct Foundation.URL

@@ -79,10 +79,11 @@ public struct GenerableMacro: ExtensionMacro, MemberMacro {
         }
     }
 
-    /// The source text of the argument labelled `label`, or `"nil"`.
+    /// The source text of the argument labelled `label` (or of an unlabelled first argument,
+    /// as `@Generatable("…")` gives its description), or `"nil"`.
     static func argument(_ label: String, of node: AttributeSyntax) -> String {
         guard case .argumentList(let arguments) = node.arguments,
-              let argument = arguments.first(where: { $0.label?.text == label })
+              let argument = arguments.first(where: { $0.label?.text == label }) ?? arguments.first.flatMap({ $0.label == nil ? $0 : nil })
         else { return "nil" }
         return argument.expression.trimmedDescription
     }

@@ -48,11 +48,12 @@ if [[ "$target" == FuzzSchema ]]; then
 elif [[ "$target" == FuzzTemplate ]]; then
   # Seeds: the real models' chat templates (the renderer's test fixtures). Leak detection is
   # off: parsing a template leaves a few hundred bytes of expression nodes unreleased (found by
-  # this fuzzer; a template is parsed once per model load), which would stop every run at once.
+  # this fuzzer; a template is parsed once per model load), which would stop every run at once;
+  # -detect_leaks=0 stops libFuzzer's checks during the run, ASAN_OPTIONS the one at exit.
   corpus="$cache/fuzz-corpus-template"
   mkdir -p "$corpus"
   cp "$root"/Tests/ChatTemplatingTests/Fixtures/templates/* "$corpus"/ 2>/dev/null || true
-  "$here/.build/release/FuzzTemplate" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len=16384 -detect_leaks=0 \
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$here/.build/release/FuzzTemplate" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len=16384 -detect_leaks=0 \
     -print_final_stats=1 "$corpus"
 elif [[ "$target" == FuzzTokenizer ]]; then
   corpus="$cache/fuzz-corpus-tokenizer"

@@ -39,6 +39,28 @@ import Testing
         #expect(try accepts(huge, "100000000000000000000", .generation))
     }
 
+    /// A number a model writes for a `Double` ends: at most 16 digits before the point and 16
+    /// after, no exponent (a small model once wrote digits until the context was full).
+    @Test func numbersHaveBoundedDigits() throws {
+        let number = #"{"type":"number"}"#
+        let long = "1." + String(repeating: "1", count: 40)
+        #expect(try accepts(number, long, JSONSchemaOptions()))
+        #expect(try accepts(number, "1e5", JSONSchemaOptions()))
+        #expect(try !accepts(number, long, .generation))
+        #expect(try !accepts(number, "1e5", .generation))
+        #expect(try accepts(number, "-1234567890123456.1234567890123456", .generation))
+        #expect(try !accepts(number, "12345678901234567", .generation))
+        #expect(try !accepts(number, "0.12345678901234567", .generation))
+        #expect(try accepts(number, "0", .generation))
+        // Bounds keep their meaning; a bound past 16 digits widens the integer part to it.
+        let ranged = #"{"type":"number","minimum":0,"maximum":20}"#
+        #expect(try accepts(ranged, "19.5", .generation))
+        #expect(try !accepts(ranged, "20.5", .generation))
+        #expect(try !accepts(ranged, "3." + String(repeating: "3", count: 20), .generation))
+        let huge = #"{"type":"number","minimum":1e20}"#
+        #expect(try accepts(huge, "100000000000000000000.5", .generation))
+    }
+
     // MARK: Shortest completions
 
     private func matcher(_ grammar: Grammar) throws -> GrammarMatcher {

@@ -56,6 +56,15 @@ struct LanguageModelSessionTests {
         #expect(!session.isResponding)
     }
 
+    /// The seed's first sample, on the small model: a Float, which once came back as 4,000
+    /// digits that no Float holds.
+    @Test func aFloatIsANumberAFloatHolds() async throws {
+        let session = LanguageModelSession(runner: try runner())
+        let response = try await session.respond(to: "How many tablespoons are in a cup?", generating: Float.self)
+        #expect(response.content.isFinite)
+        #expect(response.rawContent.jsonString.count <= 34)
+    }
+
     @Test func aRestoredSessionContinuesItsTranscript() async throws {
         let first = LanguageModelSession(runner: try runner(), instructions: "Answer in one word.")
         try await first.respond(to: "Name a color.", options: GenerationOptions(sampling: .greedy, maximumResponseTokens: 4))

@@ -151,7 +151,7 @@ extension SchemaCompiler {
             }
             return try NumberLanguage.number(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
                                               exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, filters: filters,
-                                              into: &grammar.automaton)
+                                              digitLimits: options.boundsNumberDigits ? .double : nil, into: &grammar.automaton)
         } catch {
             if case .unsupportedKeyword(let keyword, _, let reason) = error {
                 try report(keyword, node.pointer, reason)

@@ -32,6 +32,10 @@ public struct JSONSchemaOptions: Sendable, Hashable {
     /// Integers without a `minimum` or `maximum` stay within ±(2⁵³−1), the range every JSON
     /// parser reads exactly (I-JSON, RFC 7493 §2.2), instead of having unbounded digits.
     public var boundsIntegersToInteroperableRange = false
+    /// Numbers are written without an exponent, with at most 16 digits before the point (more
+    /// when a bound needs them) and 16 after: about what a `Double` holds, where a small model
+    /// may otherwise write digits until the context is full.
+    public var boundsNumberDigits = false
 
     public init(whitespace: Whitespace = .compact, lenient: Bool = false) {
         self.whitespace = whitespace
@@ -39,12 +43,14 @@ public struct JSONSchemaOptions: Sendable, Hashable {
     }
 
     /// The options for generating values rather than checking them: compact whitespace,
-    /// ``closesDeclaredObjects`` and ``boundsIntegersToInteroperableRange``. What
+    /// ``closesDeclaredObjects``, ``boundsIntegersToInteroperableRange`` and
+    /// ``boundsNumberDigits``. What
     /// `Conversation` uses for a `jsonSchema` constraint.
     public static var generation: JSONSchemaOptions {
         var options = JSONSchemaOptions()
         options.closesDeclaredObjects = true
         options.boundsIntegersToInteroperableRange = true
+        options.boundsNumberDigits = true
         return options
     }
 }

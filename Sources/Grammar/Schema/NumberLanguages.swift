@@ -386,17 +386,28 @@ enum NumberLanguage {
     static func number(minimum: DecimalNumber? = nil, exclusiveMinimum: DecimalNumber? = nil,
                        maximum: DecimalNumber? = nil, exclusiveMaximum: DecimalNumber? = nil,
                        multipleOf: DecimalNumber? = nil, filters: NumericFilters = NumericFilters(),
+                       digitLimits: NumberDigitLimits? = nil,
                        into automaton: inout ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> Fragment {
         let divisibility = try multipleOf.map { (value) throws(GrammarError) in try Divisibility(numbersMultipleOf: value, stateLimit: stateLimit) }
         let range = NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
         guard !range.isEmpty else { return automaton.nothing() }
+        // Digit limits widen, never narrow, to the integer digits a bound needs.
+        let limits = digitLimits.map { limits in
+            let needed = [range.lower, range.upper].compactMap { $0?.value.integerPartDigits.count }.max() ?? 0
+            return NumberDigitLimits(integerDigits: max(limits.integerDigits, needed), fractionDigits: limits.fractionDigits)
+        }
         if range.lower == nil, range.upper == nil, divisibility == nil, filters.isEmpty {
+            if let limits {
+                return try determinized(stateLimit: stateLimit) { $0.numberSyntax(limits: limits) }.embeddedFragment(into: &automaton)
+            }
             return try determinized(stateLimit: stateLimit) { $0.numberSyntax(allowsExponent: true) }
                 .embeddedFragment(into: &automaton)
         }
 
-        var languages = [try determinized(stateLimit: stateLimit) { $0.numberSyntax(allowsExponent: false) }]
+        var languages = [try determinized(stateLimit: stateLimit) { automaton in
+            limits.map { automaton.numberSyntax(limits: $0) } ?? automaton.numberSyntax(allowsExponent: false)
+        }]
         if let bound = range.lower {
             let tightened = try tightened(bound, side: .lower, fractionDigits: digitLimit)
             languages.append(try comparison(tightened, side: .lower, allowsFraction: true, stateLimit: stateLimit))
@@ -942,11 +953,38 @@ struct Divisibility: Hashable, Sendable {
 
 // MARK: - Syntax
 
+/// The most digits a generated number may have before and after its point
+/// (`JSONSchemaOptions.boundsNumberDigits`).
+struct NumberDigitLimits: Sendable, Hashable {
+    var integerDigits: Int
+    var fractionDigits: Int
+
+    /// About what a `Double` holds: 16 and 16.
+    static let double = NumberDigitLimits(integerDigits: 16, fractionDigits: 16)
+}
+
 extension NFA where Label == ByteLabel {
     /// `-?[1-9][0-9]*` or "0": JSON integers without exponent or fraction, and not "-0".
     fileprivate mutating func integerSyntax() -> Fragment {
         let nonzero = sequence([optional(literal("-".utf8)), bytes(ByteSet(0x31 ... 0x39)), star(bytes(ByteSet(0x30 ... 0x39)))])
         return union([literal("0".utf8), nonzero])
+    }
+
+    /// `-?(0|[1-9][0-9]{0,n-1})(\.[0-9]{1,m})?` with `n` = `limits.integerDigits` and `m` =
+    /// `limits.fractionDigits`: numbers without exponent and with bounded digits.
+    fileprivate mutating func numberSyntax(limits: NumberDigitLimits) -> Fragment {
+        let digit = ByteSet(0x30 ... 0x39)
+        let integerPart = union([literal("0".utf8), sequence([bytes(ByteSet(0x31 ... 0x39)), upTo(limits.integerDigits - 1, of: digit)])])
+        let fraction = optional(sequence([literal(".".utf8), bytes(digit), upTo(limits.fractionDigits - 1, of: digit)]))
+        return sequence([optional(literal("-".utf8)), integerPart, fraction])
+    }
+
+    /// Up to `count` bytes of `set` (a chain of `count` states).
+    private mutating func upTo(_ count: Int, of set: ByteSet) -> Fragment {
+        guard count > 0 else { return empty() }
+        var chain = optional(bytes(set))
+        for _ in 1 ..< count { chain = optional(sequence([bytes(set), chain])) }
+        return chain
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?`, then `([eE][+-]?[0-9]+)?` when `allowsExponent`.

@@ -55,6 +55,9 @@ public struct GenerationOptions: Sendable, Equatable {
     /// `enable_thinking`; `nil` leaves the template's default). Text between `<think>` and
     /// `</think>` at the start of a reply streams as ``MessageResponse/reasoningChunk(_:)``.
     public var enableThinking: Bool?
+    /// Whether a `<think>` block streams as the reply's text, tags included, instead of as
+    /// ``MessageResponse/reasoningChunk(_:)`` (LEAP's `inlineThinkingTags`).
+    public var inlineThinkingTags = false
 
     /// How the model writes function calls, when functions are registered.
     public var functionCallFormat: FunctionCallFormat

@@ -102,7 +102,7 @@ final class ReplyDecoder: TokenStepper {
         sampler = Sampler(options: options.samplingOptions, vocabulary: vocabulary)
         detokenizer = tokenizer.makeStreamingDetokenizer()
         router = ReplyTextRouter(
-            detectsThinking: constraint == nil && options.enableThinking != false,
+            detectsThinking: constraint == nil && options.enableThinking != false && !options.inlineThinkingTags,
             callFormat: callGrammar == nil ? nil : callFormat)
         phase = constraint.map { .schema(GrammarMatcher($0)) } ?? .free
         if startsWithCall, let callGrammar {

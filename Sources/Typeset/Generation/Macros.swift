@@ -21,6 +21,20 @@
 @attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent))
 public macro Generable(description: String? = nil) = #externalMacro(module: "TypesetMacroPlugin", type: "GenerableMacro")
 
+/// LEAP's spelling of `@Generable(description:)`: the description without its label.
+///
+/// ```swift
+/// @Generatable("A joke with metadata")
+/// struct Joke: Codable {
+///     @Guide("The joke text")
+///     let text: String
+/// }
+/// let options = GenerationOptions().with(jsonSchema: Joke.jsonSchema())
+/// ```
+@attached(member, names: named(generationSchema), named(PartiallyGenerated))
+@attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent))
+public macro Generatable(_ description: String) = #externalMacro(module: "TypesetMacroPlugin", type: "GenerableMacro")
+
 /// Describes a stored property of a `@Generable` type for the model, and constrains it.
 ///
 /// ```swift

@@ -9,6 +9,8 @@ public struct CatProfile {
     var code: String?
     @Guide(.count(2...5), .element(.anyOf(["a", "b"])))
     var tags: [String]
+    /// `import Typeset` alone makes Foundation's `Decimal` visible.
+    var price: Decimal?
     var computed: Int { age * 2 }
     static let shared = 1
 }

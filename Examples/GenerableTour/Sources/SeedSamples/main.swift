@@ -2,11 +2,12 @@ import Foundation
 import BrewLog
 import GuidedGeneration
 import JournalInsight
+import LeapSamples
 import StreamingOutline
 import StructuredGeneration
 import Typeset
 
-// Runs the seed documents' Foundation Models samples against Typeset's default model (or
+// Runs the seed documents' Foundation Models and LEAP samples against Typeset's default model (or
 // $TYPESET_MODEL), each as its document runs it, and prints what came back. Every typed
 // value decodes and keeps its guides (the samples check their ranges); sense comes from the
 // model.
@@ -48,3 +49,17 @@ await run("004: BrewSummary") { try await summarizeInline(notes: notes) }
 await run("004: BrewSummary with the history tool") { try await summarizeWithHistory(notes: notes) }
 let words = try await LanguageModelSession(instructions: "Rate coffee from 1 to 5 in words.").respond(to: notes)
 await run("004: the cautionary parser") { "\(cautionaryRating(response: words)) from \"\(words.content)\"" }
+
+// LEAP (seed 003): the streaming loop, the export, and a constrained reply decoded as the
+// LEAP page decodes it.
+let runner = try SystemLanguageModel.default.runner()
+let conversation = runner.createConversation(systemPrompt: "You are a helpful assistant.")
+await run("003: the streaming loop") {
+    await streamingLoop(conversation: conversation)
+    precondition(conversation.history.count == 3, "the reply was not added to the history")
+    return "(streamed above)"
+}
+await run("003: exportToJSON") { exported(conversation: conversation) }
+await run("003: a CityFact held to its schema, decoded with JSONDecoder") {
+    "\(try await cityFact(conversation: runner.createConversation(), about: "Lisbon"))"
+}
