@@ -7,8 +7,12 @@ import Testing
 final class SequentialEvaluator: BatchEvaluator, @unchecked Sendable {
     /// The tokens each source evaluated, step by step: one list per step.
     private(set) var steps: [[[Int]]] = []
+    /// Holds the first step until every generation of a test is submitted, so which ones share
+    /// steps does not depend on how fast the scheduler's thread runs on a loaded machine.
+    let firstStep = DispatchSemaphore(value: 0)
 
     func evaluate(_ batch: [(source: ScriptedSource, tokens: ArraySlice<Int>)], into logits: inout [Float]) throws(ModelError) {
+        if steps.isEmpty { firstStep.wait() }
         logits.removeAll(keepingCapacity: true)
         var row: [Float] = []
         for (source, tokens) in batch {
@@ -67,6 +71,7 @@ final class SequentialEvaluator: BatchEvaluator, @unchecked Sendable {
             }
             scheduler.submit(generation)
         }
+        evaluator.firstStep.signal()
         collected.group.wait()
         return (collected, evaluator)
     }
