@@ -159,7 +159,9 @@ struct ModelDownloaderTests {
 
     @Test func aChangedFileStartsOver() async throws {
         let server = try await LoopbackFileServer()
-        let old = Self.fakeModel(seed: 3), new = Self.fakeModel(seed: 4)
+        // Of another size: nginx's ETag is the modification second and the size, so a file
+        // replaced within the same second by one of the same size would keep its ETag.
+        let old = Self.fakeModel(seed: 3), new = Self.fakeModel(seed: 4, megabytes: 13)
         try old.data.write(to: server.files.appendingPathComponent("slow/model.gguf"))
         let downloader = ModelDownloader(directory: temporaryDirectory())
         let url = server.url("slow/model.gguf")
