@@ -29,7 +29,7 @@ struct GuideArguments {
                 result.guides.append(".pattern(\(StructureExpansion.literal(wholeMatch(regex.regex.text))))")
                 continue
             }
-            if let name = guideName(argument.expression), !(numericGuides.contains(name) || stringGuides.contains(name) || arrayGuides.contains(name)) {
+            if let name = guideName(argument.expression), !allGuides.contains(name) {
                 diagnostics.error(argument, "'.\(name)' is not a guide; the guides are .range, .minimum, .maximum, .anyOf, .constant, .pattern, .count, .minimumCount, .maximumCount and .element", id: "unknownGuide")
                 failed = true
                 continue
@@ -65,6 +65,7 @@ struct GuideArguments {
     static let numericGuides: Set<String> = ["range", "minimum", "maximum"]
     static let stringGuides: Set<String> = ["anyOf", "constant", "pattern"]
     static let arrayGuides: Set<String> = ["count", "minimumCount", "maximumCount", "element"]
+    static let allGuides = numericGuides.union(stringGuides).union(arrayGuides)
 
     /// The name of the guide `expression` spells (`range` for `.range(1...5)`), or `nil` when it
     /// is not a literal guide spelling.
@@ -80,7 +81,7 @@ struct GuideArguments {
     static func check(_ expression: ExprSyntax, against type: PropertyType) -> String? {
         guard let name = guideName(expression), let call = expression.as(FunctionCallExprSyntax.self)
         else { return nil }   // not a literal guide spelling: the compiler checks it in the expansion
-        guard numericGuides.contains(name) || stringGuides.contains(name) || arrayGuides.contains(name) else { return nil }
+        guard allGuides.contains(name) else { return nil }
         switch type {
         case .integer, .floatingPoint:
             return numericGuides.contains(name) ? nil : "'.\(name)' does not apply to numbers"

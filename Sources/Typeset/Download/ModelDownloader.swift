@@ -119,7 +119,7 @@ public final class ModelDownloader: Sendable {
         let expected = sha256?.lowercased()
         if FileManager.default.fileExists(atPath: destination.path) {
             if let expected {
-                let actual = try Self.hash(of: destination, upTo: nil).digest
+                let actual = try Self.hash(of: destination).digest
                 guard actual == expected else {
                     try? FileManager.default.removeItem(at: destination)
                     throw DownloadError.checksumMismatch(expected: expected, actual: actual)
@@ -174,17 +174,15 @@ public final class ModelDownloader: Sendable {
 
     // MARK: Files
 
-    /// The SHA-256 of `file`'s first `limit` bytes (all of them for `nil`), and the hasher
-    /// holding them, to go on with.
-    static func hash(of file: URL, upTo limit: Int64?) throws(DownloadError) -> (digest: String, hasher: SHA256Digest, count: Int64) {
+    /// The SHA-256 of `file`, and the hasher holding its bytes, to go on with.
+    static func hash(of file: URL) throws(DownloadError) -> (digest: String, hasher: SHA256Digest, count: Int64) {
         guard let handle = FileHandle(forReadingAtPath: file.path) else { throw .fileSystem("cannot read \(file.path)") }
         defer { try? handle.close() }
         var hasher = SHA256Digest()
         var count: Int64 = 0
-        while limit.map({ count < $0 }) ?? true {
-            let want = limit.map { Int(min(Int64(1 << 22), $0 - count)) } ?? (1 << 22)
+        while true {
             let data: Data
-            do { data = try handle.read(upToCount: want) ?? Data() } catch { throw .fileSystem("\(file.path): \(error.localizedDescription)") }
+            do { data = try handle.read(upToCount: 1 << 22) ?? Data() } catch { throw .fileSystem("\(file.path): \(error.localizedDescription)") }
             if data.isEmpty { break }
             data.withUnsafeBytes { hasher.update($0) }
             count += Int64(data.count)
@@ -227,7 +225,7 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
         let existing = FileManager.default.fileExists(atPath: part.path)
         validator = existing ? (try? String(contentsOf: validatorFile, encoding: .utf8)) : nil
         if existing, validator != nil {
-            let hashed = try ModelDownloader.hash(of: part, upTo: nil)
+            let hashed = try ModelDownloader.hash(of: part)
             hasher = hashed.hasher
             received = hashed.count
         } else {
@@ -282,7 +280,9 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
                 hasher = SHA256Digest()
                 received = 0
                 total = http.expectedContentLength >= 0 ? http.expectedContentLength : nil
-                FileManager.default.createFile(atPath: part.path, contents: nil)
+                guard FileManager.default.createFile(atPath: part.path, contents: nil) else {
+                    throw ModelDownloader.DownloadError.fileSystem("cannot create \(part.path)")
+                }
                 let validator = (http.value(forHTTPHeaderField: "ETag") ?? http.value(forHTTPHeaderField: "Last-Modified"))
                 if let validator {
                     try validator.write(to: validatorFile, atomically: true, encoding: .utf8)

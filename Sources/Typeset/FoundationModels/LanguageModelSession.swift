@@ -240,28 +240,19 @@ public final class LanguageModelSession: Sendable {
     /// A stream of the session's conversation, which marks the session responding until it
     /// ends and appends its entries when it completes.
     private func stream<Content>(_ start: @escaping @Sendable (Conversation) -> ResponseStream<Content>) -> ResponseStream<Content> {
-        let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, Error>.makeStream()
-        let result = ResponseStream<Content>.FinalResponse()
-        let task = Task {
+        ResponseStream(producing: { yield in
+            let conversation = try self.begin()
+            defer { self.state.withLock { $0.isResponding = false } }
             do {
-                let conversation = try begin()
-                defer { state.withLock { $0.isResponding = false } }
-                do {
-                    let inner = start(conversation)
-                    for try await snapshot in inner { continuation.yield(snapshot) }
-                    let response = try await inner.collect()
-                    state.withLock { $0.transcript.append(contentsOf: response.transcriptEntries) }
-                    result.set(response)
-                } catch {
-                    throw translated(error)
-                }
-                continuation.finish()
+                let inner = start(conversation)
+                for try await snapshot in inner { yield(snapshot) }
+                let response = try await inner.collect()
+                self.state.withLock { $0.transcript.append(contentsOf: response.transcriptEntries) }
+                return response
             } catch {
-                continuation.finish(throwing: error)
+                throw self.translated(error)
             }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return ResponseStream(stream: stream, result: result)
+        })
     }
 
     /// Marks the session responding and returns its conversation, creating it (and loading
@@ -287,10 +278,8 @@ public final class LanguageModelSession: Sendable {
                 state.isResponding = true
                 return created
             }
-        } catch let error as GenerationError {
-            throw error
         } catch {
-            throw translated(error)
+            throw translated(error)   // its own GenerationErrors pass through unchanged
         }
         return conversation
     }

@@ -220,11 +220,11 @@ extension Transcript {
     /// - Parameters:
     ///   - tools: the tools a system message's instructions offered.
     ///   - options: the options the user messages were sent with.
-    ///   - format: what the final reply was held to, if anything (its last message is then a
-    ///     value, recorded as a structured segment).
+    ///   - format: what the final reply was held to, if anything, and `value` the value it
+    ///     gave: the last message is then recorded as a structured segment of it.
     static func entries(
         for messages: some Collection<ChatMessage>, tools: [ToolDefinition] = [], options: GenerationOptions = GenerationOptions(),
-        format: ResponseFormat? = nil
+        format: ResponseFormat? = nil, value: GeneratedContent? = nil
     ) -> [Entry] {
         var entries: [Entry] = []
         for (index, message) in zip(0..., messages) {
@@ -241,9 +241,9 @@ extension Transcript {
                     ToolCall(id: $0.id, toolName: $0.name, arguments: GeneratedContent($0.arguments))
                 })))
             case .assistant:
-                if let format, index == messages.count - 1, let value = try? JSONValue(parsing: message.content) {
+                if let format, let value, index == messages.count - 1 {
                     entries.append(.response(Response(assetIDs: [], segments: [
-                        .structure(StructuredSegment(source: format.name, content: GeneratedContent(value))),
+                        .structure(StructuredSegment(source: format.name, content: value)),
                     ])))
                 } else {
                     entries.append(.response(Response(assetIDs: [], segments: text)))

@@ -29,7 +29,7 @@ public struct Response<Content> {
         self.messages = messages
         self.finishReason = finishReason
         self.stats = stats
-        transcriptEntries = ArraySlice(Transcript.entries(for: messages, options: options, format: format))
+        transcriptEntries = ArraySlice(Transcript.entries(for: messages, options: options, format: format, value: rawContent))
     }
 }
 
@@ -132,65 +132,47 @@ extension Conversation {
         _ prompt: String, schema: GenerationSchema, format: Transcript.ResponseFormat, includeSchemaInPrompt: Bool,
         options: GenerationOptions
     ) -> ResponseStream<Content> {
-        let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, Error>.makeStream()
-        let result = ResponseStream<Content>.FinalResponse()
         let toolNames = Set(tools.keys)
-        let task = Task {
-            do {
-                var parser = IncrementalJSONParser()
-                var last: GeneratedContent?
-                let (reply, raw, added) = try await exchange(
-                    .user(prompt), schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options,
-                    onRoundStart: { parser = IncrementalJSONParser() },
-                    onText: { text in
-                        guard (try? parser.append(text.utf8)) != nil, let partial = parser.snapshot else { return }
-                        let content = GeneratedContent(partial)
-                        guard content != last, !Self.mayBeToolCall(content, toolNames: toolNames),
-                              let snapshot = try? Content.PartiallyGenerated(content) else { return }
-                        last = content
-                        continuation.yield(.init(content: snapshot, rawContent: content))
-                    })
-                let value = try Self.decode(Content.self, from: raw)
-                if raw != last, let snapshot = try? Content.PartiallyGenerated(raw) {
-                    continuation.yield(.init(content: snapshot, rawContent: raw))
-                }
-                result.set(Response(content: value, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats,
-                                    options: options, format: format))
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
+        return ResponseStream(producing: { yield in
+            var parser = IncrementalJSONParser()
+            var last: GeneratedContent?
+            let (reply, raw, added) = try await self.exchange(
+                .user(prompt), schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options,
+                onRoundStart: { parser = IncrementalJSONParser() },
+                onText: { text in
+                    guard (try? parser.append(text.utf8)) != nil, let partial = parser.snapshot else { return }
+                    let content = GeneratedContent(partial)
+                    guard content != last, !Self.mayBeToolCall(content, toolNames: toolNames),
+                          let snapshot = try? Content.PartiallyGenerated(content) else { return }
+                    last = content
+                    yield(.init(content: snapshot, rawContent: content))
+                })
+            let value = try Self.decode(Content.self, from: raw)
+            if raw != last, let snapshot = try? Content.PartiallyGenerated(raw) {
+                yield(.init(content: snapshot, rawContent: raw))
             }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return ResponseStream(stream: stream, result: result)
+            return Response(content: value, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats,
+                            options: options, format: format)
+        })
     }
 
     /// Streams a free-text reply: each snapshot holds the whole text so far (running tool
     /// calls on the way, as ``respond(to:options:)`` does; only the final reply streams).
     public func streamResponse(to prompt: String, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
-        let (stream, continuation) = AsyncThrowingStream<ResponseStream<String>.Snapshot, Error>.makeStream()
-        let result = ResponseStream<String>.FinalResponse()
-        let task = Task {
-            do {
-                var text = ""
-                let (reply, _, added) = try await exchange(
-                    .user(prompt), schema: nil, includeSchemaInPrompt: false, options: options,
-                    onRoundStart: { text = "" },
-                    onText: { chunk in
-                        text += chunk
-                        continuation.yield(.init(content: text, rawContent: GeneratedContent(complete: .string(text))))
-                    })
-                let final = reply.message.content
-                if final != text { continuation.yield(.init(content: final, rawContent: GeneratedContent(complete: .string(final)))) }
-                result.set(Response(content: final, rawContent: GeneratedContent(complete: .string(final)), messages: added,
-                                    finishReason: reply.finishReason, stats: reply.stats, options: options, format: nil))
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return ResponseStream(stream: stream, result: result)
+        ResponseStream(producing: { yield in
+            var text = ""
+            let (reply, _, added) = try await self.exchange(
+                .user(prompt), schema: nil, includeSchemaInPrompt: false, options: options,
+                onRoundStart: { text = "" },
+                onText: { chunk in
+                    text += chunk
+                    yield(.init(content: text, rawContent: GeneratedContent(complete: .string(text))))
+                })
+            let final = reply.message.content
+            if final != text { yield(.init(content: final, rawContent: GeneratedContent(complete: .string(final)))) }
+            return Response(content: final, rawContent: GeneratedContent(complete: .string(final)), messages: added,
+                            finishReason: reply.finishReason, stats: reply.stats, options: options, format: nil)
+        })
     }
 
     // MARK: The exchange
@@ -351,6 +333,24 @@ public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
 
     let stream: AsyncThrowingStream<Snapshot, Error>
     let result: FinalResponse
+
+    /// A stream whose snapshots `produce` yields, run in a task of its own (cancelled when the
+    /// consumer stops listening); the response it returns is what ``collect()`` returns.
+    init(producing produce: @escaping @Sendable (_ yield: @escaping @Sendable (Snapshot) -> Void) async throws -> Response<Content>) {
+        let (stream, continuation) = AsyncThrowingStream<Snapshot, Error>.makeStream()
+        let result = FinalResponse()
+        let task = Task {
+            do {
+                result.set(try await produce { continuation.yield($0) })
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        self.stream = stream
+        self.result = result
+    }
 
     public func makeAsyncIterator() -> AsyncThrowingStream<Snapshot, Error>.Iterator { stream.makeAsyncIterator() }
 
