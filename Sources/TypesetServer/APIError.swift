@@ -67,6 +67,8 @@ struct APIError: Error, Sendable {
             self.init(.badRequest, reason, parameter: index.map { "messages[\($0)]" } ?? "messages")
         case .template(let message):
             self.init(.badRequest, "the model's chat template cannot render these messages: \(message)", parameter: "messages")
+        case .unsupportedOption(let name, _):
+            self.init(.badRequest, error.description, parameter: name)
         case .runnerUnloaded:
             self.init(.serviceUnavailable, "the model is not loaded")
         case .generationInProgress, .emptyHistory, .loadFailed, .model:

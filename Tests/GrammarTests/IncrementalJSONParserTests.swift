@@ -106,18 +106,8 @@ func pythonAccepts(_ documents: [[UInt8]]) throws -> [Bool] {
             except Exception:
                 print(0)
         """
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", script]
-    let input = Pipe(), output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try process.run()
     let lines = documents.map { Data($0).base64EncodedString() }.joined(separator: "\n") + "\n"
-    input.fileHandleForWriting.write(Data(lines.utf8))
-    try input.fileHandleForWriting.close()
-    let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    let answer = try Python.run(script, input: lines).output
     return answer.split(separator: "\n").map { $0 == "1" }
 }
 

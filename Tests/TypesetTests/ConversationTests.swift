@@ -452,7 +452,7 @@ struct ConversationTests {
         name: "lookUpAverageRating", description: "The average rating of a brewing method.",
         parametersJSON: #"{"type":"object","properties":{"method":{"type":"string"}},"required":["method"],"additionalProperties":false}"#)
 
-    @Test(arguments: [FunctionCallFormat.hermes, .json])
+    @Test(arguments: [FunctionCallFormat.hermes, .json, .lfm])
     func functionCallRoundTrip(format: FunctionCallFormat) async throws {
         let conversation = try runner().createConversation(systemPrompt: "You are a weather assistant.")
         try conversation.register(function: Self.weather)

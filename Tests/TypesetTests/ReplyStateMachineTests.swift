@@ -23,24 +23,30 @@ import Testing
         }
     }
 
-    static func grammar(_ schema: JSONValue, options: JSONSchemaOptions = .generation) throws -> CompiledGrammar {
-        try CompiledGrammar(try Grammar(jsonSchema: schema, options: options), vocabulary: GrammarVocabulary(ByteVocabulary.tokenizer.vocabulary))
+    static func grammar(
+        _ schema: JSONValue, options: JSONSchemaOptions = .generation, tokenizer: Tokenizer = ByteVocabulary.tokenizer
+    ) throws -> CompiledGrammar {
+        try CompiledGrammar(try Grammar(jsonSchema: schema, options: options), vocabulary: GrammarVocabulary(tokenizer.vocabulary))
     }
 
-    /// The reply to `prompt` from a model that wants to write `text`.
+    /// The reply to `prompt` from a model that wants to write `text` (or from `source`, over
+    /// `tokenizer`).
     static func reply(
         writing text: String, options: GenerationOptions = GenerationOptions(), schema: String? = nil,
-        functions: [FunctionDefinition] = [], cancelAfterChunks: Int? = nil
+        functions: [FunctionDefinition] = [], cancelAfterChunks: Int? = nil,
+        tokenizer: Tokenizer = ByteVocabulary.tokenizer, source: ScriptedSource? = nil
     ) throws -> Run {
-        let source = ByteVocabulary.writer(text, promptLength: prompt.count)
+        let source = source ?? ByteVocabulary.writer(text, promptLength: prompt.count)
         let callGrammar = functions.isEmpty ? nil
-            : try grammar(ChatPromptRenderer.callSchema(functions), options: Conversation.callGrammarOptions)
+            : try grammar(
+                ChatPromptRenderer.callSchema(functions), options: options.callFormat.callGrammarOptions(several: options.allowsSeveralCalls),
+                tokenizer: tokenizer)
         let cancellation = CancellationFlag()
         var events: [MessageResponse] = []
         var chunks = 0
         let decoder = ReplyDecoder(
-            tokenizer: ByteVocabulary.tokenizer, options: options, constraint: try schema.map { try grammar(try JSONValue(parsing: $0)) },
-            callGrammar: callGrammar, callFormat: options.functionCallFormat,
+            tokenizer: tokenizer, options: options, constraint: try schema.map { try grammar(try JSONValue(parsing: $0)) },
+            callGrammar: callGrammar, callFormat: options.callFormat,
             startsWithCall: options.functionCallMode == .required && callGrammar != nil, firstCallNumber: 1,
             cancellation: cancellation
         ) { event in
@@ -50,7 +56,7 @@ import Testing
                 if chunks == cancelAfterChunks { cancellation.cancel() }
             }
         }
-        let loop = TokenLoop(source: source, maxTokens: options.maxTokens ?? Int.max, isEndOfGeneration: { ByteVocabulary.tokenizer.vocabulary.isEndOfGeneration($0) })
+        let loop = TokenLoop(source: source, maxTokens: options.maxTokens ?? Int.max, isEndOfGeneration: { tokenizer.vocabulary.isEndOfGeneration($0) })
         let reply = decoder.finish(try loop.run(prompt: prompt, opening: decoder.opening, stepper: decoder))
         return Run(reply: reply, events: events, source: source)
     }
@@ -183,6 +189,73 @@ import Testing
         let short = try Self.reply(writing: "<tool_call>\n" + Self.call, options: GenerationOptions(maxTokens: 70), functions: [Self.weather])
         #expect(short.reply.finishReason == .constraint && short.calls.isEmpty)
         #expect(short.text == "<tool_call>\n")
+    }
+
+    // MARK: LFM's calls
+
+    static let lfm: GenerationOptions = {
+        var options = GenerationOptions()
+        options.functionCallFormat = .lfm
+        return options
+    }()
+    static let lfmCalls = #"[get_weather(city="Paris"), get_weather(city="Rome")]"#
+
+    @Test func anLFMCallListBecomesTypedCalls() throws {
+        let run = try Self.reply(
+            writing: "<|tool_call_start|>" + Self.lfmCalls + "<|tool_call_end|>", options: Self.lfm, functions: [Self.weather])
+        #expect(run.calls == [
+            FunctionCall(id: "call_1", name: "get_weather", arguments: .object([("city", .string("Paris"))])),
+            FunctionCall(id: "call_2", name: "get_weather", arguments: .object([("city", .string("Rome"))])),
+        ])
+        #expect(run.streamedCalls == [run.calls])
+        #expect(run.text.isEmpty)
+        #expect(run.reply.finishReason == .stop)
+    }
+
+    @Test func onlyTheEndFollowsAnLFMCallList() throws {
+        // Every call is in the one list: after it, words and a second list are both cut off.
+        for after in [" It is sunny.", "<|tool_call_start|>[get_weather(city=\"Oslo\")]<|tool_call_end|>"] {
+            let run = try Self.reply(
+                writing: "Checking. <|tool_call_start|>" + Self.lfmCalls + "<|tool_call_end|>" + after, options: Self.lfm, functions: [Self.weather])
+            #expect(run.calls.count == 2)
+            #expect(run.text == "Checking.")
+            #expect(run.reply.finishReason == .stop)
+        }
+    }
+
+    @Test func anLFMCallIsHeldToItsSchema() throws {
+        // A JSON literal where Python's belongs: the grammar gives the model `True`'s path instead.
+        let function = FunctionDefinition(
+            name: "set_alarm", description: "",
+            parameters: try JSONValue(parsing: #"{"type":"object","properties":{"at":{"type":"string"},"loud":{"type":"boolean"}},"required":["at","loud"]}"#))
+        var options = Self.lfm
+        options.functionCallMode = .required
+        options.allowsSeveralCalls = false
+        let run = try Self.reply(writing: #"<|tool_call_start|>[set_alarm(at="7", loud=true)]"#, options: options, functions: [function])
+        // Of the letters left, the lowest wins the scripted model's tie: `False`.
+        #expect(run.calls.map(\.arguments) == [.object([("at", .string("7")), ("loud", .bool(false))])])
+        // The marker was written for the model, with no newline after it.
+        #expect(run.source.evaluations.first?.count == Self.prompt.count + "<|tool_call_start|>".utf8.count)
+    }
+
+    @Test func lfmMarkupAsControlTokens() throws {
+        // A vocabulary where the markup is two control tokens, as in LFM's: the model writes
+        // the opening token; Typeset writes the closing one.
+        let start = 257, end = 258
+        let body = Array(#"[get_weather(city="Paris")]"#.utf8).map(Int.init)
+        let script = [start] + body + [end]
+        let source = ScriptedSource { held in
+            var logits = [Float](repeating: 0, count: 259)
+            let written = Array(held.dropFirst(Self.prompt.count))
+            logits[written.count < script.count && Array(script.prefix(written.count)) == written ? script[written.count] : ByteVocabulary.endOfGeneration] = 10
+            return logits
+        }
+        let run = try Self.reply(writing: "", options: Self.lfm, functions: [Self.weather], tokenizer: ByteVocabulary.lfmTokenizer, source: source)
+        #expect(run.calls == [FunctionCall(id: "call_1", name: "get_weather", arguments: .object([("city", .string("Paris"))]))])
+        #expect(run.text.isEmpty)
+        #expect(Array(source.held.dropFirst(Self.prompt.count)) == script)
+        #expect(ModelRunner.functionCallFormat(of: ByteVocabulary.lfmTokenizer) == .lfm)
+        #expect(ModelRunner.functionCallFormat(of: ByteVocabulary.tokenizer) == .hermes)
     }
 
     @Test func theLastRoundMayNotOpenACall() throws {

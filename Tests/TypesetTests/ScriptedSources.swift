@@ -42,17 +42,23 @@ enum ByteVocabulary {
     static let endOfGeneration = 256
     static let size = 257
 
-    static let tokenizer: Tokenizer = {
+    static let tokenizer = makeTokenizer()
+
+    /// The byte vocabulary with LFM's call markup as control tokens: `<|tool_call_start|>`
+    /// (257) and `<|tool_call_end|>` (258).
+    static let lfmTokenizer = makeTokenizer(controlTokens: ["<|tool_call_start|>", "<|tool_call_end|>"])
+
+    private static func makeTokenizer(controlTokens: [String] = []) -> Tokenizer {
         var writer = GGUFWriter()
         writer.setValue(.string("gpt2"), forKey: "tokenizer.ggml.model")
-        let tokens = gpt2ByteAlphabet + ["<|im_end|>"]
+        let tokens = gpt2ByteAlphabet + ["<|im_end|>"] + controlTokens
         writer.setValue(.array(try! GGUFArray(elementType: .string, elements: tokens.map { .string($0) })), forKey: "tokenizer.ggml.tokens")
-        let types = [Int32](repeating: 1, count: 256) + [3]
+        let types = [Int32](repeating: 1, count: 256) + [Int32](repeating: 3, count: 1 + controlTokens.count)
         writer.setValue(.array(try! GGUFArray(elementType: .int32, elements: types.map { .int32($0) })), forKey: "tokenizer.ggml.token_type")
         writer.setValue(.array(try! GGUFArray(elementType: .string, elements: [])), forKey: "tokenizer.ggml.merges")
         writer.setValue(.uint32(UInt32(endOfGeneration)), forKey: "tokenizer.ggml.eos_token_id")
         return try! Tokenizer(metadata: try! GGUFFile(bytes: try! writer.encoded()).metadata)
-    }()
+    }
 
     /// A model that wants to write `text` after a prompt of `promptLength` tokens: while what
     /// it has written is a proper prefix of `text`, the next byte of `text` has logit 10; once

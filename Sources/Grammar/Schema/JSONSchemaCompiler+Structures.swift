@@ -62,7 +62,7 @@ extension SchemaCompiler {
     /// (`required` alone, or a dependency's trigger) have no place in the document: up to
     /// three of them may come in any order (a union over their orders), more follow the order
     /// in which `required` lists them.
-    mutating func objectFragment(_ node: SchemaNode) throws(GrammarError) -> Fragment {
+    mutating func objectFragment(_ node: SchemaNode, style: ObjectStyle = .json) throws(GrammarError) -> Fragment {
         var names = node.properties.map(\.name)
         var known = Set(names)
         for name in node.required where known.insert(name).inserted { names.append(name) }
@@ -74,7 +74,7 @@ extension SchemaCompiler {
         }.map(\.element)
         let orders = unplaced.count > 1 && unplaced.count <= 3 ? Self.permutations(of: unplaced) : [unplaced]
         var pieces: [Fragment] = []
-        for order in orders { pieces.append(try objectFragment(node, names: sorted + order)) }
+        for order in orders { pieces.append(try objectFragment(node, names: sorted + order, style: style)) }
         return pieces.count == 1 ? pieces[0] : grammar.automaton.union(pieces)
     }
 
@@ -87,8 +87,17 @@ extension SchemaCompiler {
         }
     }
 
+    /// How an object's members are written.
+    enum ObjectStyle {
+        /// `{"name": value, …}`.
+        case json
+        /// `(name=value, …)`: the keyword arguments of a Python call. Only declared names
+        /// (Python identifiers) can be written so; other members are not admitted.
+        case keywordArguments
+    }
+
     /// The object with its declared members written in the order of `names`.
-    private mutating func objectFragment(_ node: SchemaNode, names: [String]) throws(GrammarError) -> Fragment {
+    private mutating func objectFragment(_ node: SchemaNode, names: [String], style: ObjectStyle) throws(GrammarError) -> Fragment {
         // Names matched by a pattern also take the pattern's schema.
         var patternKeys: [(dfa: DFA, schemas: [Subschema])] = []
         for (pattern, schemas) in node.patternProperties {
@@ -151,7 +160,7 @@ extension SchemaCompiler {
         // whether one was written, and the object closes only after one.
         guard node.requiredOtherMembers.count <= 1 else {
             try report("not", node.pointer, "several negated 'additionalProperties: false' on one object are not supported")
-            return try objectFragment({ var copy = node; copy.requiredOtherMembers = []; return copy }(), names: names)
+            return try objectFragment({ var copy = node; copy.requiredOtherMembers = []; return copy }(), names: names, style: style)
         }
         var otherKeys: DFA?
         if let requirement = node.requiredOtherMembers.first {
@@ -179,6 +188,12 @@ extension SchemaCompiler {
             extraGroups = split
         }
         let requiresOther = otherKeys != nil
+        if style == .keywordArguments {
+            // Keyword arguments name declared parameters only.
+            extraGroups = []
+            extraIsOther = []
+            if requiresOther { return grammar.automaton.nothing() }
+        }
 
         let minimum = node.minimumProperties
         let maximum = node.maximumProperties
@@ -196,8 +211,8 @@ extension SchemaCompiler {
             states[key] = created
             return created
         }
-        let open = grammar.automaton.sequence([punctuation("{"), whitespace()])
-        let close = punctuation("}")
+        let open = style == .json ? grammar.automaton.sequence([punctuation("{"), whitespace()]) : punctuation("(")
+        let close = punctuation(style == .json ? "}" : ")")
         grammar.automaton.addEdge(from: open.end, to: state(0, 0, false), label: nil)
         var valueRules: [Int32] = []
         for (position, member) in declared.enumerated() {
@@ -210,9 +225,15 @@ extension SchemaCompiler {
         for group in extraGroups { extraMembers.append((group.key, try valueRule(group.schemas))) }
         func member(key: (inout ByteNFA) -> Fragment, rule: Int32, first: Bool) -> Fragment {
             var parts: [Fragment] = []
-            if !first { parts += [punctuation(","), whitespace()] }
-            parts.append(key(&grammar.automaton))
-            parts += [whitespace(), punctuation(":"), whitespace(), grammar.automaton.rule(rule), whitespace()]
+            switch style {
+            case .json:
+                if !first { parts += [punctuation(","), whitespace()] }
+                parts.append(key(&grammar.automaton))
+                parts += [whitespace(), punctuation(":"), whitespace(), grammar.automaton.rule(rule), whitespace()]
+            case .keywordArguments:
+                if !first { parts += [punctuation(","), grammar.automaton.optional(punctuation(" "))] }
+                parts += [key(&grammar.automaton), punctuation("="), grammar.automaton.rule(rule)]
+            }
             return grammar.automaton.sequence(parts)
         }
         var work: [(Int, Int, Bool)] = [(0, 0, false)]
@@ -227,7 +248,8 @@ extension SchemaCompiler {
             let canAdd = maximum.map { count < $0 } ?? true
             if index < declared.count {
                 if canAdd {
-                    let literal = Lowering.jsonStringLiteral(declared[index].name)
+                    let name = declared[index].name
+                    let literal = style == .json ? Lowering.jsonStringLiteral(name) : Array(name.utf8)
                     let piece = member(key: { $0.literal(literal) }, rule: valueRules[index], first: count == 0)
                     let after = other || isOther[index]
                     grammar.automaton.addEdge(from: source, to: piece.start, label: nil)

@@ -80,7 +80,11 @@ struct SchemaCompiler {
             throw .budgetExceeded(what: "whitespace bytes in a row (the flexible whitespace option)", limit: options.repetitionLimit)
         }
         grammar.isFromJSONSchema = true
-        grammar.root = try rule(for: Subschema(value: document, pointer: "#"), name: "root")
+        if case .pythonCalls(let several) = options.syntax {
+            grammar.root = try pythonCallList(several: several)
+        } else {
+            grammar.root = try rule(for: Subschema(value: document, pointer: "#"), name: "root")
+        }
         return grammar
     }
 
@@ -267,11 +271,9 @@ struct SchemaCompiler {
         }
         let types = node.types ?? Set(JSONType.allCases)
         var pieces: [Fragment] = []
-        if types.contains(.null), !node.excludes(.null) { pieces.append(grammar.automaton.literal(Array("null".utf8))) }
+        if types.contains(.null), !node.excludes(.null) { pieces.append(literal(.null)) }
         if types.contains(.boolean) {
-            for value in [true, false] where !node.excludes(.bool(value)) {
-                pieces.append(grammar.automaton.literal(Array((value ? "true" : "false").utf8)))
-            }
+            for value in [true, false] where !node.excludes(.bool(value)) { pieces.append(literal(.bool(value))) }
         }
         if types.contains(.number) {
             pieces.append(try numberFragment(node, integer: false))
@@ -308,6 +310,10 @@ struct SchemaCompiler {
             }
             parts.append(grammar.automaton.literal([UInt8(ascii: "}")]))
             return grammar.automaton.sequence(parts)
+        case .null, .bool:
+            guard case .pythonCalls = options.syntax else { return grammar.automaton.literal(Array(value.compactText.utf8)) }
+            let word = value == .null ? "None" : value == .bool(true) ? "True" : "False"
+            return grammar.automaton.literal(Array(word.utf8))
         default:
             return grammar.automaton.literal(Array(value.compactText.utf8))
         }
@@ -422,9 +428,7 @@ struct SchemaCompiler {
         anyValueRule = value
         let string = try anyString()
         var pieces: [Fragment] = []
-        pieces.append(grammar.automaton.literal(Array("null".utf8)))
-        pieces.append(grammar.automaton.literal(Array("true".utf8)))
-        pieces.append(grammar.automaton.literal(Array("false".utf8)))
+        pieces += [literal(.null), literal(.bool(true)), literal(.bool(false))]
         pieces.append(try numberFragment(SchemaNode(pointer: "#"), integer: false))
         pieces.append(grammar.automaton.rule(string))
         // Arrays: "[" (value ("," value)*)? "]"

@@ -36,6 +36,20 @@ public struct JSONSchemaOptions: Sendable, Hashable {
     /// when a bound needs them) and 16 after: about what a `Double` holds, where a small model
     /// may otherwise write digits until the context is full.
     public var boundsNumberDigits = false
+    /// How the output is written: as JSON, or as a list of Python function calls.
+    package var syntax: Syntax = .json
+
+    /// How the output is written.
+    package enum Syntax: Sendable, Hashable {
+        /// JSON text.
+        case json
+        /// Function calls as Liquid's LFM models write them, a Python list of calls with
+        /// keyword arguments: `[get_weather(city="Paris", days=3)]`. The schema must describe
+        /// one call (`{"name": {"const": …}, "arguments": {…}}`, every call schema a `Conversation`
+        /// builds) or be an `anyOf` of such; values are Python literals, which are JSON's but
+        /// `True`, `False` and `None`. `several`: whether the list may hold more than one call.
+        case pythonCalls(several: Bool)
+    }
 
     public init(whitespace: Whitespace = .compact, lenient: Bool = false) {
         self.whitespace = whitespace

@@ -62,12 +62,12 @@ struct ChatPromptRenderer: Sendable {
         var content = message.content
         var members: [(String, TemplateValue)] = []
         if message.role == .assistant, !message.functionCalls.isEmpty, !nativeCalls {
-            content += Self.callText(message.functionCalls, format: format)
+            content += format.text(of: message.functionCalls)
         }
         if message.role == .tool, !nativeTools {
             // Templates without tool support know only system, user and assistant turns.
             role = "user"
-            content = format == .hermes ? "<tool_response>\n\(content)\n</tool_response>" : content
+            content = format.toolResponse(content)
         }
         members.append(("role", .string(role)))
         members.append(("content", .string(content)))
@@ -91,7 +91,7 @@ struct ChatPromptRenderer: Sendable {
         var paragraphs = functions.isEmpty ? [] : [Self.functionInstructions(functions, format: format)]
         for message in messages {
             var text = message.content
-            if !message.functionCalls.isEmpty { text += Self.callText(message.functionCalls, format: format) }
+            if !message.functionCalls.isEmpty { text += format.text(of: message.functionCalls) }
             if !text.isEmpty { paragraphs.append(text) }
         }
         return paragraphs.joined(separator: "\n\n")
@@ -106,13 +106,13 @@ struct ChatPromptRenderer: Sendable {
                 ("name", .string(function.name)), ("description", .string(function.description)),
                 ("parameters", function.parameters),
             ]).compactText
-        }.joined(separator: "\n")
+        }
         switch format {
         case .hermes:
             return """
             You may call functions to answer. These are available, each with a JSON Schema for its arguments:
             <tools>
-            \(signatures)
+            \(signatures.joined(separator: "\n"))
             </tools>
             To call one, write <tool_call>
             {"name": <function name>, "arguments": <arguments object>}
@@ -121,18 +121,17 @@ struct ChatPromptRenderer: Sendable {
         case .json:
             return """
             You may call functions to answer. These are available, each with a JSON Schema for its arguments:
-            \(signatures)
+            \(signatures.joined(separator: "\n"))
             To call one, reply with only the JSON object {"name": <function name>, "arguments": <arguments object>}.
             """
+        case .lfm:
+            // LFM's own wording (its template's), then how a call is written.
+            return """
+            List of tools: <|tool_list_start|>[\(signatures.joined(separator: ", "))]<|tool_list_end|>
+            To call tools, write <|tool_call_start|>[function_name(argument="value", …)]<|tool_call_end|> and stop. \
+            Results come back inside <|tool_response_start|><|tool_response_end|>.
+            """
         }
-    }
-
-    /// How calls read in the model's own words.
-    static func callText(_ calls: [FunctionCall], format: FunctionCallFormat) -> String {
-        calls.map { call in
-            let body = JSONValue.object([("name", .string(call.name)), ("arguments", call.arguments)]).compactText
-            return format == .hermes ? "<tool_call>\n\(body)\n</tool_call>" : body
-        }.joined(separator: "\n")
     }
 
     /// The JSON Schema a call to one of `functions` satisfies: `{"name": …, "arguments": …}`

@@ -90,7 +90,7 @@ public final class Conversation: Sendable {
     ///   name, or a parameter schema that does not compile.
     public func register(function: FunctionDefinition) throws(ConversationError) {
         guard !function.name.isEmpty else { throw .invalidFunction(name: function.name, reason: "the name is empty") }
-        _ = try runner.compiledGrammar(schema: ChatPromptRenderer.callSchema([function]), options: Self.callGrammarOptions)
+        _ = try runner.compiledGrammar(schema: ChatPromptRenderer.callSchema([function]), options: runner.defaultOptions.callFormat.callGrammarOptions())
         var duplicate = false
         try mutate { state in
             if state.functions.contains(where: { $0.name == function.name }) { duplicate = true } else { state.functions.append(function) }
@@ -220,6 +220,9 @@ public final class Conversation: Sendable {
             return (model, scheduler, snapshot.0, snapshot.1, runnerState.caches[identifier]?.cache)
         }
         let options = requestedOptions.filled(from: runner.defaultOptions)
+        if options.extras != nil {
+            throw .unsupportedOption(name: "extras", reason: "it carries a payload for LEAP's own inference engine, which Typeset does not run")
+        }
         var promptHistory = history
         var constraint: CompiledGrammar?
         var schemaDocument = options.schemaDocument
@@ -247,10 +250,11 @@ public final class Conversation: Sendable {
         }
         // A reply held to a schema is that value only; function calls are for free replies.
         let callFunctions = constraint == nil && options.functionCallMode != .disabled ? functions : []
-        let callGrammar = callFunctions.isEmpty ? nil
-            : try runner.compiledGrammar(schema: ChatPromptRenderer.callSchema(callFunctions), options: Self.callGrammarOptions)
+        let callGrammar = callFunctions.isEmpty || options.functionCallMode == .unparsed ? nil
+            : try runner.compiledGrammar(
+                schema: ChatPromptRenderer.callSchema(callFunctions), options: options.callFormat.callGrammarOptions(several: options.allowsSeveralCalls))
         let prompt = try runner.prompts.tokens(
-            for: promptHistory, functions: callFunctions, format: options.functionCallFormat, enableThinking: options.enableThinking)
+            for: promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking)
         guard prompt.count < runner.contextLength else {
             throw .contextOverflow(promptTokens: prompt.count, contextLength: runner.contextLength)
         }
@@ -264,7 +268,7 @@ public final class Conversation: Sendable {
         }
         let decoder = ReplyDecoder(
             tokenizer: runner.tokenizer, options: options, constraint: constraint, callGrammar: callGrammar,
-            callFormat: options.functionCallFormat, startsWithCall: options.functionCallMode == .required && callGrammar != nil,
+            callFormat: options.callFormat, startsWithCall: options.functionCallMode == .required && callGrammar != nil,
             firstCallNumber: Self.callCount(history) + 1, cancellation: cancellation, isAbandoned: isAbandoned,
             onPrefill: state.withLock { $0.prefillProgress }, emit: emit)
         let vocabulary = runner.tokenizer.vocabulary
@@ -288,15 +292,6 @@ public final class Conversation: Sendable {
         return sentence.withUnsafeBufferPointer {
             tokenizer.encode(bytes: $0, addingSpecialTokens: false, parsingSpecialTokens: false).count
         }
-    }
-
-    /// How function calls are compiled: as values (closed objects, bounded integers), with the
-    /// whitespace models put in the calls they start on their own (Qwen2.5-Coder indents its
-    /// arguments), up to 32 bytes in a row.
-    package static var callGrammarOptions: JSONSchemaOptions {
-        var options = JSONSchemaOptions.generation
-        options.whitespace = .flexible(maximum: 32)
-        return options
     }
 
     /// What `injectSchemaIntoPrompt` appends to the request: a paragraph asking for a value of

@@ -27,6 +27,8 @@ public enum ConversationError: Error, Sendable, Equatable, CustomStringConvertib
     case emptyHistory
     /// The model failed during generation.
     case model(ModelError)
+    /// A generation option Typeset does not implement was set; it is refused, not ignored.
+    case unsupportedOption(name: String, reason: String)
 
     public var description: String {
         switch self {
@@ -52,6 +54,8 @@ public enum ConversationError: Error, Sendable, Equatable, CustomStringConvertib
             return "the conversation has no message to remove"
         case .model(let error):
             return "generation failed: \(error)"
+        case .unsupportedOption(let name, let reason):
+            return "the generation option '\(name)' is not supported: \(reason)"
         }
     }
 }

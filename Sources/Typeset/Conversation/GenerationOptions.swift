@@ -58,9 +58,15 @@ public struct GenerationOptions: Sendable, Equatable {
     /// Whether a `<think>` block streams as the reply's text, tags included, instead of as
     /// ``MessageResponse/reasoningChunk(_:)`` (LEAP's `inlineThinkingTags`).
     public var inlineThinkingTags = false
+    /// LEAP's payload for its own inference engine. Typeset runs no such engine and does not
+    /// guess at the payload: a reply whose options set it fails with
+    /// ``ConversationError/unsupportedOption(name:reason:)``.
+    public var extras: String?
 
-    /// How the model writes function calls, when functions are registered.
-    public var functionCallFormat: FunctionCallFormat
+    /// How the model writes function calls, when functions are registered. `nil`: the
+    /// model's own (``ModelRunner/defaultOptions``): ``FunctionCallFormat/lfm`` when its
+    /// vocabulary has LFM's `<|tool_call_start|>` token, ``FunctionCallFormat/hermes`` otherwise.
+    public var functionCallFormat: FunctionCallFormat?
     /// Whether the reply may, must or must not call the registered functions.
     public var functionCallMode: FunctionCallMode
     /// The schema as a JSON value, which `respond`, `streamResponse` and the server set instead
@@ -81,7 +87,7 @@ public struct GenerationOptions: Sendable, Equatable {
         repetitionPenalty: Float? = nil, dry: DRYPenalty? = nil, seed: UInt64? = nil, maxTokens: Int? = nil,
         jsonSchema: String? = nil, injectSchemaIntoPrompt: Bool = true,
         schemaOptions: JSONSchemaOptions = .generation, closesWithinMaxTokens: Bool = true,
-        enableThinking: Bool? = nil, functionCallFormat: FunctionCallFormat = .hermes,
+        enableThinking: Bool? = nil, functionCallFormat: FunctionCallFormat? = nil,
         functionCallMode: FunctionCallMode = .automatic
     ) {
         self.temperature = temperature
@@ -113,8 +119,12 @@ public struct GenerationOptions: Sendable, Equatable {
         result.seed = seed ?? defaults.seed
         result.maxTokens = maxTokens ?? defaults.maxTokens
         result.enableThinking = enableThinking ?? defaults.enableThinking
+        result.functionCallFormat = functionCallFormat ?? defaults.functionCallFormat
         return result
     }
+
+    /// The format calls are written in (after `filled(from:)`, the model's when not set).
+    var callFormat: FunctionCallFormat { functionCallFormat ?? .hermes }
 
     /// The sampler's options (after `filled(from:)`).
     var samplingOptions: SamplingOptions {
@@ -131,6 +141,11 @@ public enum FunctionCallFormat: String, Sendable, Equatable, CaseIterable {
     case hermes
     /// A reply that is a bare JSON object `{"name": …, "arguments": {…}}`.
     case json
+    /// As Liquid's LFM models write them: a Python list of calls with keyword arguments
+    /// between control tokens, `<|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|>`;
+    /// values are Python literals (`True`, `False`, `None`). Every call of a reply is in the
+    /// one list.
+    case lfm
 }
 
 /// Whether a reply calls functions (OpenAI's `tool_choice`).
@@ -141,6 +156,9 @@ public enum FunctionCallMode: String, Sendable, Equatable, CaseIterable {
     case required
     /// Functions are neither described nor detected in this reply.
     case disabled
+    /// Functions are described to the model, but its calls are neither detected nor held to
+    /// a grammar: whatever it writes streams as text (LEAP's `functionCallParser = nil`).
+    case unparsed
 }
 
 /// What `Conversation.generateResponse` streams.

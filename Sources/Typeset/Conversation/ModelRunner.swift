@@ -160,7 +160,9 @@ public final class ModelRunner: Sendable {
         self.threadCount = max(1, options.threadCount)
         self.grammarBudget = options.grammarBudget
         self.tokenizer = tokenizer
-        self.defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
+        var defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
+        defaultOptions.functionCallFormat = defaultOptions.functionCallFormat ?? Self.functionCallFormat(of: tokenizer)
+        self.defaultOptions = defaultOptions
         self.prompts = ChatPromptRenderer(template: template, tokenizer: tokenizer)
         let scheduler = Scheduler(
             evaluator: ModelBatchEvaluator(model: model, threadCount: self.threadCount),
@@ -170,6 +172,13 @@ public final class ModelRunner: Sendable {
         self.state = Mutex(state)
         self.preparation = DispatchQueue(label: "typeset.model-runner.preparation", qos: .userInitiated)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
+    }
+
+    /// How the model writes function calls: LFM's format when its vocabulary has LFM's call
+    /// marker as a token of its own, Hermes's otherwise.
+    static func functionCallFormat(of tokenizer: Tokenizer) -> FunctionCallFormat {
+        let marker = tokenizer.encode(FunctionCallFormat.lfm.opening!, addingSpecialTokens: false, parsingSpecialTokens: true)
+        return marker.count == 1 ? .lfm : .hermes
     }
 
     /// Default sampling from `general.sampling.*` (the keys llama.cpp's converters write), else greedy.
@@ -282,7 +291,7 @@ public final class ModelRunner: Sendable {
     /// Compiles, off the caller's thread, the grammar that registering `function` compiles
     /// (its call schema), so the registration then finds it cached.
     package func compileCallGrammar(for function: FunctionDefinition) async throws(ConversationError) {
-        _ = try await compiledGrammar(schema: ChatPromptRenderer.callSchema([function]), options: Conversation.callGrammarOptions)
+        _ = try await compiledGrammar(schema: ChatPromptRenderer.callSchema([function]), options: defaultOptions.callFormat.callGrammarOptions())
     }
 
     /// Hands the memory a refused compilation freed back to the system. The allocator keeps

@@ -41,6 +41,8 @@ final class ReplyDecoder: TokenStepper {
     let emit: (MessageResponse) -> Void
     /// Tokens written for the model before it starts: a required call's marker.
     let opening: [Int]
+    /// The call marker when it is a single control token, which detokenizes to nothing.
+    private let markerToken: Int?
 
     private enum Phase {
         /// Free text (with thinking and call detection).
@@ -97,8 +99,10 @@ final class ReplyDecoder: TokenStepper {
         let vocabulary = tokenizer.vocabulary
         self.vocabulary = vocabulary
         // A required call begins with its marker, written for the model and prefilled with the prompt.
-        opening = startsWithCall && callFormat == .hermes
-            ? tokenizer.encode(ReplyTextRouter.hermesCallMarker + "\n", addingSpecialTokens: false) : []
+        let marker = callFormat.opening.map { tokenizer.encode($0, addingSpecialTokens: false, parsingSpecialTokens: true) } ?? []
+        opening = startsWithCall ? marker + tokenizer.encode(callFormat.afterOpening, addingSpecialTokens: false) : []
+        // A marker that is one control token (LFM's) has no text of its own to route.
+        markerToken = marker.count == 1 && !vocabulary.attributes[marker[0]].isDisjoint(with: .special) ? marker[0] : nil
         sampler = Sampler(options: options.samplingOptions, vocabulary: vocabulary)
         detokenizer = tokenizer.makeStreamingDetokenizer()
         router = ReplyTextRouter(
@@ -112,10 +116,10 @@ final class ReplyDecoder: TokenStepper {
         mask = TokenBitmask(vocabularySize: (constraint ?? callGrammar)?.vocabulary.size ?? 0)
         shortestCall = callGrammar.map {
             GrammarMatcher($0).shortestCompletionLength
-                + (ReplyTextRouter.hermesCallMarker + "\n" + ReplyTextRouter.hermesCallClosing).utf8.count
+                + ((callFormat.opening ?? "") + callFormat.afterOpening + callFormat.closing).utf8.count
         } ?? 0
         bareCall = callFormat == .json
-        callClosing = tokenizer.encode(ReplyTextRouter.hermesCallClosing, addingSpecialTokens: false)
+        callClosing = tokenizer.encode(callFormat.closing, addingSpecialTokens: false, parsingSpecialTokens: true)
         stops = StopSequences(options.stopSequences)
     }
 
@@ -142,8 +146,9 @@ final class ReplyDecoder: TokenStepper {
         case .free:
             if let written = afterCall {
                 Self.allowOnlyAnotherCall(
-                    after: written, in: &logits, vocabulary: vocabulary,
-                    fits: options.allowsSeveralCalls && (!options.closesWithinMaxTokens || context.remainingTokens >= shortestCall))
+                    after: written, marker: callFormat.opening ?? "", in: &logits, vocabulary: vocabulary,
+                    fits: callFormat.marksEachCall && options.allowsSeveralCalls
+                        && (!options.closesWithinMaxTokens || context.remainingTokens >= shortestCall))
             }
             if options.forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
                 Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
@@ -175,7 +180,8 @@ final class ReplyDecoder: TokenStepper {
             emit(.logprob(TokenLogprob.entry(for: token, logits: modelLogits, alternativeCount: count, vocabulary: vocabulary)))
         }
         var forced: [Int] = []
-        let text = (try? detokenizer.append(token)) ?? ""
+        var text = (try? detokenizer.append(token)) ?? ""
+        if token == markerToken, case .free = phase { text += callFormat.opening ?? "" }
         switch phase {
         case .schema(let matcher):
             content += text
@@ -187,14 +193,14 @@ final class ReplyDecoder: TokenStepper {
             // A stop sequence ends the reply here; its text is not part of it.
             if stops.isStopped { return .appendAndFinish(token, forced: [], .stop) }
             guard let (markup, remainder) = callStart, let callGrammar else { break }
-            let marked = markup == ReplyTextRouter.hermesCallMarker
+            let marked = markup == callFormat.opening
             bareCall = !marked
             afterCall = nil
             var matcher = GrammarMatcher(callGrammar)
             let json = String(remainder.drop { $0 == " " || $0 == "\n" || $0 == "\t" })
             if json.isEmpty {
                 // The model writes `<tool_call>\n{…}`: give it the newline it was trained on.
-                if marked { forced = tokenizer.encode("\n", addingSpecialTokens: false) }
+                if marked, !callFormat.afterOpening.isEmpty { forced = tokenizer.encode(callFormat.afterOpening, addingSpecialTokens: false) }
             } else if !matcher.accept(bytes: Array(json.utf8)) {
                 // Not a well-formed call after all: keep it as text.
                 router.resume()
@@ -207,7 +213,7 @@ final class ReplyDecoder: TokenStepper {
             phase = .call(matcher, text: soFar + text)
         }
         if case .call(let matcher, let json) = phase, Self.isComplete(matcher) {
-            calls.append(Self.functionCall(json + detokenizer.finish(), id: "call_\(firstCallNumber + calls.count)"))
+            calls += callFormat.calls(in: json + detokenizer.finish(), firstNumber: firstCallNumber + calls.count)
             detokenizer = tokenizer.makeStreamingDetokenizer()
             maskIsCurrent = false
             phase = .free
@@ -233,7 +239,7 @@ final class ReplyDecoder: TokenStepper {
             if !rest.isEmpty { content += rest; emit(.chunk(rest)) }
         } else if case .call(_, let json) = phase {
             // A call cut short stays readable as text (the reply finishes with `.constraint`).
-            let marker = bareCall ? "" : ReplyTextRouter.hermesCallMarker + "\n"
+            let marker = bareCall ? "" : (callFormat.opening ?? "") + callFormat.afterOpening
             let text = marker + json + detokenizer.finish()
             content += text
             emit(.chunk(text))
@@ -337,11 +343,6 @@ final class ReplyDecoder: TokenStepper {
 
     // MARK: Masks
 
-    /// Keeps in `logits` only what may follow a finished Hermes call that the model has
-    /// extended by `written`: the end of generation (while `written` is only whitespace) and,
-    /// when another call `fits` in the tokens left, tokens that keep spelling at most four
-    /// whitespace bytes then another `<tool_call>` marker (so the model cannot loop on
-    /// newlines either). When no call fits, only the end of generation is left.
     /// Sets to −∞ the logits of tokens whose text, after leading whitespace, opens a JSON
     /// object or a code fence (how a bare call starts).
     static func forbidCallOpenings(in logits: inout [Float], vocabulary: Vocabulary) {
@@ -352,8 +353,13 @@ final class ReplyDecoder: TokenStepper {
         }
     }
 
-    static func allowOnlyAnotherCall(after written: [UInt8], in logits: inout [Float], vocabulary: Vocabulary, fits: Bool) {
-        let marker = Array(ReplyTextRouter.hermesCallMarker.utf8)
+    /// Keeps in `logits` only what may follow a finished call that the model has extended by
+    /// `written`: the end of generation (while `written` is only whitespace) and, when another
+    /// call `fits` in the tokens left, tokens that keep spelling at most four whitespace bytes
+    /// then another `marker` (so the model cannot loop on newlines either). When no call fits
+    /// (or the format has every call in one list), only the end of generation is left.
+    static func allowOnlyAnotherCall(after written: [UInt8], marker: String, in logits: inout [Float], vocabulary: Vocabulary, fits: Bool) {
+        let marker = Array(marker.utf8)
         func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }
         /// Whether `text` is a little whitespace then a prefix of the marker (or the whole
         /// marker and more).
@@ -369,13 +375,5 @@ final class ReplyDecoder: TokenStepper {
                 logits[id] = -.infinity
             }
         }
-    }
-
-    /// The call in `json` (complete, and valid for the call grammar, so it parses).
-    static func functionCall(_ json: String, id: String) -> FunctionCall {
-        let value = (try? JSONValue(parsing: json)) ?? .object([])
-        var name = ""
-        if case .string(let text)? = value["name"] { name = text }
-        return FunctionCall(id: id, name: name, arguments: value["arguments"] ?? .object([]))
     }
 }

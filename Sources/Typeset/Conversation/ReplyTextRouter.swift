@@ -6,8 +6,8 @@
 ///                                       the marker, which belong to the call's JSON
 ///
 /// Markup it knows: `<think>` … `</think>` at the very start of the reply (when thinking is
-/// possible), and the call marker of the function-call format (`<tool_call>` for Hermes; for
-/// plain JSON, a reply whose first non-space character is `{`). Hermes replies may also be a
+/// possible), and the call marker of the function-call format (`<tool_call>` for Hermes,
+/// `<|tool_call_start|>` for LFM; for plain JSON, a reply whose first non-space character is `{`). Hermes replies may also be a
 /// bare call: small Qwen models often write `{"name": …, "arguments": …}` without the markup,
 /// so a Hermes reply that opens with `{"name"` (possibly in a code fence) starts an unmarked
 /// call, which ends the reply as a plain-JSON call does (any other JSON stays text).
@@ -25,9 +25,6 @@ struct ReplyTextRouter {
 
     static let thinkOpen = "<think>"
     static let thinkClose = "</think>"
-    static let hermesCallMarker = "<tool_call>"
-    /// What Typeset writes after a Hermes call's JSON.
-    static let hermesCallClosing = "\n</tool_call>"
 
     private var mode: Mode
     private var pending = ""
@@ -85,52 +82,44 @@ struct ReplyTextRouter {
                     if pending.isEmpty { return pieces }
                     trimLeadingContent = false
                 }
-                switch callFormat {
-                case .hermes?:
-                    if !sawContent {
-                        let trimmed = pending.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
-                        switch Self.bareCallStart(trimmed) {
-                        case .undecided: return pieces
-                        case .call(let offset):
-                            pieces.append(.callStarted(markup: String(trimmed.prefix(offset)), remainder: String(trimmed.dropFirst(offset))))
-                            pending = ""
-                            mode = .call
-                            return pieces
-                        case .text: break
-                        }
-                    }
-                    if let range = pending.range(of: Self.hermesCallMarker) {
-                        let before = String(pending[..<range.lowerBound])
-                        if !before.isEmpty { pieces.append(.content(before)); sawContent = true }
-                        pieces.append(.callStarted(markup: Self.hermesCallMarker, remainder: String(pending[range.upperBound...])))
-                        pending = ""
-                        mode = .call
-                        return pieces
-                    }
-                    let safe = Self.safePrefixLength(of: pending, before: Self.hermesCallMarker)
-                    if safe > 0 {
-                        pieces.append(.content(String(pending.prefix(safe))))
-                        pending = String(pending.dropFirst(safe))
-                        sawContent = true
-                    }
-                    return pieces
-                case .json?:
-                    if !sawContent {
-                        let trimmed = pending.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
-                        if trimmed.isEmpty { return pieces }
-                        if trimmed.first == "{" {
-                            pieces.append(.callStarted(markup: "", remainder: String(trimmed)))
-                            pending = ""
-                            mode = .call
-                            return pieces
-                        }
-                    }
-                    fallthrough
-                case nil:
+                guard let callFormat else {
                     if !pending.isEmpty { pieces.append(.content(pending)); sawContent = true }
                     pending = ""
                     return pieces
                 }
+                if !sawContent, callFormat != .lfm {
+                    // A bare call: the plain JSON format's only kind, and Hermes's unmarked one.
+                    let trimmed = pending.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
+                    switch callFormat == .json ? Self.jsonCallStart(trimmed) : Self.bareCallStart(trimmed) {
+                    case .undecided: return pieces
+                    case .call(let offset):
+                        pieces.append(.callStarted(markup: String(trimmed.prefix(offset)), remainder: String(trimmed.dropFirst(offset))))
+                        pending = ""
+                        mode = .call
+                        return pieces
+                    case .text: break
+                    }
+                }
+                guard let marker = callFormat.opening else {
+                    if !pending.isEmpty { pieces.append(.content(pending)); sawContent = true }
+                    pending = ""
+                    return pieces
+                }
+                if let range = pending.range(of: marker) {
+                    let before = String(pending[..<range.lowerBound])
+                    if !before.isEmpty { pieces.append(.content(before)); sawContent = true }
+                    pieces.append(.callStarted(markup: marker, remainder: String(pending[range.upperBound...])))
+                    pending = ""
+                    mode = .call
+                    return pieces
+                }
+                let safe = Self.safePrefixLength(of: pending, before: marker)
+                if safe > 0 {
+                    pieces.append(.content(String(pending.prefix(safe))))
+                    pending = String(pending.dropFirst(safe))
+                    sawContent = true
+                }
+                return pieces
             case .call:
                 return pieces
             }
@@ -142,6 +131,12 @@ struct ReplyTextRouter {
         /// A call whose JSON object starts `offset` characters in.
         case call(offset: Int)
         case text
+    }
+
+    /// Whether a reply's start (leading spaces removed) is a plain-JSON call: any object.
+    static func jsonCallStart(_ text: Substring) -> BareCallStart {
+        guard let first = text.first else { return .undecided }
+        return first == "{" ? .call(offset: 0) : .text
     }
 
     /// Whether a reply's start (leading spaces removed) opens a bare Hermes call: `{`, optional

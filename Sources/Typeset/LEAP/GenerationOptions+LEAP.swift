@@ -26,6 +26,13 @@ extension GenerationOptions {
     /// These options with `enableThinking` set.
     public func with(enableThinking: Bool) -> GenerationOptions { changed { $0.enableThinking = enableThinking } }
 
+    /// These options with `topK` set, from LEAP's `Int32`.
+    @_disfavoredOverload
+    public func with(topK: Int32) -> GenerationOptions { with(topK: Int(topK)) }
+    /// These options with `maxTokens` set, from LEAP's `Int32`.
+    @_disfavoredOverload
+    public func with(maxTokens: Int32) -> GenerationOptions { with(maxTokens: Int(maxTokens)) }
+
     private func changed(_ change: (inout GenerationOptions) -> Void) -> GenerationOptions {
         var copy = self
         change(&copy)
@@ -43,6 +50,11 @@ extension GenerationOptions {
         get { jsonSchema }
         set { jsonSchema = newValue }
     }
+
+    /// Holds the reply to the JSON Schema `jsonSchema` (JSON text), as LEAP's
+    /// `GenerationOptionsCompat` spells it.
+    @available(*, deprecated, message: "set jsonSchema")
+    public mutating func setResponseFormat(jsonSchema: String) { self.jsonSchema = jsonSchema }
 
     /// Holds the reply to `type`'s schema (LEAP's `setResponseFormat(type:)`); decode the
     /// reply's text with `JSONDecoder` (for a `Codable` type) or `T(GeneratedContent(json:))`.
@@ -64,3 +76,7 @@ public enum JSONSchemaGenerator {
     /// `type`'s JSON Schema as JSON text.
     public static func getJSONSchema<Content: Generable>(for type: Content.Type) -> String { Content.jsonSchema() }
 }
+
+/// LEAP's options type of its legacy `Leap.load(…)` flows: Typeset has one options type.
+@available(*, deprecated, renamed: "GenerationOptions")
+public typealias GenerationOptionsCompat = GenerationOptions
