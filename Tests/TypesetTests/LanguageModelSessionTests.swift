@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import Testing
 @testable import Typeset
 import TypesetTestSupport
@@ -54,6 +55,29 @@ struct LanguageModelSessionTests {
         #expect(!text.content.isEmpty)
         #expect(session.transcript.count == 5)
         #expect(!session.isResponding)
+    }
+
+    /// SwiftUI reads `isResponding` and `transcript` through Observation: a request starting
+    /// and ending, and its entries joining the transcript, are each a change observers hear of.
+    @Test func observersHearRequestsStartAndEnd() async throws {
+        let session = LanguageModelSession(runner: try runner(), instructions: "You are brief.")
+        let changes = ObservedChanges()
+        func observe() {
+            withObservationTracking {
+                _ = session.isResponding
+                _ = session.transcript
+            } onChange: {
+                changes.record()
+            }
+        }
+        observe()
+        let reply = Task { try await session.respond(to: "Say hi.", options: GenerationOptions(maximumResponseTokens: 4)) }
+        while changes.count == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        observe()
+        _ = try await reply.value
+        while changes.count < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(!session.isResponding)
+        #expect(session.transcript.count == 3)
     }
 
     /// The seed's first sample, on the small model: a Float, which once came back as 4,000
@@ -144,4 +168,12 @@ struct LanguageModelSessionTests {
     private func runner() throws -> ModelRunner {
         try #require(sessionRunner, "SmolLM2 did not load from \(TestModels.smolLM2Path)")
     }
+}
+
+/// Counts the changes an observation reported.
+private final class ObservedChanges: @unchecked Sendable {
+    private let lock = NSLock()
+    private var changes = 0
+    func record() { lock.withLock { changes += 1 } }
+    var count: Int { lock.withLock { changes } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import Synchronization
 
 /// A conversation with a model, as Apple's Foundation Models spells it: code written for
@@ -19,11 +20,16 @@ import Synchronization
 /// model is missing, a schema cannot be enforced, a value does not decode, a request is
 /// concurrent) and ``ToolCallError`` when a tool throws; a cancelled task throws
 /// `CancellationError`; anything else is Typeset's own typed error.
-public final class LanguageModelSession: Sendable {
+///
+/// `Observable`, as Foundation Models' session is: a SwiftUI view (or `withObservationTracking`)
+/// that reads ``isResponding`` or ``transcript`` is told when a request starts, ends and adds
+/// its entries.
+public final class LanguageModelSession: Sendable, Observable {
     /// The model the session talks to.
     public let model: SystemLanguageModel
     private let tools: [any Tool]
     private let state: Mutex<State>
+    private let observers = ObservationRegistrar()
 
     private struct State {
         var conversation: Conversation?
@@ -70,10 +76,25 @@ public final class LanguageModelSession: Sendable {
     // MARK: State
 
     /// Everything the session has said and been told, in order.
-    public var transcript: Transcript { state.withLock { $0.transcript } }
+    public var transcript: Transcript {
+        observers.access(self, keyPath: \.transcript)
+        return state.withLock { $0.transcript }
+    }
 
     /// Whether a request is being answered.
-    public var isResponding: Bool { state.withLock { $0.isResponding } }
+    public var isResponding: Bool {
+        observers.access(self, keyPath: \.isResponding)
+        return state.withLock { $0.isResponding }
+    }
+
+    /// Ends a request: its entries join the transcript (when it succeeded), and the session
+    /// stops responding; observers are told of both.
+    private func end(appending entries: some Collection<Transcript.Entry>) {
+        if !entries.isEmpty {
+            observers.withMutation(of: self, keyPath: \.transcript) { state.withLock { $0.transcript.append(contentsOf: entries) } }
+        }
+        observers.withMutation(of: self, keyPath: \.isResponding) { state.withLock { $0.isResponding = false } }
+    }
 
     /// Loads the model in the background, so the first request does not wait for it.
     /// `promptPrefix` is accepted for compatibility; the prompt cache fills on the first
@@ -227,10 +248,11 @@ public final class LanguageModelSession: Sendable {
     /// Models' errors.
     private func perform<Content>(_ request: (Conversation) async throws -> Response<Content>) async throws -> Response<Content> {
         let conversation = try begin()
-        defer { state.withLock { $0.isResponding = false } }
+        var entries: ArraySlice<Transcript.Entry> = []
+        defer { end(appending: entries) }
         do {
             let response = try await request(conversation)
-            state.withLock { $0.transcript.append(contentsOf: response.transcriptEntries) }
+            entries = response.transcriptEntries
             return response
         } catch {
             throw translated(error)
@@ -242,12 +264,13 @@ public final class LanguageModelSession: Sendable {
     private func stream<Content>(_ start: @escaping @Sendable (Conversation) -> ResponseStream<Content>) -> ResponseStream<Content> {
         ResponseStream(producing: { yield in
             let conversation = try self.begin()
-            defer { self.state.withLock { $0.isResponding = false } }
+            var entries: ArraySlice<Transcript.Entry> = []
+            defer { self.end(appending: entries) }
             do {
                 let inner = start(conversation)
                 for try await snapshot in inner { yield(snapshot) }
                 let response = try await inner.collect()
-                self.state.withLock { $0.transcript.append(contentsOf: response.transcriptEntries) }
+                entries = response.transcriptEntries
                 return response
             } catch {
                 throw self.translated(error)
@@ -260,7 +283,7 @@ public final class LanguageModelSession: Sendable {
     private func begin() throws -> Conversation {
         let conversation: Conversation
         do {
-            conversation = try state.withLock { state throws -> Conversation in
+            conversation = try observers.withMutation(of: self, keyPath: \.isResponding) { try state.withLock { state throws -> Conversation in
                 if state.isResponding {
                     throw GenerationError.concurrentRequests(.init(debugDescription: "the session is still answering an earlier request"))
                 }
@@ -277,7 +300,7 @@ public final class LanguageModelSession: Sendable {
                 state.conversation = created
                 state.isResponding = true
                 return created
-            }
+            } }
         } catch {
             throw translated(error)   // its own GenerationErrors pass through unchanged
         }
@@ -347,6 +370,24 @@ extension LanguageModelSession {
         case rateLimited(Context)
         /// A request was made while the session was still answering another.
         case concurrentRequests(Context)
+        /// Never thrown by Typeset, whose models are not tuned to refuse by the framework.
+        case refusal(Refusal, Context)
+
+        /// A refusal to answer, with the model's explanation.
+        public struct Refusal: Sendable {
+            /// The entries of the refused exchange.
+            public let transcriptEntries: [Transcript.Entry]
+            /// What the model said instead of an answer.
+            let reason: String
+
+            /// The model's explanation of the refusal.
+            public var explanation: Response<String> {
+                get async throws {
+                    Response(content: reason, rawContent: GeneratedContent(reason), messages: [.assistant(reason)], finishReason: .stop,
+                             stats: GenerationStats(), options: GenerationOptions(), format: nil)
+                }
+            }
+        }
 
         public var errorDescription: String? {
             switch self {
@@ -358,6 +399,7 @@ extension LanguageModelSession {
             case .decodingFailure(let context): return "The reply could not be decoded: \(context.debugDescription)"
             case .rateLimited(let context): return "Rate limited: \(context.debugDescription)"
             case .concurrentRequests(let context): return "Concurrent requests: \(context.debugDescription)"
+            case .refusal(let refusal, let context): return "The model refused (\(refusal.reason)): \(context.debugDescription)"
             }
         }
     }
