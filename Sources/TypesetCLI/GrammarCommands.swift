@@ -79,7 +79,8 @@ struct GrammarCompile: ParsableCommand {
         discussion: """
         Shows the grammar's rules, the pushdown automaton's size, for each position the \
         matcher can stand at the number of accepted, rejected and undecided tokens and how \
-        its mask is stored, the mask cache's bytes and the compile time.
+        its mask is stored, the mask cache's bytes and the compile time. With --dot, the \
+        automaton as a Graphviz graph instead.
         """
     )
 
@@ -91,12 +92,23 @@ struct GrammarCompile: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
+    @Flag(help: "Print the automaton in Graphviz's DOT language, with each state's token counts (render it with dot -Tsvg).")
+    var dot = false
+
+    func validate() throws {
+        if json && dot { throw ValidationError("--json and --dot print different things; choose one") }
+    }
+
     func run() throws {
         let tokenizer = try loadTokenizer(model)
         let vocabulary = GrammarVocabulary(tokenizer.vocabulary)
         let start = ContinuousClock.now
         let (grammar, compiled) = try constraint.compile(against: vocabulary)
         let seconds = (ContinuousClock.now - start).seconds
+        if dot {
+            print(compiled.graphviz, terminator: "")
+            return
+        }
         let statistics = compiled.statistics
         let positions = compiled.positionSummaries
         if json {
@@ -224,7 +236,8 @@ struct BenchMasks: ParsableCommand {
         abstract: "MaskBench-style run: compile each schema, then mask and accept each test instance token by token.",
         discussion: """
         The procedure of ../shared/peers/mask_bench.py, single-threaded: compile time per \
-        schema, the time of every full-vocabulary mask, and whether each valid instance is \
+        schema, the time to first mask (the compile and the mask at the grammar's start), the \
+        time of every full-vocabulary mask, and whether each valid instance is \
         accepted and each invalid one rejected. Instances are serialized as json.dumps does \
         (compact, ensure_ascii=False) and tokenized without BOS or special tokens.
         """
@@ -252,6 +265,9 @@ struct BenchMasks: ParsableCommand {
 
     @Option(help: "Write one JSON record per schema to this file.")
     var jsonl: String?
+
+    @Option(help: "When masks are computed: upfront (while compiling), first-use (when a matcher first stands at a position), or background (first use, and the rest on another thread as soon as the automaton is built).")
+    var masks: MaskComputationArgument = .upfront
 
     @Flag(help: "Print JSON.")
     var json = false
@@ -284,7 +300,7 @@ struct BenchMasks: ParsableCommand {
             options.whitespace = .flexible(maximum: Int(whitespace.split(separator: ":").last ?? "") ?? 4)
         }
         let wallStart = ContinuousClock.now
-        var compileMilliseconds: [Double] = [], maskMicroseconds: [Double] = [], firstMasks: [Double] = []
+        var compileMilliseconds: [Double] = [], maskMicroseconds: [Double] = [], firstMasks: [Double] = [], timesToFirstMask: [Double] = []
         var schemas = 0, compiled = 0, compileErrors = 0, timeouts = 0, testsNotRun = 0
         var validAccepted = 0, validTotal = 0, invalidRejected = 0, invalidTotal = 0, fullyPassing = 0
         var errorKinds: [String: Int] = [:]
@@ -306,7 +322,7 @@ struct BenchMasks: ParsableCommand {
             do {
                 let budget = CompilationBudget(seconds: timeout, maskSeconds: timeout)
                 grammar = try CompiledGrammar(try Grammar(jsonSchema: schema, options: options, budget: budget), vocabulary: vocabulary,
-                                              budget: budget)
+                                              budget: budget, maskComputation: masks.value)
             } catch {
                 let description = "\(error)"
                 if case .budgetExceeded(let what, _) = error, what.contains("seconds") { timeouts += 1 } else { compileErrors += 1 }
@@ -318,6 +334,12 @@ struct BenchMasks: ParsableCommand {
             }
             let compileTime = (ContinuousClock.now - start).seconds * 1000
             compileMilliseconds.append(compileTime)
+            // Time to first mask: the compile and the mask at the grammar's start, as a
+            // generation asks for it (not counted among the masks below).
+            var firstMask = TokenBitmask(vocabularySize: vocabulary.size)
+            GrammarMatcher(grammar).fillNextTokenMask(into: &firstMask)
+            let timeToFirstMask = (ContinuousClock.now - start).seconds * 1000
+            timesToFirstMask.append(timeToFirstMask)
             compiled += 1
             var wrong: [JSONValue] = []
             var schemaPasses = true
@@ -336,7 +358,8 @@ struct BenchMasks: ParsableCommand {
             }
             if schemaPasses { fullyPassing += 1 }
             records.append(JSONValue.object([("id", .string((file as NSString).lastPathComponent)), ("status", .string("ok")),
-                                            ("compile_ms", JSONValue(compileTime)), ("wrong", .array(wrong))]).compactText)
+                                            ("compile_ms", JSONValue(compileTime)), ("ttfm_ms", JSONValue(timeToFirstMask)),
+                                            ("wrong", .array(wrong))]).compactText)
         }
         let wallSeconds = (ContinuousClock.now - wallStart).seconds
         if let jsonl { try writeText(records.joined(separator: "\n") + "\n", to: jsonl) }
@@ -344,6 +367,7 @@ struct BenchMasks: ParsableCommand {
         compileMilliseconds.sort()
         maskMicroseconds.sort()
         firstMasks.sort()
+        timesToFirstMask.sort()
         func percentiles(_ values: [Double]) -> JSONValue {
             .object([("p50", number(percentile(values, 50))), ("p90", number(percentile(values, 90))),
                      ("p99", number(percentile(values, 99))), ("max", number(percentile(values, 100)))])
@@ -357,7 +381,8 @@ struct BenchMasks: ParsableCommand {
             ("engine", .string("typeset")), ("model", .string(tokenizer.vocabulary.model)), ("whitespace", .string(whitespace)),
             ("schemas", JSONValue(schemas)), ("compiled", JSONValue(compiled)), ("compile_errors", JSONValue(compileErrors)),
             ("timeouts", JSONValue(timeouts)), ("fully_passing", JSONValue(fullyPassing)),
-            ("compile_ms", percentiles(compileMilliseconds)), ("n_masks", JSONValue(maskMicroseconds.count)),
+            ("masks", .string(masks.rawValue)),
+            ("compile_ms", percentiles(compileMilliseconds)), ("ttfm_ms", percentiles(timesToFirstMask)), ("n_masks", JSONValue(maskMicroseconds.count)),
             ("tbm_us", maskSummary), ("first_mask_us_p50", number(percentile(firstMasks, 50))),
             ("valid_accepted", JSONValue(validAccepted)), ("valid_total", JSONValue(validTotal)),
             ("invalid_rejected", JSONValue(invalidRejected)), ("invalid_total", JSONValue(invalidTotal)),
@@ -425,4 +450,19 @@ struct CompilationBudgetOptions: ParsableArguments {
         CompilationBudget(seconds: compileSeconds, bytes: compileMemory << 20)
     }
 
+}
+
+/// `--masks`: when a compiled grammar computes its masks.
+enum MaskComputationArgument: String, ExpressibleByArgument, CaseIterable {
+    case upfront
+    case firstUse = "first-use"
+    case background
+
+    var value: MaskComputation {
+        switch self {
+        case .upfront: .upfront
+        case .firstUse: .onFirstUse
+        case .background: .onFirstUseAndInBackground
+        }
+    }
 }

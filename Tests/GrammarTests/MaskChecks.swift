@@ -20,9 +20,9 @@ enum MaskChecks {
     /// Every stored mask (shared, sliced or walked) equals the one a walk of the whole
     /// vocabulary trie gives at that position, with no slice and no sharing.
     static func expectEveryMaskMatchesAFullWalk(_ compiled: CompiledGrammar, sourceLocation: SourceLocation = #_sourceLocation) {
-        for (rule, row) in compiled.masks.enumerated() {
-            for (state, mask) in row.enumerated() {
-                guard let mask else { continue }
+        for position in compiled.masks.known() {
+            do {
+                let rule = position.rule, state = position.state, mask = position.mask
                 let fresh = PositionMask.compute(
                     rule: Int32(rule), state: Int32(state), automaton: compiled.automaton, vocabulary: compiled.vocabulary)
                 let stored = sets(mask, vocabulary: compiled.vocabulary), expected = sets(fresh, vocabulary: compiled.vocabulary)

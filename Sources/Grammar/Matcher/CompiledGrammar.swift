@@ -1,8 +1,9 @@
 import Dispatch
 
 /// A grammar compiled against a vocabulary: the pushdown automaton plus, for every
-/// position a matcher can stand at, the precomputed token mask. Immutable and shareable:
-/// any number of `GrammarMatcher`s (one per generation) can run on one compiled grammar.
+/// position a matcher can stand at, the token mask (computed up front, or on first use and
+/// then kept: ``MaskComputation``). Shareable: any number of `GrammarMatcher`s (one per
+/// generation) can run on one compiled grammar, on any threads.
 public final class CompiledGrammar: Sendable {
     /// Sizes and timings, for `typeset grammar compile` and the benchmarks.
     public struct Statistics: Sendable {
@@ -22,7 +23,13 @@ public final class CompiledGrammar: Sendable {
         /// Bytes of all stored masks (shared masks counted once).
         public var maskBytes: Int
         public var automatonSeconds: Double
+        /// Time spent computing masks, summed over the positions computed so far.
         public var maskSeconds: Double
+        /// Positions whose mask is computed so far (all of them up front).
+        public var computedPositions: Int
+        /// Of those, the ones computed when a matcher first stood there, and in the background.
+        public var onDemandPositions: Int
+        public var backgroundPositions: Int
     }
 
     /// One position's counts, for researchers (`typeset grammar compile --json`).
@@ -43,131 +50,82 @@ public final class CompiledGrammar: Sendable {
         /// only) because the position reads every plain word that long; the walk covered
         /// only the others. 0 when every token was walked.
         public var wholesaleAccepted: Int
+        /// Whether the mask was computed after compilation (on first use or in the background).
+        public var isComputedLate: Bool
     }
 
     public let vocabulary: GrammarVocabulary
-    public let statistics: Statistics
     let automaton: PushdownAutomaton
     /// Shortest completions per position (for budgeted generation).
     let completionDistances: CompletionDistances
-    /// `masks[rule][state]`, nil where a matcher never stands.
-    let masks: [[PositionMask?]]
-    /// Rules whose masks are an earlier identical rule's.
-    let sharedRules: Set<Int>
+    /// The positions' token masks.
+    let masks: PositionMasks
+    /// How the masks are computed.
+    public let maskComputation: MaskComputation
+    private let automatonSeconds: Double
 
-    /// Bytes this grammar holds, approximately: its token masks, the automaton's transition
-    /// tables (1 KiB per state) and the completion distances. What ``CompiledGrammarCache``
-    /// counts. O(rules).
+    /// Bytes this grammar holds, approximately: its token masks (those computed so far), the
+    /// automaton's transition tables (1 KiB per state) and the completion distances. What
+    /// ``CompiledGrammarCache`` counts. O(rules).
     public var byteCount: Int {
         let automatonBytes = automaton.rules.reduce(0) { total, rule in
             total + rule.transitions.count * 4 + rule.stateCount * 2 + rule.ruleEdges.reduce(0) { $0 + $1.count * 8 }
         }
-        return statistics.maskBytes + automatonBytes + completionDistances.distance.reduce(0) { $0 + $1.count * 4 }
+        return masks.totals.bytes + automatonBytes + completionDistances.distance.reduce(0) { $0 + $1.count * 4 }
     }
 
-    /// Compiles `grammar`'s automaton and precomputes its token masks over `vocabulary`.
+    /// Compiles `grammar`'s automaton and computes its token masks over `vocabulary`, up front
+    /// or later as `maskComputation` says.
     ///
     /// - Throws: `GrammarError.budgetExceeded` (the automaton within `budget.seconds` and
     ///   `budget.bytes`, or the time left of them when called inside a compilation that began
-    ///   with the schema; the masks within `budget.maskSeconds`), `.leftRecursion`,
-    ///   `.emptyLanguage`.
-    /// - Complexity: one vocabulary-trie walk per position, pruned at the first rejected byte.
-    public init(_ grammar: Grammar, vocabulary: GrammarVocabulary, budget: CompilationBudget = CompilationBudget()) throws(GrammarError) {
+    ///   with the schema; masks computed up front within `budget.maskSeconds`),
+    ///   `.leftRecursion`, `.emptyLanguage`.
+    /// - Complexity: one vocabulary-trie walk per position, pruned at the first rejected byte
+    ///   (up front, or when the position is first needed).
+    public init(
+        _ grammar: Grammar, vocabulary: GrammarVocabulary, budget: CompilationBudget = CompilationBudget(),
+        maskComputation: MaskComputation = .upfront
+    ) throws(GrammarError) {
         let started = DispatchTime.now().uptimeNanoseconds
-        func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
         let (automaton, completionDistances) = try CompilationMeter.metering(budget) { () throws(GrammarError) in
             let automaton = try PushdownAutomaton(grammar, stateLimit: budget.automatonStates)
             return (automaton, try CompletionDistances(automaton))
         }
-        let automatonSeconds = elapsed()
-        // A matcher stands at the root's start, at targets of byte edges and at return
-        // states of calls; never at another rule's start unless something loops back to it.
-        var masks: [[PositionMask?]] = []
-        var accepted = 0, rejected = 0, undecided = 0, bytes = 0, positions = 0, sharedPositions = 0, slicedPositions = 0
-        // Terminal rules with the same automaton and FOLLOW set (a schema's many plain string
-        // properties) have the same masks state for state: the first computes, the others share.
-        var terminalRows: [TerminalRuleSignature: Int] = [:]
-        var sharedRules: Set<Int> = []
-        // Positions with equal masks (a long string's states far from its length bounds) keep
-        // one copy: the arrays are shared, only the first counts in `maskBytes`.
-        var distinctMasks: [MaskContent: PositionMask] = [:]
-        func count(_ mask: PositionMask) {
-            accepted += mask.acceptedCount
-            rejected += mask.rejectedCount
-            undecided += mask.undecided.count
-            positions += 1
-        }
-        for (index, dfa) in automaton.rules.enumerated() {
-            if automaton.isTerminal[index], automaton.reachable[index], index != Int(automaton.root) {
-                let signature = TerminalRuleSignature(
-                    transitions: dfa.transitions, isFinal: dfa.isFinal, follow: automaton.follow[index])
-                if let earlier = terminalRows[signature] {
-                    let row = masks[earlier]
-                    sharedRules.insert(index)
-                    for case let mask? in row {
-                        count(mask)
-                        sharedPositions += 1
-                    }
-                    masks.append(row)
-                    continue
-                }
-                terminalRows[signature] = index
-            }
-            var standing = [Bool](repeating: false, count: dfa.stateCount)
-            if automaton.reachable[index] {
-                if index == Int(automaton.root) { standing[0] = true }
-                for state in 0 ..< dfa.stateCount {
-                    for byte in 0 ..< 256 {
-                        let target = dfa.transitions[state << 8 | byte]
-                        if target >= 0 { standing[Int(target)] = true }
-                    }
-                    for edge in dfa.ruleEdges[state] { standing[Int(edge.target)] = true }
-                }
-            }
-            var row: [PositionMask?] = []
-            // Computed for the rule once one of its positions reads every plain first byte (the
-            // cheap test rules out numbers and literals); then known for all its states.
-            var unreadableLengths: [Int32]?
-            for state in 0 ..< dfa.stateCount {
-                guard standing[state], dfa.outgoingBytes(Int32(state)) != ByteSet() || !dfa.ruleEdges[state].isEmpty else {
-                    row.append(nil)
-                    continue
-                }
-                if elapsed() - automatonSeconds > budget.maskSeconds {
-                    throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(budget.maskSeconds.rounded(.up)))
-                }
-                let walkStarted = DispatchTime.now().uptimeNanoseconds
-                if unreadableLengths == nil, !vocabulary.plainSlices.isEmpty,
-                   PlainTextSlice.readsEveryPlainFirstByte(from: Int32(state), in: dfa) {
-                    unreadableLengths = PlainTextSlice.unreadableLengths(in: dfa)
-                }
-                var mask = PositionMask.compute(
-                    rule: Int32(index), state: Int32(state), automaton: automaton, vocabulary: vocabulary,
-                    unreadableLength: unreadableLengths?[state])
-                mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - walkStarted
-                count(mask)
-                if mask.wholesaleCount > 0 { slicedPositions += 1 }
-                let content = MaskContent(accepted: mask.accepted, undecided: mask.undecided)
-                if let stored = distinctMasks[content] {
-                    mask.accepted = stored.accepted
-                    mask.undecided = stored.undecided
-                } else {
-                    distinctMasks[content] = mask
-                    bytes += mask.storageBytes
-                }
-                row.append(mask)
-            }
-            masks.append(row)
+        let automatonSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        let masks = PositionMasks(automaton: automaton, vocabulary: vocabulary)
+        switch maskComputation {
+        case .upfront: try masks.computeAll(started: started, seconds: automatonSeconds + budget.maskSeconds)
+        case .onFirstUse: break
+        case .onFirstUseAndInBackground: masks.computeRestInBackground()
         }
         self.vocabulary = vocabulary
         self.automaton = automaton
         self.completionDistances = completionDistances
         self.masks = masks
-        self.sharedRules = sharedRules
-        self.statistics = Statistics(
-            rules: automaton.rules.count, automatonStates: automaton.stateCount, positions: positions,
-            sharedPositions: sharedPositions, slicedPositions: slicedPositions, acceptedTokens: accepted, rejectedTokens: rejected, undecidedTokens: undecided, maskBytes: bytes,
-            automatonSeconds: automatonSeconds, maskSeconds: elapsed() - automatonSeconds)
+        self.maskComputation = maskComputation
+        self.automatonSeconds = automatonSeconds
+    }
+
+    /// Sizes and timings so far (masks computed later add to them).
+    public var statistics: Statistics {
+        var statistics = Statistics(
+            rules: automaton.rules.count, automatonStates: automaton.stateCount, positions: masks.positionCount, sharedPositions: 0,
+            slicedPositions: 0, acceptedTokens: 0, rejectedTokens: 0, undecidedTokens: 0, maskBytes: 0,
+            automatonSeconds: automatonSeconds, maskSeconds: 0, computedPositions: 0, onDemandPositions: 0, backgroundPositions: 0)
+        for position in masks.known() {
+            statistics.computedPositions += 1
+            statistics.acceptedTokens += position.mask.acceptedCount
+            statistics.rejectedTokens += position.mask.rejectedCount
+            statistics.undecidedTokens += position.mask.undecided.count
+            if position.isShared { statistics.sharedPositions += 1 } else if position.mask.wholesaleCount > 0 { statistics.slicedPositions += 1 }
+        }
+        let totals = masks.totals
+        statistics.maskBytes = totals.bytes
+        statistics.maskSeconds = totals.seconds
+        statistics.onDemandPositions = totals.onDemand
+        statistics.backgroundPositions = totals.background
+        return statistics
     }
 
     /// The length in bytes of the grammar's shortest sentence (for a schema: its shortest
@@ -213,26 +171,22 @@ public final class CompiledGrammar: Sendable {
         }
     }
 
-    /// Every precomputed position, in rule and state order.
+    /// Every position whose mask is computed so far, in rule and state order.
     public var positionSummaries: [PositionSummary] {
-        var result: [PositionSummary] = []
-        for (rule, row) in masks.enumerated() {
-            for (state, mask) in row.enumerated() {
-                guard let mask else { continue }
-                let form: String
-                switch mask.accepted {
-                case .listed: form = "listed"
-                case .allExcept: form = "allExcept"
-                case .bitset: form = "bitset"
-                }
-                result.append(PositionSummary(
-                    rule: automaton.names[rule], state: state, accepted: mask.acceptedCount, rejected: mask.rejectedCount,
-                    undecided: mask.undecided.count, storageBytes: mask.storageBytes, form: form,
-                    computeMicroseconds: sharedRules.contains(rule) ? 0 : Double(mask.computeNanoseconds) / 1000,
-                    isShared: sharedRules.contains(rule), wholesaleAccepted: mask.wholesaleCount))
+        masks.known().map { position in
+            let mask = position.mask
+            let form: String
+            switch mask.accepted {
+            case .listed: form = "listed"
+            case .allExcept: form = "allExcept"
+            case .bitset: form = "bitset"
             }
+            return PositionSummary(
+                rule: automaton.names[position.rule], state: position.state, accepted: mask.acceptedCount, rejected: mask.rejectedCount,
+                undecided: mask.undecided.count, storageBytes: mask.storageBytes, form: form,
+                computeMicroseconds: position.isShared ? 0 : Double(mask.computeNanoseconds) / 1000,
+                isShared: position.isShared, wholesaleAccepted: mask.wholesaleCount, isComputedLate: position.isLate)
         }
-        return result
     }
 }
 

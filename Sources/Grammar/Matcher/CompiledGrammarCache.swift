@@ -54,11 +54,14 @@ public final class CompiledGrammarCache: Sendable {
     /// The most bytes the kept grammars may take; a grammar larger than this is compiled and
     /// returned but not kept.
     public let capacityBytes: Int
+    /// When the grammars' masks are computed.
+    public let maskComputation: MaskComputation
     private let state = Mutex(State())
 
-    public init(vocabulary: GrammarVocabulary, capacityBytes: Int = 256 << 20) {
+    public init(vocabulary: GrammarVocabulary, capacityBytes: Int = 256 << 20, maskComputation: MaskComputation = .upfront) {
         self.vocabulary = vocabulary
         self.capacityBytes = max(0, capacityBytes)
+        self.maskComputation = maskComputation
     }
 
     /// The grammar of `schema` under `options`, compiled now or earlier.
@@ -90,13 +93,18 @@ public final class CompiledGrammarCache: Sendable {
         }
         // One budget for the schema and its automaton (the masks have their own).
         let compiled = try CompilationMeter.metering(budget) { () throws(GrammarError) in
-            try CompiledGrammar(try Grammar(jsonSchema: schema, options: options, budget: budget), vocabulary: vocabulary, budget: budget)
+            try CompiledGrammar(
+                try Grammar(jsonSchema: schema, options: options, budget: budget), vocabulary: vocabulary, budget: budget,
+                maskComputation: maskComputation)
         }
         let bytes = compiled.byteCount
         guard bytes <= capacityBytes else { return compiled }
         state.withLock { state in
-            if state.entries[key] == nil { state.statistics.byteCount += bytes }
             state.entries[key] = Entry(grammar: compiled, byteCount: bytes, lastUse: state.clock)
+            // Masks computed on first use grow their grammars after they were stored: the
+            // total is taken again, from each grammar's size now.
+            for key in state.entries.keys { state.entries[key]!.byteCount = state.entries[key]!.grammar.byteCount }
+            state.statistics.byteCount = state.entries.values.reduce(0) { $0 + $1.byteCount }
             while state.statistics.byteCount > capacityBytes,
                   let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
                 state.entries[oldest.key] = nil

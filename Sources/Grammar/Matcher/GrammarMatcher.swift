@@ -181,7 +181,7 @@ public struct GrammarMatcher: Sendable {
             var store = ScratchFrames(base: frames.frames)
             var seen: [PushdownFrame] = []
             for (index, configuration) in configurations.enumerated() where roots[index] {
-                guard let position = grammar.masks[Int(configuration.rule)][Int(configuration.state)], !seen.contains(configuration) else { continue }
+                guard !seen.contains(configuration), let position = grammar.masks.mask(rule: configuration.rule, state: configuration.state) else { continue }
                 seen.append(configuration)
                 switch position.accepted {
                 case .listed(let tokens):

@@ -55,16 +55,22 @@ public final class ModelRunner: Sendable {
         /// reply fails with ``ConversationError/invalidSchema(_:)`` holding
         /// `GrammarError.budgetExceeded`. A server lowers it for schemas it does not trust.
         public var grammarBudget: CompilationBudget
+        /// When a reply's grammar computes its token masks. The default computes each on first
+        /// use and the rest in the background: a reply held to a large schema starts once its
+        /// automaton is built (milliseconds), not after every mask (up to seconds). `.upfront`
+        /// computes them all before the first token and never during decoding.
+        public var maskComputation: MaskComputation
 
         public init(contextLength: Int? = nil, threadCount: Int = 2, chatTemplate: String? = nil,
                     defaultGenerationOptions: GenerationOptions? = nil, maximumConcurrentGenerations: Int = 4,
-                    grammarBudget: CompilationBudget = CompilationBudget()) {
+                    grammarBudget: CompilationBudget = CompilationBudget(), maskComputation: MaskComputation = .onFirstUseAndInBackground) {
             self.contextLength = contextLength
             self.threadCount = threadCount
             self.chatTemplate = chatTemplate
             self.defaultGenerationOptions = defaultGenerationOptions
             self.maximumConcurrentGenerations = maximumConcurrentGenerations
             self.grammarBudget = grammarBudget
+            self.maskComputation = maskComputation
         }
     }
 
@@ -94,6 +100,7 @@ public final class ModelRunner: Sendable {
     public let tokenizer: Tokenizer
     let threadCount: Int
     let grammarBudget: CompilationBudget
+    let maskComputation: MaskComputation
     let prompts: ChatPromptRenderer
     let state: Mutex<RunnerState>
     /// Renders prompts and compiles grammars for replies, in the order they were asked for,
@@ -159,6 +166,7 @@ public final class ModelRunner: Sendable {
         self.contextLength = max(1, min(options.contextLength ?? min(4096, trained), trained))
         self.threadCount = max(1, options.threadCount)
         self.grammarBudget = options.grammarBudget
+        self.maskComputation = options.maskComputation
         self.tokenizer = tokenizer
         var defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
         defaultOptions.functionCallFormat = defaultOptions.functionCallFormat ?? Self.functionCallFormat(of: tokenizer)
@@ -261,7 +269,7 @@ public final class ModelRunner: Sendable {
     package func compiledGrammar(schema: JSONValue, options: JSONSchemaOptions) throws(ConversationError) -> CompiledGrammar {
         let cache: CompiledGrammarCache? = state.withLock { state in
             if state.grammars == nil, state.model != nil {
-                state.grammars = CompiledGrammarCache(vocabulary: GrammarVocabulary(tokenizer.vocabulary))
+                state.grammars = CompiledGrammarCache(vocabulary: GrammarVocabulary(tokenizer.vocabulary), maskComputation: maskComputation)
             }
             return state.grammars
         }
