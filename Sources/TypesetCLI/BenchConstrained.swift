@@ -35,6 +35,9 @@ struct BenchConstrained: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Threads for the matrix products.")
     var threads = 2
 
+    @Flag(inversion: .prefixedNo, help: "Jump-forward decoding in the constrained replies (tokens the grammar forces appended without sampling).")
+    var jumpForward = true
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -51,7 +54,8 @@ struct BenchConstrained: AsyncParsableCommand {
         // The same prompt for both: the schema instruction is written into it, not injected.
         let prompt = self.prompt + Conversation.schemaInstruction(schemaText)
         let free = GenerationOptions(temperature: 0, maxTokens: maxTokens)
-        let constrained = GenerationOptions(temperature: 0, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: false)
+        var constrained = GenerationOptions(temperature: 0, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: false)
+        constrained.jumpsForward = jumpForward
         func measure(_ options: GenerationOptions) async throws -> GenerationStats {
             var last: GenerationStats?
             for try await response in runner.createConversation().generateResponse(to: prompt, options: options) {

@@ -108,6 +108,23 @@ import Testing
         #expect(run.source.count == Self.prompt.count + 15)
     }
 
+    @Test func forcedBytesGoInWithTheSampledToken() throws {
+        let run = try Self.reply(writing: #"{"city":"Paris"}"#, schema: Self.city)
+        #expect(run.text == #"{"city":"Paris"}"#)
+        // After `{` the grammar forces `"city":"`: its eight bytes are appended with `{` and
+        // computed in one pass (no byte token starts with `"` and goes on, so the last one
+        // cannot merge with what follows).
+        #expect(run.source.evaluations.dropFirst().first == Array(#"{"city":""#.utf8).map(Int.init))
+        var options = GenerationOptions()
+        options.jumpsForward = false
+        let plain = try Self.reply(writing: #"{"city":"Paris"}"#, options: options, schema: Self.city)
+        #expect(plain.text == run.text && plain.reply.stats.completionTokens == run.reply.stats.completionTokens)
+        #expect(plain.source.evaluations.count == run.source.evaluations.count + 8)
+        // The streamed text is the reply's, forced bytes included.
+        let streamed = run.events.compactMap { if case .chunk(let text) = $0 { text } else { nil } }.joined()
+        #expect(streamed == run.text)
+    }
+
     @Test func aSchemaValueClosesWithinMaxTokens() throws {
         let run = try Self.reply(writing: #"{"city":"A city whose name goes on and on"}"#, options: GenerationOptions(maxTokens: 16), schema: Self.city)
         #expect(run.reply.finishReason == .stop)

@@ -46,6 +46,13 @@ public struct GenerationOptions: Sendable, Equatable {
     /// whenever `maxTokens` allows any value at all (otherwise the finish is `constraint`),
     /// though it may be shorter than the model would have made it.
     public var closesWithinMaxTokens: Bool
+    /// Jump-forward decoding for replies held to a JSON Schema: where the grammar forces the
+    /// next bytes (a key, its quotes and colon, the rest of an enum word), their tokens are
+    /// appended without sampling and computed in one forward pass, as the tokenizer itself
+    /// writes them after the sampled token (the last of them is left to the model, which may
+    /// merge it with what follows). Off when `logprobs` are asked for (forced tokens have
+    /// none).
+    public var jumpsForward = true
     /// How the schema becomes a grammar. The default, `JSONSchemaOptions.generation`, closes
     /// objects that declare their properties and keeps unbounded integers within ±(2⁵³−1), so
     /// a small model cannot wander into invented keys or endless digits.

@@ -183,11 +183,25 @@ final class ReplyDecoder: TokenStepper {
         var text = (try? detokenizer.append(token)) ?? ""
         if token == markerToken, case .free = phase { text += callFormat.opening ?? "" }
         switch phase {
-        case .schema(let matcher):
+        case .schema(var matcher):
             content += text
             if !text.isEmpty { emit(.chunk(text)) }
             // Complete and nothing but the end may follow: done, without another step.
             if Self.isComplete(matcher) { return .appendAndFinish(token, .stop) }
+            if options.jumpsForward, options.logprobs == nil {
+                let started = clock.now
+                forced = jumpForward(after: token, matcher: &matcher, limit: context.remainingTokens - 1)
+                constraintSeconds += (clock.now - started).seconds
+                if !forced.isEmpty {
+                    phase = .schema(matcher)
+                    for forcedToken in forced {
+                        let piece = (try? detokenizer.append(forcedToken)) ?? ""
+                        content += piece
+                        if !piece.isEmpty { emit(.chunk(piece)) }
+                    }
+                    if Self.isComplete(matcher) { return .appendAndFinish(token, forced: forced, .stop) }
+                }
+            }
         case .free:
             let callStart = take(router.route(text))
             // A stop sequence ends the reply here; its text is not part of it.
@@ -294,6 +308,61 @@ final class ReplyDecoder: TokenStepper {
             }
         }
         return callStart
+    }
+
+    // MARK: Jump-forward decoding
+
+    /// The tokens for the bytes the grammar forces after `token` (a key, its quotes and
+    /// colon, the rest of an enum word), accepted into `matcher`, to append without sampling:
+    /// one forward pass computes them all with the next step. They are the tokens the
+    /// tokenizer itself writes there, so the model reads a tokenization it was trained on:
+    ///
+    ///     sampled  `{"`          forced bytes  `name":"`
+    ///     encode(`{"` + `name":"`) = [`{"`, `name`, `":"`]  → append `name`; leave `":"`
+    ///
+    /// - The forced bytes are encoded together with `token`'s own bytes (its left context, for
+    ///   the pre-tokenizer) when that encoding starts with `token` itself. When it does not,
+    ///   `token` would have merged with the forced text, but the model chose to end its token
+    ///   there (`"` where `",` was possible): the forced bytes are encoded from that boundary,
+    ///   on their own.
+    /// - The last token of the encoding is left to the model when it could merge with what
+    ///   comes after (`"` then `,` against `",`): when the grammar allows, after the tokens
+    ///   before it, a longer token that starts with its text. Otherwise (`":"` before a
+    ///   string's letters, in a vocabulary with no `":"`-and-more token) it is forced too.
+    /// - At most `limit` tokens, so `maxTokens` holds.
+    private func jumpForward(after token: Int, matcher: inout GrammarMatcher, limit: Int) -> [Int] {
+        let bytes = matcher.forcedBytes(limit: 256)
+        guard bytes.count >= 2, limit > 0 else { return [] }
+        func encode(_ text: [UInt8]) -> [Int] { text.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) } }
+        var encoded = encode(vocabulary.bytes(of: token) + bytes)
+        if encoded.first == token { encoded.removeFirst() } else { encoded = encode(bytes) }
+        guard let last = encoded.last else { return [] }
+        var tokens: [Int] = []
+        for forcedToken in encoded.dropLast().prefix(limit) {
+            guard matcher.accept(token: forcedToken) else { return tokens }
+            tokens.append(forcedToken)
+        }
+        if tokens.count < limit, !mayMerge(last, at: matcher), matcher.accept(token: last) { tokens.append(last) }
+        return tokens
+    }
+
+    /// Whether `matcher` allows a token longer than `token` that starts with `token`'s text
+    /// (the model might write that instead of `token` and its successor). O(vocabulary / 32)
+    /// for the mask, then a look at each allowed token, few where the grammar forces bytes.
+    private func mayMerge(_ token: Int, at matcher: GrammarMatcher) -> Bool {
+        let text = vocabulary.bytes(of: token)
+        matcher.fillNextTokenMask(into: &mask)
+        defer { maskIsCurrent = false }
+        for (index, word) in mask.words.enumerated() where word != 0 {
+            var bits = word
+            while bits != 0 {
+                let candidate = index << 5 | bits.trailingZeroBitCount
+                bits &= bits - 1
+                let bytes = vocabulary.bytes(of: candidate)
+                if bytes.count > text.count, bytes.starts(with: text) { return true }
+            }
+        }
+        return false
     }
 
     // MARK: Choosing constrained tokens

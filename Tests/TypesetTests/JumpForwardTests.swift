@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+@testable import Typeset
+import TypesetTestSupport
+
+/// Jump-forward decoding on the two tokenizer families of the real models, GPT-2-style
+/// byte-level BPE (SmolLM2) and SentencePiece-style BPE (Gemma 3): replies held to the seed
+/// schemas stay valid, take fewer forward passes than tokens, and every forced token is the
+/// one the tokenizer writes after the sampled token.
+@Suite(.serialized) struct JumpForwardTests {
+    static let schemas = ["brew_summary.json", "event.json", "city_fact.json"]
+
+    @Test(arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName])
+    func repliesStayValidInFewerPasses(model: String) async throws {
+        guard TestModels.shouldRun(model) else { return }
+        let runner = try ModelRunner(url: URL(fileURLWithPath: TestModels.path(of: model)), options: ModelRunner.Options(contextLength: 1024))
+        for file in Self.schemas {
+            let schema = try String(contentsOfFile: Fixtures.repositoryRoot + "/../shared/schemas/" + file, encoding: .utf8)
+            var passes: [Bool: (steps: Int, tokens: Int)] = [:]
+            for jumps in [false, true] {
+                var options = GenerationOptions(temperature: 0, maxTokens: 160, jsonSchema: schema)
+                options.jumpsForward = jumps
+                let conversation = runner.createConversation(systemPrompt: "You answer with JSON.")
+                let before = runner.activity.steps
+                var text = "", streamed = "", finish: FinishReason?, tokens = 0
+                for try await response in conversation.generateResponse(to: "Make up an example for \(file).", options: options) {
+                    switch response {
+                    case .chunk(let piece): streamed += piece
+                    case .complete(let message, let reason, let stats):
+                        text = message.content
+                        finish = reason
+                        tokens = stats.completionTokens
+                    default: break
+                    }
+                }
+                #expect(finish == .stop, "\(model) \(file): \(text)")
+                #expect(streamed == text)
+                #expect(try JSONSchemaValidator(schemaText: schema).problems(in: text) == [], "\(model) \(file): \(text)")
+                // One pass computes the prompt (it fits one chunk); each later pass, a step.
+                passes[jumps] = (runner.activity.steps - before - 1, tokens)
+            }
+            let plain = try #require(passes[false]), jumping = try #require(passes[true])
+            // Without jumps, a pass per token but the last (the value is complete with it).
+            #expect(plain.steps == plain.tokens - 1, "\(model) \(file): one pass per token without jumps")
+            #expect(jumping.steps < jumping.tokens, "\(model) \(file): \(jumping.steps) passes for \(jumping.tokens) tokens")
+        }
+    }
+
+    /// The tokens forced after the first sampled token are the tokenizer's own encoding of
+    /// the text the grammar forces (less the last token when the model might merge it with
+    /// what it writes next).
+    @Test(arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName])
+    func forcedTokensAreTheTokenizersOwn(model: String) throws {
+        guard TestModels.shouldRun(model) else { return }
+        let runner = try ModelRunner(url: URL(fileURLWithPath: TestModels.path(of: model)), options: ModelRunner.Options(contextLength: 256))
+        let tokenizer = runner.tokenizer
+        let schema = try JSONValue(parsing: #"{"type":"object","properties":{"temperature_celsius":{"type":"integer"}},"required":["temperature_celsius"]}"#)
+        let grammar = try runner.compiledGrammar(schema: schema, options: .generation)
+        // Everything up to the integer is forced; the model's first token is the encoding's first.
+        let canonical = tokenizer.encode(#"{"temperature_celsius":"#, addingSpecialTokens: false)
+        try #require(canonical.count >= 4)
+        let decoder = ReplyDecoder(
+            tokenizer: tokenizer, options: GenerationOptions(), constraint: grammar, callGrammar: nil, callFormat: .hermes,
+            startsWithCall: false, firstCallNumber: 1, cancellation: CancellationFlag()) { _ in }
+        var logits = [Float](repeating: -10, count: tokenizer.vocabulary.count)
+        logits[canonical[0]] = 10
+        let decision = decoder.step(&logits, TokenStepContext(history: [], completionTokens: 0, remainingTokens: 100))
+        guard case .append(let token, let forced) = decision else { Issue.record("\(decision)"); return }
+        #expect(token == canonical[0])
+        // All of them, or all but the last when a longer token could start with it.
+        let all = Array(canonical.dropFirst())
+        #expect(forced == all || forced == all.dropLast(), "\(model): forced \(forced.map { tokenizer.vocabulary.tokens[$0] })")
+    }
+}
