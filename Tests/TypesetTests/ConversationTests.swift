@@ -231,10 +231,17 @@ struct ConversationTests {
         let runner = try ModelRunner(url: URL(fileURLWithPath: TestModels.smolLM2Path), options: ModelRunner.Options(contextLength: 2048))
         let system = "You are a careful assistant who answers in one sentence. " + String(repeating: "Be precise. ", count: 10)
         var earlier: CollectedReply?
+        weak var gone: Conversation?
         do {
             let conversation = runner.createConversation(systemPrompt: system)
+            gone = conversation
             earlier = try await collect(conversation.generateResponse(to: "What is a comet?", options: GenerationOptions(maxTokens: 24)))
         }
+        // The scheduler's thread lets go of the finished reply (and so of its conversation)
+        // just after the stream ends: wait for the conversation to be gone.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while gone != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(gone == nil)
         let later = try await collect(runner.createConversation(systemPrompt: system)
             .generateResponse(to: "What is a comet?", options: GenerationOptions(maxTokens: 24)))
         let opening = try runner.promptTokenCount(for: [.system(system)])
