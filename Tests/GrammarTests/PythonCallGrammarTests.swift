@@ -82,9 +82,9 @@ import Testing
         } catch let error as GrammarError {
             #expect("\(error)".contains("anyOf"))
         }
-        #expect(SchemaCompiler.isPythonIdentifier("_private2"))
-        #expect(!SchemaCompiler.isPythonIdentifier("2fast"))
-        #expect(!SchemaCompiler.isPythonIdentifier(""))
+        #expect(PythonIdentifier.isValid("_private2"))
+        #expect(!PythonIdentifier.isValid("2fast"))
+        #expect(!PythonIdentifier.isValid(""))
     }
 
     @Test func jsonOutputIsUnchanged() throws {

@@ -35,18 +35,19 @@ final class PositionMasks: Sendable {
     /// The number of slots (positions whose masks are computed, not shared).
     let slotCount: Int
 
+    /// When a slot's mask was computed.
+    private enum Lateness { case upfront, onDemand, background }
+
     private struct State {
         var masks: [PositionMask?]
+        /// Per slot, when its mask was computed (`nil` while it is not).
+        var computed: [Lateness?]
         /// Per rule, `PlainTextSlice.unreadableLengths(in:)` once a position of it reads
         /// every plain first byte.
         var unreadableLengths: [Int: [Int32]] = [:]
         var distinct: [MaskContent: PositionMask] = [:]
         var bytes = 0
         var seconds = 0.0
-        /// Slots computed after compilation: at a matcher's request, or in the background.
-        var computedOnDemand = 0
-        var computedInBackground = 0
-        var computedLate: Set<Int32> = []
     }
 
     private let state: Mutex<State>
@@ -98,7 +99,7 @@ final class PositionMasks: Sendable {
         self.slots = slots
         self.owners = owners
         slotCount = Int(next)
-        state = Mutex(State(masks: [PositionMask?](repeating: nil, count: Int(next))))
+        state = Mutex(State(masks: [PositionMask?](repeating: nil, count: Int(next)), computed: [Lateness?](repeating: nil, count: Int(next))))
     }
 
     /// The mask of position `(rule, state)`, computed now if it was not yet; `nil` where a
@@ -109,8 +110,6 @@ final class PositionMasks: Sendable {
         if let known = state.withLock({ $0.masks[Int(slot)] }) { return known }
         return compute(rule: owners[Int(rule)], state: position, slot: slot, late: .onDemand)
     }
-
-    private enum Lateness { case upfront, onDemand, background }
 
     /// Computes the mask of `(rule, state)` (an owner rule) into `slot`, or returns the one
     /// another thread stored first.
@@ -142,11 +141,7 @@ final class PositionMasks: Sendable {
             }
             state.masks[Int(slot)] = mask
             state.seconds += Double(mask.computeNanoseconds) / 1e9
-            switch late {
-            case .upfront: break
-            case .onDemand: state.computedOnDemand += 1; state.computedLate.insert(slot)
-            case .background: state.computedInBackground += 1; state.computedLate.insert(slot)
-            }
+            state.computed[Int(slot)] = late
             return mask
         }
     }
@@ -241,7 +236,7 @@ final class PositionMasks: Sendable {
             for (rule, row) in slots.enumerated() {
                 for (position, slot) in row.enumerated() where slot >= 0 {
                     guard let mask = state.masks[Int(slot)] else { continue }
-                    result.append((rule, position, mask, owners[rule] != rule, state.computedLate.contains(slot)))
+                    result.append((rule, position, mask, owners[rule] != rule, state.computed[Int(slot)] != .upfront))
                 }
             }
             return result
@@ -254,6 +249,6 @@ final class PositionMasks: Sendable {
     /// Bytes of the distinct masks computed so far, seconds spent computing them, and how many
     /// were computed after compilation, at a matcher's request and in the background.
     var totals: (bytes: Int, seconds: Double, onDemand: Int, background: Int) {
-        state.withLock { ($0.bytes, $0.seconds, $0.computedOnDemand, $0.computedInBackground) }
+        state.withLock { ($0.bytes, $0.seconds, $0.computed.count { $0 == .onDemand }, $0.computed.count { $0 == .background }) }
     }
 }

@@ -22,7 +22,7 @@ extension SchemaCompiler {
         let call = grammar.declareRule("call")
         var alternatives: [Fragment] = []
         for (name, arguments) in calls {
-            guard Self.isPythonIdentifier(name) else {
+            guard PythonIdentifier.isValid(name) else {
                 throw .invalidSchema(pointer: arguments.pointer, message: "'\(name)' is not a Python identifier, so no call to it can be written")
             }
             guard let node = try resolvedNode(arguments, depth: 0) else { continue }
@@ -59,19 +59,28 @@ extension SchemaCompiler {
         if let types = node.types, !types.contains(.object) {
             throw .invalidSchema(pointer: node.pointer, message: "a call's arguments must be an object")
         }
-        for name in node.properties.map(\.name) + node.required where !Self.isPythonIdentifier(name) {
+        for name in node.properties.map(\.name) + node.required where !PythonIdentifier.isValid(name) {
             throw .invalidSchema(pointer: node.pointer, message: "parameter '\(name)' is not a Python identifier, so it cannot be a keyword argument")
         }
         return try objectFragment(node, style: .keywordArguments)
     }
+}
 
-    /// Whether `name` is an ASCII Python identifier: a letter or `_`, then letters, digits, `_`.
-    static func isPythonIdentifier(_ name: String) -> Bool {
-        guard let first = name.utf8.first, first == UInt8(ascii: "_") || isLetter(first) else { return false }
-        return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || isLetter($0) || (UInt8(ascii: "0") ... UInt8(ascii: "9")).contains($0) }
+/// Python's identifiers, in ASCII: what a call's function and keyword names must be, for the
+/// call grammar and for the reader of what it writes.
+package enum PythonIdentifier {
+    /// Whether `name` is one: a letter or `_`, then letters, digits and `_`.
+    package static func isValid(_ name: String) -> Bool {
+        guard let first = name.utf8.first, allows(first, first: true) else { return false }
+        return name.utf8.allSatisfy { allows($0, first: false) }
     }
 
-    private static func isLetter(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "a") ... UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A") ... UInt8(ascii: "Z")).contains(byte)
+    /// Whether `byte` may stand in an identifier (`first`: at its start, where digits may not).
+    package static func allows(_ byte: UInt8, first: Bool) -> Bool {
+        switch byte {
+        case UInt8(ascii: "_"), UInt8(ascii: "a") ... UInt8(ascii: "z"), UInt8(ascii: "A") ... UInt8(ascii: "Z"): true
+        case UInt8(ascii: "0") ... UInt8(ascii: "9"): !first
+        default: false
+        }
     }
 }

@@ -136,13 +136,8 @@ enum PythonCallSyntax {
 
         private mutating func identifier() -> String? {
             let start = offset
-            while offset < bytes.count, bytes[offset] == UInt8(ascii: "_") || Self.isAlphanumeric(bytes[offset]) { offset += 1 }
+            while offset < bytes.count, PythonIdentifier.allows(bytes[offset], first: offset == start) { offset += 1 }
             return offset > start ? String(decoding: bytes[start ..< offset], as: UTF8.self) : nil
-        }
-
-        private static func isAlphanumeric(_ byte: UInt8) -> Bool {
-            (UInt8(ascii: "a") ... UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A") ... UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0") ... UInt8(ascii: "9")).contains(byte)
         }
 
         private static func ends(_ byte: UInt8) -> Bool {

@@ -342,17 +342,23 @@ final class ReplyDecoder: TokenStepper {
             guard matcher.accept(token: forcedToken) else { return tokens }
             tokens.append(forcedToken)
         }
-        if tokens.count < limit, !mayMerge(last, at: matcher), matcher.accept(token: last) { tokens.append(last) }
+        guard tokens.count < limit else { return tokens }
+        if !mayMerge(last, at: matcher), matcher.accept(token: last) {
+            tokens.append(last)
+        } else {
+            // The mask `mayMerge` filled is the next step's: the matcher stays where it was.
+            maskIsCurrent = true
+        }
         return tokens
     }
 
     /// Whether `matcher` allows a token longer than `token` that starts with `token`'s text
-    /// (the model might write that instead of `token` and its successor). O(vocabulary / 32)
-    /// for the mask, then a look at each allowed token, few where the grammar forces bytes.
+    /// (the model might write that instead of `token` and its successor). Fills `mask` with
+    /// `matcher`'s next-token mask: O(vocabulary / 32), then a look at each allowed token, few
+    /// where the grammar forces bytes.
     private func mayMerge(_ token: Int, at matcher: GrammarMatcher) -> Bool {
         let text = vocabulary.bytes(of: token)
         matcher.fillNextTokenMask(into: &mask)
-        defer { maskIsCurrent = false }
         for (index, word) in mask.words.enumerated() where word != 0 {
             var bits = word
             while bits != 0 {

@@ -82,12 +82,7 @@ struct ReplyTextRouter {
                     if pending.isEmpty { return pieces }
                     trimLeadingContent = false
                 }
-                guard let callFormat else {
-                    if !pending.isEmpty { pieces.append(.content(pending)); sawContent = true }
-                    pending = ""
-                    return pieces
-                }
-                if !sawContent, callFormat != .lfm {
+                if let callFormat, !sawContent, callFormat != .lfm {
                     // A bare call: the plain JSON format's only kind, and Hermes's unmarked one.
                     let trimmed = pending.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
                     switch callFormat == .json ? Self.jsonCallStart(trimmed) : Self.bareCallStart(trimmed) {
@@ -100,7 +95,7 @@ struct ReplyTextRouter {
                     case .text: break
                     }
                 }
-                guard let marker = callFormat.opening else {
+                guard let marker = callFormat?.opening else {
                     if !pending.isEmpty { pieces.append(.content(pending)); sawContent = true }
                     pending = ""
                     return pieces
