@@ -136,7 +136,8 @@ struct GrammarCompile: ParsableCommand {
                              ("accepted", JSONValue(position.accepted)), ("rejected", JSONValue(position.rejected)),
                              ("undecided", JSONValue(position.undecided)), ("form", .string(position.form)),
                              ("bytes", JSONValue(position.storageBytes)), ("compute_us", JSONValue(position.computeMicroseconds)),
-                             ("shared", .bool(position.isShared)), ("wholesale", JSONValue(position.wholesaleAccepted))])
+                             ("shared", .bool(position.isShared)), ("wholesale", JSONValue(position.wholesaleAccepted)),
+                             ("count", position.count.map { JSONValue($0) } ?? .null)])
                 })),
             ])
             print(output.formatted())
@@ -149,11 +150,13 @@ struct GrammarCompile: ParsableCommand {
         }
         print("automaton: \(statistics.rules) rules, \(statistics.automatonStates) states; \(statistics.positions) positions with a mask"
               + (statistics.sharedPositions > 0 ? " (\(statistics.sharedPositions) shared with an identical rule)" : "")
-              + (statistics.slicedPositions > 0 ? "; \(statistics.slicedPositions) took plain tokens wholesale (marked *)" : ""))
+              + (statistics.slicedPositions > 0 ? "; \(statistics.slicedPositions) took plain tokens wholesale (marked *)" : "")
+              + (positions.contains { $0.count != nil } ? "; n=N: in a counted string, the mask of counts like N" : ""))
         print("vocabulary: \(vocabulary.size) tokens")
         print("position                         accepted   rejected  undecided  form        bytes       µs")
         for position in positions {
-            let name = "\(position.rule)@\(position.state)" + (position.wholesaleAccepted > 0 ? " *" : "")
+            let name = "\(position.rule)@\(position.state)" + (position.count.map { " n=\($0)" } ?? "")
+                + (position.wholesaleAccepted > 0 ? " *" : "")
             print(name.padding(toLength: 30, withPad: " ", startingAt: 0)
                   + String(format: " %10d %10d %10d  %-9@ %7d %8@", position.accepted, position.rejected, position.undecided, position.form,
                            position.storageBytes, position.isShared ? "shared" : String(format: "%.1f", position.computeMicroseconds)))
@@ -269,6 +272,9 @@ struct BenchMasks: ParsableCommand {
     @Option(help: "When masks are computed: upfront (while compiling), first-use (when a matcher first stands at a position), or background (first use, and the rest on another thread as soon as the automaton is built).")
     var masks: MaskComputationArgument = .upfront
 
+    @Flag(help: "Archive each compiled grammar, load it back, and walk the tests on the loaded one; reports the load time (archive_load_ms) and size (archive_kb).")
+    var archive = false
+
     @Flag(help: "Print JSON.")
     var json = false
 
@@ -301,6 +307,7 @@ struct BenchMasks: ParsableCommand {
         }
         let wallStart = ContinuousClock.now
         var compileMilliseconds: [Double] = [], maskMicroseconds: [Double] = [], firstMasks: [Double] = [], timesToFirstMask: [Double] = []
+        var archiveLoads: [Double] = [], archiveKilobytes: [Double] = []
         var schemas = 0, compiled = 0, compileErrors = 0, timeouts = 0, testsNotRun = 0
         var validAccepted = 0, validTotal = 0, invalidRejected = 0, invalidTotal = 0, fullyPassing = 0
         var errorKinds: [String: Int] = [:]
@@ -318,7 +325,7 @@ struct BenchMasks: ParsableCommand {
             }
             schemas += 1
             let start = ContinuousClock.now
-            let grammar: CompiledGrammar
+            var grammar: CompiledGrammar
             do {
                 let budget = CompilationBudget(seconds: timeout, maskSeconds: timeout)
                 grammar = try CompiledGrammar(try Grammar(jsonSchema: schema, options: options, budget: budget), vocabulary: vocabulary,
@@ -334,6 +341,14 @@ struct BenchMasks: ParsableCommand {
             }
             let compileTime = (ContinuousClock.now - start).seconds * 1000
             compileMilliseconds.append(compileTime)
+            if archive {
+                // The tests then run on the grammar as loaded: what a cache directory serves.
+                let bytes = grammar.archive(key: file)
+                let loadStart = ContinuousClock.now
+                grammar = try CompiledGrammar(archive: bytes, key: file, vocabulary: vocabulary, maskComputation: .onFirstUse)
+                archiveLoads.append((ContinuousClock.now - loadStart).seconds * 1000)
+                archiveKilobytes.append(Double(bytes.count) / 1024)
+            }
             // Time to first mask: the compile and the mask at the grammar's start, as a
             // generation asks for it (not counted among the masks below).
             var firstMask = TokenBitmask(vocabularySize: vocabulary.size)
@@ -343,6 +358,7 @@ struct BenchMasks: ParsableCommand {
             compiled += 1
             var wrong: [JSONValue] = []
             var schemaPasses = true
+            let masksBefore = maskMicroseconds.count
             for (index, (data, valid)) in tests.enumerated() {
                 let text = Array(data.compactTextWithDoubleNumbers.utf8)
                 let tokens = text.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) }
@@ -357,8 +373,12 @@ struct BenchMasks: ParsableCommand {
                 }
             }
             if schemaPasses { fullyPassing += 1 }
+            let schemaMasks = maskMicroseconds[masksBefore...]
             records.append(JSONValue.object([("id", .string((file as NSString).lastPathComponent)), ("status", .string("ok")),
                                             ("compile_ms", JSONValue(compileTime)), ("ttfm_ms", JSONValue(timeToFirstMask)),
+                                            ("masks", JSONValue(schemaMasks.count)), ("mask_max_us", JSONValue(schemaMasks.max() ?? 0)),
+                                            ("masks_over_100us", JSONValue(schemaMasks.count { $0 > 100 })),
+                                            ("archive_load_ms", archive ? JSONValue(archiveLoads.last ?? 0) : .null),
                                             ("wrong", .array(wrong))]).compactText)
         }
         let wallSeconds = (ContinuousClock.now - wallStart).seconds
@@ -368,6 +388,8 @@ struct BenchMasks: ParsableCommand {
         maskMicroseconds.sort()
         firstMasks.sort()
         timesToFirstMask.sort()
+        archiveLoads.sort()
+        archiveKilobytes.sort()
         func percentiles(_ values: [Double]) -> JSONValue {
             .object([("p50", number(percentile(values, 50))), ("p90", number(percentile(values, 90))),
                      ("p99", number(percentile(values, 99))), ("max", number(percentile(values, 100)))])
@@ -384,6 +406,7 @@ struct BenchMasks: ParsableCommand {
             ("masks", .string(masks.rawValue)),
             ("compile_ms", percentiles(compileMilliseconds)), ("ttfm_ms", percentiles(timesToFirstMask)), ("n_masks", JSONValue(maskMicroseconds.count)),
             ("tbm_us", maskSummary), ("first_mask_us_p50", number(percentile(firstMasks, 50))),
+            ("archive_load_ms", archive ? percentiles(archiveLoads) : .null), ("archive_kb", archive ? percentiles(archiveKilobytes) : .null),
             ("valid_accepted", JSONValue(validAccepted)), ("valid_total", JSONValue(validTotal)),
             ("invalid_rejected", JSONValue(invalidRejected)), ("invalid_total", JSONValue(invalidTotal)),
             ("tests_not_run", JSONValue(testsNotRun)), ("init_s", JSONValue(initSeconds)), ("wall_s", JSONValue(wallSeconds)),

@@ -53,6 +53,9 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "Compiling the requests' JSON Schemas")
     var budgetOptions: CompilationBudgetOptions
 
+    @Option(help: "A directory to archive compiled grammars in and load them from, across restarts and between servers that trust each other (created if missing; invalid files are rebuilt).")
+    var grammarCache: String?
+
     func validate() throws {
         guard (0 ... 65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
@@ -69,7 +72,8 @@ struct Serve: AsyncParsableCommand {
         let server = TypesetServer(
             modelURL: URL(fileURLWithPath: path),
             runnerOptions: ModelRunner.Options(
-                contextLength: context, threadCount: threads, maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget),
+                contextLength: context, threadCount: threads, maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget,
+                grammarCacheDirectory: grammarCache),
             configuration: TypesetServer.Configuration(
                 host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
                 requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias))

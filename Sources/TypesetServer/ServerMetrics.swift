@@ -124,6 +124,10 @@ final class ServerMetrics: Sendable {
                [("", number(grammars?.compileSeconds ?? 0))])
         metric("typeset_grammar_cache_hits_total", "counter", "Schemas found compiled in the cache.", [("", String(grammars?.hits ?? 0))])
         metric("typeset_grammar_cache_misses_total", "counter", "Schemas compiled (or refused).", [("", String(grammars?.misses ?? 0))])
+        metric("typeset_grammar_archive_loads_total", "counter", "Grammars loaded from the grammar cache directory.",
+               [("", String(grammars?.loads ?? 0))])
+        metric("typeset_grammar_archives_rejected_total", "counter", "Files in the grammar cache directory that were not valid and were rebuilt.",
+               [("", String(grammars?.rejectedArchives ?? 0))])
         metric("typeset_grammar_cache_bytes", "gauge", "Bytes of the compiled grammars kept.", [("", String(grammars?.byteCount ?? 0))])
         metric("typeset_grammar_mask_seconds_total", "counter", "Seconds spent on token masks and constrained choices while decoding.",
                [("", number(counters.constraintSeconds))])

@@ -24,9 +24,10 @@ enum MaskChecks {
             do {
                 let rule = position.rule, state = position.state, mask = position.mask
                 let fresh = PositionMask.compute(
-                    rule: Int32(rule), state: Int32(state), automaton: compiled.automaton, vocabulary: compiled.vocabulary)
+                    rule: Int32(rule), state: Int32(state), count: Int32(position.count ?? 0), exactLength: position.exactLength, automaton: compiled.automaton,
+                    vocabulary: compiled.vocabulary)
                 let stored = sets(mask, vocabulary: compiled.vocabulary), expected = sets(fresh, vocabulary: compiled.vocabulary)
-                let position = "\(compiled.automaton.names[rule])@\(state)"
+                let position = "\(compiled.automaton.names[rule])@\(state)" + (position.count.map { " count \($0)" } ?? "")
                 // Differences only (whole sets run to thousands of tokens).
                 let wronglyAccepted = Set(stored.accepted).subtracting(expected.accepted).sorted()
                 let missing = Set(expected.accepted).subtracting(stored.accepted).sorted()

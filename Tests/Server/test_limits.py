@@ -214,3 +214,36 @@ def test_health_is_503_while_the_model_loads(start_server):
     assert early.status_code == 200 or error(early, 503)["code"] == "model_loading"
     server.wait_until_ready()
     assert httpx.get(server.base_url + "/health", timeout=5).json() == {"status": "ok"}
+
+
+def test_a_grammar_cache_directory_outlives_the_server(start_server, tmp_path):
+    """A schema compiled by one server loads from --grammar-cache in the next, which replies
+    the same (greedy); a corrupted file is refused, rebuilt, and the reply still validates."""
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 4000}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+              "required": ["city", "days"], "additionalProperties": False}
+    body = chat("Weather in Oslo for 3 days, as JSON.", max_tokens=48, temperature=0,
+                response_format={"type": "json_schema", "json_schema": {"name": "forecast", "schema": schema, "strict": True}})
+    directory = str(tmp_path / "grammars")
+    replies = []
+    for round in range(3):
+        server = start_server("--grammar-cache", directory)
+        response = post(server, body)
+        assert response.status_code == 200, response.text
+        content = response.json()["choices"][0]["message"]["content"]
+        jsonschema.validate(json.loads(content), schema)
+        replies.append(content)
+        metrics = server.metrics()
+        if round == 0:
+            assert metrics["typeset_grammar_archive_loads_total"] == 0
+            assert len(list((tmp_path / "grammars").glob("*.grammar"))) == 1
+        elif round == 1:
+            assert metrics["typeset_grammar_archive_loads_total"] == 1
+            for file in (tmp_path / "grammars").glob("*.grammar"):
+                file.write_bytes(file.read_bytes()[:-10])
+        else:
+            assert metrics["typeset_grammar_archive_loads_total"] == 0
+            assert metrics["typeset_grammar_archives_rejected_total"] == 1
+        server.stop()
+    assert replies[0] == replies[1] == replies[2]

@@ -14,6 +14,10 @@ public struct Grammar: Sendable {
     struct Rule: Sendable {
         var name: String
         var body: Fragment
+        /// For a rule whose body is a language of quoted JSON strings: the bounds on their
+        /// length in characters, counted in the matcher's frames (`LengthCounter`) rather
+        /// than unrolled into the automaton.
+        var lengthBounds: LengthBounds? = nil
     }
 
     var automaton = ByteNFA()

@@ -14,7 +14,10 @@ extension CompiledGrammar {
     /// - rule calls as dashed edges to the state the call returns to, labelled with the callee;
     /// - per state where a matcher can stand, its mask's accepted, rejected and undecided
     ///   token counts (`✓ 8,131  ✗ 140,102  ? 3`); states without a mask (or whose mask is
-    ///   not computed yet) show none.
+    ///   not computed yet) show none;
+    /// - a rule that counts its strings' characters has `length min…max` in its label, and
+    ///   its states show the masks at count 0 (its other counts' masks differ only near the
+    ///   bounds).
     ///
     /// - Complexity: O(states × 256) for the edges.
     public var graphviz: String {
@@ -27,10 +30,16 @@ extension CompiledGrammar {
             "  start -> r\(automaton.root)s0;",
         ]
         var counts: [Int: [Int: PositionMask]] = [:]
-        for position in masks.known() { counts[position.rule, default: [:]][position.state] = position.mask }
+        for position in masks.known() where (position.count ?? 0) == 0 {
+            counts[position.rule, default: [:]][position.state] = position.mask
+        }
         for (index, dfa) in automaton.rules.enumerated() where automaton.reachable[index] {
             lines.append("  subgraph cluster_r\(index) {")
-            lines.append("    label=\(Self.quoted(automaton.names[index])); style=rounded; color=gray60;")
+            var title = automaton.names[index]
+            if let counter = automaton.counters[index] {
+                title += "  (length \(counter.minimum)…" + (counter.maximum.map { "\($0)" } ?? "") + ")"
+            }
+            lines.append("    label=\(Self.quoted(title)); style=rounded; color=gray60;")
             for state in 0 ..< dfa.stateCount {
                 var label = "\(state)"
                 if let mask = counts[index]?[state] {

@@ -52,6 +52,10 @@ public final class CompiledGrammar: Sendable {
         public var wholesaleAccepted: Int
         /// Whether the mask was computed after compilation (on first use or in the background).
         public var isComputedLate: Bool
+        /// In a rule that counts a string's characters (`minLength`, `maxLength`): the
+        /// smallest character count this mask serves (counts that look alike as far as one
+        /// token reads share a mask). `nil` in other rules.
+        public var count: Int?
     }
 
     public let vocabulary: GrammarVocabulary
@@ -71,7 +75,8 @@ public final class CompiledGrammar: Sendable {
         let automatonBytes = automaton.rules.reduce(0) { total, rule in
             total + rule.transitions.count * 4 + rule.stateCount * 2 + rule.ruleEdges.reduce(0) { $0 + $1.count * 8 }
         }
-        return masks.totals.bytes + automatonBytes + completionDistances.distance.reduce(0) { $0 + $1.count * 4 }
+        let counterBytes = automaton.counters.reduce(0) { total, counter in total + (counter.map { $0.distances.count * 4 + $0.isUneven.count } ?? 0) }
+        return masks.totals.bytes + automatonBytes + counterBytes + completionDistances.distance.reduce(0) { $0 + $1.count * 4 }
     }
 
     /// Compiles `grammar`'s automaton and computes its token masks over `vocabulary`, up front
@@ -83,7 +88,7 @@ public final class CompiledGrammar: Sendable {
     ///   `.leftRecursion`, `.emptyLanguage`.
     /// - Complexity: one vocabulary-trie walk per position, pruned at the first rejected byte
     ///   (up front, or when the position is first needed).
-    public init(
+    public convenience init(
         _ grammar: Grammar, vocabulary: GrammarVocabulary, budget: CompilationBudget = CompilationBudget(),
         maskComputation: MaskComputation = .upfront
     ) throws(GrammarError) {
@@ -99,6 +104,15 @@ public final class CompiledGrammar: Sendable {
         case .onFirstUse: break
         case .onFirstUseAndInBackground: masks.computeRestInBackground()
         }
+        self.init(vocabulary: vocabulary, automaton: automaton, completionDistances: completionDistances, masks: masks,
+                  maskComputation: maskComputation, automatonSeconds: automatonSeconds)
+    }
+
+    /// A grammar from its parts (an archive's).
+    init(
+        vocabulary: GrammarVocabulary, automaton: PushdownAutomaton, completionDistances: CompletionDistances, masks: PositionMasks,
+        maskComputation: MaskComputation, automatonSeconds: Double
+    ) {
         self.vocabulary = vocabulary
         self.automaton = automaton
         self.completionDistances = completionDistances
@@ -185,7 +199,8 @@ public final class CompiledGrammar: Sendable {
                 rule: automaton.names[position.rule], state: position.state, accepted: mask.acceptedCount, rejected: mask.rejectedCount,
                 undecided: mask.undecided.count, storageBytes: mask.storageBytes, form: form,
                 computeMicroseconds: position.isShared ? 0 : Double(mask.computeNanoseconds) / 1000,
-                isShared: position.isShared, wholesaleAccepted: mask.wholesaleCount, isComputedLate: position.isLate)
+                isShared: position.isShared, wholesaleAccepted: mask.wholesaleCount, isComputedLate: position.isLate,
+                count: position.count)
         }
     }
 }
@@ -202,4 +217,5 @@ struct TerminalRuleSignature: Hashable {
     let transitions: [Int32]
     let isFinal: [Bool]
     let follow: ByteSet
+    let counter: LengthCounter?
 }

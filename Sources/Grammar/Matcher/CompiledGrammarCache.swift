@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Compiled JSON Schema grammars kept for reuse over one vocabulary, keyed by the schema's
@@ -12,6 +13,13 @@ import Synchronization
 /// same value); a different property order is another key (it is another grammar: properties
 /// are generated in declaration order). Compilation happens outside the lock, so two requests
 /// for a new schema at once may both compile it.
+///
+/// With a `directory`, grammars also persist across processes: each one compiled is archived
+/// there (`CompiledGrammar.archive(key:)`, one file per schema, options and vocabulary, with
+/// the masks computed by then), and a schema missing from memory is loaded from its file
+/// before it is compiled. A file that is not a valid archive for this key and vocabulary
+/// (truncated, altered, another format version, a name collision) is ignored, counted in
+/// ``Statistics/rejectedArchives``, and replaced by a new compilation: never trusted.
 public final class CompiledGrammarCache: Sendable {
     /// Counts since the cache was made.
     public struct Statistics: Sendable, Equatable {
@@ -27,6 +35,12 @@ public final class CompiledGrammarCache: Sendable {
         public var byteCount = 0
         /// Seconds spent compiling (the misses, failures included).
         public var compileSeconds = 0.0
+        /// Grammars loaded from the directory instead of compiled.
+        public var loads = 0
+        /// Grammars written to the directory.
+        public var stores = 0
+        /// Files in the directory that were not a valid archive for their key, and were rebuilt.
+        public var rejectedArchives = 0
 
         /// All zero: no lookups yet.
         public init() {}
@@ -56,12 +70,60 @@ public final class CompiledGrammarCache: Sendable {
     public let capacityBytes: Int
     /// When the grammars' masks are computed.
     public let maskComputation: MaskComputation
+    /// Where compiled grammars are archived and looked for (`nil`: memory only).
+    public let directory: String?
     private let state = Mutex(State())
 
-    public init(vocabulary: GrammarVocabulary, capacityBytes: Int = 256 << 20, maskComputation: MaskComputation = .upfront) {
+    /// - Parameter directory: a directory to archive grammars in and load them from; created
+    ///   if missing. Share one only between processes that trust each other: a grammar loaded
+    ///   from it is not compiled again under the caller's budget.
+    public init(
+        vocabulary: GrammarVocabulary, capacityBytes: Int = 256 << 20, maskComputation: MaskComputation = .upfront,
+        directory: String? = nil
+    ) {
         self.vocabulary = vocabulary
         self.capacityBytes = max(0, capacityBytes)
         self.maskComputation = maskComputation
+        self.directory = directory
+        if let directory { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+    }
+
+    /// What a grammar is compiled from, as an archive's key.
+    static func archiveKey(schema: JSONValue, options: JSONSchemaOptions) -> String {
+        schema.compactText + "\n" + String(describing: options)
+    }
+
+    /// The file of `key` in `directory`.
+    func archivePath(key: String, in directory: String) -> String {
+        func hex(_ value: UInt64) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        return directory + "/" + hex(GrammarArchive.fnv1a(key.utf8)) + "-" + hex(vocabulary.fingerprint) + ".grammar"
+    }
+
+    /// The grammar archived under `key`, if its file is a valid archive.
+    private func load(key: String) -> CompiledGrammar? {
+        guard let directory, let data = FileManager.default.contents(atPath: archivePath(key: key, in: directory)) else { return nil }
+        do {
+            let grammar = try CompiledGrammar(archive: [UInt8](data), key: key, vocabulary: vocabulary, maskComputation: maskComputation)
+            state.withLock { $0.statistics.loads += 1 }
+            return grammar
+        } catch {
+            state.withLock { $0.statistics.rejectedArchives += 1 }
+            return nil
+        }
+    }
+
+    private func store(_ grammar: CompiledGrammar, key: String) {
+        guard let directory else { return }
+        let path = archivePath(key: key, in: directory)
+        do {
+            try Data(grammar.archive(key: key)).write(to: URL(fileURLWithPath: path), options: .atomic)
+            state.withLock { $0.statistics.stores += 1 }
+        } catch {
+            // A directory that cannot be written leaves the cache in memory only.
+        }
     }
 
     /// The grammar of `schema` under `options`, compiled now or earlier.
@@ -85,6 +147,11 @@ public final class CompiledGrammarCache: Sendable {
             return entry.grammar
         }
         if let cached { return cached }
+        let archiveKey = directory == nil ? "" : Self.archiveKey(schema: schema, options: options)
+        if directory != nil, let loaded = load(key: archiveKey) {
+            keep(loaded, under: key)
+            return loaded
+        }
         let clock = ContinuousClock(), started = clock.now
         defer {
             let elapsed = clock.now - started
@@ -97,8 +164,14 @@ public final class CompiledGrammarCache: Sendable {
                 try Grammar(jsonSchema: schema, options: options, budget: budget), vocabulary: vocabulary, budget: budget,
                 maskComputation: maskComputation)
         }
+        if directory != nil { store(compiled, key: archiveKey) }
+        keep(compiled, under: key)
+        return compiled
+    }
+
+    private func keep(_ compiled: CompiledGrammar, under key: Key) {
         let bytes = compiled.byteCount
-        guard bytes <= capacityBytes else { return compiled }
+        guard bytes <= capacityBytes else { return }
         state.withLock { state in
             state.entries[key] = Entry(grammar: compiled, byteCount: bytes, lastUse: state.clock)
             // Masks computed on first use grow their grammars after they were stored: the
@@ -112,7 +185,6 @@ public final class CompiledGrammarCache: Sendable {
                 state.statistics.evictions += 1
             }
         }
-        return compiled
     }
 
     public var statistics: Statistics {

@@ -8,12 +8,17 @@
 /// automata, the call edges making it a system of equations); unproductive positions keep
 /// `Int32.max`.
 ///
+/// A rule that counts characters takes its distances from its `LengthCounter` (at count 0
+/// here; a frame's own count in ``completion(of:in:store:)``), which knows the bounds.
+///
 /// A configuration's shortest completion is then its own distance plus that of every return
 /// position on its stack. Generation under a token budget uses it to keep the value finishable.
 struct CompletionDistances: Sendable {
     let distance: [[Int32]]
 
     static let unreachable = Int32.max
+
+    init(distance: [[Int32]]) { self.distance = distance }
 
     /// - Throws: `.budgetExceeded` when the relaxation runs past the current compilation's
     ///   budget (rules are visited callees first, so a chain of calls settles in one pass).
@@ -30,6 +35,10 @@ struct CompletionDistances: Sendable {
             }
         }
         var distance = rules.map { dfa in dfa.isFinal.map { $0 ? Int32(0) : Self.unreachable } }
+        for (rule, counter) in automaton.counters.enumerated() {
+            guard let counter else { continue }
+            distance[rule] = (0 ..< rules[rule].stateCount).map { counter.distance(Int32($0), 0) }
+        }
         func add(_ a: Int32, _ b: Int32) -> Int32 {
             a == Self.unreachable || b == Self.unreachable ? Self.unreachable : min(Self.unreachable - 1, a &+ b)
         }
@@ -37,7 +46,7 @@ struct CompletionDistances: Sendable {
         while changed {
             changed = false
             try meter?.check("finding the shortest completions")
-            for rule in rules.indices.reversed() {
+            for rule in rules.indices.reversed() where automaton.counters[rule] == nil {
                 let dfa = rules[rule]
                 for state in 0 ..< dfa.stateCount {
                     var best = distance[rule][state]
@@ -56,8 +65,8 @@ struct CompletionDistances: Sendable {
     }
 
     /// The shortest completion of `frame` and the stack below it in `store`.
-    func completion(of frame: PushdownFrame, store: some FrameStore) -> Int {
-        var total = Int(distance[Int(frame.rule)][Int(frame.state)])
+    func completion(of frame: PushdownFrame, in automaton: PushdownAutomaton, store: some FrameStore) -> Int {
+        var total = Int(automaton.counters[Int(frame.rule)]?.distance(frame.state, frame.count) ?? distance[Int(frame.rule)][Int(frame.state)])
         guard total != Int(Self.unreachable) else { return Int.max }
         var parent = frame.parent
         var depth = 0
@@ -85,23 +94,25 @@ extension CompletionDistances {
         var sentence: [UInt8] = []
         sentence.reserveCapacity(Int(total))
         // Where each unfinished call continues; the top is the position being extended.
-        var stack: [(rule: Int32, state: Int32)] = [(rule, 0)]
+        var stack: [PushdownFrame] = [PushdownFrame(rule: rule, state: 0, parent: -1)]
         // Moves that read nothing (calls of rules that match the empty string) are bounded
         // with the rest, so a walk can never go round in circles.
         var movesLeft = 4 * Int(total) + 4 * automaton.rules.count + 16
-        while let (rule, state) = stack.popLast() {
+        while let frame = stack.popLast() {
             movesLeft -= 1
             guard movesLeft > 0 else { return nil }
+            let rule = frame.rule, state = frame.state
             let dfa = automaton.rules[Int(rule)]
-            let here = distance[Int(rule)][Int(state)]
+            let counter = automaton.counters[Int(rule)]
+            let here = counter?.distance(state, frame.count) ?? distance[Int(rule)][Int(state)]
             if here == 0, dfa.isFinal[Int(state)] { continue }
             var moved = false
-            let base = Int(state) << 8
             for byte in 0 ..< 256 {
-                let target = dfa.transitions[base + byte]
-                if target >= 0, distance[Int(rule)][Int(target)] == here - 1 {
+                guard let target = automaton.step(frame, UInt8(byte), in: dfa) else { continue }
+                let after = counter?.distance(target.state, target.count) ?? distance[Int(rule)][Int(target.state)]
+                if after == here - 1 {
                     sentence.append(UInt8(byte))
-                    stack.append((rule, target))
+                    stack.append(target)
                     moved = true
                     break
                 }
@@ -110,8 +121,8 @@ extension CompletionDistances {
             for edge in dfa.ruleEdges[Int(state)] {
                 let called = distance[Int(edge.rule)][0], after = distance[Int(rule)][Int(edge.target)]
                 guard called != Self.unreachable, after != Self.unreachable, called + after == here else { continue }
-                stack.append((rule, edge.target))
-                stack.append((edge.rule, 0))
+                stack.append(PushdownFrame(rule: rule, state: edge.target, parent: -1))
+                stack.append(PushdownFrame(rule: edge.rule, state: 0, parent: -1))
                 moved = true
                 break
             }

@@ -50,7 +50,7 @@ public struct GrammarMatcher: Sendable {
         if completed { return 0 }
         var best = Int.max
         for configuration in configurations {
-            best = min(best, grammar.completionDistances.completion(of: configuration, store: frames))
+            best = min(best, grammar.completionDistances.completion(of: configuration, in: grammar.automaton, store: frames))
         }
         return best
     }
@@ -62,7 +62,7 @@ public struct GrammarMatcher: Sendable {
     /// - Complexity: O(configurations × 256).
     public var acceptsMoreBytes: Bool {
         guard !terminated else { return false }
-        return configurations.contains { !grammar.automaton.rules[Int($0.rule)].outgoingBytes($0.state).isEmpty }
+        return configurations.contains { !grammar.automaton.outgoingBytes($0).isEmpty }
     }
 
     /// Tokens accepted so far that `rollback` can undo.
@@ -118,9 +118,7 @@ public struct GrammarMatcher: Sendable {
         var next: [PushdownFrame] = []
         var nextRoots: [Bool] = []
         for configuration in current {
-            let target = automaton.rules[Int(configuration.rule)].next(configuration.state, byte)
-            guard target >= 0 else { continue }
-            let moved = PushdownFrame(rule: configuration.rule, state: target, parent: configuration.parent)
+            guard let moved = automaton.step(configuration, byte) else { continue }
             if !next.contains(moved) {
                 next.append(moved)
                 nextRoots.append(true)
@@ -181,7 +179,7 @@ public struct GrammarMatcher: Sendable {
             var store = ScratchFrames(base: frames.frames)
             var seen: [PushdownFrame] = []
             for (index, configuration) in configurations.enumerated() where roots[index] {
-                guard !seen.contains(configuration), let position = grammar.masks.mask(rule: configuration.rule, state: configuration.state) else { continue }
+                guard !seen.contains(configuration), let position = grammar.masks.mask(of: configuration) else { continue }
                 seen.append(configuration)
                 switch position.accepted {
                 case .listed(let tokens):
@@ -206,8 +204,7 @@ public struct GrammarMatcher: Sendable {
                     let bit: UInt32 = 1 << UInt32(token & 31)
                     if words[Int(token) >> 5] & bit != 0 { continue }
                     let found = vocabulary.tokenBytes[Int(token)].withUnsafeBufferPointer { bytes in
-                        automaton.accepts(bytes, from: 0, rule: configuration.rule, state: configuration.state,
-                                          parent: configuration.parent, store: &store)
+                        automaton.accepts(bytes, from: 0, frame: configuration, store: &store)
                     }
                     store.truncate(to: store.base.count)
                     if found { words[Int(token) >> 5] |= bit }
@@ -228,7 +225,7 @@ public struct GrammarMatcher: Sendable {
         while result.count < limit, !copy.completed {
             var next = ByteSet()
             for configuration in copy.configurations {
-                next.formUnion(grammar.automaton.rules[Int(configuration.rule)].outgoingBytes(configuration.state))
+                next.formUnion(grammar.automaton.outgoingBytes(configuration))
                 if next.count > 1 { return result }
             }
             guard next.count == 1, let byte = next.bytes.first, copy.accept(bytes: [byte]) else { return result }

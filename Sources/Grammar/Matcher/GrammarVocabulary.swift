@@ -13,6 +13,8 @@ public final class GrammarVocabulary: Sendable {
     public let endOfGenerationTokens: [Int]
     /// The most bytes one token stands for.
     public let longestTokenLength: Int
+    /// A stable hash of the tokens and end-of-generation tokens, for archived grammars.
+    public let fingerprint: UInt64
     /// The tokens as a trie, for mask computation.
     public let trie: TokenTrie
     /// Every token with bytes.
@@ -33,6 +35,7 @@ public final class GrammarVocabulary: Sendable {
         endOfGenerationTokens = ending.sorted()
         longestTokenLength = tokenBytes.reduce(0) { max($0, $1.count) }
         trie = TokenTrie(tokens: tokenBytes)
+        fingerprint = Self.fingerprint(tokenBytes: tokenBytes, endOfGeneration: endOfGenerationTokens)
         var text = TokenBitmask(vocabularySize: tokens.count)
         for (id, bytes) in tokenBytes.enumerated() where !bytes.isEmpty { text[id] = true }
         textTokens = text

@@ -22,14 +22,23 @@ public enum MaskComputation: Sendable, Hashable {
 ///     rule 0 (root)   [ m0  –  m1  m2 ]      slots: rule × state → index into `masks`,
 ///     rule 1 (string) [ m3  m4  –  ]          −1 where a matcher never stands
 ///     rule 2 (string) ── same row as rule 1 ── (a terminal rule identical to an earlier one)
+///     rule 3 (counted)[ m5  m6  –  | m7  m8  – | … ]   one group of states per count class
+///
+/// A rule that counts characters (`LengthCounter`) has one mask per state and *count class*:
+/// counts whose liveness looks the same for every state over the next `maximumDepth + 1`
+/// counts (as far as one token can read) have the same masks. A string of up to 10,000
+/// characters has one class for most of its counts and one per count near its bounds.
 ///
 /// Thread-safe: masks are computed outside the lock (two threads may compute one mask; the
 /// first stored wins) and stored under it. Equal masks keep one copy of their arrays.
 final class PositionMasks: Sendable {
     let automaton: PushdownAutomaton
     let vocabulary: GrammarVocabulary
-    /// Per rule and state, the position's slot, or −1.
+    /// Per rule, per count class and state (`class * states + state`), the position's slot,
+    /// or −1.
     let slots: [[Int32]]
+    /// Per counted rule, how its counts share masks (`nil` for other rules: one class).
+    let countClasses: [CountClasses?]
     /// Per rule, the rule whose masks it shares (itself when it computes its own).
     let owners: [Int]
     /// The number of slots (positions whose masks are computed, not shared).
@@ -46,6 +55,9 @@ final class PositionMasks: Sendable {
         /// every plain first byte.
         var unreadableLengths: [Int: [Int32]] = [:]
         var distinct: [MaskContent: PositionMask] = [:]
+        /// Where a matcher last needed a mask not computed yet, while the background runs.
+        var aheadOfMatcher: (rule: Int, state: Int32)?
+        var isComputingInBackground = false
         var bytes = 0
         var seconds = 0.0
     }
@@ -57,16 +69,21 @@ final class PositionMasks: Sendable {
         self.vocabulary = vocabulary
         var slots: [[Int32]] = []
         var owners: [Int] = []
+        var countClasses: [CountClasses?] = []
         var next: Int32 = 0
-        // Terminal rules with the same automaton and FOLLOW set (a schema's many plain string
-        // properties) have the same masks state for state: the first computes, the others share.
+        // Terminal rules with the same automaton, counter and FOLLOW set (a schema's many plain
+        // string properties) have the same masks state for state: the first computes, the
+        // others share.
         var terminalRows: [TerminalRuleSignature: Int] = [:]
+        let window = vocabulary.trie.maximumDepth + 1
         for (index, dfa) in automaton.rules.enumerated() {
             if automaton.isTerminal[index], automaton.reachable[index], index != Int(automaton.root) {
-                let signature = TerminalRuleSignature(transitions: dfa.transitions, isFinal: dfa.isFinal, follow: automaton.follow[index])
+                let signature = TerminalRuleSignature(
+                    transitions: dfa.transitions, isFinal: dfa.isFinal, follow: automaton.follow[index], counter: automaton.counters[index])
                 if let earlier = terminalRows[signature] {
                     slots.append(slots[earlier])
                     owners.append(earlier)
+                    countClasses.append(countClasses[earlier])
                     continue
                 }
                 terminalRows[signature] = index
@@ -75,46 +92,162 @@ final class PositionMasks: Sendable {
             // A matcher stands at the root's start, at targets of byte edges and at return
             // states of calls; never at another rule's start unless something loops back to it.
             var standing = [Bool](repeating: false, count: dfa.stateCount)
+            // States with a byte edge out (a matcher standing there has a mask to ask for).
+            var reads = [Bool](repeating: false, count: dfa.stateCount)
+            dfa.transitions.withUnsafeBufferPointer { transitions in
+                for state in 0 ..< dfa.stateCount {
+                    for byte in 0 ..< 256 {
+                        let target = transitions[state << 8 | byte]
+                        if target >= 0 {
+                            standing[Int(target)] = true
+                            reads[state] = true
+                        }
+                    }
+                }
+            }
             if automaton.reachable[index] {
                 if index == Int(automaton.root) { standing[0] = true }
                 for state in 0 ..< dfa.stateCount {
-                    for byte in 0 ..< 256 {
-                        let target = dfa.transitions[state << 8 | byte]
-                        if target >= 0 { standing[Int(target)] = true }
-                    }
                     for edge in dfa.ruleEdges[state] { standing[Int(edge.target)] = true }
                 }
+            } else {
+                standing = [Bool](repeating: false, count: dfa.stateCount)
             }
+            let counter = automaton.counters[index]
+            let classes = counter.map { Self.countClasses(of: $0, states: dfa.stateCount, window: window) }
+            countClasses.append(classes)
             var row: [Int32] = []
-            for state in 0 ..< dfa.stateCount {
-                if standing[state], dfa.outgoingBytes(Int32(state)) != ByteSet() || !dfa.ruleEdges[state].isEmpty {
-                    row.append(next)
-                    next += 1
-                } else {
-                    row.append(-1)
+            for count in classes?.firstCounts ?? [0] {
+                for state in 0 ..< dfa.stateCount {
+                    let live = counter?.isLive(Int32(state), count) ?? true
+                    if standing[state], live, reads[state] || dfa.callsRules[state] {
+                        row.append(next)
+                        next += 1
+                    } else {
+                        row.append(-1)
+                    }
                 }
             }
             slots.append(row)
         }
         self.slots = slots
         self.owners = owners
+        self.countClasses = countClasses
         slotCount = Int(next)
         state = Mutex(State(masks: [PositionMask?](repeating: nil, count: Int(next)), computed: [Lateness?](repeating: nil, count: Int(next))))
     }
 
-    /// The mask of position `(rule, state)`, computed now if it was not yet; `nil` where a
-    /// matcher never stands.
-    func mask(rule: Int32, state position: Int32) -> PositionMask? {
-        let slot = slots[Int(rule)][Int(position)]
-        guard slot >= 0 else { return nil }
-        if let known = state.withLock({ $0.masks[Int(slot)] }) { return known }
-        return compute(rule: owners[Int(rule)], state: position, slot: slot, late: .onDemand)
+    /// How a counted rule's counts share masks: each count's class, each class's smallest
+    /// count, and per class the token length (in bytes) up to which its masks are exact.
+    struct CountClasses: Sendable {
+        var classOfCount: [Int32]
+        var firstCounts: [Int32]
+        /// `nil`: exact for every token. Otherwise longer tokens are left undecided (checked
+        /// against the real frame by the matcher), so counts that differ only farther ahead
+        /// share the class.
+        var exactLengths: [Int32?]
+        /// Per class: whether its masks are computed only on first use (near a bound of a
+        /// string longer than `exactCap`, which most values never come near).
+        var isOnFirstUseOnly: [Bool]
     }
 
-    /// Computes the mask of `(rule, state)` (an owner rule) into `slot`, or returns the one
-    /// another thread stored first.
+    /// Counts near a bound of a string longer than `exactCap` characters are told apart only
+    /// as far as `nearWindow` characters ahead, and their masks leave longer tokens
+    /// undecided: a string of up to 10,000 characters has about a hundred classes whatever
+    /// the vocabulary's longest token (256 bytes in Qwen's, whose 300-odd tokens past 48
+    /// bytes the matcher then checks itself; none of Gemma's is that long). Shorter strings
+    /// have exact classes, as many as an automaton unrolled to the bound would have states.
+    static let nearWindow = 48
+    static let exactCap = 64
+
+    /// The count classes of a counter. Counts whose liveness, for every state, is the same
+    /// over the `window` counts from them on (as far as the longest token reads) share a
+    /// class with an exact mask; near a bound of a string longer than `exactCap`, counts
+    /// share a class when their liveness is the same over the next `nearWindow + 1` counts.
+    /// Classes are numbered in the order of their first count (class 0 is count 0's).
+    ///
+    /// - Complexity: O(cap) plus O(states) per count not alike the next
+    ///   (`LengthCounter.isAlikeNext`), plus O(states × window) per count whose window
+    ///   differs from the one before.
+    static func countClasses(of counter: LengthCounter, states: Int, window: Int) -> CountClasses {
+        let cap = Int(counter.cap)
+        func live(_ state: Int, _ count: Int) -> Bool {
+            if count > cap { return counter.maximum == nil && counter.isLive(Int32(state), Int32(cap)) }
+            return counter.isLive(Int32(state), Int32(count))
+        }
+        let nearWindow = cap > exactCap && window > Self.nearWindow + 1 ? Self.nearWindow + 1 : nil
+        // changes[c]: some state's liveness differs between counts c and c + 1.
+        let end = cap + window + 1
+        var changes = [Bool](repeating: false, count: end)
+        for count in 0 ..< end where count > cap || !counter.isAlikeNext(Int32(count)) {
+            changes[count] = (0 ..< states).contains { live($0, count) != live($0, count + 1) }
+        }
+        var classes = CountClasses(classOfCount: [Int32](repeating: 0, count: cap + 1), firstCounts: [], exactLengths: [], isOnFirstUseOnly: [])
+        var known: [[UInt64]: Int32] = [:]
+        var changesInWindow = changes[0 ..< window - 1].count { $0 }  // changes in counts [c - 1, c + window - 1)
+        for count in 0 ... cap {
+            if count > 0 {
+                // The window moves from [c - 1, c - 1 + window) to [c, c + window).
+                if changes[count - 1 + window - 1] { changesInWindow += 1 }
+                if count >= 2, changes[count - 2] { changesInWindow -= 1 }
+            }
+            if count > 0, changesInWindow == 0 {
+                classes.classOfCount[count] = classes.classOfCount[count - 1]
+                continue
+            }
+            // Liveness is constant over the whole window: the liveness here says it all.
+            let isConstant = !changes[count ..< count + window - 1].contains(true)
+            let width = isConstant ? 1 : nearWindow ?? window
+            var signature = [UInt64](repeating: 0, count: 1 + (states * width + 63) / 64)
+            signature[0] = isConstant ? 0 : width == window ? 1 : 2
+            for state in 0 ..< states {
+                for offset in 0 ..< width where live(state, count + offset) {
+                    let bit = state * width + offset
+                    signature[1 + bit >> 6] |= 1 << UInt64(bit & 63)
+                }
+            }
+            if let id = known[signature] {
+                classes.classOfCount[count] = id
+            } else {
+                let id = Int32(classes.firstCounts.count)
+                known[signature] = id
+                classes.firstCounts.append(Int32(count))
+                classes.exactLengths.append(isConstant || width == window ? nil : Int32(width - 1))
+                classes.isOnFirstUseOnly.append(!isConstant && cap > exactCap)
+                classes.classOfCount[count] = id
+            }
+        }
+        return classes
+    }
+
+    /// The slot of `frame`'s position (its rule, state and count class), or −1.
+    @inline(__always)
+    private func slot(of frame: PushdownFrame) -> Int32 {
+        guard let classes = countClasses[Int(frame.rule)] else { return slots[Int(frame.rule)][Int(frame.state)] }
+        let states = automaton.rules[Int(frame.rule)].stateCount
+        return slots[Int(frame.rule)][Int(classes.classOfCount[Int(frame.count)]) * states + Int(frame.state)]
+    }
+
+    /// The mask of `frame`'s position, computed now if it was not yet; `nil` where a matcher
+    /// never stands.
+    func mask(of frame: PushdownFrame) -> PositionMask? {
+        let slot = slot(of: frame)
+        guard slot >= 0 else { return nil }
+        if let known = state.withLock({ $0.masks[Int(slot)] }) { return known }
+        state.withLock { if $0.isComputingInBackground { $0.aheadOfMatcher = (Int(frame.rule), frame.state) } }
+        var count: Int32 = 0, exactLength: Int32? = nil
+        if let classes = countClasses[Int(frame.rule)] {
+            let index = Int(classes.classOfCount[Int(frame.count)])
+            count = classes.firstCounts[index]
+            exactLength = classes.exactLengths[index]
+        }
+        return compute(rule: owners[Int(frame.rule)], state: frame.state, count: count, exactLength: exactLength, slot: slot, late: .onDemand)
+    }
+
+    /// Computes the mask of `(rule, state)` with `count` (an owner rule) into `slot`, or
+    /// returns the one another thread stored first.
     @discardableResult
-    private func compute(rule: Int, state position: Int32, slot: Int32, late: Lateness) -> PositionMask {
+    private func compute(rule: Int, state position: Int32, count: Int32, exactLength: Int32? = nil, slot: Int32, late: Lateness) -> PositionMask {
         let started = DispatchTime.now().uptimeNanoseconds
         let dfa = automaton.rules[rule]
         var unreadable = state.withLock { $0.unreadableLengths[rule] }
@@ -127,7 +260,8 @@ final class PositionMasks: Sendable {
             unreadable = lengths
         }
         var mask = PositionMask.compute(
-            rule: Int32(rule), state: position, automaton: automaton, vocabulary: vocabulary, unreadableLength: unreadable?[Int(position)])
+            rule: Int32(rule), state: position, count: count, exactLength: exactLength, automaton: automaton, vocabulary: vocabulary,
+            unreadableLength: unreadable?[Int(position)])
         mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - started
         return state.withLock { state in
             if let stored = state.masks[Int(slot)] { return stored }
@@ -146,26 +280,57 @@ final class PositionMasks: Sendable {
         }
     }
 
+    /// An owner position whose mask is to be computed.
+    private struct Position {
+        var rule: Int
+        var state: Int32
+        var count: Int32
+        var exactLength: Int32?
+        var slot: Int32
+    }
+
+    @discardableResult
+    private func compute(_ position: Position, late: Lateness) -> PositionMask {
+        compute(rule: position.rule, state: position.state, count: position.count, exactLength: position.exactLength, slot: position.slot, late: late)
+    }
+
     /// The owner positions in the order a generation meets them: breadth first from the
     /// root's start, through byte edges, into called rules and back to the states calls
     /// return to (then any others).
-    private var positions: [(rule: Int, state: Int32, slot: Int32)] {
-        var result: [(rule: Int, state: Int32, slot: Int32)] = []
+    private var positions: [Position] {
         var listed = [Bool](repeating: false, count: slotCount)
-        var visited = Set<Int64>()
-        var queue: [(rule: Int, state: Int32)] = [(Int(automaton.root), 0)]
+        var result = positions(from: (Int(automaton.root), 0), listed: &listed)
+        for (rule, row) in slots.enumerated() where owners[rule] == rule {
+            let states = automaton.rules[rule].stateCount
+            for (index, slot) in row.enumerated() where slot >= 0 && !listed[Int(slot)] {
+                // Near a long string's bounds, masks wait for a matcher to need them.
+                if let classes = countClasses[rule], classes.isOnFirstUseOnly[index / states] { continue }
+                listed[Int(slot)] = true
+                let classIndex = index / states
+                result.append(Position(rule: rule, state: Int32(index % states), count: countClasses[rule]?.firstCounts[classIndex] ?? 0,
+                                       exactLength: countClasses[rule]?.exactLengths[classIndex], slot: slot))
+            }
+        }
+        return result
+    }
+
+    /// The owner positions breadth first from `start` (at count 0), not `listed` yet (and
+    /// now listed), at most `limit`.
+    private func positions(from start: (rule: Int, state: Int32), listed: inout [Bool], limit: Int = .max) -> [Position] {
+        var result: [Position] = []
+        var visited: Set<Int64> = [Int64(start.rule) << 32 | Int64(start.state)]
+        var queue = [start]
         var head = 0
         func visit(_ rule: Int, _ state: Int32) {
             if visited.insert(Int64(rule) << 32 | Int64(state)).inserted { queue.append((rule, state)) }
         }
-        visited.insert(Int64(automaton.root) << 32)
-        while head < queue.count {
+        while head < queue.count, result.count < limit {
             let (rule, state) = queue[head]
             head += 1
-            let slot = slots[rule][Int(state)]
+            let slot = slots[rule][Int(state)]  // count 0's class
             if slot >= 0, !listed[Int(slot)] {
                 listed[Int(slot)] = true
-                result.append((owners[rule], state, slot))
+                result.append(Position(rule: owners[rule], state: state, count: 0, exactLength: countClasses[rule]?.exactLengths[0], slot: slot))
             }
             let dfa = automaton.rules[rule]
             for byte in 0 ..< 256 {
@@ -175,12 +340,6 @@ final class PositionMasks: Sendable {
             for edge in dfa.ruleEdges[Int(state)] {
                 visit(Int(edge.rule), 0)
                 visit(rule, edge.target)
-            }
-        }
-        for (rule, row) in slots.enumerated() where owners[rule] == rule {
-            for (state, slot) in row.enumerated() where slot >= 0 && !listed[Int(slot)] {
-                listed[Int(slot)] = true
-                result.append((rule, Int32(state), slot))
             }
         }
         return result
@@ -195,7 +354,7 @@ final class PositionMasks: Sendable {
             if Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 > seconds {
                 throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(seconds.rounded(.up)))
             }
-            compute(rule: position.rule, state: position.state, slot: position.slot, late: .upfront)
+            compute(position, late: .upfront)
         }
     }
 
@@ -211,32 +370,79 @@ final class PositionMasks: Sendable {
         var work = positions[...]
         let started = DispatchTime.now().uptimeNanoseconds
         while let next = work.first {
-            compute(rule: next.rule, state: next.state, slot: next.slot, late: .upfront)
+            if state.withLock({ $0.masks[Int(next.slot)] == nil }) { compute(next, late: .upfront) }
             work.removeFirst()
             if Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 >= synchronousSeconds { break }
         }
         guard !work.isEmpty else { return }
         let rest = Array(work)
+        state.withLock { $0.isComputingInBackground = true }
         DispatchQueue.global(qos: .utility).async { [weak self] in
             for position in rest {
                 guard let self else { return }
+                self.computeAheadOfMatcher()
                 if self.state.withLock({ $0.masks[Int(position.slot)] != nil }) { continue }
-                self.compute(rule: position.rule, state: position.state, slot: position.slot, late: .background)
+                self.compute(position, late: .background)
+            }
+            self?.state.withLock { $0.isComputingInBackground = false }
+        }
+    }
+
+    /// How many positions the background computes ahead of a matcher that needed a mask it
+    /// had not reached.
+    static let positionsAhead = 64
+
+    /// When a matcher has computed a mask itself (it got ahead of the background), the
+    /// positions after it, breadth first, before the background's own order goes on: a
+    /// generation walking a large object then finds its next masks ready.
+    private func computeAheadOfMatcher() {
+        guard let start = state.withLock({ state -> (rule: Int, state: Int32)? in
+            defer { state.aheadOfMatcher = nil }
+            return state.aheadOfMatcher
+        }) else { return }
+        var listed = state.withLock { state in state.masks.map { $0 != nil } }
+        for position in positions(from: start, listed: &listed, limit: Self.positionsAhead) {
+            if state.withLock({ $0.masks[Int(position.slot)] != nil }) { continue }
+            compute(position, late: .background)
+        }
+    }
+
+    // MARK: Archives
+
+    /// Each slot's mask, `nil` where it is not computed yet.
+    func storedMasks() -> [PositionMask?] { state.withLock { $0.masks } }
+
+    /// Stores masks read from an archive: `slots[s]` is slot `s`'s index in `distinct`, or
+    /// −1. Slots with one index share its arrays; they count as computed up front.
+    ///
+    /// - Precondition: `slots.count == slotCount`, every index −1 or within `distinct`.
+    func restore(_ distinct: [PositionMask], slots: [Int32]) {
+        precondition(slots.count == slotCount, "one index per slot")
+        state.withLock { state in
+            state.bytes += distinct.reduce(0) { $0 + $1.storageBytes }
+            for (slot, index) in slots.enumerated() where index >= 0 && state.masks[slot] == nil {
+                state.masks[slot] = distinct[Int(index)]
+                state.computed[slot] = .upfront
             }
         }
     }
 
     // MARK: For researchers
 
-    /// Every position whose mask is known, shared rules' included, in rule and state order:
-    /// `(rule, state, mask, shared, computedLate)`.
-    func known() -> [(rule: Int, state: Int, mask: PositionMask, isShared: Bool, isLate: Bool)] {
+    /// Every position whose mask is known, shared rules' included, in rule, count class and
+    /// state order: `(rule, state, count, exactLength, mask, shared, computedLate)`, `count`
+    /// the class's smallest count in a counted rule (`nil` in others), `exactLength` as
+    /// `CountClasses.exactLengths` says.
+    func known() -> [(rule: Int, state: Int, count: Int?, exactLength: Int32?, mask: PositionMask, isShared: Bool, isLate: Bool)] {
         state.withLock { state in
-            var result: [(rule: Int, state: Int, mask: PositionMask, isShared: Bool, isLate: Bool)] = []
+            var result: [(rule: Int, state: Int, count: Int?, exactLength: Int32?, mask: PositionMask, isShared: Bool, isLate: Bool)] = []
             for (rule, row) in slots.enumerated() {
-                for (position, slot) in row.enumerated() where slot >= 0 {
+                let states = automaton.rules[rule].stateCount
+                for (index, slot) in row.enumerated() where slot >= 0 {
                     guard let mask = state.masks[Int(slot)] else { continue }
-                    result.append((rule, position, mask, owners[rule] != rule, state.computed[Int(slot)] != .upfront))
+                    let count = countClasses[rule].map { Int($0.firstCounts[index / states]) }
+                    let exactLength = countClasses[rule].flatMap { $0.exactLengths[index / states] }
+                    result.append((rule, index % states, count, exactLength, mask, owners[rule] != rule, state.computed[Int(slot)] != .upfront))
                 }
             }
             return result

@@ -22,6 +22,26 @@ struct PushdownAutomaton: Sendable {
     var isTerminal: [Bool]
     /// Rules reachable from the root.
     var reachable: [Bool]
+    /// Per rule, the counter of its strings' characters (rules with length bounds; `nil`
+    /// for every other). A counted rule is terminal.
+    var counters: [LengthCounter?]
+    /// Whether any rule counts (so the hot loops can skip asking).
+    var hasCounters: Bool
+
+    /// An automaton as ``CompiledGrammar/archive(key:)`` stored it.
+    init(rules: [DFA], names: [String], root: Int32, nullable: [Bool], first: [ByteSet], follow: [ByteSet], isTerminal: [Bool],
+         reachable: [Bool], counters: [LengthCounter?]) {
+        self.rules = rules
+        self.names = names
+        self.root = root
+        self.nullable = nullable
+        self.first = first
+        self.follow = follow
+        self.isTerminal = isTerminal
+        self.reachable = reachable
+        self.counters = counters
+        hasCounters = counters.contains { $0 != nil }
+    }
 
     init(_ grammar: Grammar, stateLimit: Int) throws(GrammarError) {
         names = grammar.rules.map(\.name)
@@ -38,6 +58,36 @@ struct PushdownAutomaton: Sendable {
                 try meter?.checkConstruction(bytes: total * CompilationMeter.bytesPerDFAState, "determinizing rule '\(rule.name)'")
             } catch {
                 throw error.budgetError ?? .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
+            }
+        }
+        // Counted rules whose bounds leave no string are unproductive like any empty rule.
+        var firstCounters: [Int: (dfa: DFA, counter: LengthCounter)] = [:]
+        func counter(_ dfa: DFA, _ index: Int, _ bounds: LengthBounds) throws(GrammarError) -> LengthCounter {
+            let found: LengthCounter?
+            do throws(DFA.TooLarge) {
+                found = try LengthCounter(dfa, minimum: bounds.minimum, maximum: bounds.maximum)
+            } catch {
+                throw error.budgetError ?? .budgetExceeded(what: "states × characters counted (rule '\(grammar.rules[index].name)')", limit: LengthCounter.pairLimit)
+            }
+            guard let found else {
+                throw .invalidSchema(pointer: "#", message: "rule '\(grammar.rules[index].name)' counts characters but is not a language of quoted strings")
+            }
+            return found
+        }
+        var countedPairs = 0
+        for (index, rule) in grammar.rules.enumerated() {
+            guard let bounds = rule.lengthBounds else { continue }
+            let dfa = compiled[index].trimmed(productiveRules: nil).minimized()
+            let found = try counter(dfa, index, bounds)
+            countedPairs += found.distances.count
+            guard countedPairs <= LengthCounter.pairLimit else {
+                throw .budgetExceeded(what: "states × characters counted (rule '\(rule.name)')", limit: LengthCounter.pairLimit)
+            }
+            if found.isLive(0, 0) {
+                compiled[index] = dfa
+                firstCounters[index] = (dfa, found)
+            } else {
+                compiled[index] = .empty
             }
         }
         // The fixpoints below visit rules in the order their facts flow (callees before
@@ -66,6 +116,17 @@ struct PushdownAutomaton: Sendable {
         }
         let rules = compiled.map { $0.trimmed(productiveRules: productive).minimized() }
         self.rules = rules
+        var counters = [LengthCounter?](repeating: nil, count: rules.count)
+        for (index, first) in firstCounters {
+            let dfa = rules[index]
+            if dfa.transitions == first.dfa.transitions, dfa.isFinal == first.dfa.isFinal {
+                counters[index] = first.counter
+            } else if let bounds = grammar.rules[index].lengthBounds {
+                counters[index] = try counter(dfa, index, bounds)
+            }
+        }
+        self.counters = counters
+        hasCounters = !firstCounters.isEmpty
         let count = rules.count
         var nullable: [Bool], first: [ByteSet], follow: [ByteSet]
         // Nullable rules (fixpoint).
@@ -188,7 +249,16 @@ struct PushdownAutomaton: Sendable {
 struct PushdownFrame: Hashable, Sendable {
     var rule: Int32
     var state: Int32
+    /// The characters read so far when `rule` counts them (`LengthCounter`); 0 otherwise.
+    var count: Int32
     var parent: Int32
+
+    init(rule: Int32, state: Int32, count: Int32 = 0, parent: Int32) {
+        self.rule = rule
+        self.state = state
+        self.count = count
+        self.parent = parent
+    }
 }
 
 /// Where frames live while configurations are stepped: interned for the matcher (equal
@@ -281,26 +351,54 @@ extension PushdownAutomaton {
         return completed
     }
 
-    /// Whether `bytes[index...]` can be consumed starting from the configuration
-    /// `(rule, state)` over the stack `parent` (depth-first, scratch frames).
-    func accepts(_ bytes: UnsafeBufferPointer<UInt8>, from index: Int, rule: Int32, state: Int32, parent: Int32,
+    /// The frame after `frame` reads `byte` along a byte edge of its rule (`dfa`), its count
+    /// moved and checked; `nil` when the rule cannot read it there.
+    @inline(__always)
+    func step(_ frame: PushdownFrame, _ byte: UInt8, in dfa: DFA) -> PushdownFrame? {
+        let target = dfa.next(frame.state, byte)
+        guard target >= 0 else { return nil }
+        var moved = frame
+        moved.state = target
+        if hasCounters, let counter = counters[Int(frame.rule)] {
+            moved.count = counter.count(after: frame.count, at: frame.state, reading: byte)
+            guard counter.isLive(target, moved.count) else { return nil }
+        }
+        return moved
+    }
+
+    @inline(__always)
+    func step(_ frame: PushdownFrame, _ byte: UInt8) -> PushdownFrame? {
+        step(frame, byte, in: rules[Int(frame.rule)])
+    }
+
+    /// The bytes `frame` can read along its rule's byte edges.
+    func outgoingBytes(_ frame: PushdownFrame) -> ByteSet {
+        let dfa = rules[Int(frame.rule)]
+        guard hasCounters, counters[Int(frame.rule)] != nil else { return dfa.outgoingBytes(frame.state) }
+        var bytes = ByteSet()
+        for byte in dfa.outgoingBytes(frame.state).bytes where step(frame, byte, in: dfa) != nil { bytes.insert(byte) }
+        return bytes
+    }
+
+    /// Whether `bytes[index...]` can be consumed starting from `frame` (its `parent` the rest
+    /// of the stack; depth-first, scratch frames).
+    func accepts(_ bytes: UnsafeBufferPointer<UInt8>, from index: Int, frame: PushdownFrame,
                  store: inout ScratchFrames, emptyMoves: Int = 0) -> Bool {
         if index == bytes.count { return true }
         guard emptyMoves < 256 else { return false }
         let byte = bytes[index]
-        let dfa = rules[Int(rule)]
-        let next = dfa.next(state, byte)
-        if next >= 0, accepts(bytes, from: index + 1, rule: rule, state: next, parent: parent, store: &store) { return true }
-        for edge in dfa.ruleEdges[Int(state)] where first[Int(edge.rule)].contains(byte) || nullable[Int(edge.rule)] {
+        let dfa = rules[Int(frame.rule)]
+        if let moved = step(frame, byte, in: dfa), accepts(bytes, from: index + 1, frame: moved, store: &store) { return true }
+        for edge in dfa.ruleEdges[Int(frame.state)] where first[Int(edge.rule)].contains(byte) || nullable[Int(edge.rule)] {
             let mark = store.count
-            let returnFrame = store.push(PushdownFrame(rule: rule, state: edge.target, parent: parent))
-            let found = accepts(bytes, from: index, rule: edge.rule, state: 0, parent: returnFrame, store: &store, emptyMoves: emptyMoves + 1)
+            let returnFrame = store.push(PushdownFrame(rule: frame.rule, state: edge.target, parent: frame.parent))
+            let found = accepts(bytes, from: index, frame: PushdownFrame(rule: edge.rule, state: 0, parent: returnFrame),
+                                store: &store, emptyMoves: emptyMoves + 1)
             store.truncate(to: mark)
             if found { return true }
         }
-        if dfa.isFinal[Int(state)], parent >= 0 {
-            let below = store.frame(parent)
-            return accepts(bytes, from: index, rule: below.rule, state: below.state, parent: below.parent, store: &store, emptyMoves: emptyMoves + 1)
+        if dfa.isFinal[Int(frame.state)], frame.parent >= 0 {
+            return accepts(bytes, from: index, frame: store.frame(frame.parent), store: &store, emptyMoves: emptyMoves + 1)
         }
         return false
     }

@@ -39,28 +39,43 @@ struct PositionMask: Sendable {
 }
 
 extension PositionMask {
-    /// Walks the vocabulary trie from position `(rule, state)` with `rule`'s frame at the
-    /// bottom of a scratch stack; popping past it is the "frontier".
+    /// Walks the vocabulary trie from position `(rule, state)`, with `count` characters read
+    /// when the rule counts them, with that frame at the bottom of a scratch stack; popping
+    /// past it is the "frontier".
     ///
     /// `unreadableLength` is the length of the shortest plain word `rule`'s byte edges cannot
     /// read from `state` (`PlainTextSlice.unreadableLengths(in:)`). Where it exceeds a slice's
-    /// longest token (inside string content, a key, a `.*` pattern), the slice's tokens are
-    /// accepted without a walk and only the vocabulary's other tokens are walked; `nil` walks
-    /// every token (the reference the tests compare against). Both give the same mask.
+    /// longest token (inside string content, a key, a `.*` pattern) and a counted rule can read
+    /// that many more characters, the slice's tokens are accepted without a walk and only the
+    /// vocabulary's other tokens are walked; `nil` walks every token (the reference the tests
+    /// compare against). Both give the same mask.
+    ///
+    /// `exactLength`, in a counted rule: tokens longer than this many bytes are left
+    /// undecided when the rule's automaton reads them (the mask then serves counts that differ
+    /// only farther ahead; see `PositionMasks.CountClasses`).
     static func compute(
-        rule: Int32, state: Int32, automaton: PushdownAutomaton, vocabulary: GrammarVocabulary, unreadableLength: Int32? = nil
+        rule: Int32, state: Int32, count: Int32 = 0, exactLength: Int32? = nil, automaton: PushdownAutomaton,
+        vocabulary: GrammarVocabulary, unreadableLength: Int32? = nil
     ) -> PositionMask {
-        if let unreadableLength, let slice = vocabulary.plainSlices.first(where: { $0.maximumLength < unreadableLength }) {
-            let (accepted, undecided) = walk(rule: rule, state: state, automaton: automaton, trie: slice.otherTrie)
+        let counter = automaton.counters[Int(rule)]
+        if let unreadableLength, let slice = vocabulary.plainSlices.first(where: { slice in
+            slice.maximumLength < unreadableLength && Int32(slice.maximumLength) <= exactLength ?? Int32.max
+                && (counter?.readsAnyCharacters(Int32(slice.maximumLength), from: count) ?? true)
+        }) {
+            let (accepted, undecided) = walk(
+                rule: rule, state: state, count: count, exactLength: exactLength, automaton: automaton, trie: slice.otherTrie)
             return make(accepted: accepted, undecided: undecided, plain: slice, vocabulary: vocabulary)
         }
-        let (accepted, undecided) = walk(rule: rule, state: state, automaton: automaton, trie: vocabulary.trie)
+        let (accepted, undecided) = walk(
+            rule: rule, state: state, count: count, exactLength: exactLength, automaton: automaton, trie: vocabulary.trie)
         return make(accepted: accepted, undecided: undecided, plain: nil, vocabulary: vocabulary)
     }
 
-    /// The tokens of `trie` that position `(rule, state)` accepts, and those it leaves
-    /// undecided (the rest are rejected).
-    static func walk(rule: Int32, state: Int32, automaton: PushdownAutomaton, trie: TokenTrie) -> (accepted: [Int32], undecided: [Int32]) {
+    /// The tokens of `trie` that position `(rule, state)` with `count` accepts, and those it
+    /// leaves undecided (the rest are rejected).
+    static func walk(
+        rule: Int32, state: Int32, count: Int32 = 0, exactLength: Int32? = nil, automaton: PushdownAutomaton, trie: TokenTrie
+    ) -> (accepted: [Int32], undecided: [Int32]) {
         var accepted: [Int32] = []
         var undecided: [Int32] = []
         func markSubtree(_ node: Int, into list: inout [Int32]) {
@@ -73,9 +88,14 @@ extension PositionMask {
         if automaton.isTerminal[Int(rule)] {
             // One deterministic automaton, no stack: one state per depth.
             let dfa = automaton.rules[Int(rule)]
+            let counter = automaton.counters[Int(rule)]
             var states = [Int32](repeating: -1, count: depthLimit)
+            var counts = [Int32](repeating: 0, count: depthLimit)
             var undecidedBelow = [Bool](repeating: false, count: depthLimit)
             states[0] = state
+            counts[0] = count
+            // Past `exactLength` bytes the count is not followed: what the automaton reads is undecided.
+            let exactDepth = exactLength.map(Int.init) ?? Int.max
             dfa.transitions.withUnsafeBufferPointer { transitions in
                 dfa.isFinal.withUnsafeBufferPointer { isFinal in
                     var node = 0
@@ -84,7 +104,11 @@ extension PositionMask {
                         let parentState = states[depth - 1]
                         let byte = trie.nodeBytes[node]
                         let undecidedHere = undecidedBelow[depth - 1] || (isFinal[Int(parentState)] && follow.contains(byte))
-                        let next = transitions[Int(parentState) << 8 | Int(byte)]
+                        var next = transitions[Int(parentState) << 8 | Int(byte)]
+                        if next >= 0, let counter, depth <= exactDepth {
+                            let moved = counter.count(after: counts[depth - 1], at: parentState, reading: byte)
+                            if counter.isLive(next, moved) { counts[depth] = moved } else { next = -1 }
+                        }
                         if next < 0 {
                             if undecidedHere { markSubtree(node, into: &undecided) }
                             node = Int(trie.subtreeEnds[node])
@@ -92,13 +116,14 @@ extension PositionMask {
                         }
                         states[depth] = next
                         undecidedBelow[depth] = undecidedHere
-                        accepted.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])])
+                        let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
+                        if depth <= exactDepth { accepted.append(contentsOf: tokens) } else { undecided.append(contentsOf: tokens) }
                         node += 1
                     }
                 }
             }
         } else {
-            var configurations: [PushdownFrame] = [PushdownFrame(rule: rule, state: state, parent: -1)]
+            var configurations: [PushdownFrame] = [PushdownFrame(rule: rule, state: state, count: count, parent: -1)]
             var roots: [Bool] = [true]
             var store = ScratchFrames()
             var completed = [Bool](repeating: false, count: depthLimit)
@@ -125,16 +150,14 @@ extension PositionMask {
                         cachedRule = configuration.rule
                         dfa = automaton.rules[Int(cachedRule)]
                     }
-                    let next = dfa.next(configuration.state, byte)
-                    if next < 0 {
+                    guard let moved = automaton.step(configuration, byte, in: dfa) else {
                         if undecidedHere { markSubtree(node, into: &undecided) }
                         node = Int(trie.subtreeEnds[node])
                         continue
                     }
-                    let final = dfa.isFinal[Int(next)]
-                    if !dfa.callsRules[Int(next)] && !(final && configuration.parent >= 0) {
+                    let final = dfa.isFinal[Int(moved.state)]
+                    if !dfa.callsRules[Int(moved.state)] && !(final && configuration.parent >= 0) {
                         let slot = parentEnd
-                        let moved = PushdownFrame(rule: configuration.rule, state: next, parent: configuration.parent)
                         if configurations.count > slot {
                             configurations[slot] = moved
                             roots[slot] = true
@@ -163,9 +186,7 @@ extension PositionMask {
                 let start = configurations.count
                 for index in parentStart ..< parentEnd {
                     let configuration = configurations[index]
-                    let next = automaton.rules[Int(configuration.rule)].next(configuration.state, byte)
-                    guard next >= 0 else { continue }
-                    let moved = PushdownFrame(rule: configuration.rule, state: next, parent: configuration.parent)
+                    guard let moved = automaton.step(configuration, byte) else { continue }
                     if !configurations[start...].contains(moved) {
                         configurations.append(moved)
                         roots.append(true)

@@ -1,26 +1,46 @@
 // MARK: Strings and numbers
 
 extension SchemaCompiler {
-    /// `"` content `"`, the content a terminal automaton of canonical JSON string text.
+    /// `"` content `"`, the content a terminal automaton of canonical JSON string text; with
+    /// `minLength` or `maxLength`, a call of a rule whose frames count the characters
+    /// (`LengthCounter`), so a bound costs no states however large it is.
     mutating func stringFragment(_ node: SchemaNode) throws(GrammarError) -> Fragment {
-        let language = try quotedStringLanguage(node)
-        return language.embed(into: &grammar.automaton)
+        let language = try quotedStringLanguage(node, boundingLength: false)
+        guard node.minimumLength > 0 || node.maximumLength != nil, !language.isEmptyLanguage else {
+            return language.embed(into: &grammar.automaton)
+        }
+        let bounds = LengthBounds(minimum: node.minimumLength, maximum: node.maximumLength)
+        if let maximum = bounds.maximum, maximum < bounds.minimum { return grammar.automaton.nothing() }
+        let isPlain = Self.hasOnlyLengthBounds(node)
+        if isPlain, let known = countedStringRules[bounds] { return grammar.automaton.rule(known) }
+        let name = "string-\(bounds.minimum)-" + (bounds.maximum.map(String.init) ?? "")
+        let rule = grammar.declareRule(grammar.uniqueName(name))
+        grammar.define(rule, as: language.embed(into: &grammar.automaton))
+        grammar.rules[Int(rule)].lengthBounds = bounds
+        if isPlain { countedStringRules[bounds] = rule }
+        return grammar.automaton.rule(rule)
+    }
+
+    /// Whether the node's string keywords are length bounds only (no pattern, format or
+    /// excluded string), so its strings are every string within them.
+    static func hasOnlyLengthBounds(_ node: SchemaNode) -> Bool {
+        node.patterns.isEmpty && node.formats.isEmpty && node.excludedPatterns.isEmpty && !node.excludedValues.contains(where: \.isString)
     }
 
     /// The quoted canonical JSON strings satisfying the node's string keywords: the first
-    /// pattern (or any text) bounded in length, intersected with the other patterns and the
-    /// formats.
-    mutating func quotedStringLanguage(_ node: SchemaNode) throws(GrammarError) -> DFA {
-        guard node.patterns.isEmpty, node.formats.isEmpty, node.excludedPatterns.isEmpty,
-              !node.excludedValues.contains(where: \.isString) else { return try constrainedStringLanguage(node) }
-        let bounds = LengthBounds(minimum: node.minimumLength, maximum: tightenedMaximumLength(node))
+    /// pattern (or any text), intersected with the other patterns and the formats, and
+    /// bounded in length when `boundingLength` (an automaton unrolled to the bound, for
+    /// languages combined with others as automata: property names).
+    mutating func quotedStringLanguage(_ node: SchemaNode, boundingLength: Bool) throws(GrammarError) -> DFA {
+        let bounds = boundingLength ? LengthBounds(minimum: node.minimumLength, maximum: node.maximumLength) : LengthBounds(minimum: 0, maximum: nil)
+        guard Self.hasOnlyLengthBounds(node) else { return try constrainedStringLanguage(node, bounds: bounds) }
         if let known = boundedStringLanguages[bounds] { return known }
-        let language = try constrainedStringLanguage(node)
+        let language = try constrainedStringLanguage(node, bounds: bounds)
         boundedStringLanguages[bounds] = language
         return language
     }
 
-    private mutating func constrainedStringLanguage(_ node: SchemaNode) throws(GrammarError) -> DFA {
+    private mutating func constrainedStringLanguage(_ node: SchemaNode, bounds: LengthBounds) throws(GrammarError) -> DFA {
         var characters = CharacterNFA()
         var remaining = node.patterns
         var base: Fragment? = nil
@@ -29,12 +49,12 @@ extension SchemaCompiler {
             base = try characterLanguage(first.pattern, search: true, pointer: first.pointer, into: &characters)
         }
         let content = base ?? characters.star(characters.symbol(.all))
-        let maximumLength = tightenedMaximumLength(node)
-        let isBounded = node.minimumLength > 0 || maximumLength != nil
+        let isBounded = bounds.minimum > 0 || bounds.maximum != nil
         if isBounded {
-            let bound = max(maximumLength ?? 0, node.minimumLength)
-            let limit = min(options.repetitionLimit, options.stringLengthLimit)
-            guard bound <= limit else { throw .budgetExceeded(what: "string length bound at \(node.pointer)", limit: limit) }
+            let bound = max(bounds.maximum ?? 0, bounds.minimum)
+            guard bound <= options.repetitionLimit else {
+                throw .budgetExceeded(what: "length bound of property names at \(node.pointer)", limit: options.repetitionLimit)
+            }
         }
         var language = try quoted(content, of: characters)
         var constraints: [(pattern: String, pointer: String, search: Bool)] = remaining.map { ($0.pattern, $0.pointer, true) }
@@ -69,18 +89,12 @@ extension SchemaCompiler {
         if isBounded {
             let unbounded = language
             let bounded = try budgeted { () throws(DFA.TooLarge) in
-                try QuotedStringLength.bounded(unbounded, minimum: node.minimumLength, maximum: maximumLength, stateLimit: 1 << 16)
+                try QuotedStringLength.bounded(unbounded, minimum: bounds.minimum, maximum: bounds.maximum, stateLimit: 1 << 16)
             }
             guard let bounded else { throw .invalidSchema(pointer: node.pointer, message: "string automaton is not over quoted JSON strings") }
             language = bounded
         }
         return language
-    }
-
-    /// `maxLength`, tightened to `stringLengthLimit` (when `minLength` leaves room for that).
-    func tightenedMaximumLength(_ node: SchemaNode) -> Int? {
-        guard let maximum = node.maximumLength else { return nil }
-        return maximum > options.stringLengthLimit && node.minimumLength <= options.stringLengthLimit ? options.stringLengthLimit : maximum
     }
 
     /// A pattern's character automaton; `nil` when a lenient compilation drops it.
@@ -174,6 +188,11 @@ enum Formats {
         case "email": return email
         case "uuid": return "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
         case "uri": return uri
+        case "uri-reference": return uriReference
+        case "iri": return iri
+        case "iri-reference": return iriReference
+        case "json-pointer": return jsonPointer
+        case "relative-json-pointer": return "(?:0|[1-9][0-9]*)(?:#|" + jsonPointer + ")"
         case "ipv4": return ipv4
         case "ipv6": return ipv6
         case "hostname": return hostname
@@ -232,25 +251,48 @@ enum Formats {
     /// RFC 3986 absolute URIs: scheme, optional authority (user info, registered-name or
     /// IPv4 host, numeric port), path, query and fragment, with percent-escapes. IP-literal
     /// hosts (`[::1]`) are left out.
-    static let uri: String = {
-        let unreserved = "A-Za-z0-9\\-._~"
+    static let uri = reference(absolute: true, international: false)
+
+    /// RFC 3986 URI references: an absolute URI, or a relative reference (a network path
+    /// `//host/…`, an absolute path, a relative path whose first segment has no `:`, or
+    /// nothing) with a query and a fragment.
+    static let uriReference = reference(absolute: false, international: false)
+
+    /// RFC 3987 IRIs and IRI references: as URIs, with the characters U+00A0 to U+D7FF,
+    /// U+F900 to U+FDCF and U+FDF0 to U+FFEF unescaped (the other `ucschar`s and the private
+    /// ranges of the query are left out).
+    static let iri = reference(absolute: true, international: true)
+    static let iriReference = reference(absolute: false, international: true)
+
+    /// RFC 6901 JSON pointers: `/`-separated tokens with `~0` and `~1` escapes.
+    static let jsonPointer = "(?:/(?:[^/~]|~[01])*)*"
+
+    static func reference(absolute: Bool, international: Bool) -> String {
+        let unicode = international ? "\\u00A0-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFEF" : ""
+        let unreserved = "A-Za-z0-9\\-._~" + unicode
         let subDelimiters = "!$&'()*+,;="
         let percent = "%[0-9A-Fa-f]{2}"
         let pchar = "(?:[" + unreserved + subDelimiters + ":@]|" + percent + ")"
+        let segmentNoColon = "(?:[" + unreserved + subDelimiters + "@]|" + percent + ")+"
         let userInfo = "(?:(?:[" + unreserved + subDelimiters + ":]|" + percent + ")*@)?"
         let host = "(?:[" + unreserved + subDelimiters + "]|" + percent + ")*"
         let authority = "//" + userInfo + host + "(?::[0-9]*)?"
         let pathAbsoluteOrEmpty = "(?:/" + pchar + "*)*"
         let pathRootless = pchar + "+(?:/" + pchar + "*)*"
         let pathAbsolute = "/(?:" + pchar + "+(?:/" + pchar + "*)*)?"
-        let hierarchy = "(?:" + authority + pathAbsoluteOrEmpty + "|" + pathAbsolute + "|" + pathRootless + ")?"
+        let pathNoScheme = segmentNoColon + "(?:/" + pchar + "*)*"
         let tail = "(?:[" + unreserved + subDelimiters + ":@/?]|" + percent + ")*"
-        return "[A-Za-z][A-Za-z0-9+.\\-]*:" + hierarchy + "(?:\\?" + tail + ")?(?:#" + tail + ")?"
-    }()
+        let queryAndFragment = "(?:\\?" + tail + ")?(?:#" + tail + ")?"
+        let absoluteForm = "[A-Za-z][A-Za-z0-9+.\\-]*:(?:" + authority + pathAbsoluteOrEmpty + "|" + pathAbsolute + "|" + pathRootless + ")?"
+            + queryAndFragment
+        guard !absolute else { return absoluteForm }
+        let relative = "(?:" + authority + pathAbsoluteOrEmpty + "|" + pathAbsolute + "|" + pathNoScheme + ")?" + queryAndFragment
+        return "(?:" + absoluteForm + "|" + relative + ")"
+    }
 }
 
 /// A string's length bounds in characters (`minLength`, `maxLength`).
-struct LengthBounds: Hashable {
+struct LengthBounds: Hashable, Sendable {
     var minimum: Int
     var maximum: Int?
 }

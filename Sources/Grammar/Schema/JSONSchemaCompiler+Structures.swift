@@ -290,14 +290,14 @@ extension SchemaCompiler {
 
     /// Every quoted key.
     mutating func anyKeyLanguage() throws(GrammarError) -> DFA {
-        try quotedStringLanguage(SchemaNode(pointer: "#"))
+        try quotedStringLanguage(SchemaNode(pointer: "#"), boundingLength: true)
     }
 
     /// Quoted keys matching `pattern` (search semantics).
     mutating func keyLanguage(pattern: String, pointer: String) throws(GrammarError) -> DFA {
         var node = SchemaNode(pointer: pointer)
         node.patterns = [(pattern, pointer + "/" + JSONPointer.escape(pattern))]
-        return try quotedStringLanguage(node)
+        return try quotedStringLanguage(node, boundingLength: true)
     }
 
     /// What `propertyNames` allows, as quoted keys; `nil` without `propertyNames`.
@@ -318,7 +318,7 @@ extension SchemaCompiler {
             return nil
         }
         if let types = names.types, !types.contains(.string) { return .empty }
-        return try quotedStringLanguage(names)
+        return try quotedStringLanguage(names, boundingLength: true)
     }
 }
 

@@ -46,8 +46,10 @@ extension SchemaCompiler {
         }
         if let types = node.types, !types.contains(type), !(type == .integer && types.contains(.number)) { return false }
         switch value {
-        case .string:
-            return try quotedStringLanguage(node).accepts(Array(value.compactText.utf8))
+        case .string(let text):
+            let length = text.unicodeScalars.count
+            guard length >= node.minimumLength, node.maximumLength.map({ length <= $0 }) ?? true else { return false }
+            return try quotedStringLanguage(node, boundingLength: false).accepts(Array(value.compactText.utf8))
         case .number(let text):
             guard let decimal = DecimalNumber(text) else { return nil }
             var automaton = ByteNFA()

@@ -55,6 +55,8 @@ struct SchemaCompiler {
     /// Quoted-string automata of nodes with only length bounds, by (minimum, maximum): every
     /// plain `"type": "string"` and every object's "any other key" share one construction.
     var boundedStringLanguages: [LengthBounds: DFA] = [:]
+    /// Rules counting the characters of strings with only length bounds, by bounds.
+    var countedStringRules: [LengthBounds: Int32] = [:]
     /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
     var alternativesExpanded = 0
     /// The budget being spent (nil outside ``CompilationMeter/metering(_:_:)``).

@@ -13,14 +13,10 @@ public struct JSONSchemaOptions: Sendable, Hashable {
     /// Drop keywords the compiler cannot enforce instead of failing, and list them in
     /// `Grammar.droppedKeywords`. The grammar then accepts a superset of the schema.
     public var lenient = false
-    /// Repetition bounds (`minLength`, `maxItems`, `{n,m}`…) above this are a budget error.
+    /// Repetition bounds (`maxItems`, `{n,m}`, `minLength` of property names…) above this are
+    /// a budget error. A string value's `minLength` and `maxLength` are not repetitions: the
+    /// matcher counts characters, so they may be as large as a schema says.
     public var repetitionLimit = 2000
-    /// The longest string the grammar writes or accepts, in characters: a `maxLength` above it
-    /// is tightened to it (a `"maxLength": 65535` description admits 1,000 characters). The
-    /// language only shrinks, so every string produced is still valid; strings longer than
-    /// this are the completeness given up, for automata of 8 states per character instead of
-    /// hundreds of thousands. A `minLength` above it is a budget error.
-    public var stringLengthLimit = 1000
     /// How many `$ref`s deep `allOf` merging may inline before giving up.
     public var referenceDepthLimit = 32
     /// Objects that declare `properties` or `patternProperties` but say nothing about

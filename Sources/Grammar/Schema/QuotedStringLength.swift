@@ -13,63 +13,13 @@
 /// but its subset construction builds about five times as many states before minimising:
 /// 70,000 for a thousand characters, past the budget.
 enum QuotedStringLength {
-    /// Where the decoder stands after some prefix of a quoted string.
-    private enum Decoder: Hashable {
-        case beforeOpeningQuote
-        case boundary
-        /// In a UTF-8 sequence with this many continuation bytes to come.
-        case continuation(Int)
-        case escape
-        /// In `\u` with this many hex digits to come.
-        case unicodeEscape(Int)
-        case closed
-
-        func next(_ byte: UInt8) -> Decoder? {
-            switch self {
-            case .beforeOpeningQuote: return byte == 0x22 ? .boundary : nil
-            case .boundary:
-                switch byte {
-                case 0x22: return .closed
-                case 0x5C: return .escape
-                case 0x00 ... 0x7F: return .boundary
-                case 0xC2 ... 0xDF: return .continuation(1)
-                case 0xE0 ... 0xEF: return .continuation(2)
-                case 0xF0 ... 0xF4: return .continuation(3)
-                default: return nil
-                }
-            case .continuation(let remaining):
-                guard (0x80 ... 0xBF).contains(byte) else { return nil }
-                return remaining == 1 ? .boundary : .continuation(remaining - 1)
-            case .escape: return byte == UInt8(ascii: "u") ? .unicodeEscape(4) : .boundary
-            case .unicodeEscape(let remaining): return remaining == 1 ? .boundary : .unicodeEscape(remaining - 1)
-            case .closed: return nil
-            }
-        }
-    }
-
     /// The strings of `language` (quoted canonical JSON strings, trimmed) with between
     /// `minimum` and `maximum` characters (`nil`: no upper bound); `nil` when `language` is
     /// not a language of quoted strings (a state both at a boundary and inside a character).
     static func bounded(_ language: DFA, minimum: Int, maximum: Int?, stateLimit: Int) throws(DFA.TooLarge) -> DFA? {
         guard !language.isEmptyLanguage else { return language }
         // Which states stand at a character boundary inside the quotes.
-        var decoder = [Decoder?](repeating: nil, count: language.stateCount)
-        decoder[0] = .beforeOpeningQuote
-        var work: [Int32] = [0]
-        while let state = work.popLast() {
-            let here = decoder[Int(state)]!
-            for byte in 0 ... 255 {
-                let target = language.next(state, UInt8(byte))
-                guard target >= 0 else { continue }
-                guard let next = here.next(UInt8(byte)) else { return nil }
-                if let known = decoder[Int(target)] {
-                    if known != next { return nil }
-                } else {
-                    decoder[Int(target)] = next
-                    work.append(target)
-                }
-            }
-        }
+        guard let decoder = QuotedStringDecoder.states(of: language) else { return nil }
         // The product with the counter; `cap` is where counting may stop.
         let cap = maximum ?? minimum
         var index: [Int64: Int32] = [:]

@@ -60,10 +60,16 @@ public final class ModelRunner: Sendable {
         /// automaton is built (milliseconds), not after every mask (up to seconds). `.upfront`
         /// computes them all before the first token and never during decoding.
         public var maskComputation: MaskComputation
+        /// A directory where compiled grammars are archived and looked for, so a schema
+        /// compiled once (by this process or an earlier one) loads in about a millisecond
+        /// (``CompiledGrammarCache``'s `directory`; a file that is not a valid archive is
+        /// ignored and rebuilt). `nil`: grammars are kept in memory only.
+        public var grammarCacheDirectory: String?
 
         public init(contextLength: Int? = nil, threadCount: Int = 2, chatTemplate: String? = nil,
                     defaultGenerationOptions: GenerationOptions? = nil, maximumConcurrentGenerations: Int = 4,
-                    grammarBudget: CompilationBudget = CompilationBudget(), maskComputation: MaskComputation = .onFirstUseAndInBackground) {
+                    grammarBudget: CompilationBudget = CompilationBudget(), maskComputation: MaskComputation = .onFirstUseAndInBackground,
+                    grammarCacheDirectory: String? = nil) {
             self.contextLength = contextLength
             self.threadCount = threadCount
             self.chatTemplate = chatTemplate
@@ -71,6 +77,7 @@ public final class ModelRunner: Sendable {
             self.maximumConcurrentGenerations = maximumConcurrentGenerations
             self.grammarBudget = grammarBudget
             self.maskComputation = maskComputation
+            self.grammarCacheDirectory = grammarCacheDirectory
         }
     }
 
@@ -101,6 +108,7 @@ public final class ModelRunner: Sendable {
     let threadCount: Int
     let grammarBudget: CompilationBudget
     let maskComputation: MaskComputation
+    let grammarCacheDirectory: String?
     let prompts: ChatPromptRenderer
     let state: Mutex<RunnerState>
     /// Renders prompts and compiles grammars for replies, in the order they were asked for,
@@ -167,6 +175,7 @@ public final class ModelRunner: Sendable {
         self.threadCount = max(1, options.threadCount)
         self.grammarBudget = options.grammarBudget
         self.maskComputation = options.maskComputation
+        self.grammarCacheDirectory = options.grammarCacheDirectory
         self.tokenizer = tokenizer
         var defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
         defaultOptions.functionCallFormat = defaultOptions.functionCallFormat ?? Self.functionCallFormat(of: tokenizer)
@@ -269,7 +278,8 @@ public final class ModelRunner: Sendable {
     package func compiledGrammar(schema: JSONValue, options: JSONSchemaOptions) throws(ConversationError) -> CompiledGrammar {
         let cache: CompiledGrammarCache? = state.withLock { state in
             if state.grammars == nil, state.model != nil {
-                state.grammars = CompiledGrammarCache(vocabulary: GrammarVocabulary(tokenizer.vocabulary), maskComputation: maskComputation)
+                state.grammars = CompiledGrammarCache(
+                    vocabulary: GrammarVocabulary(tokenizer.vocabulary), maskComputation: maskComputation, directory: grammarCacheDirectory)
             }
             return state.grammars
         }
