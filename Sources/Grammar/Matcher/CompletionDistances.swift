@@ -89,15 +89,27 @@ extension CompletionDistances {
     ///
     /// - Complexity: O(length × 256) plus the calls made on the way.
     func shortestSentence(of rule: Int32, in automaton: PushdownAutomaton, maximumBytes: Int) -> [UInt8]? {
-        let total = distance[Int(rule)][0]
-        guard total != Self.unreachable, Int(total) <= maximumBytes else { return nil }
+        shortestCompletion(of: [PushdownFrame(rule: rule, state: 0, parent: -1)], in: automaton, maximumBytes: maximumBytes)
+    }
+
+    /// A shortest completion of the configuration whose frames are `stack` (bottom first;
+    /// their `parent`s are ignored), chosen as ``shortestSentence(of:in:maximumBytes:)``
+    /// chooses; `nil` when it has none or it is longer than `maximumBytes`.
+    func shortestCompletion(of stack: [PushdownFrame], in automaton: PushdownAutomaton, maximumBytes: Int) -> [UInt8]? {
+        var total = 0
+        for frame in stack {
+            let step = automaton.counters[Int(frame.rule)]?.distance(frame.state, frame.count) ?? distance[Int(frame.rule)][Int(frame.state)]
+            guard step != Self.unreachable else { return nil }
+            total += Int(step)
+        }
+        guard total <= maximumBytes else { return nil }
         var sentence: [UInt8] = []
-        sentence.reserveCapacity(Int(total))
+        sentence.reserveCapacity(total)
         // Where each unfinished call continues; the top is the position being extended.
-        var stack: [PushdownFrame] = [PushdownFrame(rule: rule, state: 0, parent: -1)]
+        var stack = stack
         // Moves that read nothing (calls of rules that match the empty string) are bounded
         // with the rest, so a walk can never go round in circles.
-        var movesLeft = 4 * Int(total) + 4 * automaton.rules.count + 16
+        var movesLeft = 4 * total + 4 * automaton.rules.count + 4 * stack.count + 16
         while let frame = stack.popLast() {
             movesLeft -= 1
             guard movesLeft > 0 else { return nil }

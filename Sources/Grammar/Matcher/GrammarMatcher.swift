@@ -55,6 +55,23 @@ public struct GrammarMatcher: Sendable {
         return best
     }
 
+    /// Bytes that complete the output from here, as few as there are (``shortestCompletionLength``
+    /// of them): what a generation short of tokens can still write. Empty when the output may
+    /// end now; `nil` after termination or when longer than `maximumBytes`.
+    public func shortestCompletion(maximumBytes: Int = 1 << 16) -> [UInt8]? {
+        guard !terminated else { return nil }
+        if completed { return [] }
+        var best: (length: Int, frame: PushdownFrame)? = nil
+        for configuration in configurations {
+            let length = grammar.completionDistances.completion(of: configuration, in: grammar.automaton, store: frames)
+            if length < (best?.length ?? Int.max) { best = (length, configuration) }
+        }
+        guard let best else { return nil }
+        var stack = [best.frame]
+        while let parent = stack.last.map(\.parent), parent >= 0, stack.count <= 10_000 { stack.append(frames.frame(parent)) }
+        return grammar.completionDistances.shortestCompletion(of: Array(stack.reversed()), in: grammar.automaton, maximumBytes: maximumBytes)
+    }
+
     /// Whether some byte may come next. False when the output is complete and nothing may
     /// follow it (then only an end-of-generation token is allowed), or after termination:
     /// what a loop checks after accepting a token, without computing the next mask.

@@ -1,4 +1,7 @@
-/// `minLength` and `maxLength` on a language of quoted JSON strings, counted on the bytes.
+/// `minLength` and `maxLength` on a language of quoted JSON strings, unrolled into the
+/// automaton: what property names use (their languages are combined with others as
+/// automata), and the reference `StringLengthTests` holds `LengthCounter` to. String values
+/// count in the matcher's frames instead.
 ///
 /// The strings are canonical JSON text (one spelling per character: raw UTF-8, or an escape
 /// `\"`, `\\`, `\n`… `\u00xx`), a prefix code, so every state of a trimmed automaton of them

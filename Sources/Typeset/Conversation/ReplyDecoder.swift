@@ -373,12 +373,21 @@ final class ReplyDecoder: TokenStepper {
 
     // MARK: Choosing constrained tokens
 
+    /// About how many tokens the shortest completion of `matcher` (`bytes` long) takes: the
+    /// tokenizer's encoding of it, two more for the boundaries (it is encoded alone, not after
+    /// the output), and never more than its bytes.
+    private func tokensToFinish(_ matcher: GrammarMatcher, bytes: Int) -> Int {
+        guard let completion = matcher.shortestCompletion(maximumBytes: 4096) else { return bytes }
+        let tokens = completion.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false).count }
+        return min(bytes, tokens + 2)
+    }
+
     /// Samples a token the grammar allows (the logits are already masked) and accepts it into
     /// `matcher`. When `options.closesWithinMaxTokens`, the token must also leave the value
-    /// finishable within the `budget - 1` tokens left after it (its shortest completion, in
-    /// bytes, is an upper bound on the tokens needed, every byte being a token): the sample is
-    /// redrawn without the offending token a few times, then the choice narrows to the most
-    /// likely tokens that bring the completion closer.
+    /// finishable within the `budget - 1` tokens left after it (its shortest completion as the
+    /// tokenizer writes it, never more than its bytes): the sample is redrawn without the
+    /// offending token a few times, then the choice narrows to the most likely tokens that
+    /// bring the completion closer.
     private func choose(_ logits: inout [Float], matcher: inout GrammarMatcher, budget: Int, history: [Int]) -> Int? {
         let endOfGeneration = matcher.grammar.vocabulary.endOfGenerationTokens
         func acceptable(_ token: Int, progressFrom distance: Int?) -> Bool {
@@ -386,7 +395,7 @@ final class ReplyDecoder: TokenStepper {
             guard matcher.accept(token: token) else { return false }
             guard options.closesWithinMaxTokens else { return true }
             let after = matcher.shortestCompletionLength
-            if after <= budget - 1, distance.map({ after < $0 }) ?? true { return true }
+            if after <= budget - 1 || tokensToFinish(matcher, bytes: after) <= budget - 1, distance.map({ after < $0 }) ?? true { return true }
             matcher.rollback(1)
             return false
         }
