@@ -64,9 +64,16 @@ struct CompletionDistances: Sendable {
         self.distance = distance
     }
 
+    /// The shortest completion of `frame`'s rule from its position (its count's, in a counted
+    /// rule), not counting the stack below it.
+    @inline(__always)
+    func distance(of frame: PushdownFrame, in automaton: PushdownAutomaton) -> Int32 {
+        automaton.counters[Int(frame.rule)]?.distance(frame.state, frame.count) ?? distance[Int(frame.rule)][Int(frame.state)]
+    }
+
     /// The shortest completion of `frame` and the stack below it in `store`.
     func completion(of frame: PushdownFrame, in automaton: PushdownAutomaton, store: some FrameStore) -> Int {
-        var total = Int(automaton.counters[Int(frame.rule)]?.distance(frame.state, frame.count) ?? distance[Int(frame.rule)][Int(frame.state)])
+        var total = Int(distance(of: frame, in: automaton))
         guard total != Int(Self.unreachable) else { return Int.max }
         var parent = frame.parent
         var depth = 0
@@ -98,7 +105,7 @@ extension CompletionDistances {
     func shortestCompletion(of stack: [PushdownFrame], in automaton: PushdownAutomaton, maximumBytes: Int) -> [UInt8]? {
         var total = 0
         for frame in stack {
-            let step = automaton.counters[Int(frame.rule)]?.distance(frame.state, frame.count) ?? distance[Int(frame.rule)][Int(frame.state)]
+            let step = distance(of: frame, in: automaton)
             guard step != Self.unreachable else { return nil }
             total += Int(step)
         }
@@ -115,14 +122,12 @@ extension CompletionDistances {
             guard movesLeft > 0 else { return nil }
             let rule = frame.rule, state = frame.state
             let dfa = automaton.rules[Int(rule)]
-            let counter = automaton.counters[Int(rule)]
-            let here = counter?.distance(state, frame.count) ?? distance[Int(rule)][Int(state)]
+            let here = distance(of: frame, in: automaton)
             if here == 0, dfa.isFinal[Int(state)] { continue }
             var moved = false
             for byte in 0 ..< 256 {
                 guard let target = automaton.step(frame, UInt8(byte), in: dfa) else { continue }
-                let after = counter?.distance(target.state, target.count) ?? distance[Int(rule)][Int(target.state)]
-                if after == here - 1 {
+                if distance(of: target, in: automaton) == here - 1 {
                     sentence.append(UInt8(byte))
                     stack.append(target)
                     moved = true

@@ -48,9 +48,15 @@ public struct GrammarMatcher: Sendable {
     public var shortestCompletionLength: Int {
         guard !terminated else { return Int.max }
         if completed { return 0 }
-        var best = Int.max
+        return closestConfiguration?.length ?? Int.max
+    }
+
+    /// The configuration with the shortest completion, and its length in bytes.
+    private var closestConfiguration: (length: Int, frame: PushdownFrame)? {
+        var best: (length: Int, frame: PushdownFrame)? = nil
         for configuration in configurations {
-            best = min(best, grammar.completionDistances.completion(of: configuration, in: grammar.automaton, store: frames))
+            let length = grammar.completionDistances.completion(of: configuration, in: grammar.automaton, store: frames)
+            if length < (best?.length ?? Int.max) { best = (length, configuration) }
         }
         return best
     }
@@ -61,12 +67,7 @@ public struct GrammarMatcher: Sendable {
     public func shortestCompletion(maximumBytes: Int = 1 << 16) -> [UInt8]? {
         guard !terminated else { return nil }
         if completed { return [] }
-        var best: (length: Int, frame: PushdownFrame)? = nil
-        for configuration in configurations {
-            let length = grammar.completionDistances.completion(of: configuration, in: grammar.automaton, store: frames)
-            if length < (best?.length ?? Int.max) { best = (length, configuration) }
-        }
-        guard let best else { return nil }
+        guard let best = closestConfiguration else { return nil }
         var stack = [best.frame]
         while let parent = stack.last.map(\.parent), parent >= 0, stack.count <= 10_000 { stack.append(frames.frame(parent)) }
         return grammar.completionDistances.shortestCompletion(of: Array(stack.reversed()), in: grammar.automaton, maximumBytes: maximumBytes)

@@ -55,9 +55,6 @@ final class PositionMasks: Sendable {
         /// every plain first byte.
         var unreadableLengths: [Int: [Int32]] = [:]
         var distinct: [MaskContent: PositionMask] = [:]
-        /// Where a matcher last needed a mask not computed yet, while the background runs.
-        var aheadOfMatcher: (rule: Int, state: Int32)?
-        var isComputingInBackground = false
         var bytes = 0
         var seconds = 0.0
     }
@@ -220,34 +217,41 @@ final class PositionMasks: Sendable {
         return classes
     }
 
-    /// The slot of `frame`'s position (its rule, state and count class), or −1.
+    /// The position of `rule`'s `state` in count class `classIndex` (0 for an uncounted rule),
+    /// as its owner rule computes it; `nil` where a matcher never stands.
     @inline(__always)
-    private func slot(of frame: PushdownFrame) -> Int32 {
-        guard let classes = countClasses[Int(frame.rule)] else { return slots[Int(frame.rule)][Int(frame.state)] }
-        let states = automaton.rules[Int(frame.rule)].stateCount
-        return slots[Int(frame.rule)][Int(classes.classOfCount[Int(frame.count)]) * states + Int(frame.state)]
+    private func position(rule: Int, state: Int32, classIndex: Int) -> Position? {
+        let classes = countClasses[rule]
+        let slot = slots[rule][classIndex * automaton.rules[rule].stateCount + Int(state)]
+        guard slot >= 0 else { return nil }
+        return Position(rule: owners[rule], state: state, count: classes?.firstCounts[classIndex] ?? 0,
+                        exactLength: classes?.exactLengths[classIndex], slot: slot)
     }
 
     /// The mask of `frame`'s position, computed now if it was not yet; `nil` where a matcher
     /// never stands.
     func mask(of frame: PushdownFrame) -> PositionMask? {
-        let slot = slot(of: frame)
-        guard slot >= 0 else { return nil }
-        if let known = state.withLock({ $0.masks[Int(slot)] }) { return known }
-        state.withLock { if $0.isComputingInBackground { $0.aheadOfMatcher = (Int(frame.rule), frame.state) } }
-        var count: Int32 = 0, exactLength: Int32? = nil
-        if let classes = countClasses[Int(frame.rule)] {
-            let index = Int(classes.classOfCount[Int(frame.count)])
-            count = classes.firstCounts[index]
-            exactLength = classes.exactLengths[index]
-        }
-        return compute(rule: owners[Int(frame.rule)], state: frame.state, count: count, exactLength: exactLength, slot: slot, late: .onDemand)
+        let classIndex = countClasses[Int(frame.rule)].map { Int($0.classOfCount[Int(frame.count)]) } ?? 0
+        guard let position = position(rule: Int(frame.rule), state: frame.state, classIndex: classIndex) else { return nil }
+        if let known = state.withLock({ $0.masks[Int(position.slot)] }) { return known }
+        return compute(position, late: .onDemand)
     }
 
-    /// Computes the mask of `(rule, state)` with `count` (an owner rule) into `slot`, or
-    /// returns the one another thread stored first.
+    /// An owner position whose mask is to be computed: `(rule, state)` at `count`, masks
+    /// exact up to `exactLength` (`CountClasses.exactLengths`), stored in `slot`.
+    private struct Position {
+        var rule: Int
+        var state: Int32
+        var count: Int32
+        var exactLength: Int32?
+        var slot: Int32
+    }
+
+    /// Computes the mask of `position` into its slot, or returns the one another thread
+    /// stored first.
     @discardableResult
-    private func compute(rule: Int, state position: Int32, count: Int32, exactLength: Int32? = nil, slot: Int32, late: Lateness) -> PositionMask {
+    private func compute(_ target: Position, late: Lateness) -> PositionMask {
+        let rule = target.rule, position = target.state, slot = target.slot
         let started = DispatchTime.now().uptimeNanoseconds
         let dfa = automaton.rules[rule]
         var unreadable = state.withLock { $0.unreadableLengths[rule] }
@@ -260,7 +264,7 @@ final class PositionMasks: Sendable {
             unreadable = lengths
         }
         var mask = PositionMask.compute(
-            rule: Int32(rule), state: position, count: count, exactLength: exactLength, automaton: automaton, vocabulary: vocabulary,
+            rule: Int32(rule), state: position, count: target.count, exactLength: target.exactLength, automaton: automaton, vocabulary: vocabulary,
             unreadableLength: unreadable?[Int(position)])
         mask.computeNanoseconds = DispatchTime.now().uptimeNanoseconds - started
         return state.withLock { state in
@@ -280,57 +284,25 @@ final class PositionMasks: Sendable {
         }
     }
 
-    /// An owner position whose mask is to be computed.
-    private struct Position {
-        var rule: Int
-        var state: Int32
-        var count: Int32
-        var exactLength: Int32?
-        var slot: Int32
-    }
-
-    @discardableResult
-    private func compute(_ position: Position, late: Lateness) -> PositionMask {
-        compute(rule: position.rule, state: position.state, count: position.count, exactLength: position.exactLength, slot: position.slot, late: late)
-    }
-
     /// The owner positions in the order a generation meets them: breadth first from the
     /// root's start, through byte edges, into called rules and back to the states calls
     /// return to (then any others).
     private var positions: [Position] {
-        var listed = [Bool](repeating: false, count: slotCount)
-        var result = positions(from: (Int(automaton.root), 0), listed: &listed)
-        for (rule, row) in slots.enumerated() where owners[rule] == rule {
-            let states = automaton.rules[rule].stateCount
-            for (index, slot) in row.enumerated() where slot >= 0 && !listed[Int(slot)] {
-                // Near a long string's bounds, masks wait for a matcher to need them.
-                if let classes = countClasses[rule], classes.isOnFirstUseOnly[index / states] { continue }
-                listed[Int(slot)] = true
-                let classIndex = index / states
-                result.append(Position(rule: rule, state: Int32(index % states), count: countClasses[rule]?.firstCounts[classIndex] ?? 0,
-                                       exactLength: countClasses[rule]?.exactLengths[classIndex], slot: slot))
-            }
-        }
-        return result
-    }
-
-    /// The owner positions breadth first from `start` (at count 0), not `listed` yet (and
-    /// now listed), at most `limit`.
-    private func positions(from start: (rule: Int, state: Int32), listed: inout [Bool], limit: Int = .max) -> [Position] {
         var result: [Position] = []
-        var visited: Set<Int64> = [Int64(start.rule) << 32 | Int64(start.state)]
-        var queue = [start]
+        var listed = [Bool](repeating: false, count: slotCount)
+        var visited: Set<Int64> = [Int64(automaton.root) << 32]
+        var queue: [(rule: Int, state: Int32)] = [(Int(automaton.root), 0)]
         var head = 0
         func visit(_ rule: Int, _ state: Int32) {
             if visited.insert(Int64(rule) << 32 | Int64(state)).inserted { queue.append((rule, state)) }
         }
-        while head < queue.count, result.count < limit {
+        while head < queue.count {
             let (rule, state) = queue[head]
             head += 1
-            let slot = slots[rule][Int(state)]  // count 0's class
-            if slot >= 0, !listed[Int(slot)] {
-                listed[Int(slot)] = true
-                result.append(Position(rule: owners[rule], state: state, count: 0, exactLength: countClasses[rule]?.exactLengths[0], slot: slot))
+            // Count 0's class: where a generation enters a counted string.
+            if let position = position(rule: rule, state: state, classIndex: 0), !listed[Int(position.slot)] {
+                listed[Int(position.slot)] = true
+                result.append(position)
             }
             let dfa = automaton.rules[rule]
             for byte in 0 ..< 256 {
@@ -340,6 +312,15 @@ final class PositionMasks: Sendable {
             for edge in dfa.ruleEdges[Int(state)] {
                 visit(Int(edge.rule), 0)
                 visit(rule, edge.target)
+            }
+        }
+        for (rule, row) in slots.enumerated() where owners[rule] == rule {
+            let states = automaton.rules[rule].stateCount
+            for (index, slot) in row.enumerated() where slot >= 0 && !listed[Int(slot)] {
+                // Near a long string's bounds, masks wait for a matcher to need them.
+                if let classes = countClasses[rule], classes.isOnFirstUseOnly[index / states] { continue }
+                listed[Int(slot)] = true
+                result.append(position(rule: rule, state: Int32(index % states), classIndex: index / states)!)
             }
         }
         return result
@@ -376,34 +357,12 @@ final class PositionMasks: Sendable {
         }
         guard !work.isEmpty else { return }
         let rest = Array(work)
-        state.withLock { $0.isComputingInBackground = true }
         DispatchQueue.global(qos: .utility).async { [weak self] in
             for position in rest {
                 guard let self else { return }
-                self.computeAheadOfMatcher()
                 if self.state.withLock({ $0.masks[Int(position.slot)] != nil }) { continue }
                 self.compute(position, late: .background)
             }
-            self?.state.withLock { $0.isComputingInBackground = false }
-        }
-    }
-
-    /// How many positions the background computes ahead of a matcher that needed a mask it
-    /// had not reached.
-    static let positionsAhead = 64
-
-    /// When a matcher has computed a mask itself (it got ahead of the background), the
-    /// positions after it, breadth first, before the background's own order goes on: a
-    /// generation walking a large object then finds its next masks ready.
-    private func computeAheadOfMatcher() {
-        guard let start = state.withLock({ state -> (rule: Int, state: Int32)? in
-            defer { state.aheadOfMatcher = nil }
-            return state.aheadOfMatcher
-        }) else { return }
-        var listed = state.withLock { state in state.masks.map { $0 != nil } }
-        for position in positions(from: start, listed: &listed, limit: Self.positionsAhead) {
-            if state.withLock({ $0.masks[Int(position.slot)] != nil }) { continue }
-            compute(position, late: .background)
         }
     }
 

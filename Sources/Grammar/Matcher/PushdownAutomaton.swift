@@ -60,32 +60,30 @@ struct PushdownAutomaton: Sendable {
                 throw error.budgetError ?? .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
             }
         }
-        // Counted rules whose bounds leave no string are unproductive like any empty rule.
-        var firstCounters: [Int: (dfa: DFA, counter: LengthCounter)] = [:]
-        func counter(_ dfa: DFA, _ index: Int, _ bounds: LengthBounds) throws(GrammarError) -> LengthCounter {
-            let found: LengthCounter?
-            do throws(DFA.TooLarge) {
-                found = try LengthCounter(dfa, minimum: bounds.minimum, maximum: bounds.maximum)
-            } catch {
-                throw error.budgetError ?? .budgetExceeded(what: "states × characters counted (rule '\(grammar.rules[index].name)')", limit: LengthCounter.pairLimit)
-            }
-            guard let found else {
-                throw .invalidSchema(pointer: "#", message: "rule '\(grammar.rules[index].name)' counts characters but is not a language of quoted strings")
-            }
-            return found
-        }
+        // Counters of the rules with length bounds. A counted rule is terminal, so its trimmed,
+        // minimal automaton is final here and the counter's states stay its states; one whose
+        // bounds leave no string is unproductive like any empty rule.
+        var counters = [LengthCounter?](repeating: nil, count: compiled.count)
         var countedPairs = 0
         for (index, rule) in grammar.rules.enumerated() {
             guard let bounds = rule.lengthBounds else { continue }
             let dfa = compiled[index].trimmed(productiveRules: nil).minimized()
-            let found = try counter(dfa, index, bounds)
+            let found: LengthCounter?
+            do throws(DFA.TooLarge) {
+                found = try LengthCounter(dfa, minimum: bounds.minimum, maximum: bounds.maximum)
+            } catch {
+                throw error.budgetError ?? .budgetExceeded(what: "states × characters counted (rule '\(rule.name)')", limit: LengthCounter.pairLimit)
+            }
+            guard let found else {
+                throw .invalidSchema(pointer: "#", message: "rule '\(rule.name)' counts characters but is not a language of quoted strings")
+            }
             countedPairs += found.distances.count
             guard countedPairs <= LengthCounter.pairLimit else {
                 throw .budgetExceeded(what: "states × characters counted (rule '\(rule.name)')", limit: LengthCounter.pairLimit)
             }
             if found.isLive(0, 0) {
                 compiled[index] = dfa
-                firstCounters[index] = (dfa, found)
+                counters[index] = found
             } else {
                 compiled[index] = .empty
             }
@@ -114,19 +112,12 @@ struct PushdownAutomaton: Sendable {
         guard productive.contains(root) else {
             throw grammar.isFromJSONSchema ? .emptyLanguage(pointer: "#") : .emptyGrammar(rule: grammar.rules[Int(root)].name)
         }
-        let rules = compiled.map { $0.trimmed(productiveRules: productive).minimized() }
-        self.rules = rules
-        var counters = [LengthCounter?](repeating: nil, count: rules.count)
-        for (index, first) in firstCounters {
-            let dfa = rules[index]
-            if dfa.transitions == first.dfa.transitions, dfa.isFinal == first.dfa.isFinal {
-                counters[index] = first.counter
-            } else if let bounds = grammar.rules[index].lengthBounds {
-                counters[index] = try counter(dfa, index, bounds)
-            }
+        let rules = compiled.indices.map { index in
+            counters[index] != nil ? compiled[index] : compiled[index].trimmed(productiveRules: productive).minimized()
         }
+        self.rules = rules
         self.counters = counters
-        hasCounters = !firstCounters.isEmpty
+        hasCounters = counters.contains { $0 != nil }
         let count = rules.count
         var nullable: [Bool], first: [ByteSet], follow: [ByteSet]
         // Nullable rules (fixpoint).
