@@ -35,4 +35,24 @@ import TypesetTestSupport
         #expect(validTotal > 0)
         #expect(validAccepted * 2 >= validTotal, "\(format): \(validAccepted) of \(validTotal) valid strings accepted")
     }
+
+    /// A format the compiler does not know is refused by default; in the validation profile
+    /// it asserts nothing (an annotation, as JSON Schema 2020-12 has it) and is listed, and
+    /// its negation, which no string satisfies, adds nothing.
+    @Test func unknownFormatsAreRefusedOrAnnotated() throws {
+        let schema = #"{"type":"object","properties":{"p":{"type":"string","format":"semver"}}}"#
+        #expect {
+            _ = try Grammar(jsonSchema: schema)
+        } throws: { error in
+            guard case GrammarError.unsupportedKeyword(let keyword, let pointer, _) = error else { return false }
+            return keyword == "format" && pointer == "#/properties/p"
+        }
+        let annotated = try Grammar(jsonSchema: schema, options: .validation)
+        #expect(annotated.droppedKeywords.map(\.pointer) == ["#/properties/p"])
+        #expect(try annotated.matches(#"{"p":"anything at all"}"#))
+        #expect(try !annotated.matches(#"{"p":1}"#))
+        let negated = try Grammar(jsonSchema: #"{"type":"string","not":{"format":"semver","minLength":3}}"#, options: .validation)
+        #expect(try negated.matches(#""ab""#))
+        #expect(try !negated.matches(#""1.0.0""#))
+    }
 }

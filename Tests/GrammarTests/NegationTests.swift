@@ -4,7 +4,7 @@ import Testing
 import TypesetTestSupport
 
 /// `not`, `if`/`then`/`else`, the dependency keywords, `oneOf` with overlapping
-/// alternatives (compiled through negation) and several `multipleOf`s, judged against the independent validator on a
+/// alternatives (compiled through negation), `contains` and several `multipleOf`s, judged against the independent validator on a
 /// pool of small values chosen to sit on every boundary the schemas draw.
 @Suite struct NegationTests {
     /// Compact JSON values: every type, numbers on both sides of the bounds and multiples
@@ -13,10 +13,11 @@ import TypesetTestSupport
     static let pool: [String] = [
         "null", "true", "false", "0", "-1", "2", "3", "6", "1.5", "-2.25", "1.75",
         #""""#, #""a""#, #""ab""#, #""abc""#, #""x""#, #""b1""#, #""a1""#,
-        "[]", "[1]", #"[1,"a"]"#, "[null,null,null]",
+        "[]", "[1]", #"[1,"a"]"#, "[null,null,null]", #"["a","b"]"#, "[2,3]", "[1,null]", "[1.5]", #"[1,2,"x"]"#,
         "{}", #"{"a":1}"#, #"{"b":"x"}"#, #"{"a":1,"b":"x"}"#, #"{"a":"y"}"#, #"{"c":true}"#,
         #"{"a":2,"c":null}"#, #"{"a":1,"b":"x","c":false}"#, #"{"a":1,"b":2}"#, #"{"a":1,"c":1}"#,
         #"{"b":2}"#, #"{"type":"group"}"#, #"{"type":"other"}"#,
+        #"{"a1":1}"#, #"{"a1":"x"}"#, #"{"b1":"x","d":1}"#, #"{"d":"s"}"#, #"{"d":1}"#,
     ]
 
     static let schemas: [String] = [
@@ -60,6 +61,23 @@ import TypesetTestSupport
         #"{"type":"object","properties":{"a":{}},"not":{"properties":{"a":{}},"additionalProperties":false}}"#,
         #"{"not":{"additionalProperties":false}}"#,
         #"{"not":{"patternProperties":{"^a":true},"additionalProperties":false},"maxProperties":2}"#,
+        // "Some item fails" and "some member fails": required items and members.
+        #"{"not":{"items":{"type":"string"}}}"#,
+        #"{"type":"array","not":{"items":{"type":"integer"}}}"#,
+        #"{"not":{"prefixItems":[{"type":"integer"}],"items":{"type":"string"}}}"#,
+        #"{"contains":{"type":"string"}}"#,
+        #"{"prefixItems":[{"type":"integer"}],"not":{"prefixItems":[true,true],"items":{"type":"integer"}}}"#,
+        #"{"type":"array","contains":{"type":"integer"},"not":{"contains":{"type":"null"}}}"#,
+        #"{"items":{"type":"number"},"contains":{"minimum":2},"allOf":[{"contains":{"multipleOf":3}}]}"#,
+        #"{"contains":{"type":"integer"},"minContains":0,"maxItems":1}"#,
+        #"{"oneOf":[{"items":{"type":"integer"}},{"items":{"type":"number"},"maxItems":1}]}"#,
+        #"{"type":"object","not":{"additionalProperties":{"type":"string"}}}"#,
+        #"{"not":{"enum":[{"a":1},[1,"a"],"x",2]}}"#,
+        #"{"type":"object","properties":{"a":{},"b":{},"c":{}},"not":{"const":{"b":"x","a":1}}}"#,
+        #"{"type":"array","not":{"enum":[[],[2,3],[1,null]]}}"#,
+        #"{"not":{"properties":{"a":{}},"additionalProperties":{"type":"integer"}}}"#,
+        #"{"type":"object","not":{"patternProperties":{"^a":{"type":"integer"}}}}"#,
+        #"{"type":"object","properties":{"a":{},"b":{},"c":{}},"not":{"properties":{"a":{}},"additionalProperties":false},"allOf":[{"not":{"patternProperties":{"^b":{"type":"string"}}}}]}"#,
     ]
 
     /// Each schema compiles; no value it rejects is accepted, and every value it admits is.
@@ -80,8 +98,8 @@ import TypesetTestSupport
     /// that needed them) and where; lenient mode drops the whole negation and says so.
     @Test(arguments: [
         (#"{"not":{"format":"date"}}"#, "not", "#/not"),
-        (#"{"not":{"items":{"type":"string"}}}"#, "not", "#/not"),
-        (#"{"type":"object","not":{"additionalProperties":{"type":"string"}}}"#, "not", "#/not"),
+        (#"{"not":{"propertyNames":{"maxLength":1}}}"#, "not", "#/not"),
+        (#"{"type":"object","not":{"format":"email"}}"#, "not", "#/not"),
         (#"{"oneOf":[{"type":"string"},{"format":"date"}]}"#, "oneOf", "#"),
     ])
     func unbuildableNegationsAreReported(schema: String, keyword: String, pointer: String) throws {

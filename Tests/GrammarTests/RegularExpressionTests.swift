@@ -193,6 +193,28 @@ import TypesetTestSupport
         #expect(accepted > 0, "no sample matched: the alphabet or examples are too weak")
     }
 
+    /// Lookaheads right after a leading `^`, which the schema compiler takes as
+    /// intersections and differences of automata, against ICU's backtracking lookaheads.
+    @Test(arguments: [
+        Case(pattern: "^(?!@@)[@a-z]+$", search: true, alphabet: ["@", "a", "b", "-"], examples: ["@a", "@@a", "a@@"]),
+        Case(pattern: "^(?!^lib\\.|bin\\.).*", search: true, alphabet: ["lib", "bin", ".", "x"], examples: ["lib.x", "bin.", "xlib."]),
+        Case(pattern: "^(?!.*://)(?=.{1,6}$)[a-z.:/]+$", search: true, alphabet: ["a", ".", "://", "b"], examples: ["a.b", "a://b", "abcdefg"]),
+        Case(pattern: "^(?=[a-z]*x)(?![a-z]*y)[a-z]{2,}", search: true, alphabet: ["a", "x", "y", "1"], examples: ["ax", "axy", "xa1"]),
+        Case(pattern: "^(?!pattern$).*$", search: true, alphabet: ["pattern", "s", "p"], examples: ["pattern", "patterns"]),
+    ])
+    func leadingLookaheadsAgreeWithICU(_ test: Case) throws {
+        let schema = JSONValue.object([("type", .string("string")), ("pattern", .string(test.pattern))])
+        let grammar = try Grammar(jsonSchema: schema.compactText)
+        let reference = try Reference(test.pattern, search: true)
+        var accepted = 0
+        for (index, text) in Self.samples(alphabet: test.alphabet, examples: test.examples, seed: 7).enumerated() {
+            let expected = reference.matches(text)
+            #expect(try grammar.matches(JSONValue.string(text).compactText) == expected, "sample \(index): \(text.debugDescription)")
+            if expected { accepted += 1 }
+        }
+        #expect(accepted > 0)
+    }
+
     // MARK: Exact expectations (where ICU is not ECMAScript)
 
     /// A pattern with the strings it must accept and reject.

@@ -74,6 +74,21 @@ def test_json_schema_replies_validate(smollm2, path):
     jsonschema.validate(json.loads(reply.choices[0].message.content), schema)
 
 
+@pytest.mark.parametrize("schema", [
+    # A required item (`contains`) and a required member (a negated `patternProperties`: some
+    # note longer than three characters).
+    {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "contains": {"const": "urgent"}, "maxItems": 4}},
+     "required": ["tags"], "additionalProperties": False},
+    {"type": "object", "patternProperties": {"^note_": {"type": "string", "maxLength": 60}}, "maxProperties": 2,
+     "not": {"patternProperties": {"^note_": {"maxLength": 3}}}},
+], ids=["contains", "negated-patternProperties"])
+def test_required_items_and_members_hold(smollm2, schema):
+    reply = ask(smollm2.client(), smollm2.model, "Describe a support ticket as JSON.", max_tokens=120,
+                response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})
+    assert reply.choices[0].finish_reason == "stop"
+    jsonschema.validate(json.loads(reply.choices[0].message.content), schema)
+
+
 def test_streamed_schema_replies_validate(smollm2):
     schema = json.loads((SCHEMAS / "brew_summary.json").read_text())
     stream = ask(smollm2.client(), smollm2.model, "Tasting notes: bright, blueberry, a little thin. Summarize the brew.",

@@ -30,7 +30,7 @@ def error(response, status):
 
 
 @pytest.mark.parametrize("schema, keyword, pointer", [
-    ({"type": "array", "items": {"type": "string"}, "contains": {"const": "x"}}, "contains", "#"),
+    ({"type": "array", "items": {"type": "string"}, "contains": {"const": "x"}, "maxContains": 1}, "maxContains", "#"),
     ({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True, "items": {"type": "object"}}}},
      "uniqueItems", "#/properties/tags"),
     ({"type": "string", "format": "not-a-format"}, "format", "#"),

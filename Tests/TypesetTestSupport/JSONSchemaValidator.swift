@@ -87,6 +87,18 @@ public struct JSONSchemaValidator {
                 for (index, item) in zip(array, prefix).map({ $0 }).enumerated() {
                     validate(item.0, against: item.1, at: pointer + "/\(index)", into: &problems, depth: depth + 1)
                 }
+            case "contains":
+                guard let array = value as? [Any] else { continue }
+                let matching = array.indices.filter { index in
+                    var inner: [String] = []
+                    validate(array[index], against: rule, at: pointer + "/\(index)", into: &inner, depth: depth + 1)
+                    return inner.isEmpty
+                }.count
+                let least = (schema["minContains"] as? NSNumber)?.intValue ?? 1
+                if matching < least { fail("\(matching) items match contains, at least \(least) needed") }
+                if let most = (schema["maxContains"] as? NSNumber)?.intValue, matching > most { fail("\(matching) items match contains, at most \(most) allowed") }
+            case "minContains", "maxContains":
+                continue  // read with `contains`
             case "minItems", "maxItems":
                 guard let array = value as? [Any], let bound = (rule as? NSNumber)?.intValue else { continue }
                 if keyword == "minItems" ? array.count < bound : array.count > bound { fail("\(array.count) items violates \(keyword) \(bound)") }

@@ -13,9 +13,11 @@
 ///
 /// `^` and `$` are supported where they anchor the whole match: at the start (end) of a
 /// top-level alternative, or of an alternative of a group that itself starts (ends) one, as in
-/// `^(a|b)$` or `(?:^|,)x`. Anywhere else, and every feature beyond regular languages or this
-/// subset (backreferences, lookaround, word boundaries, property escapes, inline flags), is
-/// an `.invalidRegex` error at the byte offset of the construct — never silently accepted.
+/// `^(a|b)$` or `(?:^|,)x`. Lookaheads right after a leading `^` are split off by
+/// `leadingLookaheads(in:)` and taken as intersections and differences of automata. Anywhere
+/// else, and every feature beyond regular languages or this subset (backreferences, other
+/// lookaround, word boundaries, property escapes, inline flags), is an `.invalidRegex` error
+/// at the byte offset of the construct — never silently accepted.
 enum RegularExpression {
     /// Builds the language of `pattern` into `automaton`.
     ///
@@ -43,6 +45,63 @@ enum RegularExpression {
         }
         let builder = RegularExpressionBuilder(pattern: pattern)
         return try builder.fragment(for: anchored, into: &automaton)
+    }
+
+    /// The lookaheads a pattern starts with, right after its `^`: `^(?=Q)(?!P)R` is `^R`
+    /// that also matches `^(?:Q)` and does not match `^(?:P)` (search semantics: a body
+    /// matches a prefix of the string, or all of it with `$`). Those are intersections and
+    /// differences of regular languages, which the caller takes on automata; lookaheads
+    /// elsewhere are not split and stay errors. `nil` when the pattern starts with none.
+    ///
+    /// Complexity: O(n) in the pattern's length.
+    /// Each lookahead's `offset` is the byte offset of its body in `pattern`.
+    static func leadingLookaheads(in pattern: String) -> (main: String, lookaheads: [(body: String, negative: Bool, offset: Int)])? {
+        let scalars = Array(pattern.unicodeScalars)
+        guard scalars.first == "^" else { return nil }
+        var position = 1
+        var lookaheads: [(body: String, negative: Bool, offset: Int)] = []
+        while position + 2 < scalars.count, scalars[position] == "(", scalars[position + 1] == "?",
+              scalars[position + 2] == "=" || scalars[position + 2] == "!" {
+            // The group's end: parentheses balanced outside classes, escapes skipped.
+            var index = position + 3, depth = 1, inClass = false
+            while index < scalars.count, depth > 0 {
+                switch scalars[index] {
+                case "\\": index += 1
+                case "[" where !inClass: inClass = true
+                case "]" where inClass: inClass = false
+                case "(" where !inClass: depth += 1
+                case ")" where !inClass: depth -= 1
+                default: break
+                }
+                index += 1
+            }
+            guard depth == 0 else { return nil }  // unbalanced: the parser reports it
+            // A `^` opening an alternative of the body anchors where the lookahead already stands.
+            var body = String.UnicodeScalarView()
+            var bodyDepth = 0, bodyClass = false, atAlternativeStart = true, escaped = false
+            for scalar in scalars[(position + 3) ..< (index - 1)] {
+                defer { escaped = !escaped && scalar == "\\" }
+                if scalar == "^", atAlternativeStart, bodyDepth == 0, !bodyClass, !escaped { continue }
+                atAlternativeStart = !escaped && !bodyClass && bodyDepth == 0 && scalar == "|"
+                if !escaped {
+                    switch scalar {
+                    case "[" where !bodyClass: bodyClass = true
+                    case "]" where bodyClass: bodyClass = false
+                    case "(" where !bodyClass: bodyDepth += 1
+                    case ")" where !bodyClass: bodyDepth -= 1
+                    default: break
+                    }
+                }
+                body.append(scalar)
+            }
+            let offset = scalars[..<(position + 3)].reduce(0) { $0 + UTF8.width($1) }
+            lookaheads.append((String(body), scalars[position + 2] == "!", offset))
+            position = index
+        }
+        guard !lookaheads.isEmpty else { return nil }
+        var main = String.UnicodeScalarView(["^"])
+        main.append(contentsOf: scalars[position...])
+        return (String(main), lookaheads)
     }
 
     // MARK: Character sets
@@ -427,9 +486,9 @@ struct RegularExpressionParser {
         case (":", _):
             position += 1
         case ("=", _):
-            throw error("lookahead (?=…) is not supported", at: open)
+            throw error("lookahead (?=…) is only supported right after the pattern's leading '^'", at: open)
         case ("!", _):
-            throw error("negative lookahead (?!…) is not supported", at: open)
+            throw error("negative lookahead (?!…) is only supported right after the pattern's leading '^'", at: open)
         case ("<", "="):
             throw error("lookbehind (?<=…) is not supported", at: open)
         case ("<", "!"):

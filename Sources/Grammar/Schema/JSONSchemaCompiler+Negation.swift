@@ -18,9 +18,10 @@
 /// Soundness: each `¬K` is exact, or a subset of the true complement (numbers without
 /// exponents, bounds tightened inward). A keyword whose complement cannot be built exactly
 /// (a `format`, which the compiler enforces only as a subset of its valid strings;
-/// `patternProperties`, `additionalProperties`, `items` and `propertyNames`, whose failure
-/// means "some member fails", an existential the object and array automata do not track) is
-/// reported as an unsupported `not`. In lenient mode such a negation is dropped whole (the
+/// `propertyNames`, whose failure means "some name fails") is reported as an unsupported
+/// `not`. "Some item fails `items`" and "some member fails `patternProperties` or
+/// `additionalProperties`" are required items and members (`requiredItems`,
+/// `requiredMembers`), which the array and object automata track in their states. In lenient mode such a negation is dropped whole (the
 /// grammar then admits a superset, as lenient mode promises), never half-built.
 extension SchemaCompiler {
     /// The most alternatives `not`, `if` and the dependency keywords may expand into over a
@@ -41,7 +42,7 @@ extension SchemaCompiler {
             // (if ∧ then) ∨ (¬if ∧ else); a missing branch is `true`.
             if let condition = try resolvedNode(conditional.condition, depth: depth + 1) {
                 if let then = conditional.then {
-                    if let thenNode = try resolvedNode(then, depth: depth + 1) { pieces.append(try merge(condition, thenNode)) }
+                    if let thenNode = try resolvedNode(then, depth: depth + 1) { pieces.append(condition.merged(with: thenNode)) }
                 } else {
                     pieces.append(condition)
                 }
@@ -49,7 +50,7 @@ extension SchemaCompiler {
             var otherwise = SchemaNode(pointer: conditional.condition.pointer)
             otherwise.negations = [conditional.condition]
             if let branch = conditional.otherwise {
-                if let branchNode = try resolvedNode(branch, depth: depth + 1) { pieces.append(try merge(otherwise, branchNode)) }
+                if let branchNode = try resolvedNode(branch, depth: depth + 1) { pieces.append(otherwise.merged(with: branchNode)) }
             } else {
                 pieces.append(otherwise)
             }
@@ -115,6 +116,7 @@ extension SchemaCompiler {
         func cannot(_ keyword: String, _ why: String) -> Complement {
             .unsupported("the negation of '\(keyword)' is not supported: \(why)")
         }
+        func isTrue(_ schema: Subschema) -> Bool { schema.value == .bool(true) || schema.value == .object([]) }
         var alternatives: [SchemaNode] = []
 
         // Types: the other types. `number` includes the integers; "not an integer" is a
@@ -130,10 +132,17 @@ extension SchemaCompiler {
             }
         }
         if let values = node.values {
-            guard values.allSatisfy(\.isScalar) else { return cannot("enum", "an array or object value") }
-            var outside = SchemaNode(pointer: pointer)
-            outside.excludedValues = values
-            alternatives.append(outside)
+            let compound = values.filter { !$0.isScalar }
+            if values.count == 1, let value = compound.first {
+                // A value unequal to one array or object: structurally different somewhere.
+                alternatives += unequal(to: value, pointer: pointer)
+            } else {
+                // Unequal to each: the scalars excluded, each array or object a `not` of its own.
+                var outside = SchemaNode(pointer: pointer)
+                outside.excludedValues = values.filter(\.isScalar)
+                outside.negations = compound.map { Subschema(value: .object([("const", $0)]), pointer: pointer + "/enum") }
+                alternatives.append(outside)
+            }
         }
 
         // Counts (characters, items, properties): below the minimum, or above the maximum.
@@ -157,7 +166,8 @@ extension SchemaCompiler {
             failing.excludedPatterns = [pattern]
             alternatives.append(failing)
         }
-        if let format = node.formats.first {
+        // An unknown format kept as an annotation holds for every string: its complement is empty.
+        if let format = node.formats.first(where: { Formats.pattern(for: $0.format) != nil || options.unknownFormats == .refuse }) {
             return cannot("format", "'\(format.format)' is enforced as a subset of its valid strings, so its complement would admit valid ones")
         }
 
@@ -183,9 +193,28 @@ extension SchemaCompiler {
             longer.minimumItems = node.prefixItems.count + 1
             alternatives.append(longer)
         }
-        let constrainsItems = node.items.contains { $0.value != .bool(true) && $0.value != .object([]) } && !forbidsItems
-        if !node.prefixItems.isEmpty || constrainsItems {
-            return cannot("items", "it needs \"some item fails\", which the array automaton does not track")
+        func negated(_ schemas: [Subschema]) -> Subschema {
+            let all = Subschema.all(schemas)
+            return Subschema(value: .object([("not", all.value)]), pointer: all.pointer, order: all.order)
+        }
+        // Item i fails its prefix schema; or some item past the prefix fails `items`.
+        for (index, schemas) in node.prefixItems.enumerated() where !schemas.allSatisfy(isTrue) {
+            var failing = only([.array])
+            failing.prefixItems = Array(repeating: [], count: index) + [[negated(schemas)]]
+            failing.minimumItems = index + 1
+            alternatives.append(failing)
+        }
+        if !forbidsItems, !node.items.allSatisfy(isTrue) {
+            var failing = only([.array])
+            failing.requiredItems = [([negated(node.items)], node.prefixItems.count)]
+            alternatives.append(failing)
+        }
+        // `contains`: every item (from where it applies) fails it.
+        for requirement in node.requiredItems {
+            var none = only([.array])
+            none.prefixItems = Array(repeating: [], count: requirement.from)
+            none.items = [negated(requirement.schemas)]
+            alternatives.append(none)
         }
 
         // Objects.
@@ -197,22 +226,25 @@ extension SchemaCompiler {
         for (name, schemas) in node.properties where !schemas.allSatisfy({ $0.value == .bool(true) || $0.value == .object([]) }) {
             var failing = only([.object])
             failing.required = [name]
-            let negated = Subschema(value: .object([("not", Subschema.all(schemas).value)]), pointer: schemas[0].pointer)
-            failing.properties = [(name, [negated])]
+            failing.properties = [(name, [negated(schemas)])]
             failing.propertyOrder[name] = node.propertyOrder[name]
             alternatives.append(failing)
         }
-        func isTrue(_ schema: Subschema) -> Bool { schema.value == .bool(true) || schema.value == .object([]) }
-        if node.patternProperties.contains(where: { !$0.schemas.allSatisfy(isTrue) }) {
-            return cannot("patternProperties", "it needs \"some member fails\"")
+        // Some member whose name matches a pattern fails the pattern's schema; some member
+        // neither declared nor matched fails `additionalProperties` (`false`: is there at all).
+        if !node.mergedClauses.isEmpty {
+            return cannot("patternProperties", "members decided by several clauses ('patternProperties' merged from 'allOf', 'unevaluatedProperties') are not negated")
+        }
+        for (pattern, schemas) in node.patternProperties where !schemas.allSatisfy(isTrue) {
+            var failing = only([.object])
+            failing.requiredMembers = [RequiredMember(names: .matching(pattern: pattern), schemas: [negated(schemas)])]
+            alternatives.append(failing)
         }
         if let additional = node.additionalProperties, !additional.allSatisfy(isTrue) {
-            // `false` fails exactly when some member is neither declared nor matched by a pattern.
-            guard additional.contains(where: { $0.value == .bool(false) }) else {
-                return cannot("additionalProperties", "it needs \"some other member fails\"")
-            }
             var other = only([.object])
-            other.requiredOtherMembers = [(node.properties.map(\.name), node.patternProperties.map(\.pattern))]
+            let outside = RequiredMember.Names.outside(names: node.properties.map(\.name), patterns: node.patternProperties.map(\.pattern))
+            let forbidsOthers = additional.contains { $0.value == .bool(false) }
+            other.requiredMembers = [RequiredMember(names: outside, schemas: forbidsOthers ? [] : [negated(additional)])]
             alternatives.append(other)
         }
         if !node.propertyNames.isEmpty { return cannot("propertyNames", "it needs \"some name fails\"") }
@@ -232,12 +264,12 @@ extension SchemaCompiler {
             for first in list.indices {
                 for second in list.indices where second > first {
                     guard let a = try resolvedNode(list[first], depth: depth + 2), let b = try resolvedNode(list[second], depth: depth + 2) else { continue }
-                    alternatives.append(try merge(a, b))
+                    alternatives.append(a.merged(with: b))
                 }
             }
         }
-        for negated in node.negations {
-            if let positive = try resolvedNode(negated, depth: depth + 2) { alternatives.append(positive) }
+        for negation in node.negations {
+            if let positive = try resolvedNode(negation, depth: depth + 2) { alternatives.append(positive) }
         }
         for conditional in node.conditionals {
             // ¬(if → then, else) = (if ∧ ¬then) ∨ (¬if ∧ ¬else).
@@ -259,8 +291,66 @@ extension SchemaCompiler {
             alternatives.append(failing)
         }
         precondition(node.excludedValues.isEmpty && node.excludedPatterns.isEmpty && node.excludedMultiples.isEmpty
-                      && node.forbiddenProperties.isEmpty && node.requiredOtherMembers.isEmpty, "complements are built from parsed schemas only")
+                      && node.forbiddenProperties.isEmpty && node.requiredMembers.isEmpty, "complements are built from parsed schemas only")
         return .alternatives(alternatives)
+    }
+}
+
+extension SchemaCompiler {
+    /// Nodes whose union is the values unequal to an array or object `value` (JSON equality:
+    /// members in any order, numbers by value): another type; for an object, one without
+    /// some member, with some member unequal, or with a member it does not have; for an
+    /// array, another length or some item unequal.
+    func unequal(to value: JSONValue, pointer: String) -> [SchemaNode] {
+        func notEqual(_ part: JSONValue) -> Subschema {
+            Subschema(value: .object([("not", .object([("const", part)]))]), pointer: pointer + "/enum")
+        }
+        var alternatives: [SchemaNode] = []
+        var other = SchemaNode(pointer: pointer)
+        switch value {
+        case .object(let members):
+            other.types = Set(JSONType.allCases).subtracting([.object])
+            alternatives.append(other)
+            for (name, member) in members {
+                var missing = SchemaNode(pointer: pointer)
+                missing.types = [.object]
+                missing.forbiddenProperties = [name]
+                alternatives.append(missing)
+                var different = SchemaNode(pointer: pointer)
+                different.types = [.object]
+                different.required = [name]
+                different.properties = [(name, [notEqual(member)])]
+                alternatives.append(different)
+            }
+            var more = SchemaNode(pointer: pointer)
+            more.types = [.object]
+            more.requiredMembers = [RequiredMember(names: .outside(names: members.map(\.0), patterns: []), schemas: [])]
+            alternatives.append(more)
+        case .array(let items):
+            other.types = Set(JSONType.allCases).subtracting([.array])
+            alternatives.append(other)
+            if !items.isEmpty {
+                var shorter = SchemaNode(pointer: pointer)
+                shorter.types = [.array]
+                shorter.maximumItems = items.count - 1
+                alternatives.append(shorter)
+            }
+            var longer = SchemaNode(pointer: pointer)
+            longer.types = [.array]
+            longer.minimumItems = items.count + 1
+            alternatives.append(longer)
+            for (index, item) in items.enumerated() {
+                var different = SchemaNode(pointer: pointer)
+                different.types = [.array]
+                different.minimumItems = index + 1
+                different.prefixItems = Array(repeating: [], count: index) + [[notEqual(item)]]
+                alternatives.append(different)
+            }
+        default:
+            other.excludedValues = [value]
+            alternatives.append(other)
+        }
+        return alternatives
     }
 }
 

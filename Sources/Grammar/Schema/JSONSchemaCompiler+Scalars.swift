@@ -41,14 +41,6 @@ extension SchemaCompiler {
     }
 
     private mutating func constrainedStringLanguage(_ node: SchemaNode, bounds: LengthBounds) throws(GrammarError) -> DFA {
-        var characters = CharacterNFA()
-        var remaining = node.patterns
-        var base: Fragment? = nil
-        while base == nil, !remaining.isEmpty {
-            let first = remaining.removeFirst()
-            base = try characterLanguage(first.pattern, search: true, pointer: first.pointer, into: &characters)
-        }
-        let content = base ?? characters.star(characters.symbol(.all))
         let isBounded = bounds.minimum > 0 || bounds.maximum != nil
         if isBounded {
             let bound = max(bounds.maximum ?? 0, bounds.minimum)
@@ -56,26 +48,38 @@ extension SchemaCompiler {
                 throw .budgetExceeded(what: "length bound of property names at \(node.pointer)", limit: options.repetitionLimit)
             }
         }
-        var language = try quoted(content, of: characters)
-        var constraints: [(pattern: String, pointer: String, search: Bool)] = remaining.map { ($0.pattern, $0.pointer, true) }
+        var intersected: DFA? = nil
+        var constraints: [(pattern: String, pointer: String, search: Bool)] = node.patterns.map { ($0.pattern, $0.pointer, true) }
         for (format, pointer) in node.formats {
             guard let pattern = Formats.pattern(for: format) else {
-                try report("format", String(pointer.dropLast("/format".count)), "unknown format '\(format)'")
+                let at = String(pointer.dropLast("/format".count))
+                if options.unknownFormats == .annotate {
+                    record(DroppedKeyword(keyword: "format", pointer: at, reason: "unknown format '\(format)', an annotation"))
+                } else {
+                    try report("format", at, "unknown format '\(format)'")
+                }
                 continue
             }
             constraints.append((pattern, pointer, false))
         }
         for constraint in constraints {
-            var automaton = CharacterNFA()
-            guard let fragment = try characterLanguage(constraint.pattern, search: constraint.search, pointer: constraint.pointer, into: &automaton) else { continue }
-            let other = try quoted(fragment, of: automaton)
-            language = try budgeted { () throws(DFA.TooLarge) in try language.intersection(other) }
+            guard let other = try patternLanguage(constraint.pattern, search: constraint.search, pointer: constraint.pointer) else { continue }
+            if let current = intersected {
+                intersected = try budgeted { () throws(DFA.TooLarge) in try current.intersection(other) }
+            } else {
+                intersected = other
+            }
+        }
+        var language: DFA
+        if let intersected {
+            language = intersected
+        } else {
+            var characters = CharacterNFA()
+            language = try quoted(characters.star(characters.symbol(.all)), of: characters)
         }
         // Complements (from `not`): strings matching an excluded pattern, excluded strings.
         for excluded in node.excludedPatterns where !language.isEmptyLanguage {
-            var automaton = CharacterNFA()
-            guard let fragment = try characterLanguage(excluded.pattern, search: true, pointer: excluded.pointer, into: &automaton) else { continue }
-            let other = try quoted(fragment, of: automaton)
+            guard let other = try patternLanguage(excluded.pattern, search: true, pointer: excluded.pointer) else { continue }
             language = try budgeted { () throws(DFA.TooLarge) in try language.subtracting(other) }
         }
         let excludedStrings = node.excludedValues.compactMap { value -> [UInt8]? in
@@ -93,6 +97,40 @@ extension SchemaCompiler {
             }
             guard let bounded else { throw .invalidSchema(pointer: node.pointer, message: "string automaton is not over quoted JSON strings") }
             language = bounded
+        }
+        return language
+    }
+
+    /// The quoted strings a pattern matches (`search`: anywhere in them; else the whole
+    /// content), leading lookaheads taken as intersections and differences
+    /// (`RegularExpression.leadingLookaheads(in:)`); `nil` when a lenient compilation drops
+    /// the pattern (a lookahead it drops alone, keeping a superset).
+    mutating func patternLanguage(_ pattern: String, search: Bool, pointer: String) throws(GrammarError) -> DFA? {
+        let split = RegularExpression.leadingLookaheads(in: pattern)
+        var automaton = CharacterNFA()
+        let main: Fragment?
+        do {
+            main = try characterLanguage(split?.main ?? pattern, search: search, pointer: pointer, into: &automaton)
+        } catch .invalidRegex(_, let offset, let message) where split != nil {
+            // Offsets into the pattern as written (the split removed the lookaheads after `^`).
+            let removed = pattern.utf8.count - split!.main.utf8.count
+            throw .invalidRegex(pattern: pattern, offset: offset == 0 ? 0 : offset + removed, message: message)
+        }
+        guard let main else { return nil }
+        var language = try quoted(main, of: automaton)
+        for lookahead in split?.lookaheads ?? [] {
+            var scratch = CharacterNFA()
+            let body: Fragment?
+            do {
+                body = try characterLanguage("^(?:" + lookahead.body + ")", search: true, pointer: pointer, into: &scratch)
+            } catch .invalidRegex(_, let offset, let message) {
+                throw .invalidRegex(pattern: pattern, offset: lookahead.offset + max(0, offset - 4), message: message)
+            }
+            guard let body else { continue }
+            let other = try quoted(body, of: scratch)
+            language = try budgeted { () throws(DFA.TooLarge) in
+                lookahead.negative ? try language.subtracting(other) : try language.intersection(other)
+            }
         }
         return language
     }

@@ -6,10 +6,22 @@ extension SchemaCompiler {
         schemas.isEmpty ? try anyValue() : try rule(for: Subschema.all(schemas))
     }
 
-    /// `[` items `]` with `prefixItems`, `items`, `minItems` and `maxItems`.
+    /// The most items an array may be required to have (`contains`, complements of `items`),
+    /// and members an object may be required to have: each doubles the states.
+    static let requirementLimit = 4
+    /// Sets of requirements met are below this (a bit each).
+    static let requirementSpace = 1 << requirementLimit
+
+    /// The most classes an object's undeclared names may fall into by the patterns they
+    /// match (each a key automaton and a value rule).
+    static let keyClassLimit = 256
+
+    /// `[` items `]` with `prefixItems`, `items`, `minItems`, `maxItems` and required items.
     ///
-    /// States count the items so far: `after[i]` follows the i-th item. Past the prefix and
-    /// the minimum, an unbounded array loops on one state.
+    /// States count the items so far and remember which required items were seen: state
+    /// (i, found) follows the i-th item. Past the prefix and the minimum, an unbounded array
+    /// loops on one count. An item may be taken as one that is required (its rule then also
+    /// has the requirement's schemas); the array closes only once every requirement is found.
     mutating func arrayFragment(_ node: SchemaNode) throws(GrammarError) -> Fragment {
         let prefixCount = node.prefixItems.count
         let itemsForbidden = node.items.contains { $0.value == .bool(false) }
@@ -17,38 +29,70 @@ extension SchemaCompiler {
         if itemsForbidden { maximum = min(maximum ?? prefixCount, prefixCount) }
         let minimum = node.minimumItems
         if let maximum, maximum < minimum { return grammar.automaton.nothing() }
-        let unrolled = max(prefixCount, minimum, maximum ?? 0)
+        let requirements = node.requiredItems
+        guard requirements.count <= Self.requirementLimit else {
+            throw .budgetExceeded(what: "items required by 'contains' or a negated 'items' at \(node.pointer)", limit: Self.requirementLimit)
+        }
+        // Counts are unrolled as far as a requirement starts applying, so the loop meets them all.
+        let latestStart = requirements.map(\.from).max() ?? 0
+        let unrolled = max(prefixCount, minimum, maximum ?? 0, latestStart)
         guard unrolled <= options.repetitionLimit else {
             throw .budgetExceeded(what: "array items to unroll at \(node.pointer)", limit: options.repetitionLimit)
         }
-        let states = maximum ?? max(prefixCount, minimum, 1)
-        var itemRules: [Int32] = []
-        for index in 0 ..< min(prefixCount, states) { itemRules.append(try valueRule(node.prefixItems[index])) }
-        let restRule = (maximum == nil || states > prefixCount) && !itemsForbidden ? try valueRule(node.items) : nil
+        let everything = (1 << requirements.count) - 1
+        let states = maximum ?? max(prefixCount, minimum, 1, latestStart)
+        let loops = maximum == nil && !itemsForbidden
+        // The schemas of the item after `index` items; nil where no item may come.
+        func itemSchemas(_ index: Int) -> [Subschema]? {
+            if index < prefixCount { return node.prefixItems[index] }
+            return itemsForbidden || (maximum != nil && index >= states) ? nil : node.items
+        }
+        var itemRules: [Int: Int32] = [:]  // (position, or -1 past the prefix) × requirementSpace + requirements taken
+        func itemRule(_ index: Int, _ taken: Int) throws(GrammarError) -> Int32? {
+            guard var schemas = itemSchemas(index) else { return nil }
+            let key = (index < prefixCount ? index : -1) * Self.requirementSpace + taken
+            if let known = itemRules[key] { return known }
+            for (bit, requirement) in requirements.enumerated() where taken & (1 << bit) != 0 { schemas += requirement.schemas }
+            let rule = try valueRule(schemas)
+            itemRules[key] = rule
+            return rule
+        }
         let open = grammar.automaton.sequence([punctuation("["), whitespace()])
         let close = grammar.automaton.sequence([punctuation("]")])
-        var after: [Int32] = [open.end]
-        func item(_ index: Int, _ rule: Int32) -> Fragment {
-            var parts: [Fragment] = []
-            if index > 0 { parts += [punctuation(","), whitespace()] }
-            parts += [grammar.automaton.rule(rule), whitespace()]
-            return grammar.automaton.sequence(parts)
+        var stateTable: [Int: Int32] = [:]
+        func state(_ index: Int, _ found: Int) -> Int32 {
+            let key = index * Self.requirementSpace + found
+            if let known = stateTable[key] { return known }
+            let created = grammar.automaton.addState()
+            stateTable[key] = created
+            return created
         }
-        for index in 0 ..< states {
-            guard let rule = index < prefixCount ? itemRules[index] : restRule else { break }
-            let piece = item(index, rule)
-            grammar.automaton.addEdge(from: after[index], to: piece.start, label: nil)
-            after.append(piece.end)
-        }
-        if maximum == nil, let restRule {
-            // Loop: more items of the rest schema after the last unrolled state.
-            let last = after.count - 1
-            let piece = item(max(last, 1), restRule)
-            grammar.automaton.addEdge(from: after[last], to: piece.start, label: nil)
-            grammar.automaton.addEdge(from: piece.end, to: after[last], label: nil)
-        }
-        for count in minimum ..< after.count {
-            grammar.automaton.addEdge(from: after[count], to: close.start, label: nil)
+        grammar.automaton.addEdge(from: open.end, to: state(0, 0), label: nil)
+        var work = [(0, 0)]
+        var visited: Set<Int> = []
+        while let (index, found) = work.popLast() {
+            guard visited.insert(index * Self.requirementSpace + found).inserted else { continue }
+            let source = state(index, found)
+            if index >= minimum, found == everything { grammar.automaton.addEdge(from: source, to: close.start, label: nil) }
+            let next = index < states ? index + 1 : (loops ? index : nil)
+            guard let next, itemSchemas(index) != nil else { continue }
+            // Requirements this item may be the one for: applicable here and not found yet.
+            var pending = 0
+            for (bit, requirement) in requirements.enumerated() where requirement.from <= index && found & (1 << bit) == 0 { pending |= 1 << bit }
+            var taken = pending
+            while true {
+                if let rule = try itemRule(index, taken) {
+                    var parts: [Fragment] = []
+                    if index > 0 { parts += [punctuation(","), whitespace()] }
+                    parts += [grammar.automaton.rule(rule), whitespace()]
+                    let piece = grammar.automaton.sequence(parts)
+                    grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                    grammar.automaton.addEdge(from: piece.end, to: state(next, found | taken), label: nil)
+                    work.append((next, found | taken))
+                }
+                if taken == 0 { break }
+                taken = (taken - 1) & pending  // the next subset of `pending`, down to none
+            }
         }
         return Fragment(start: open.start, end: close.end)
     }
@@ -62,10 +106,15 @@ extension SchemaCompiler {
     /// (`required` alone, or a dependency's trigger) have no place in the document: up to
     /// three of them may come in any order (a union over their orders), more follow the order
     /// in which `required` lists them.
+    ///
+    /// With ``JSONSchemaOptions/PropertyOrder/any``, members come in any order instead: each
+    /// a rule of its own (name, colon, value) called from states that remember which required
+    /// names were written.
     mutating func objectFragment(_ node: SchemaNode, style: ObjectStyle = .json) throws(GrammarError) -> Fragment {
         var names = node.properties.map(\.name)
         var known = Set(names)
         for name in node.required where known.insert(name).inserted { names.append(name) }
+        if options.propertyOrder == .any, style == .json { return try objectFragment(node, names: names, style: style) }
         let placed = names.filter { node.propertyOrder[$0] != nil }
         let unplaced = names.filter { node.propertyOrder[$0] == nil }
         let sorted = placed.enumerated().sorted { a, b in
@@ -98,11 +147,10 @@ extension SchemaCompiler {
 
     /// The object with its declared members written in the order of `names`.
     private mutating func objectFragment(_ node: SchemaNode, names: [String], style: ObjectStyle) throws(GrammarError) -> Fragment {
-        // Names matched by a pattern also take the pattern's schema.
-        var patternKeys: [(dfa: DFA, schemas: [Subschema])] = []
-        for (pattern, schemas) in node.patternProperties {
-            patternKeys.append((try keyLanguage(pattern: pattern, pointer: node.pointer + "/patternProperties"), schemas))
-        }
+        // Each clause (one per object schema merged here) has its patterns; a member takes
+        // the schemas of every pattern its name matches, in every clause.
+        let clauses = node.memberClauses
+        let clausePatterns = try patternKeys(of: clauses, at: node)
         let nameFilter = try propertyNameLanguage(node)
         // Sets and a table, not scans: an object may declare a hundred thousand names.
         let required = Set(node.required), forbidden = Set(node.forbiddenProperties)
@@ -122,78 +170,53 @@ extension SchemaCompiler {
                 if isRequired { return grammar.automaton.nothing() }
                 continue
             }
-            var schemas: [Subschema] = propertySchemas[name] ?? []
-            let matched = patternKeys.filter { $0.dfa.accepts(literal) }
-            schemas += matched.flatMap(\.schemas)
-            if propertySchemas[name] == nil, matched.isEmpty {
-                schemas += node.additionalProperties ?? []
-            }
+            let schemas = Self.memberSchemas(name, literal: literal, clauses: clauses, declared: propertySchemas, patternKeys: clausePatterns)
             if schemas.contains(where: { $0.value == .bool(false) }) {
                 if isRequired { return grammar.automaton.nothing() }
                 continue
             }
             declared.append((name, schemas, isRequired))
         }
-        // Other members: keys outside the declared names, grouped by the schema they get.
-        var extraGroups: [(key: DFA, schemas: [Subschema])] = []
-        let declaredNames = try literalsLanguage((names + node.forbiddenProperties).map { Lowering.jsonStringLiteral($0) })
-        var claimed = declaredNames
-        for (index, pattern) in patternKeys.enumerated() {
-            var key = try budgeted { () throws(DFA.TooLarge) in try pattern.dfa.subtracting(claimed) }
-            // Keys matching several patterns would need all their schemas: left out.
-            for (otherIndex, other) in patternKeys.enumerated() where otherIndex != index {
-                key = try budgeted { () throws(DFA.TooLarge) in try key.subtracting(other.dfa) }
-            }
-            if let nameFilter { key = try budgeted { () throws(DFA.TooLarge) in try key.intersection(nameFilter) } }
-            if !key.isEmptyLanguage, !pattern.schemas.contains(where: { $0.value == .bool(false) }) { extraGroups.append((key, pattern.schemas)) }
-        }
-        for pattern in patternKeys { claimed = try budgeted { () throws(DFA.TooLarge) in try DFA.union(claimed, pattern.dfa) } }
-        if node.admitsUndeclaredProperties(options) {
-            let anyKey = try anyKeyLanguage()
-            var key = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(claimed) }
-            if let nameFilter { key = try budgeted { () throws(DFA.TooLarge) in try key.intersection(nameFilter) } }
-            if !key.isEmptyLanguage { extraGroups.append((key, node.additionalProperties ?? [])) }
-        }
+        // Other members: keys outside the declared names, each class with its schemas.
+        var extraGroups = try undeclaredKeyClasses(node, names: names, clauses: clauses, patternKeys: clausePatterns, nameFilter: nameFilter)
 
-        // A member outside some names and patterns may be required (`not` of
-        // `additionalProperties: false`): members are "other" or not, the state remembers
-        // whether one was written, and the object closes only after one.
-        guard node.requiredOtherMembers.count <= 1 else {
-            try report("not", node.pointer, "several negated 'additionalProperties: false' on one object are not supported")
-            return try objectFragment({ var copy = node; copy.requiredOtherMembers = []; return copy }(), names: names, style: style)
+        // Members may be required (complements of `patternProperties` and
+        // `additionalProperties`): the state remembers which were written, and the object
+        // closes only after all of them. Each declared name and each group of other keys
+        // knows which requirements its members may meet.
+        let requirements = node.requiredMembers
+        guard requirements.count <= Self.requirementLimit else {
+            throw .budgetExceeded(what: "members required by negated 'patternProperties' or 'additionalProperties' at \(node.pointer)",
+                                  limit: Self.requirementLimit)
         }
-        var otherKeys: DFA?
-        if let requirement = node.requiredOtherMembers.first {
-            var inside = try literalsLanguage(requirement.names.map { Lowering.jsonStringLiteral($0) })
-            for pattern in requirement.patterns {
-                let matched = try keyLanguage(pattern: pattern, pointer: node.pointer + "/not/patternProperties")
-                inside = try budgeted { () throws(DFA.TooLarge) in try DFA.union(inside, matched) }
-            }
-            let anyKey = try anyKeyLanguage()
-            otherKeys = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(inside) }
+        let requirementKeys = try requiredMemberKeys(of: node)
+        let declaredMeets: [Int] = declared.map { member in
+            let literal = Lowering.jsonStringLiteral(member.name)
+            return requirementKeys.indices.reduce(0) { $0 | (requirementKeys[$1].accepts(literal) ? 1 << $1 : 0) }
         }
-        let isOther = declared.map { otherKeys?.accepts(Lowering.jsonStringLiteral($0.name)) ?? false }
-        var extraIsOther = [Bool](repeating: false, count: extraGroups.count)
-        if let otherKeys {
+        var extraMeets = [Int](repeating: 0, count: extraGroups.count)
+        for (bit, keys) in requirementKeys.enumerated() {
             var split: [(key: DFA, schemas: [Subschema])] = []
-            extraIsOther = []
-            for group in extraGroups {
-                let others = try budgeted { () throws(DFA.TooLarge) in try group.key.intersection(otherKeys) }
-                let rest = try budgeted { () throws(DFA.TooLarge) in try group.key.subtracting(otherKeys) }
-                for (part, other) in [(others, true), (rest, false)] where !part.isEmptyLanguage {
+            var meets: [Int] = []
+            for (group, met) in zip(extraGroups, extraMeets) {
+                let inside = try budgeted { () throws(DFA.TooLarge) in try group.key.intersection(keys) }
+                let outside = try budgeted { () throws(DFA.TooLarge) in try group.key.subtracting(keys) }
+                for (part, meetsThis) in [(inside, true), (outside, false)] where !part.isEmptyLanguage {
                     split.append((part, group.schemas))
-                    extraIsOther.append(other)
+                    meets.append(met | (meetsThis ? 1 << bit : 0))
                 }
             }
             extraGroups = split
+            extraMeets = meets
         }
-        let requiresOther = otherKeys != nil
         if style == .keywordArguments {
             // Keyword arguments name declared parameters only.
             extraGroups = []
-            extraIsOther = []
-            if requiresOther { return grammar.automaton.nothing() }
+            extraMeets = []
         }
+        let everything = (1 << requirements.count) - 1
+        // Requirements met by the key alone (any value), taken whenever the key is written.
+        let keyOnly = requirements.indices.reduce(0) { $0 | (requirements[$1].schemas.isEmpty ? 1 << $1 : 0) }
 
         let minimum = node.minimumProperties
         let maximum = node.maximumProperties
@@ -202,10 +225,10 @@ extension SchemaCompiler {
         guard saturation <= options.repetitionLimit else {
             throw .budgetExceeded(what: "property counts at \(node.pointer)", limit: options.repetitionLimit)
         }
-        // State (next declared index, members so far, whether an "other" member was written).
+        // State (next declared index, members so far, the requirements met so far).
         var states: [LengthKey: Int32] = [:]
-        func state(_ index: Int, _ count: Int, _ other: Bool) -> Int32 {
-            let key = LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)
+        func state(_ index: Int, _ count: Int, _ found: Int) -> Int32 {
+            let key = LengthKey(state: Int32(index * Self.requirementSpace + found), count: count)
             if let known = states[key] { return known }
             let created = grammar.automaton.addState()
             states[key] = created
@@ -213,7 +236,7 @@ extension SchemaCompiler {
         }
         let open = style == .json ? grammar.automaton.sequence([punctuation("{"), whitespace()]) : punctuation("(")
         let close = punctuation(style == .json ? "}" : ")")
-        grammar.automaton.addEdge(from: open.end, to: state(0, 0, false), label: nil)
+        grammar.automaton.addEdge(from: open.end, to: state(0, 0, 0), label: nil)
         var valueRules: [Int32] = []
         for (position, member) in declared.enumerated() {
             if position & 255 == 255 {
@@ -223,6 +246,31 @@ extension SchemaCompiler {
         }
         var extraMembers: [(key: DFA, rule: Int32)] = []
         for group in extraGroups { extraMembers.append((group.key, try valueRule(group.schemas))) }
+        // The value rules of a member taking on requirements (`taken`, beyond the key-only ones).
+        var requiredValueRules: [Int: Int32] = [:]  // (declared index, or -1 - extra index) × requirementSpace + taken
+        func memberValueRule(declared index: Int?, extra: Int?, taking taken: Int) throws(GrammarError) -> Int32 {
+            let plain = taken & ~keyOnly
+            if plain == 0 { return index.map { valueRules[$0] } ?? extraMembers[extra!].rule }
+            let key = (index ?? (-1 - extra!)) * Self.requirementSpace + plain
+            if let known = requiredValueRules[key] { return known }
+            var schemas = index.map { declared[$0].schemas } ?? extraGroups[extra!].schemas
+            for (bit, requirement) in requirements.enumerated() where plain & (1 << bit) != 0 { schemas += requirement.schemas }
+            let rule = try valueRule(schemas)
+            requiredValueRules[key] = rule
+            return rule
+        }
+        // The ways a member meeting `meets` may be read from `found`: the requirements it takes.
+        func takings(_ meets: Int, _ found: Int) -> [Int] {
+            let pending = meets & ~found & ~keyOnly
+            var result: [Int] = []
+            var taken = pending
+            while true {
+                result.append(taken | (meets & keyOnly))
+                if taken == 0 { break }
+                taken = (taken - 1) & pending
+            }
+            return result
+        }
         func member(key: (inout ByteNFA) -> Fragment, rule: Int32, first: Bool) -> Fragment {
             var parts: [Fragment] = []
             switch style {
@@ -236,44 +284,208 @@ extension SchemaCompiler {
             }
             return grammar.automaton.sequence(parts)
         }
-        var work: [(Int, Int, Bool)] = [(0, 0, false)]
+        // In any order, a member is a rule (name, colon, value) called from the object's
+        // states, so the states multiply only the calls, not the names' bytes; the position
+        // is then the set of required names written (a bit each), or past
+        // `requiredPropertiesInAnyOrderLimit` of them, their number.
+        let anyOrder = options.propertyOrder == .any && style == .json
+        let requiredIndices = declared.indices.filter { declared[$0].required }
+        let remembersRequired = requiredIndices.count <= JSONSchemaOptions.requiredPropertiesInAnyOrderLimit
+        var requiredBits: [Int: Int] = [:]  // declared index → bit
+        if anyOrder, remembersRequired {
+            for index in requiredIndices { requiredBits[index] = 1 << requiredBits.count }
+        }
+        let allRequired = remembersRequired ? requiredBits.values.reduce(0, |) : requiredIndices.count
+        // The position after writing declared member `member` from `position`; nil where it may not be written.
+        func anyOrderPosition(after member: Int, from position: Int) -> Int? {
+            guard declared[member].required else { return position }
+            if !remembersRequired { return min(position + 1, allRequired) }
+            let bit = requiredBits[member]!
+            return position & bit == 0 ? position | bit : nil
+        }
+        var memberRules: [Int: Int32] = [:]  // (declared index, or -1 - extra index) × requirementSpace + taken
+        func memberRule(declared index: Int?, extra: Int?, taking taken: Int) throws(GrammarError) -> Int32 {
+            let key = (index ?? (-1 - extra!)) * Self.requirementSpace + (taken & ~keyOnly)
+            if let known = memberRules[key] { return known }
+            let value = try memberValueRule(declared: index, extra: extra, taking: taken)
+            let rule = grammar.declareRule(grammar.uniqueName("member"))
+            let name: Fragment
+            if let index {
+                name = grammar.automaton.literal(Lowering.jsonStringLiteral(declared[index].name))
+            } else {
+                name = extraMembers[extra!].key.embed(into: &grammar.automaton)
+            }
+            grammar.define(rule, as: grammar.automaton.sequence([name, whitespace(), punctuation(":"), whitespace(),
+                                                                 grammar.automaton.rule(value), whitespace()]))
+            memberRules[key] = rule
+            return rule
+        }
+        func call(_ rule: Int32, first: Bool) -> Fragment {
+            grammar.automaton.sequence((first ? [] : [punctuation(","), whitespace()]) + [grammar.automaton.rule(rule)])
+        }
+
+        var work: [(Int, Int, Int)] = [(0, 0, 0)]
         var visited: Set<LengthKey> = []
-        while let (index, count, other) = work.popLast() {
-            guard visited.insert(LengthKey(state: Int32(index * 2 + (other ? 1 : 0)), count: count)).inserted else { continue }
+        while let (index, count, found) = work.popLast() {
+            guard visited.insert(LengthKey(state: Int32(index * Self.requirementSpace + found), count: count)).inserted else { continue }
             if visited.count & 255 == 0 {
                 try checkBudget("joining the properties at \(node.pointer)")
             }
-            let source = state(index, count, other)
+            let source = state(index, count, found)
             let nextCount = maximum == nil ? min(count + 1, saturation) : count + 1
             let canAdd = maximum.map { count < $0 } ?? true
-            if index < declared.count {
+            if anyOrder {
+                // `index`: the required names written so far (or their number).
+                if canAdd {
+                    for member in declared.indices {
+                        guard let after = anyOrderPosition(after: member, from: index) else { continue }
+                        for taken in takings(declaredMeets[member], found) {
+                            let piece = call(try memberRule(declared: member, extra: nil, taking: taken), first: count == 0)
+                            grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                            grammar.automaton.addEdge(from: piece.end, to: state(after, nextCount, found | taken), label: nil)
+                            work.append((after, nextCount, found | taken))
+                        }
+                    }
+                    for position in extraMembers.indices {
+                        for taken in takings(extraMeets[position], found) {
+                            let piece = call(try memberRule(declared: nil, extra: position, taking: taken), first: count == 0)
+                            grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                            grammar.automaton.addEdge(from: piece.end, to: state(index, nextCount, found | taken), label: nil)
+                            work.append((index, nextCount, found | taken))
+                        }
+                    }
+                }
+                if count >= minimum, found == everything, index == allRequired {
+                    grammar.automaton.addEdge(from: source, to: close.start, label: nil)
+                }
+            } else if index < declared.count {
                 if canAdd {
                     let name = declared[index].name
                     let literal = style == .json ? Lowering.jsonStringLiteral(name) : Array(name.utf8)
-                    let piece = member(key: { $0.literal(literal) }, rule: valueRules[index], first: count == 0)
-                    let after = other || isOther[index]
-                    grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
-                    grammar.automaton.addEdge(from: piece.end, to: state(index + 1, nextCount, after), label: nil)
-                    work.append((index + 1, nextCount, after))
+                    for taken in takings(declaredMeets[index], found) {
+                        let rule = try memberValueRule(declared: index, extra: nil, taking: taken)
+                        let piece = member(key: { $0.literal(literal) }, rule: rule, first: count == 0)
+                        grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                        grammar.automaton.addEdge(from: piece.end, to: state(index + 1, nextCount, found | taken), label: nil)
+                        work.append((index + 1, nextCount, found | taken))
+                    }
                 }
                 if !declared[index].required {
-                    grammar.automaton.addEdge(from: source, to: state(index + 1, count, other), label: nil)
-                    work.append((index + 1, count, other))
+                    grammar.automaton.addEdge(from: source, to: state(index + 1, count, found), label: nil)
+                    work.append((index + 1, count, found))
                 }
             } else {
                 if canAdd {
                     for (position, extra) in extraMembers.enumerated() {
-                        let piece = member(key: { extra.key.embed(into: &$0) }, rule: extra.rule, first: count == 0)
-                        let after = other || extraIsOther[position]
-                        grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
-                        grammar.automaton.addEdge(from: piece.end, to: state(index, nextCount, after), label: nil)
-                        work.append((index, nextCount, after))
+                        for taken in takings(extraMeets[position], found) {
+                            let rule = try memberValueRule(declared: nil, extra: position, taking: taken)
+                            let piece = member(key: { extra.key.embed(into: &$0) }, rule: rule, first: count == 0)
+                            grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                            grammar.automaton.addEdge(from: piece.end, to: state(index, nextCount, found | taken), label: nil)
+                            work.append((index, nextCount, found | taken))
+                        }
                     }
                 }
-                if count >= minimum, other || !requiresOther { grammar.automaton.addEdge(from: source, to: close.start, label: nil) }
+                if count >= minimum, found == everything { grammar.automaton.addEdge(from: source, to: close.start, label: nil) }
             }
         }
         return Fragment(start: open.start, end: close.end)
+    }
+
+    /// The keys outside `names` (and the forbidden ones) that an object may have, in classes
+    /// by the patterns they match in each clause, each class with the schemas its members
+    /// take: refined pattern by pattern, empty classes dropped, and keys a clause forbids (no
+    /// pattern of it matches, and it admits no other members) left out.
+    private mutating func undeclaredKeyClasses(
+        _ node: SchemaNode, names: [String], clauses: [MemberClause],
+        patternKeys clausePatterns: [[(dfa: DFA, schemas: [Subschema])]], nameFilter: DFA?
+    ) throws(GrammarError) -> [(key: DFA, schemas: [Subschema])] {
+        let admitsUnmatched = clauses.map { $0.admitsUnmatched(options) }
+        guard clausePatterns.contains(where: { !$0.isEmpty }) || admitsUnmatched.allSatisfy({ $0 }) else { return [] }
+        let declaredNames = try literalsLanguage((names + node.forbiddenProperties).map { Lowering.jsonStringLiteral($0) })
+        let anyKey = try anyKeyLanguage()
+        var root = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(declaredNames) }
+        if let nameFilter { root = try budgeted { () throws(DFA.TooLarge) in try root.intersection(nameFilter) } }
+        var classes: [(key: DFA, schemas: [Subschema])] = root.isEmptyLanguage ? [] : [(root, [])]
+        for (clauseIndex, clause) in clauses.enumerated() {
+            let patterns = clausePatterns[clauseIndex]
+            var next: [(key: DFA, schemas: [Subschema])] = []
+            for keyClass in classes {
+                var parts: [(key: DFA, schemas: [Subschema], matched: Bool)] = [(keyClass.key, keyClass.schemas, false)]
+                for (patternIndex, pattern) in patterns.enumerated() {
+                    let isLast = patternIndex == patterns.count - 1
+                    var split: [(key: DFA, schemas: [Subschema], matched: Bool)] = []
+                    for part in parts {
+                        let inside = try budgeted { () throws(DFA.TooLarge) in try part.key.intersection(pattern.dfa) }
+                        if !inside.isEmptyLanguage { split.append((inside, part.schemas + pattern.schemas, true)) }
+                        // Keys that match none of the clause's patterns and that it forbids need no class.
+                        guard part.matched || !isLast || admitsUnmatched[clauseIndex] else { continue }
+                        let outside = try budgeted { () throws(DFA.TooLarge) in try part.key.subtracting(pattern.dfa) }
+                        if !outside.isEmptyLanguage { split.append((outside, part.schemas, part.matched)) }
+                    }
+                    parts = split
+                    guard parts.count + next.count <= Self.keyClassLimit else {
+                        throw .budgetExceeded(what: "classes of property names by pattern at \(node.pointer)", limit: Self.keyClassLimit)
+                    }
+                }
+                for part in parts {
+                    if part.matched {
+                        next.append((part.key, part.schemas))
+                    } else if admitsUnmatched[clauseIndex] {
+                        next.append((part.key, part.schemas + (clause.additional ?? [])))
+                    }
+                }
+            }
+            classes = next
+        }
+        return classes.filter { !$0.schemas.contains(where: { $0.value == .bool(false) }) }
+    }
+
+    /// Per member clause (of ``SchemaNode/memberClauses``), its patterns' keys (quoted) with their schemas.
+    mutating func patternKeys(of clauses: [MemberClause], at node: SchemaNode) throws(GrammarError) -> [[(dfa: DFA, schemas: [Subschema])]] {
+        var result: [[(dfa: DFA, schemas: [Subschema])]] = []
+        for clause in clauses {
+            var compiled: [(dfa: DFA, schemas: [Subschema])] = []
+            for (pattern, schemas) in clause.patterns {
+                compiled.append((try keyLanguage(pattern: pattern, pointer: node.pointer + "/patternProperties"), schemas))
+            }
+            result.append(compiled)
+        }
+        return result
+    }
+
+    /// What a member named `name` (quoted: `literal`) takes: its declared schemas
+    /// and, in each clause, those of the patterns it matches, or the clause's
+    /// `additionalProperties` when the clause neither declares nor matches it.
+    static func memberSchemas(_ name: String, literal: [UInt8], clauses: [MemberClause], declared: [String: [Subschema]],
+                              patternKeys: [[(dfa: DFA, schemas: [Subschema])]]) -> [Subschema] {
+        var schemas = declared[name] ?? []
+        for (clause, patterns) in zip(clauses, patternKeys) {
+            let matched = patterns.filter { $0.dfa.accepts(literal) }
+            schemas += matched.flatMap(\.schemas)
+            if !clause.names.contains(name), matched.isEmpty { schemas += clause.additional ?? [] }
+        }
+        return schemas
+    }
+
+    /// Per required member of `node`, the quoted keys that may meet it.
+    mutating func requiredMemberKeys(of node: SchemaNode) throws(GrammarError) -> [DFA] {
+        var result: [DFA] = []
+        for requirement in node.requiredMembers {
+            switch requirement.names {
+            case .matching(let pattern):
+                result.append(try keyLanguage(pattern: pattern, pointer: node.pointer + "/not/patternProperties"))
+            case .outside(let names, let patterns):
+                var inside = try literalsLanguage(names.map { Lowering.jsonStringLiteral($0) })
+                for pattern in patterns {
+                    let matched = try keyLanguage(pattern: pattern, pointer: node.pointer + "/not/patternProperties")
+                    inside = try budgeted { () throws(DFA.TooLarge) in try DFA.union(inside, matched) }
+                }
+                let anyKey = try anyKeyLanguage()
+                result.append(try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(inside) })
+            }
+        }
+        return result
     }
 
     func budgeted<T>(_ body: () throws(DFA.TooLarge) -> T) throws(GrammarError) -> T {

@@ -68,26 +68,59 @@ extension SchemaCompiler {
                 guard let verdict = try admits(item, itemNode, depth: depth + 1) else { return nil }
                 if !verdict { return false }
             }
+            for requirement in node.requiredItems {
+                guard let itemNode = try resolvedNode(Subschema.all(requirement.schemas), depth: depth + 1) else { return false }
+                var unknown = false, found = false
+                for item in items.dropFirst(requirement.from) {
+                    switch try admits(item, itemNode, depth: depth + 1) {
+                    case true?: found = true
+                    case false?: break
+                    case nil: unknown = true
+                    }
+                    if found { break }
+                }
+                if !found { return unknown ? nil : false }
+            }
             return true
         case .object(let members):
             if members.count < node.minimumProperties { return false }
             if let maximum = node.maximumProperties, members.count > maximum { return false }
             for name in node.required where !members.contains(where: { $0.0 == name }) { return false }
             if members.contains(where: { node.forbiddenProperties.contains($0.0) }) { return false }
-            for requirement in node.requiredOtherMembers {
-                guard requirement.patterns.isEmpty else { return nil }
-                if !members.contains(where: { !requirement.names.contains($0.0) }) { return false }
+            if let names = try propertyNameLanguage(node), members.contains(where: { !names.accepts(Lowering.jsonStringLiteral($0.0)) }) {
+                return false
             }
-            if !node.patternProperties.isEmpty || !node.propertyNames.isEmpty { return nil }
+            // What each member takes, clause by clause (its declared schema, the patterns it
+            // matches, or the clause's additionalProperties), and the members required.
             let declared = node.declaredSchemas
-            for (name, member) in members {
-                let schemas = node.schemas(forProperty: name, declared: declared)
-                guard !schemas.isEmpty else { continue }
+            let clauses = node.memberClauses
+            let clausePatterns = try patternKeys(of: clauses, at: node)
+            let requirementKeys = try requiredMemberKeys(of: node)
+            var unknown = false
+            var met = [Bool?](repeating: false, count: node.requiredMembers.count)
+            func verdict(_ value: JSONValue, _ schemas: [Subschema]) throws(GrammarError) -> Bool? {
+                guard !schemas.isEmpty else { return true }
                 guard let memberNode = try resolvedNode(Subschema.all(schemas), depth: depth + 1) else { return false }
-                guard let verdict = try admits(member, memberNode, depth: depth + 1) else { return nil }
-                if !verdict { return false }
+                return try admits(value, memberNode, depth: depth + 1)
             }
-            return true
+            for (name, member) in members {
+                let literal = Lowering.jsonStringLiteral(name)
+                let schemas = Self.memberSchemas(name, literal: literal, clauses: clauses, declared: declared, patternKeys: clausePatterns)
+                switch try verdict(member, schemas) {
+                case false?: return false
+                case nil: unknown = true
+                case true?: break
+                }
+                for (index, requirement) in node.requiredMembers.enumerated() where met[index] != true && requirementKeys[index].accepts(literal) {
+                    switch try verdict(member, requirement.schemas) {
+                    case true?: met[index] = true
+                    case nil: met[index] = nil
+                    case false?: break
+                    }
+                }
+            }
+            if met.contains(false) { return false }
+            return unknown || met.contains(nil) ? nil : true
         default:
             return true
         }

@@ -70,10 +70,26 @@ struct SchemaCompiler {
     /// Subschemas by anchor name (`$anchor`, `"$id": "#name"`), for `$ref: "#name"`.
     let anchors: [String: Subschema]
 
+    /// Whether a `$ref` replaces the keywords beside it, as drafts 3 to 7 say (the root's
+    /// `$schema` names one of them); from draft 2019-09 on they apply together.
+    let referenceReplacesSiblings: Bool
+
     init(document: JSONValue, options: JSONSchemaOptions) throws(GrammarError) {
         self.document = document
         self.options = options
         self.anchors = try SchemaAnchors.collect(in: document)
+        if case .string(let dialect)? = document["$schema"] {
+            referenceReplacesSiblings = ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].contains { dialect.contains($0) }
+        } else {
+            referenceReplacesSiblings = false
+        }
+    }
+
+    /// The members of a schema object that assert something: all of them, or only `$ref`
+    /// where it replaces its siblings (``referenceReplacesSiblings``).
+    func assertingMembers(_ members: [(String, JSONValue)]) -> [(String, JSONValue)] {
+        guard referenceReplacesSiblings, let reference = members.first(where: { $0.0 == "$ref" }) else { return members }
+        return [reference]
     }
 
     mutating func compile() throws(GrammarError) -> Grammar {
@@ -134,8 +150,12 @@ struct SchemaCompiler {
     /// Reports a keyword that cannot be enforced: fails, or records it when lenient.
     mutating func report(_ keyword: String, _ pointer: String, _ reason: String) throws(GrammarError) {
         guard options.lenient else { throw .unsupportedKeyword(keyword: keyword, pointer: pointer, reason: reason) }
-        let entry = DroppedKeyword(keyword: keyword, pointer: pointer, reason: reason)
-        if !grammar.droppedKeywords.contains(entry) { grammar.droppedKeywords.append(entry) }
+        record(DroppedKeyword(keyword: keyword, pointer: pointer, reason: reason))
+    }
+
+    /// Lists a keyword the grammar does not enforce in `Grammar.droppedKeywords` (once).
+    mutating func record(_ dropped: DroppedKeyword) {
+        if !grammar.droppedKeywords.contains(dropped) { grammar.droppedKeywords.append(dropped) }
     }
 
     // MARK: Schema nodes
@@ -149,7 +169,8 @@ struct SchemaCompiler {
         switch schema.value {
         case .bool(true): return SchemaNode(pointer: schema.pointer)
         case .bool(false): return nil
-        case .object(let members):
+        case .object(let written):
+            let members = assertingMembers(written)
             var reports: [(String, String, String)] = []
             var node = try SchemaNode(parsing: members, pointer: schema.pointer, order: schema.order) { keyword, pointer, reason throws(GrammarError) in
                 reports.append((keyword, pointer, reason))
@@ -158,29 +179,68 @@ struct SchemaCompiler {
             if let reference = node.reference {
                 node.reference = nil
                 var target = try resolve(reference.target, at: reference.pointer)
-                target.order = schema.order + [members.firstIndex { $0.0 == "$ref" } ?? 0]
+                target.order = schema.order + [written.firstIndex { $0.0 == "$ref" } ?? 0]
                 guard let targetNode = try resolvedNode(target, depth: depth + 1) else { return nil }
-                node = try merge(node, targetNode)
+                node = node.merged(with: targetNode)
             }
             let parts = node.allOf
             node.allOf = []
             for part in parts {
                 guard let partNode = try resolvedNode(part, depth: depth + 1) else { return nil }
-                node = try merge(node, partNode)
+                node = node.merged(with: partNode)
             }
+            try applyUnevaluated(&node)
             return node
         default:
             throw .invalidSchema(pointer: schema.pointer, message: "a schema must be an object or a boolean")
         }
     }
 
-    mutating func merge(_ a: SchemaNode, _ b: SchemaNode) throws(GrammarError) -> SchemaNode {
-        let aObject = !a.properties.isEmpty || a.constrainsUndeclaredProperties
-        let bObject = !b.properties.isEmpty || b.constrainsUndeclaredProperties
-        if (!a.patternProperties.isEmpty && bObject) || (!b.patternProperties.isEmpty && aObject) {
-            try report("patternProperties", a.pointer, "allOf of object schemas with patternProperties cannot be merged")
+    /// `unevaluatedProperties` and `unevaluatedItems` of a node whose `$ref` and `allOf` are
+    /// merged: what they evaluate is then known, so the keywords become ordinary ones. A
+    /// member neither declared nor matched by a pattern anywhere in the node takes the
+    /// `unevaluatedProperties` schema (a clause of its own, so siblings merged later do not
+    /// count as evaluating it), unless some `additionalProperties` already evaluates every
+    /// member; items past every `prefixItems` take `unevaluatedItems`, unless `items` evaluates
+    /// them. Beside `anyOf`, `oneOf`, `not`, `if` or dependencies, what is evaluated depends on
+    /// the branch a value takes (and on `contains` for items): not supported.
+    mutating func applyUnevaluated(_ node: inout SchemaNode) throws(GrammarError) {
+        func isTrue(_ schema: Subschema) -> Bool { schema.value == .bool(true) || schema.value == .object([]) }
+        let branches = !node.anyOf.isEmpty || !node.oneOf.isEmpty || !node.negations.isEmpty || !node.conditionals.isEmpty
+            || !node.dependencies.isEmpty
+        let why = "which members are evaluated depends on the anyOf, oneOf, not, if or dependency branch a value takes"
+        if let schema = node.unevaluatedProperties {
+            node.unevaluatedProperties = nil
+            if isTrue(schema) {
+                // Admits and evaluates every other member, for an enclosing `unevaluatedProperties` too.
+                if !node.mergedClauses.isEmpty {
+                    node.mergedClauses.append(MemberClause(names: [], patterns: [], additional: [schema]))
+                } else if node.additionalProperties == nil {
+                    node.additionalProperties = [schema]
+                }
+            } else if branches {
+                try report("unevaluatedProperties", node.pointer, why)
+            } else if node.memberClauses.allSatisfy({ $0.additional == nil }) {
+                let clauses = node.memberClauses
+                let evaluated = MemberClause(names: Set(node.properties.map(\.name)),
+                                             patterns: clauses.flatMap { $0.patterns.map { ($0.pattern, [Subschema]()) } },
+                                             additional: [schema])
+                node.mergedClauses = clauses + [evaluated]
+                node.patternProperties = []
+                node.additionalProperties = nil
+            }
         }
-        return a.merged(with: b)
+        if let schema = node.unevaluatedItems {
+            node.unevaluatedItems = nil
+            if isTrue(schema) {
+                // Evaluates every other item, for an enclosing `unevaluatedItems` too.
+                if node.items.isEmpty { node.items = [schema] }
+            } else if branches || !node.requiredItems.isEmpty {
+                try report("unevaluatedItems", node.pointer, node.requiredItems.isEmpty ? why : "items evaluated by 'contains' are not tracked")
+            } else if node.items.isEmpty {
+                node.items = [schema]
+            }
+        }
     }
 
     /// The subschema a `$ref` points to within this document: a JSON pointer (`#/$defs/a`)
@@ -214,8 +274,8 @@ struct SchemaCompiler {
 
     mutating func fragment(for schema: Subschema, depth: Int) throws(GrammarError) -> Fragment {
         // A bare reference is a call: recursion stays finite and the target's rule is shared.
-        if case .object(let members) = schema.value, let target = members.first(where: { $0.0 == "$ref" })?.1,
-           case .string(let reference) = target,
+        if case .object(let written) = schema.value, case let members = assertingMembers(written),
+           let target = members.first(where: { $0.0 == "$ref" })?.1, case .string(let reference) = target,
            members.allSatisfy({ $0.0 == "$ref" || SchemaNode.annotations.contains($0.0) }) {
             let resolved = try resolve(reference, at: schema.pointer + "/$ref")
             let called = try rule(for: resolved)
@@ -242,7 +302,7 @@ struct SchemaCompiler {
             } else {
                 for alternative in alternatives {
                     guard let alternativeNode = try resolvedNode(alternative, depth: depth + 1) else { continue }
-                    pieces.append(try fragment(for: try merge(node, alternativeNode), depth: depth + 1))
+                    pieces.append(try fragment(for: node.merged(with: alternativeNode), depth: depth + 1))
                 }
             }
             return pieces.isEmpty ? grammar.automaton.nothing() : grammar.automaton.union(pieces)
@@ -251,7 +311,7 @@ struct SchemaCompiler {
         if let (rest, alternatives) = try splitConditionalAssertion(node, depth: depth) {
             var pieces: [Fragment] = []
             for alternative in alternatives {
-                let merged = try merge(rest, alternative)
+                let merged = rest.merged(with: alternative)
                 if merged.types?.isEmpty == true { continue }
                 pieces.append(try fragment(for: merged, depth: depth + 1))
             }
@@ -346,7 +406,7 @@ struct SchemaCompiler {
             let others = overlaps.compactMap { pair in pair.0 == index ? pair.1 : pair.1 == index ? pair.0 : nil }
             node.negations += others.sorted().map { alternatives[$0] }
             do {
-                pieces.append(try fragment(for: try merge(rest, node), depth: depth + 1))
+                pieces.append(try fragment(for: rest.merged(with: node), depth: depth + 1))
             } catch .unsupportedKeyword(let keyword, let at, let reason) {
                 throw .unsupportedKeyword(keyword: "oneOf", pointer: pointer,
                                           reason: why + ", and 'exactly one' needs the negation of each: \(keyword) at \(at): \(reason)")
@@ -405,12 +465,11 @@ struct SchemaCompiler {
     /// Whether no object satisfies both nodes, by a required property the other forbids or a
     /// property both require with disjoint schemas.
     mutating func objectsAreDisjoint(_ a: SchemaNode, _ b: SchemaNode, depth: Int) throws(GrammarError) -> Bool {
-        func forbids(_ node: SchemaNode, _ name: String) -> Bool {
-            node.forbiddenProperties.contains(name)
-                || (!node.admitsUndeclaredProperties(options)
-                    && node.patternProperties.isEmpty && !node.properties.contains(where: { $0.name == name }))
+        let aClauses = a.memberClauses, bClauses = b.memberClauses
+        if a.required.contains(where: { b.forbidsProperty($0, clauses: bClauses, options) })
+            || b.required.contains(where: { a.forbidsProperty($0, clauses: aClauses, options) }) {
+            return true
         }
-        if a.required.contains(where: { forbids(b, $0) }) || b.required.contains(where: { forbids(a, $0) }) { return true }
         guard depth + 2 < options.referenceDepthLimit else { return false }
         for name in a.required where b.required.contains(name) {
             guard let first = a.properties.first(where: { $0.name == name }), let second = b.properties.first(where: { $0.name == name }),
@@ -461,11 +520,11 @@ extension SchemaNode {
         types == nil && values == nil && minimumLength == 0 && maximumLength == nil && patterns.isEmpty && formats.isEmpty
             && minimum.isEmpty && exclusiveMinimum.isEmpty && maximum.isEmpty && exclusiveMaximum.isEmpty && multipleOf.isEmpty
             && prefixItems.isEmpty && items.isEmpty && minimumItems == 0 && maximumItems == nil
-            && properties.isEmpty && required.isEmpty && patternProperties.isEmpty && additionalProperties == nil
+            && properties.isEmpty && required.isEmpty && patternProperties.isEmpty && additionalProperties == nil && mergedClauses.isEmpty
             && propertyNames.isEmpty && minimumProperties == 0 && maximumProperties == nil
             && anyOf.isEmpty && oneOf.isEmpty && allOf.isEmpty && reference == nil
             && negations.isEmpty && conditionals.isEmpty && dependencies.isEmpty
             && excludedValues.isEmpty && excludedPatterns.isEmpty && excludedMultiples.isEmpty && forbiddenProperties.isEmpty
-            && requiredOtherMembers.isEmpty
+            && requiredMembers.isEmpty && requiredItems.isEmpty
     }
 }

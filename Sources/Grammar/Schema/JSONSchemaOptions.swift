@@ -9,7 +9,40 @@ public struct JSONSchemaOptions: Sendable, Hashable {
         case flexible(maximum: Int)
     }
 
+    /// The order in which an object's declared properties may be written.
+    public enum PropertyOrder: Sendable, Hashable {
+        /// The order the schema declares them in (properties merged from `allOf` parts and
+        /// `anyOf` alternatives in document order), then other members. One way to write each
+        /// object: what a model should be held to.
+        case declaration
+        /// Any order, members of `patternProperties` and `additionalProperties` among them:
+        /// what a validator accepts, for checking values written elsewhere (exactly, for the
+        /// text of any parsed value). An optional property may appear more than once, and
+        /// so may a required one in an object with more than
+        /// ``requiredPropertiesInAnyOrderLimit`` of them, where the required names are
+        /// counted rather than remembered: texts with a repeated name, which no parsed value
+        /// has and RFC 8259 leaves undefined, are not told apart.
+        case any
+    }
+
+    /// What a `format` the compiler does not enforce (a vendor's own: `path`, `semver`…) does.
+    public enum UnknownFormats: Sendable, Hashable {
+        /// The schema is refused, naming the format: no string is let through unchecked.
+        case refuse
+        /// It asserts nothing, as JSON Schema 2020-12 treats every format by default (an
+        /// annotation); each one is listed in `Grammar.droppedKeywords`.
+        case annotate
+    }
+
+    /// The most required properties an object remembers by name in ``PropertyOrder/any``
+    /// order (a state for each subset of those written); past it, they are counted.
+    public static let requiredPropertiesInAnyOrderLimit = 12
+
     public var whitespace: Whitespace = .compact
+    /// The order of an object's declared properties (``PropertyOrder/declaration`` by default).
+    public var propertyOrder: PropertyOrder = .declaration
+    /// What an unknown `format` does (``UnknownFormats/refuse`` by default).
+    public var unknownFormats: UnknownFormats = .refuse
     /// Drop keywords the compiler cannot enforce instead of failing, and list them in
     /// `Grammar.droppedKeywords`. The grammar then accepts a superset of the schema.
     public var lenient = false
@@ -47,9 +80,19 @@ public struct JSONSchemaOptions: Sendable, Hashable {
         case pythonCalls(several: Bool)
     }
 
-    public init(whitespace: Whitespace = .compact, lenient: Bool = false) {
+    public init(whitespace: Whitespace = .compact, lenient: Bool = false, propertyOrder: PropertyOrder = .declaration) {
         self.whitespace = whitespace
         self.lenient = lenient
+        self.propertyOrder = propertyOrder
+    }
+
+    /// The options for checking values written elsewhere, as a JSON Schema 2020-12 validator
+    /// does: properties in any order (``PropertyOrder/any``) and unknown formats as
+    /// annotations (``UnknownFormats/annotate``).
+    public static var validation: JSONSchemaOptions {
+        var options = JSONSchemaOptions(propertyOrder: .any)
+        options.unknownFormats = .annotate
+        return options
     }
 
     /// The options for generating values rather than checking them: compact whitespace,
@@ -65,7 +108,8 @@ public struct JSONSchemaOptions: Sendable, Hashable {
     }
 }
 
-/// A keyword the lenient option dropped: the grammar does not enforce it.
+/// A keyword the grammar does not enforce: dropped by the lenient option, or an unknown
+/// `format` kept as an annotation (``JSONSchemaOptions/UnknownFormats/annotate``).
 public struct DroppedKeyword: Sendable, Equatable, CustomStringConvertible {
     public var keyword: String
     /// JSON pointer of the schema object holding the keyword.

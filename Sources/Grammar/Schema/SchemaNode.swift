@@ -51,6 +51,10 @@ struct SchemaNode: Sendable {
     var items: [Subschema] = []
     var minimumItems = 0
     var maximumItems: Int?
+    /// Items the array must have: for each entry, some item at index `from` or later
+    /// satisfies all of `schemas` (`contains`, and the complement of `items`: "some item
+    /// fails").
+    var requiredItems: [(schemas: [Subschema], from: Int)] = []
 
     // Objects
     var properties: [(name: String, schemas: [Subschema])] = []
@@ -63,6 +67,11 @@ struct SchemaNode: Sendable {
     /// `nil`: no `additionalProperties` (any value); else all of these.
     var additionalProperties: [Subschema]?
     var propertyNames: [Subschema] = []
+    /// What several object schemas merged into this one say about members each one does not
+    /// name: set instead of `patternProperties` and `additionalProperties` when a merge
+    /// involves `patternProperties`, whose names only compiled patterns can decide (see
+    /// ``memberClauses``). `properties` then lists each name with its declared schemas only.
+    var mergedClauses: [MemberClause] = []
     var minimumProperties = 0
     var maximumProperties: Int?
 
@@ -75,6 +84,11 @@ struct SchemaNode: Sendable {
     var negations: [Subschema] = []
     /// `if`/`then`/`else`: when the value passes `condition` it must pass `then`, else `otherwise`.
     var conditionals: [Conditional] = []
+    /// `unevaluatedProperties` and `unevaluatedItems` as written in this schema object, until
+    /// its `$ref` and `allOf` are merged into it (the members and items they evaluate are
+    /// then known; `SchemaCompiler.applyUnevaluated`).
+    var unevaluatedProperties: Subschema?
+    var unevaluatedItems: Subschema?
     /// `dependentRequired`, `dependentSchemas` and draft-07 `dependencies`: when the object has
     /// property `name`, it must pass `schema` (a `required` list is a schema too).
     var dependencies: [(name: String, schema: Subschema)] = []
@@ -88,9 +102,9 @@ struct SchemaNode: Sendable {
     var excludedMultiples: [String] = []
     /// Properties the object must not have.
     var forbiddenProperties: [String] = []
-    /// The object must have a member whose name is none of `names` and matches none of
-    /// `patterns` (the complement of `additionalProperties: false`).
-    var requiredOtherMembers: [(names: [String], patterns: [String])] = []
+    /// Members the object must have, each one of its own (the complements of
+    /// `patternProperties` and `additionalProperties`: "some member fails").
+    var requiredMembers: [RequiredMember] = []
 
     init(pointer: String) { self.pointer = pointer }
 
@@ -104,9 +118,6 @@ struct SchemaNode: Sendable {
     /// Keywords that constrain values in ways a context-free grammar cannot (or this compiler
     /// does not) enforce.
     static let unsupported: [String: String] = [
-        "contains": "'contains' is not supported",
-        "unevaluatedProperties": "'unevaluatedProperties' is not supported",
-        "unevaluatedItems": "'unevaluatedItems' is not supported",
         "$dynamicRef": "dynamic references are not supported",
         "$recursiveRef": "recursive references are not supported",
         "uniqueItems": "unique items cannot be enforced by a context-free grammar",
@@ -226,6 +237,10 @@ struct SchemaNode: Sendable {
                 additionalProperties = [schema(keyword, value)]
             case "propertyNames":
                 propertyNames = [schema(keyword, value)]
+            case "unevaluatedProperties":
+                unevaluatedProperties = schema(keyword, value)
+            case "unevaluatedItems":
+                unevaluatedItems = schema(keyword, value)
             case "minProperties": minimumProperties = try count(keyword, value)
             case "maxProperties": maximumProperties = try count(keyword, value)
             case "anyOf": anyOf.append(try schemaList(keyword, value))
@@ -237,8 +252,10 @@ struct SchemaNode: Sendable {
             case "not":
                 negations.append(schema(keyword, value))
             case "if":
-                // Without `then` and `else` it asserts nothing (an annotation).
-                guard keywords.contains("then") || keywords.contains("else") else { break }
+                // Without `then` and `else` it asserts nothing, but the members and items it
+                // evaluates count for `unevaluated*` beside it: then it stays, a branch.
+                guard keywords.contains("then") || keywords.contains("else")
+                      || keywords.contains("unevaluatedProperties") || keywords.contains("unevaluatedItems") else { break }
                 conditionals.append(Conditional(
                     condition: schema(keyword, value),
                     then: members.last { $0.0 == "then" }.map { schema("then", $0.1) },
@@ -264,8 +281,17 @@ struct SchemaNode: Sendable {
                         throw .invalidSchema(pointer: at, message: "expected a schema or an array of property names")
                     }
                 }
+            case "contains":
+                // `minContains: 0` makes it vacuous; more than one match, or at most some, is not counted.
+                var least = 1
+                if let entry = members.last(where: { $0.0 == "minContains" }) { least = try count(entry.0, entry.1) }
+                if least > 1 { try report("minContains", pointer, "'minContains' above 1 is not supported (items are not counted)") }
+                if members.contains(where: { $0.0 == "maxContains" }) {
+                    try report("maxContains", pointer, "'maxContains' is not supported (items are not counted)")
+                }
+                if least > 0 { requiredItems.append(([schema(keyword, value)], 0)) }
             case "minContains", "maxContains":
-                if keywords.contains("contains") { try report(keyword, pointer, Self.unsupported["contains"]!) }
+                break  // read with `contains`; ignored without it, as the specification says
             case "uniqueItems":
                 if value == .bool(true) { try report(keyword, pointer, Self.unsupported[keyword]!) }
             default:
@@ -312,6 +338,7 @@ struct SchemaNode: Sendable {
         result.items = items + other.items
         result.minimumItems = max(minimumItems, other.minimumItems)
         result.maximumItems = [maximumItems, other.maximumItems].compactMap { $0 }.min()
+        result.requiredItems += other.requiredItems
         // Objects: each name gets what each node says about that name.
         // (Tables and sets rather than scans: an object may declare a hundred thousand names.)
         var names = properties.map(\.name)
@@ -327,9 +354,19 @@ struct SchemaNode: Sendable {
         }
         var required = Set(result.required)
         for name in other.required where required.insert(name).inserted { result.required.append(name) }
-        result.patternProperties = patternProperties + other.patternProperties
-        if additionalProperties != nil || other.additionalProperties != nil {
-            result.additionalProperties = (additionalProperties ?? []) + (other.additionalProperties ?? [])
+        if (decidesNamesByPattern && other.constrainsObjects) || (other.decidesNamesByPattern && constrainsObjects) {
+            // Which of a node's patterns a name matches decides what that node requires of
+            // it: each node's say stays a clause of its own.
+            result.properties = names.map { name in (name, (mine[name] ?? []) + (theirs[name] ?? [])) }
+            result.mergedClauses = memberClauses + other.memberClauses
+            result.patternProperties = []
+            result.additionalProperties = nil
+        } else {
+            result.mergedClauses = mergedClauses + other.mergedClauses
+            result.patternProperties = patternProperties + other.patternProperties
+            if additionalProperties != nil || other.additionalProperties != nil {
+                result.additionalProperties = (additionalProperties ?? []) + (other.additionalProperties ?? [])
+            }
         }
         result.propertyNames = propertyNames + other.propertyNames
         result.minimumProperties = max(minimumProperties, other.minimumProperties)
@@ -345,7 +382,7 @@ struct SchemaNode: Sendable {
         result.excludedMultiples += other.excludedMultiples
         var forbidden = Set(result.forbiddenProperties)
         for name in other.forbiddenProperties where forbidden.insert(name).inserted { result.forbiddenProperties.append(name) }
-        result.requiredOtherMembers += other.requiredOtherMembers
+        result.requiredMembers += other.requiredMembers
         return result
     }
 
@@ -366,9 +403,50 @@ struct SchemaNode: Sendable {
         declared[name] ?? additionalProperties ?? []
     }
 
-    /// Whether merging with another node changes the meaning of properties this node leaves
-    /// to `additionalProperties`/`patternProperties` (so the merge above is not exact).
-    var constrainsUndeclaredProperties: Bool { additionalProperties != nil || !patternProperties.isEmpty }
+    /// Whether the node says anything about an object's members.
+    var constrainsObjects: Bool {
+        !properties.isEmpty || additionalProperties != nil || !patternProperties.isEmpty || !mergedClauses.isEmpty
+    }
+
+    /// Whether what the node requires of a member depends on the patterns its name matches.
+    var decidesNamesByPattern: Bool { !patternProperties.isEmpty || !mergedClauses.isEmpty }
+
+    /// What the node says about members, one clause per object schema merged into it: a
+    /// member must satisfy every clause. In a clause, a member takes its declared schema (in
+    /// `properties`) and those of the patterns its name matches; one neither declared nor
+    /// matched takes `additional`.
+    var memberClauses: [MemberClause] {
+        guard mergedClauses.isEmpty else { return mergedClauses }
+        return [MemberClause(names: Set(properties.map(\.name)), patterns: patternProperties, additional: additionalProperties)]
+    }
+}
+
+/// One object schema's `properties` names, `patternProperties` and `additionalProperties`.
+struct MemberClause: Sendable {
+    var names: Set<String>
+    var patterns: [(pattern: String, schemas: [Subschema])]
+    /// `nil`: no `additionalProperties` (any value); else all of these.
+    var additional: [Subschema]?
+
+    /// Whether a member neither named nor matched by a pattern may be written.
+    func admitsUnmatched(_ options: JSONSchemaOptions) -> Bool {
+        guard let additional else { return !(options.closesDeclaredObjects && (!names.isEmpty || !patterns.isEmpty)) }
+        return !additional.contains(where: { $0.value == .bool(false) })
+    }
+}
+
+/// A member an object must have: its name in `names`, its value satisfying all of `schemas`
+/// (any value when empty), besides what the object's own keywords say of it.
+struct RequiredMember: Sendable {
+    enum Names: Sendable {
+        /// Names matching a pattern (search semantics).
+        case matching(pattern: String)
+        /// Names that are none of `names` and match none of `patterns`.
+        case outside(names: [String], patterns: [String])
+    }
+
+    var names: Names
+    var schemas: [Subschema]
 }
 
 /// One `if`/`then`/`else`: a missing branch is the `true` schema.
@@ -379,11 +457,11 @@ struct Conditional: Sendable {
 }
 
 extension SchemaNode {
-    /// Whether an object may have properties beyond `properties` and `patternProperties`.
-    func admitsUndeclaredProperties(_ options: JSONSchemaOptions) -> Bool {
-        guard let additional = additionalProperties else {
-            return !(options.closesDeclaredObjects && (!properties.isEmpty || !patternProperties.isEmpty))
-        }
-        return !additional.contains(where: { $0.value == .bool(false) })
+    /// Whether the node provably forbids a member named `name` (no clause names it, matches it
+    /// by a pattern or admits others).
+    /// `clauses`: the node's ``memberClauses``, built once for a loop over names.
+    func forbidsProperty(_ name: String, clauses: [MemberClause], _ options: JSONSchemaOptions) -> Bool {
+        forbiddenProperties.contains(name)
+            || clauses.contains { !$0.names.contains(name) && $0.patterns.isEmpty && !$0.admitsUnmatched(options) }
     }
 }
