@@ -62,38 +62,36 @@ enum RegularExpression {
         var lookaheads: [(body: String, negative: Bool, offset: Int)] = []
         while position + 2 < scalars.count, scalars[position] == "(", scalars[position + 1] == "?",
               scalars[position + 2] == "=" || scalars[position + 2] == "!" {
-            // The group's end: parentheses balanced outside classes, escapes skipped.
-            var index = position + 3, depth = 1, inClass = false
-            while index < scalars.count, depth > 0 {
-                switch scalars[index] {
-                case "\\": index += 1
+            // The body, up to the group's end (parentheses balanced outside classes, escapes
+            // skipped). A `^` opening an alternative of the body anchors where the lookahead
+            // already stands, so it is left out.
+            var body = String.UnicodeScalarView()
+            var index = position + 3, depth = 0, inClass = false, atAlternativeStart = true, closed = false
+            while index < scalars.count {
+                let scalar = scalars[index]
+                index += 1
+                if scalar == "\\", index < scalars.count {
+                    body.append(contentsOf: [scalar, scalars[index]])
+                    index += 1
+                    atAlternativeStart = false
+                    continue
+                }
+                if !inClass, depth == 0, scalar == ")" {
+                    closed = true
+                    break
+                }
+                if !inClass, depth == 0, atAlternativeStart, scalar == "^" { continue }
+                atAlternativeStart = !inClass && depth == 0 && scalar == "|"
+                switch scalar {
                 case "[" where !inClass: inClass = true
                 case "]" where inClass: inClass = false
                 case "(" where !inClass: depth += 1
                 case ")" where !inClass: depth -= 1
                 default: break
                 }
-                index += 1
-            }
-            guard depth == 0 else { return nil }  // unbalanced: the parser reports it
-            // A `^` opening an alternative of the body anchors where the lookahead already stands.
-            var body = String.UnicodeScalarView()
-            var bodyDepth = 0, bodyClass = false, atAlternativeStart = true, escaped = false
-            for scalar in scalars[(position + 3) ..< (index - 1)] {
-                defer { escaped = !escaped && scalar == "\\" }
-                if scalar == "^", atAlternativeStart, bodyDepth == 0, !bodyClass, !escaped { continue }
-                atAlternativeStart = !escaped && !bodyClass && bodyDepth == 0 && scalar == "|"
-                if !escaped {
-                    switch scalar {
-                    case "[" where !bodyClass: bodyClass = true
-                    case "]" where bodyClass: bodyClass = false
-                    case "(" where !bodyClass: bodyDepth += 1
-                    case ")" where !bodyClass: bodyDepth -= 1
-                    default: break
-                    }
-                }
                 body.append(scalar)
             }
+            guard closed else { return nil }  // unbalanced: the parser reports it
             let offset = scalars[..<(position + 3)].reduce(0) { $0 + UTF8.width($1) }
             lookaheads.append((String(body), scalars[position + 2] == "!", offset))
             position = index

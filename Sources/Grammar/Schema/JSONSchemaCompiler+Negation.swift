@@ -116,7 +116,6 @@ extension SchemaCompiler {
         func cannot(_ keyword: String, _ why: String) -> Complement {
             .unsupported("the negation of '\(keyword)' is not supported: \(why)")
         }
-        func isTrue(_ schema: Subschema) -> Bool { schema.value == .bool(true) || schema.value == .object([]) }
         var alternatives: [SchemaNode] = []
 
         // Types: the other types. `number` includes the integers; "not an integer" is a
@@ -193,27 +192,23 @@ extension SchemaCompiler {
             longer.minimumItems = node.prefixItems.count + 1
             alternatives.append(longer)
         }
-        func negated(_ schemas: [Subschema]) -> Subschema {
-            let all = Subschema.all(schemas)
-            return Subschema(value: .object([("not", all.value)]), pointer: all.pointer, order: all.order)
-        }
         // Item i fails its prefix schema; or some item past the prefix fails `items`.
-        for (index, schemas) in node.prefixItems.enumerated() where !schemas.allSatisfy(isTrue) {
+        for (index, schemas) in node.prefixItems.enumerated() where !schemas.allSatisfy(\.isTrue) {
             var failing = only([.array])
-            failing.prefixItems = Array(repeating: [], count: index) + [[negated(schemas)]]
+            failing.prefixItems = Array(repeating: [], count: index) + [[Subschema.negation(of: schemas)]]
             failing.minimumItems = index + 1
             alternatives.append(failing)
         }
-        if !forbidsItems, !node.items.allSatisfy(isTrue) {
+        if !forbidsItems, !node.items.allSatisfy(\.isTrue) {
             var failing = only([.array])
-            failing.requiredItems = [([negated(node.items)], node.prefixItems.count)]
+            failing.requiredItems = [([Subschema.negation(of: node.items)], node.prefixItems.count)]
             alternatives.append(failing)
         }
         // `contains`: every item (from where it applies) fails it.
         for requirement in node.requiredItems {
             var none = only([.array])
             none.prefixItems = Array(repeating: [], count: requirement.from)
-            none.items = [negated(requirement.schemas)]
+            none.items = [Subschema.negation(of: requirement.schemas)]
             alternatives.append(none)
         }
 
@@ -223,10 +218,10 @@ extension SchemaCompiler {
             missing.forbiddenProperties = [name]
             alternatives.append(missing)
         }
-        for (name, schemas) in node.properties where !schemas.allSatisfy({ $0.value == .bool(true) || $0.value == .object([]) }) {
+        for (name, schemas) in node.properties where !schemas.allSatisfy(\.isTrue) {
             var failing = only([.object])
             failing.required = [name]
-            failing.properties = [(name, [negated(schemas)])]
+            failing.properties = [(name, [Subschema.negation(of: schemas)])]
             failing.propertyOrder[name] = node.propertyOrder[name]
             alternatives.append(failing)
         }
@@ -235,16 +230,16 @@ extension SchemaCompiler {
         if !node.mergedClauses.isEmpty {
             return cannot("patternProperties", "members decided by several clauses ('patternProperties' merged from 'allOf', 'unevaluatedProperties') are not negated")
         }
-        for (pattern, schemas) in node.patternProperties where !schemas.allSatisfy(isTrue) {
+        for (pattern, schemas) in node.patternProperties where !schemas.allSatisfy(\.isTrue) {
             var failing = only([.object])
-            failing.requiredMembers = [RequiredMember(names: .matching(pattern: pattern), schemas: [negated(schemas)])]
+            failing.requiredMembers = [RequiredMember(names: .matching(pattern: pattern), schemas: [Subschema.negation(of: schemas)])]
             alternatives.append(failing)
         }
-        if let additional = node.additionalProperties, !additional.allSatisfy(isTrue) {
+        if let additional = node.additionalProperties, !additional.allSatisfy(\.isTrue) {
             var other = only([.object])
             let outside = RequiredMember.Names.outside(names: node.properties.map(\.name), patterns: node.patternProperties.map(\.pattern))
             let forbidsOthers = additional.contains { $0.value == .bool(false) }
-            other.requiredMembers = [RequiredMember(names: outside, schemas: forbidsOthers ? [] : [negated(additional)])]
+            other.requiredMembers = [RequiredMember(names: outside, schemas: forbidsOthers ? [] : [Subschema.negation(of: additional)])]
             alternatives.append(other)
         }
         if !node.propertyNames.isEmpty { return cannot("propertyNames", "it needs \"some name fails\"") }
@@ -303,7 +298,7 @@ extension SchemaCompiler {
     /// array, another length or some item unequal.
     func unequal(to value: JSONValue, pointer: String) -> [SchemaNode] {
         func notEqual(_ part: JSONValue) -> Subschema {
-            Subschema(value: .object([("not", .object([("const", part)]))]), pointer: pointer + "/enum")
+            Subschema.negation(of: [Subschema(value: .object([("const", part)]), pointer: pointer + "/enum")])
         }
         var alternatives: [SchemaNode] = []
         var other = SchemaNode(pointer: pointer)

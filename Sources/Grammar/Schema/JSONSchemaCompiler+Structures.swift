@@ -16,6 +16,17 @@ extension SchemaCompiler {
     /// match (each a key automaton and a value rule).
     static let keyClassLimit = 256
 
+    /// Every subset of the bits of `mask`, `mask` itself first and none last.
+    static func subsets(of mask: Int) -> [Int] {
+        var result: [Int] = []
+        var subset = mask
+        while true {
+            result.append(subset)
+            if subset == 0 { return result }
+            subset = (subset - 1) & mask
+        }
+    }
+
     /// `[` items `]` with `prefixItems`, `items`, `minItems`, `maxItems` and required items.
     ///
     /// States count the items so far and remember which required items were seen: state
@@ -79,19 +90,15 @@ extension SchemaCompiler {
             // Requirements this item may be the one for: applicable here and not found yet.
             var pending = 0
             for (bit, requirement) in requirements.enumerated() where requirement.from <= index && found & (1 << bit) == 0 { pending |= 1 << bit }
-            var taken = pending
-            while true {
-                if let rule = try itemRule(index, taken) {
-                    var parts: [Fragment] = []
-                    if index > 0 { parts += [punctuation(","), whitespace()] }
-                    parts += [grammar.automaton.rule(rule), whitespace()]
-                    let piece = grammar.automaton.sequence(parts)
-                    grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
-                    grammar.automaton.addEdge(from: piece.end, to: state(next, found | taken), label: nil)
-                    work.append((next, found | taken))
-                }
-                if taken == 0 { break }
-                taken = (taken - 1) & pending  // the next subset of `pending`, down to none
+            for taken in Self.subsets(of: pending) {
+                guard let rule = try itemRule(index, taken) else { continue }
+                var parts: [Fragment] = []
+                if index > 0 { parts += [punctuation(","), whitespace()] }
+                parts += [grammar.automaton.rule(rule), whitespace()]
+                let piece = grammar.automaton.sequence(parts)
+                grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                grammar.automaton.addEdge(from: piece.end, to: state(next, found | taken), label: nil)
+                work.append((next, found | taken))
             }
         }
         return Fragment(start: open.start, end: close.end)
@@ -261,15 +268,7 @@ extension SchemaCompiler {
         }
         // The ways a member meeting `meets` may be read from `found`: the requirements it takes.
         func takings(_ meets: Int, _ found: Int) -> [Int] {
-            let pending = meets & ~found & ~keyOnly
-            var result: [Int] = []
-            var taken = pending
-            while true {
-                result.append(taken | (meets & keyOnly))
-                if taken == 0 { break }
-                taken = (taken - 1) & pending
-            }
-            return result
+            Self.subsets(of: meets & ~found & ~keyOnly).map { $0 | (meets & keyOnly) }
         }
         func member(key: (inout ByteNFA) -> Fragment, rule: Int32, first: Bool) -> Fragment {
             var parts: [Fragment] = []

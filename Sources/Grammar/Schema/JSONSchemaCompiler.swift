@@ -79,7 +79,7 @@ struct SchemaCompiler {
         self.options = options
         self.anchors = try SchemaAnchors.collect(in: document)
         if case .string(let dialect)? = document["$schema"] {
-            referenceReplacesSiblings = ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].contains { dialect.contains($0) }
+            referenceReplacesSiblings = ["draft-03", "draft-04", "draft-06", "draft-07"].contains { dialect.contains($0) }
         } else {
             referenceReplacesSiblings = false
         }
@@ -205,13 +205,12 @@ struct SchemaCompiler {
     /// them. Beside `anyOf`, `oneOf`, `not`, `if` or dependencies, what is evaluated depends on
     /// the branch a value takes (and on `contains` for items): not supported.
     mutating func applyUnevaluated(_ node: inout SchemaNode) throws(GrammarError) {
-        func isTrue(_ schema: Subschema) -> Bool { schema.value == .bool(true) || schema.value == .object([]) }
         let branches = !node.anyOf.isEmpty || !node.oneOf.isEmpty || !node.negations.isEmpty || !node.conditionals.isEmpty
             || !node.dependencies.isEmpty
         let why = "which members are evaluated depends on the anyOf, oneOf, not, if or dependency branch a value takes"
         if let schema = node.unevaluatedProperties {
             node.unevaluatedProperties = nil
-            if isTrue(schema) {
+            if schema.isTrue {
                 // Admits and evaluates every other member, for an enclosing `unevaluatedProperties` too.
                 if !node.mergedClauses.isEmpty {
                     node.mergedClauses.append(MemberClause(names: [], patterns: [], additional: [schema]))
@@ -232,7 +231,7 @@ struct SchemaCompiler {
         }
         if let schema = node.unevaluatedItems {
             node.unevaluatedItems = nil
-            if isTrue(schema) {
+            if schema.isTrue {
                 // Evaluates every other item, for an enclosing `unevaluatedItems` too.
                 if node.items.isEmpty { node.items = [schema] }
             } else if branches || !node.requiredItems.isEmpty {

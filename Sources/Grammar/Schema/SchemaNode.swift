@@ -7,6 +7,15 @@ struct Subschema: Sendable {
     /// several subschemas are written in this order (see `SchemaNode.propertyOrder`).
     var order: [Int] = []
 
+    /// Whether the subschema asserts nothing (`true` or `{}`).
+    var isTrue: Bool { value == .bool(true) || value == .object([]) }
+
+    /// The subschema `{"not": …}` of the conjunction of `parts`: the values failing them.
+    static func negation(of parts: [Subschema]) -> Subschema {
+        let all = Subschema.all(parts)
+        return Subschema(value: .object([("not", all.value)]), pointer: all.pointer, order: all.order)
+    }
+
     /// The conjunction of several subschemas as one (`allOf`), or the single one.
     static func all(_ parts: [Subschema]) -> Subschema {
         if parts.count == 1 { return parts[0] }
