@@ -13,9 +13,18 @@ public struct CodePointSet: Hashable, Sendable {
 
     public init() { ranges = [] }
 
+    /// The scalars of `ranges` (in any order, overlapping or not). O(n log n).
     public init(_ ranges: [ClosedRange<UInt32>]) {
-        self.ranges = []
-        for range in ranges { insert(range) }
+        var merged: [ClosedRange<UInt32>] = []
+        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) where range.lowerBound <= Self.maximum {
+            let upper = min(range.upperBound, Self.maximum)
+            if let last = merged.last, range.lowerBound <= last.upperBound &+ 1 {
+                merged[merged.count - 1] = last.lowerBound ... max(last.upperBound, upper)
+            } else {
+                merged.append(range.lowerBound ... upper)
+            }
+        }
+        self.ranges = merged
     }
 
     public init(_ scalar: UInt32) { self.init([scalar ... scalar]) }

@@ -46,32 +46,17 @@ struct DFA: Sendable {
         var transitions: [Int32] = []
         var ruleEdges: [[RuleEdge]] = []
         var isFinal: [Bool] = []
-        var index: [[Int32]: Int32] = [:]
-        var queue: [[Int32]] = []
-        let meter = CompilationMeter.current
-        // What the construction holds: its rows and, twice (queue and index), its state sets.
-        var setElements = 0
-        func intern(_ set: [Int32]) throws(TooLarge) -> Int32 {
-            if let known = index[set] { return known }
-            if queue.count >= stateLimit { throw TooLarge() }
-            setElements += set.count
-            if let meter, queue.count & 63 == 63 {
-                try meter.checkConstruction(
-                    bytes: queue.count * CompilationMeter.bytesPerDFAState + setElements * 8,
-                    "determinizing an automaton of \(automaton.stateCount) states")
-            }
-            let id = Int32(queue.count)
-            index[set] = id
-            queue.append(set)
-            return id
-        }
-        _ = try intern(automaton.epsilonClosure([part.start]))
+        var closure = EpsilonClosure(automaton)
+        var subsets = Subsets(stateLimit: stateLimit, bytesPerState: CompilationMeter.bytesPerDFAState,
+                              source: ("an automaton", automaton.stateCount))
+        _ = try subsets.intern(closure.of([part.start]))
         var cursor = 0
         var buckets = [[Int32]](repeating: [], count: 256)
-        while cursor < queue.count {
-            let set = queue[cursor]
+        var closures: [StateSet: Int32] = [:]
+        while cursor < subsets.sets.count {
+            let set = subsets.sets[cursor]
             cursor += 1
-            for byte in 0 ..< 256 { buckets[byte].removeAll(keepingCapacity: true) }
+            for byte in 0 ..< 256 where !buckets[byte].isEmpty { buckets[byte].removeAll(keepingCapacity: true) }
             var rules: [Int32: [Int32]] = [:]
             for state in set {
                 for edge in automaton.edges[Int(state)] {
@@ -86,20 +71,21 @@ struct DFA: Sendable {
                 }
             }
             var row = [Int32](repeating: -1, count: 256)
-            var closures: [[Int32]: Int32] = [:]
+            closures.removeAll(keepingCapacity: true)
             for byte in 0 ..< 256 where !buckets[byte].isEmpty {
                 let targets = buckets[byte]
                 // Neighbouring bytes usually go to the same place (ranges): no hashing then.
                 if byte > 0, row[byte - 1] >= 0, buckets[byte - 1] == targets { row[byte] = row[byte - 1]; continue }
-                if let known = closures[targets] { row[byte] = known; continue }
-                let id = try intern(automaton.epsilonClosure(targets))
-                closures[targets] = id
+                let key = StateSet(targets)
+                if let known = closures[key] { row[byte] = known; continue }
+                let id = try subsets.intern(closure.of(targets))
+                closures[key] = id
                 row[byte] = id
             }
             transitions += row
             var edges: [RuleEdge] = []
             for (rule, targets) in rules.sorted(by: { $0.key < $1.key }) {
-                edges.append(RuleEdge(rule: rule, target: try intern(automaton.epsilonClosure(targets))))
+                edges.append(RuleEdge(rule: rule, target: try subsets.intern(closure.of(targets))))
             }
             ruleEdges.append(edges)
             isFinal.append(set.contains(part.end))
@@ -128,30 +114,44 @@ struct DFA: Sendable {
     // MARK: Trimming and minimisation
 
     /// Keeps the states reachable from the start and from which a final state is reachable,
-    /// renumbered in breadth-first order; edges to rules outside `productiveRules` (when
-    /// given) are dropped first. The result of an empty language is `DFA.empty`.
-    func trimmed(productiveRules: Set<Int32>?) -> DFA {
+    /// renumbered in breadth-first order; edges to rules `r` where `productiveRules[r]` is
+    /// false (when given) are dropped first. The result of an empty language is `DFA.empty`.
+    /// O(states × 256).
+    func trimmed(productiveRules: [Bool]?) -> DFA {
         let count = stateCount
-        var edgesOut = ruleEdges
-        if let productiveRules {
-            for state in 0 ..< count { edgesOut[state].removeAll { !productiveRules.contains($0.rule) } }
-        }
-        // Co-reachability through reversed edges.
-        var reverse = [[Int32]](repeating: [], count: count)
+        func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
+        // Co-reachability through reversed edges, kept in compressed rows: the sources of the
+        // edges into `t` are `sources[offsets[t] ..< offsets[t + 1]]`.
+        var offsets = [Int32](repeating: 0, count: count + 1)
         for state in 0 ..< count {
+            let base = state << 8
             for byte in 0 ..< 256 {
-                let target = transitions[state << 8 | byte]
-                if target >= 0 { reverse[Int(target)].append(Int32(state)) }
+                let target = transitions[base | byte]
+                if target >= 0 { offsets[Int(target) + 1] += 1 }
             }
-            for edge in edgesOut[state] { reverse[Int(edge.target)].append(Int32(state)) }
+            for edge in ruleEdges[state] where keeps(edge) { offsets[Int(edge.target) + 1] += 1 }
+        }
+        for index in 0 ..< count { offsets[index + 1] += offsets[index] }
+        var fill = offsets
+        var sources = [Int32](repeating: 0, count: Int(offsets[count]))
+        for state in 0 ..< count {
+            let base = state << 8
+            for byte in 0 ..< 256 {
+                let target = Int(transitions[base | byte])
+                if target >= 0 { sources[Int(fill[target])] = Int32(state); fill[target] += 1 }
+            }
+            for edge in ruleEdges[state] where keeps(edge) {
+                sources[Int(fill[Int(edge.target)])] = Int32(state)
+                fill[Int(edge.target)] += 1
+            }
         }
         var alive = [Bool](repeating: false, count: count)
         var stack: [Int32] = []
         for state in 0 ..< count where isFinal[state] { alive[state] = true; stack.append(Int32(state)) }
         while let state = stack.popLast() {
-            for source in reverse[Int(state)] where !alive[Int(source)] {
-                alive[Int(source)] = true
-                stack.append(source)
+            for index in offsets[Int(state)] ..< offsets[Int(state) + 1] where !alive[Int(sources[Int(index)])] {
+                alive[Int(sources[Int(index)])] = true
+                stack.append(sources[Int(index)])
             }
         }
         guard count > 0, alive[0] else { return .empty }
@@ -169,7 +169,7 @@ struct DFA: Sendable {
                 }
             }
             for byte in 0 ..< 256 { visit(transitions[state << 8 | byte]) }
-            for edge in edgesOut[state] { visit(edge.target) }
+            for edge in ruleEdges[state] where keeps(edge) { visit(edge.target) }
         }
         var newTransitions = [Int32](repeating: -1, count: order.count << 8)
         var newRules = [[RuleEdge]](repeating: [], count: order.count)
@@ -181,11 +181,34 @@ struct DFA: Sendable {
                 let target = transitions[oldState << 8 | byte]
                 if target >= 0, renumber[Int(target)] >= 0 { newTransitions[newState << 8 | byte] = renumber[Int(target)] }
             }
-            newRules[newState] = edgesOut[oldState].compactMap {
-                renumber[Int($0.target)] >= 0 ? RuleEdge(rule: $0.rule, target: renumber[Int($0.target)]) : nil
+            if !ruleEdges[oldState].isEmpty {
+                newRules[newState] = ruleEdges[oldState].compactMap {
+                    keeps($0) && renumber[Int($0.target)] >= 0 ? RuleEdge(rule: $0.rule, target: renumber[Int($0.target)]) : nil
+                }
             }
         }
         return DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
+    }
+
+    /// Whether a final state is reachable from the start through byte edges and edges to
+    /// rules `r` where `callable[r]`. O(states × 256), without building an automaton.
+    func reachesFinal(calling callable: [Bool]) -> Bool {
+        var seen = [Bool](repeating: false, count: stateCount)
+        var stack: [Int32] = [0]
+        seen[0] = true
+        while let state = stack.popLast() {
+            if isFinal[Int(state)] { return true }
+            let base = Int(state) << 8
+            for byte in 0 ..< 256 {
+                let target = transitions[base | byte]
+                if target >= 0, !seen[Int(target)] { seen[Int(target)] = true; stack.append(target) }
+            }
+            for edge in ruleEdges[Int(state)] where callable[Int(edge.rule)] && !seen[Int(edge.target)] {
+                seen[Int(edge.target)] = true
+                stack.append(edge.target)
+            }
+        }
+        return false
     }
 
     /// Merges equivalent states: Hopcroft's partition refinement, over byte classes (bytes
@@ -241,21 +264,48 @@ struct DFA: Sendable {
         return DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
     }
 
-    /// One byte of each class of bytes that every state sends to the same place.
+    /// One byte of each class of bytes that every state sends to the same place, in
+    /// ascending order. O(states × 256), reading the table row by row: each byte's column of
+    /// targets is hashed in one pass, bytes are grouped by hash, and a second pass confirms
+    /// every byte agrees with its group's first byte in every row (on a collision, the
+    /// classes are found again by comparing columns).
     func byteClassRepresentatives() -> [Int] {
-        var seen: [[Int32]: Int] = [:]
-        var representatives: [Int] = []
-        var previous: [Int32] = []
-        for byte in 0 ..< 256 {
-            var column = [Int32](repeating: -1, count: stateCount)
-            for state in 0 ..< stateCount { column[state] = transitions[state << 8 | byte] }
-            // Neighbouring bytes usually fall in one class (ranges): no hashing then.
-            if column == previous { continue }
-            previous = column
-            if seen[column] == nil {
-                seen[column] = byte
-                representatives.append(byte)
+        var hashes = [UInt64](repeating: 0xcbf2_9ce4_8422_2325, count: 256)
+        for state in 0 ..< stateCount {
+            let base = state << 8
+            for byte in 0 ..< 256 {
+                hashes[byte] = (hashes[byte] ^ UInt64(UInt32(bitPattern: transitions[base | byte]))) &* 0x100_0000_01b3
             }
+        }
+        var firstWithHash: [UInt64: Int] = [:]
+        var representative = [Int](repeating: 0, count: 256)
+        for byte in 0 ..< 256 {
+            if byte > 0, hashes[byte] == hashes[byte - 1] {
+                representative[byte] = representative[byte - 1]
+            } else if let known = firstWithHash[hashes[byte]] {
+                representative[byte] = known
+            } else {
+                firstWithHash[hashes[byte]] = byte
+                representative[byte] = byte
+            }
+        }
+        for state in 0 ..< stateCount {
+            let base = state << 8
+            for byte in 0 ..< 256 where transitions[base | byte] != transitions[base | representative[byte]] {
+                return byteClassRepresentativesComparingColumns()
+            }
+        }
+        return (0 ..< 256).filter { representative[$0] == $0 }
+    }
+
+    /// ``byteClassRepresentatives()`` by comparing whole columns (the fallback on a hash
+    /// collision). O(states × 256 × classes).
+    func byteClassRepresentativesComparingColumns() -> [Int] {
+        var representatives: [Int] = []
+        for byte in 0 ..< 256 where !representatives.contains(where: { other in
+            (0 ..< stateCount).allSatisfy { transitions[$0 << 8 | other] == transitions[$0 << 8 | byte] }
+        }) {
+            representatives.append(byte)
         }
         return representatives
     }
@@ -343,6 +393,100 @@ struct DFA: Sendable {
             if isFinal[state] { automaton.addEdge(from: Int32(base + state), to: end, label: nil) }
         }
         return Fragment(start: Int32(base), end: end)
+    }
+}
+
+/// A list of automaton states as a dictionary key, hashed once when made (the standard
+/// library's array hashing feeds every element through the hasher at each lookup).
+struct StateSet: Hashable {
+    let states: [Int32]
+    private let hash: Int
+
+    init(_ states: [Int32]) {
+        self.states = states
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for state in states { hash = (hash ^ UInt64(UInt32(bitPattern: state))) &* 0x100_0000_01b3 }
+        self.hash = Int(truncatingIfNeeded: hash)
+    }
+
+    static func == (left: StateSet, right: StateSet) -> Bool { left.hash == right.hash && left.states == right.states }
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}
+
+/// The subsets of a subset construction, numbered in the order found, with the checks of its
+/// state limit and of the compilation's budget.
+struct Subsets {
+    private(set) var sets: [[Int32]] = []
+    private var index: [StateSet: Int32] = [:]
+    private let stateLimit: Int
+    private let bytesPerState: Int
+    private let source: (kind: StaticString, states: Int)
+    private let meter = CompilationMeter.current
+    private var elements = 0
+
+    /// - Parameters:
+    ///   - bytesPerState: what one state of the automaton being built holds, besides its set.
+    ///   - source: what is determinized ("an automaton", "a pattern") and its size in states,
+    ///     for the budget's error.
+    init(stateLimit: Int, bytesPerState: Int, source: (kind: StaticString, states: Int)) {
+        self.stateLimit = stateLimit
+        self.bytesPerState = bytesPerState
+        self.source = source
+    }
+
+    /// The number of `set` (sorted), added when new.
+    ///
+    /// - Throws: `DFA.TooLarge` past the state limit or the compilation's budget.
+    mutating func intern(_ set: [Int32]) throws(DFA.TooLarge) -> Int32 {
+        let key = StateSet(set)
+        if let known = index[key] { return known }
+        if sets.count >= stateLimit { throw DFA.TooLarge() }
+        elements += set.count
+        // What the construction holds: its rows and, twice (list and index), its sets.
+        if let meter, sets.count & 63 == 63 {
+            try meter.checkConstruction(bytes: sets.count * bytesPerState + elements * 8, "determinizing \(source.kind) of \(source.states) states")
+        }
+        let id = Int32(sets.count)
+        index[key] = id
+        sets.append(set)
+        return id
+    }
+}
+
+/// ε-closures in one automaton, with one mark per state reused from closure to closure
+/// instead of a set built for each.
+struct EpsilonClosure<Label: Hashable & Sendable> {
+    private let automaton: NFA<Label>
+    private var mark: [UInt32]
+    private var generation: UInt32 = 0
+    private var stack: [Int32] = []
+
+    init(_ automaton: NFA<Label>) {
+        self.automaton = automaton
+        mark = [UInt32](repeating: 0, count: automaton.stateCount)
+    }
+
+    /// The states reachable from `seeds` by ε-moves alone, `seeds` included, sorted.
+    mutating func of(_ seeds: [Int32]) -> [Int32] {
+        generation &+= 1
+        if generation == 0 {
+            mark = [UInt32](repeating: 0, count: mark.count)
+            generation = 1
+        }
+        var result: [Int32] = []
+        for seed in seeds where mark[Int(seed)] != generation {
+            mark[Int(seed)] = generation
+            stack.append(seed)
+        }
+        while let state = stack.popLast() {
+            result.append(state)
+            for edge in automaton.edges[Int(state)] where edge.label == nil && mark[Int(edge.target)] != generation {
+                mark[Int(edge.target)] = generation
+                stack.append(edge.target)
+            }
+        }
+        result.sort()
+        return result
     }
 }
 

@@ -84,17 +84,16 @@ struct Hopcroft {
         }
         // The worklist of splitters (block, symbol); `queued` says which are in it.
         var worklist: [(block: Int32, symbol: Int32)] = []
-        var queued = Set<Int64>()
-        func key(_ block: Int32, _ symbol: Int32) -> Int64 { Int64(block) << 20 | Int64(symbol) }
+        var queued = SplitterSet(blocks: states, symbols: symbolCount)
         let smallest = blockStart.indices.min { blockEnd[$0] - blockStart[$0] < blockEnd[$1] - blockStart[$1] } ?? 0
         for symbol in 0 ..< Int32(symbolCount) {
             worklist.append((Int32(smallest), symbol))
-            queued.insert(key(Int32(smallest), symbol))
+            queued.insert(Int32(smallest), symbol)
         }
         var touched: [Int32] = []
         var splitter: [Int32] = []
         while let (block, symbol) = worklist.popLast() {
-            queued.remove(key(block, symbol))
+            queued.remove(block, symbol)
             // The states that `symbol` takes into `block` (copied: splitting may move them).
             splitter.removeAll(keepingCapacity: true)
             let base = Int(symbol) * states
@@ -130,12 +129,12 @@ struct Hopcroft {
                 for index in start ..< middle { blockOf[Int(elements[Int(index)])] = fresh }
                 let smaller = middle - start <= end - middle ? fresh : owner
                 for other in 0 ..< Int32(symbolCount) {
-                    if queued.contains(key(owner, other)) {
+                    if queued.contains(owner, other) {
                         worklist.append((fresh, other))
-                        queued.insert(key(fresh, other))
+                        queued.insert(fresh, other)
                     } else {
                         worklist.append((smaller, other))
-                        queued.insert(key(smaller, other))
+                        queued.insert(smaller, other)
                     }
                 }
             }
@@ -151,5 +150,32 @@ struct Hopcroft {
             classes[state] = number[block]
         }
         return classes
+    }
+}
+
+/// Which (block, symbol) splitters are in Hopcroft's worklist: one bit each (blocks never
+/// outnumber states).
+private struct SplitterSet {
+    private var words: [UInt64]
+    private let symbols: Int
+
+    init(blocks: Int, symbols: Int) {
+        self.symbols = symbols
+        words = [UInt64](repeating: 0, count: (blocks * symbols + 63) / 64)
+    }
+
+    func contains(_ block: Int32, _ symbol: Int32) -> Bool {
+        let bit = Int(block) * symbols + Int(symbol)
+        return words[bit >> 6] & (1 << UInt64(bit & 63)) != 0
+    }
+
+    mutating func insert(_ block: Int32, _ symbol: Int32) {
+        let bit = Int(block) * symbols + Int(symbol)
+        words[bit >> 6] |= 1 << UInt64(bit & 63)
+    }
+
+    mutating func remove(_ block: Int32, _ symbol: Int32) {
+        let bit = Int(block) * symbols + Int(symbol)
+        words[bit >> 6] &= ~(1 << UInt64(bit & 63))
     }
 }

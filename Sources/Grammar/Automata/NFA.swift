@@ -162,17 +162,6 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
         return Fragment(start: mapping[part.start]!, end: mapping[part.end]!)
     }
 
-    /// The states reachable from `states` by ε-moves alone, `states` included.
-    func epsilonClosure(_ states: [Int32]) -> [Int32] {
-        var seen = Set(states)
-        var stack = states
-        while let state = stack.popLast() {
-            for edge in edges[Int(state)] where edge.label == nil && seen.insert(edge.target).inserted {
-                stack.append(edge.target)
-            }
-        }
-        return seen.sorted()
-    }
 }
 
 /// One entry and one exit state of a `NFA`.

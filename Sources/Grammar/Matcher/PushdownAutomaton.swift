@@ -67,7 +67,7 @@ struct PushdownAutomaton: Sendable {
         var countedPairs = 0
         for (index, rule) in grammar.rules.enumerated() {
             guard let bounds = rule.lengthBounds else { continue }
-            let dfa = compiled[index].trimmed(productiveRules: nil).minimized()
+            let dfa = compiled[index]  // trimmed and minimised when determinized
             let found: LengthCounter?
             do throws(DFA.TooLarge) {
                 found = try LengthCounter(dfa, minimum: bounds.minimum, maximum: bounds.maximum)
@@ -97,23 +97,23 @@ struct PushdownAutomaton: Sendable {
             try meter?.check(bytes: total * CompilationMeter.bytesPerDFAState, "finding the \(name) rules")
         }
         // Productive rules: those that match at least one string, given the others.
-        var productive = Set<Int32>()
+        var productive = [Bool](repeating: false, count: compiled.count)
         var changed = true
         while changed {
             changed = false
             try pass("productive")
-            for index in compiled.indices.reversed() where !productive.contains(Int32(index)) {
-                if !compiled[index].trimmed(productiveRules: productive).isEmptyLanguage {
-                    productive.insert(Int32(index))
-                    changed = true
-                }
+            for index in compiled.indices.reversed() where !productive[index] && compiled[index].reachesFinal(calling: productive) {
+                productive[index] = true
+                changed = true
             }
         }
-        guard productive.contains(root) else {
+        guard productive[Int(root)] else {
             throw grammar.isFromJSONSchema ? .emptyLanguage(pointer: "#") : .emptyGrammar(rule: grammar.rules[Int(root)].name)
         }
-        let rules = compiled.indices.map { index in
-            counters[index] != nil ? compiled[index] : compiled[index].trimmed(productiveRules: productive).minimized()
+        // Each automaton is trimmed and minimal already, unless it calls a rule that matches
+        // nothing.
+        let rules = compiled.map { dfa in
+            dfa.ruleEdges.allSatisfy { $0.allSatisfy { productive[Int($0.rule)] } } ? dfa : dfa.trimmed(productiveRules: productive).minimized()
         }
         self.rules = rules
         self.counters = counters

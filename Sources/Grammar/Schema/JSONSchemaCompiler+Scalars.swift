@@ -148,14 +148,14 @@ extension SchemaCompiler {
         }
     }
 
-    func quoted(_ content: Fragment, of characters: CharacterNFA) throws(GrammarError) -> DFA {
-        var bytes = ByteNFA()
-        let lowered = Lowering.lower(content, of: characters, into: &bytes) { set, automaton in
-            Lowering.jsonStringCharacter(set, into: &automaton)
+    /// The quoted JSON strings whose contents `content` (characters) matches, determinized
+    /// over characters before they are spelled in bytes (see `CharacterDFA`).
+    mutating func quoted(_ content: Fragment, of characters: CharacterNFA) throws(GrammarError) -> DFA {
+        var fans = spellingFans
+        defer { spellingFans = fans }
+        return try budgeted { () throws(DFA.TooLarge) in
+            try CharacterDFA(content, of: characters).quotedJSONStrings(fans: &fans)
         }
-        let quote = bytes.literal([0x22]), closing = bytes.literal([0x22])
-        let whole = bytes.sequence([quote, lowered, closing])
-        return try budgeted { () throws(DFA.TooLarge) in try DFA(whole, of: bytes) }
     }
 
     /// Numbers (or integers) within the node's bounds and `multipleOf`.

@@ -541,3 +541,9 @@ extension DFA {
         return try DFA(automaton.union([first, second]), of: automaton)
     }
 }
+
+/// A state of a counted construction paired with its count (members or items written so far).
+struct LengthKey: Hashable {
+    var state: Int32
+    var count: Int
+}

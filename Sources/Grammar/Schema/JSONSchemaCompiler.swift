@@ -55,6 +55,9 @@ struct SchemaCompiler {
     /// Quoted-string automata of nodes with only length bounds, by (minimum, maximum): every
     /// plain `"type": "string"` and every object's "any other key" share one construction.
     var boundedStringLanguages: [LengthBounds: DFA] = [:]
+    /// Byte spellings of lists of character classes (`CharacterDFA.quotedJSONStrings`), shared
+    /// by every pattern of the schema.
+    var spellingFans: [[CodePointSet]: DFA] = [:]
     /// Rules counting the characters of strings with only length bounds, by bounds.
     var countedStringRules: [LengthBounds: Int32] = [:]
     /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
