@@ -77,8 +77,8 @@ public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
     /// Calls `body` with each member in increasing order, without allocating.
     @inlinable
     public func forEachMember(_ body: (UInt8) throws -> Void) rethrows {
-        for (index, word) in [words.0, words.1, words.2, words.3].enumerated() {
-            var rest = word
+        for index in 0 ..< 4 {
+            var rest = index == 0 ? words.0 : index == 1 ? words.1 : index == 2 ? words.2 : words.3
             while rest != 0 {
                 try body(UInt8(index << 6 | rest.trailingZeroBitCount))
                 rest &= rest - 1

@@ -51,18 +51,24 @@ struct DFA: Sendable {
                               source: ("an automaton", automaton.stateCount))
         _ = try subsets.intern(closure.of([part.start]))
         var cursor = 0
-        var buckets = [[Int32]](repeating: [], count: 256)
+        // A subset's byte moves, grouped by byte in one flat array: the targets on `byte` are
+        // `targets[start[byte] ..< start[byte + 1]]` (a counting sort, no array per byte).
+        var start = [Int32](repeating: 0, count: 257)
+        var targets: [Int32] = []
         var closures: [StateSet: Int32] = [:]
+        // Every move between states, once per run of bytes: what trimming needs, without
+        // reading the table again.
+        var moves: [(from: Int32, to: Int32)] = []
         while cursor < subsets.sets.count {
             let set = subsets.sets[cursor]
             cursor += 1
-            for byte in 0 ..< 256 where !buckets[byte].isEmpty { buckets[byte].removeAll(keepingCapacity: true) }
+            for index in 0 ..< 257 { start[index] = 0 }
             var rules: [Int32: [Int32]] = [:]
             for state in set {
                 for edge in automaton.edges[Int(state)] {
                     switch edge.label {
                     case .bytes(let bytes)?:
-                        bytes.forEachMember { buckets[Int($0)].append(edge.target) }
+                        bytes.forEachMember { start[Int($0) + 1] += 1 }
                     case .rule(let rule)?:
                         rules[rule, default: []].append(edge.target)
                     case nil:
@@ -70,28 +76,78 @@ struct DFA: Sendable {
                     }
                 }
             }
-            var row = [Int32](repeating: -1, count: 256)
-            closures.removeAll(keepingCapacity: true)
-            for byte in 0 ..< 256 where !buckets[byte].isEmpty {
-                let targets = buckets[byte]
-                // Neighbouring bytes usually go to the same place (ranges): no hashing then.
-                if byte > 0, row[byte - 1] >= 0, buckets[byte - 1] == targets { row[byte] = row[byte - 1]; continue }
-                let key = StateSet(targets)
-                if let known = closures[key] { row[byte] = known; continue }
-                let id = try subsets.intern(closure.of(targets))
-                closures[key] = id
-                row[byte] = id
+            for index in 0 ..< 256 { start[index + 1] += start[index] }
+            targets.removeAll(keepingCapacity: true)
+            targets.append(contentsOf: repeatElement(0, count: Int(start[256])))
+            var fill = start
+            for state in set {
+                for edge in automaton.edges[Int(state)] {
+                    guard case .bytes(let bytes)? = edge.label else { continue }
+                    bytes.forEachMember { byte in
+                        targets[Int(fill[Int(byte)])] = edge.target
+                        fill[Int(byte)] += 1
+                    }
+                }
             }
-            transitions += row
+            let row = transitions.count
+            let source = Int32(cursor - 1)
+            transitions.append(contentsOf: repeatElement(-1, count: 256))
+            closures.removeAll(keepingCapacity: true)
+            var previous: Range<Int> = 0 ..< 0
+            for byte in 0 ..< 256 where start[byte] < start[byte + 1] {
+                let range = Int(start[byte]) ..< Int(start[byte + 1])
+                // Neighbouring bytes usually go to the same place (ranges): no hashing then.
+                if byte > 0, transitions[row + byte - 1] >= 0, targets[previous] == targets[range] {
+                    transitions[row + byte] = transitions[row + byte - 1]
+                    previous = range
+                    continue
+                }
+                previous = range
+                let key = StateSet(Array(targets[range]))
+                let id: Int32
+                if let known = closures[key] {
+                    id = known
+                } else {
+                    id = try subsets.intern(closure.of(key.states))
+                    closures[key] = id
+                }
+                transitions[row + byte] = id
+                moves.append((source, id))
+            }
             var edges: [RuleEdge] = []
-            for (rule, targets) in rules.sorted(by: { $0.key < $1.key }) {
-                edges.append(RuleEdge(rule: rule, target: try subsets.intern(closure.of(targets))))
+            for (rule, called) in rules.sorted(by: { $0.key < $1.key }) {
+                edges.append(RuleEdge(rule: rule, target: try subsets.intern(closure.of(called))))
+                moves.append((source, edges[edges.count - 1].target))
             }
             ruleEdges.append(edges)
             isFinal.append(set.contains(part.end))
         }
         self.init(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal)
-        self = trimmed(productiveRules: nil).minimized()
+        // Every subset is reachable from the start; trim only when some cannot finish.
+        let canFinish = Self.coReachable(stateCount: isFinal.count, moves: moves, isFinal: isFinal)
+        self = (canFinish.allSatisfy { $0 } ? self : trimmed(productiveRules: nil)).minimized()
+    }
+
+    /// Which states reach a final state along `moves`. O(states + moves).
+    static func coReachable(stateCount: Int, moves: [(from: Int32, to: Int32)], isFinal: [Bool]) -> [Bool] {
+        var offsets = [Int32](repeating: 0, count: stateCount + 1)
+        for move in moves { offsets[Int(move.to) + 1] += 1 }
+        for index in 0 ..< stateCount { offsets[index + 1] += offsets[index] }
+        var fill = offsets
+        var sources = [Int32](repeating: 0, count: moves.count)
+        for move in moves {
+            sources[Int(fill[Int(move.to)])] = move.from
+            fill[Int(move.to)] += 1
+        }
+        var alive = isFinal
+        var stack = (0 ..< Int32(stateCount)).filter { isFinal[Int($0)] }
+        while let state = stack.popLast() {
+            for index in offsets[Int(state)] ..< offsets[Int(state) + 1] where !alive[Int(sources[Int(index)])] {
+                alive[Int(sources[Int(index)])] = true
+                stack.append(sources[Int(index)])
+            }
+        }
+        return alive
     }
 
     init(transitions: [Int32], ruleEdges: [[RuleEdge]], isFinal: [Bool]) {
@@ -114,46 +170,24 @@ struct DFA: Sendable {
     // MARK: Trimming and minimisation
 
     /// Keeps the states reachable from the start and from which a final state is reachable,
-    /// renumbered in breadth-first order; edges to rules `r` where `productiveRules[r]` is
-    /// false (when given) are dropped first. The result of an empty language is `DFA.empty`.
-    /// O(states × 256).
+    /// renumbered in breadth-first order (the automaton itself when it keeps every state and
+    /// edge); edges to rules `r` where `productiveRules[r]` is false (when given) are dropped
+    /// first. The result of an empty language is `DFA.empty`. O(states × 256).
     func trimmed(productiveRules: [Bool]?) -> DFA {
         let count = stateCount
         func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
-        // Co-reachability through reversed edges, kept in compressed rows: the sources of the
-        // edges into `t` are `sources[offsets[t] ..< offsets[t + 1]]`.
-        var offsets = [Int32](repeating: 0, count: count + 1)
+        var moves: [(from: Int32, to: Int32)] = []
         for state in 0 ..< count {
             let base = state << 8
+            var last: Int32 = -1
             for byte in 0 ..< 256 {
                 let target = transitions[base | byte]
-                if target >= 0 { offsets[Int(target) + 1] += 1 }
+                if target >= 0, target != last { moves.append((Int32(state), target)) }
+                last = target
             }
-            for edge in ruleEdges[state] where keeps(edge) { offsets[Int(edge.target) + 1] += 1 }
+            for edge in ruleEdges[state] where keeps(edge) { moves.append((Int32(state), edge.target)) }
         }
-        for index in 0 ..< count { offsets[index + 1] += offsets[index] }
-        var fill = offsets
-        var sources = [Int32](repeating: 0, count: Int(offsets[count]))
-        for state in 0 ..< count {
-            let base = state << 8
-            for byte in 0 ..< 256 {
-                let target = Int(transitions[base | byte])
-                if target >= 0 { sources[Int(fill[target])] = Int32(state); fill[target] += 1 }
-            }
-            for edge in ruleEdges[state] where keeps(edge) {
-                sources[Int(fill[Int(edge.target)])] = Int32(state)
-                fill[Int(edge.target)] += 1
-            }
-        }
-        var alive = [Bool](repeating: false, count: count)
-        var stack: [Int32] = []
-        for state in 0 ..< count where isFinal[state] { alive[state] = true; stack.append(Int32(state)) }
-        while let state = stack.popLast() {
-            for index in offsets[Int(state)] ..< offsets[Int(state) + 1] where !alive[Int(sources[Int(index)])] {
-                alive[Int(sources[Int(index)])] = true
-                stack.append(sources[Int(index)])
-            }
-        }
+        let alive = Self.coReachable(stateCount: count, moves: moves, isFinal: isFinal)
         guard count > 0, alive[0] else { return .empty }
         var renumber = [Int32](repeating: -1, count: count)
         var order: [Int32] = [0]
@@ -171,6 +205,7 @@ struct DFA: Sendable {
             for byte in 0 ..< 256 { visit(transitions[state << 8 | byte]) }
             for edge in ruleEdges[state] where keeps(edge) { visit(edge.target) }
         }
+        if order.count == count, productiveRules == nil { return self }
         var newTransitions = [Int32](repeating: -1, count: order.count << 8)
         var newRules = [[RuleEdge]](repeating: [], count: order.count)
         var newFinal = [Bool](repeating: false, count: order.count)
@@ -329,7 +364,20 @@ struct DFA: Sendable {
     private func product(_ other: DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int) throws(TooLarge) -> DFA {
         precondition(!hasRuleEdges && !other.hasRuleEdges, "products are for regular automata")
         struct Pair: Hashable { var a: Int32; var b: Int32 }   // b == -1: `other` is dead
-        var index: [Pair: Int32] = [Pair(a: 0, b: 0): 0]
+        // Pairs numbered in a table when it is small (most products), else hashed.
+        let width = other.stateCount + 1
+        let pairCount = stateCount * width
+        var table = pairCount <= 1 << 20 ? [Int32](repeating: -1, count: pairCount) : []
+        var hashed: [Pair: Int32] = [:]
+        func number(of pair: Pair) -> Int32? {
+            if table.isEmpty { return hashed[pair] }
+            let known = table[Int(pair.a) * width + Int(pair.b) + 1]
+            return known >= 0 ? known : nil
+        }
+        func record(_ pair: Pair, _ id: Int32) {
+            if table.isEmpty { hashed[pair] = id } else { table[Int(pair.a) * width + Int(pair.b) + 1] = id }
+        }
+        record(Pair(a: 0, b: 0), 0)
         var queue = [Pair(a: 0, b: 0)]
         var transitions: [Int32] = []
         var isFinal: [Bool] = []
@@ -349,12 +397,12 @@ struct DFA: Sendable {
                 let b = pair.b >= 0 ? other.next(pair.b, UInt8(byte)) : -1
                 if b < 0 && !keepOnlyIfSelf { continue }
                 let target = Pair(a: a, b: b)
-                if let known = index[target] {
+                if let known = number(of: target) {
                     row[byte] = known
                 } else {
                     if queue.count >= stateLimit { throw TooLarge() }
                     let id = Int32(queue.count)
-                    index[target] = id
+                    record(target, id)
                     queue.append(target)
                     row[byte] = id
                 }

@@ -22,24 +22,21 @@ struct Hopcroft {
         stateCount = states
         symbolCount = bytes.count + rules.count
         isFinal = dfa.isFinal + [false]
-        // target(state, symbol), counted per (symbol, target) and laid out in rows.
-        func target(_ state: Int, _ symbol: Int) -> Int32 {
-            guard state < dfa.stateCount else { return dead }
-            if symbol < bytes.count {
-                let next = dfa.transitions[state << 8 | bytes[symbol]]
-                return next >= 0 ? next : dead
+        // Read row by row (a state's 256 transitions are adjacent; a byte's column is not).
+        var targets = [Int32](repeating: dead, count: symbolCount * states)
+        for state in 0 ..< dfa.stateCount {
+            let base = state << 8
+            for (symbol, byte) in bytes.enumerated() {
+                let next = dfa.transitions[base | byte]
+                if next >= 0 { targets[symbol * states + state] = next }
             }
-            let rule = rules[symbol - bytes.count]
-            return dfa.ruleEdges[state].first { $0.rule == rule }?.target ?? dead
+            for edge in dfa.ruleEdges[state] {
+                targets[(bytes.count + rules.firstIndex(notBelow: edge.rule)) * states + state] = edge.target
+            }
         }
         var counts = [Int32](repeating: 0, count: symbolCount * states + 1)
-        var targets = [Int32](repeating: 0, count: symbolCount * states)
         for symbol in 0 ..< symbolCount {
-            for state in 0 ..< states {
-                let next = target(state, symbol)
-                targets[symbol * states + state] = next
-                counts[symbol * states + Int(next) + 1] += 1
-            }
+            for state in 0 ..< states { counts[symbol * states + Int(targets[symbol * states + state]) + 1] += 1 }
         }
         for index in 1 ..< counts.count { counts[index] += counts[index - 1] }
         var fill = counts

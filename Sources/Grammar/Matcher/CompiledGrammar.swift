@@ -212,10 +212,34 @@ struct MaskContent: Hashable {
 }
 
 /// What decides a terminal rule's masks: its automaton (byte transitions and final states; a
-/// terminal rule has no rule edges) and the bytes that may follow it.
+/// terminal rule has no rule edges) and the bytes that may follow it. Hashed once, when made,
+/// over the whole transition table (a dictionary lookup then costs one comparison of tables
+/// only when the hashes agree).
 struct TerminalRuleSignature: Hashable {
     let transitions: [Int32]
     let isFinal: [Bool]
     let follow: ByteSet
     let counter: LengthCounter?
+    private let tableHash: UInt64
+
+    init(transitions: [Int32], isFinal: [Bool], follow: ByteSet, counter: LengthCounter?) {
+        self.transitions = transitions
+        self.isFinal = isFinal
+        self.follow = follow
+        self.counter = counter
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for target in transitions { hash = (hash ^ UInt64(UInt32(bitPattern: target))) &* 0x100_0000_01b3 }
+        for final in isFinal { hash = (hash ^ (final ? 1 : 0)) &* 0x100_0000_01b3 }
+        tableHash = hash
+    }
+
+    static func == (left: Self, right: Self) -> Bool {
+        left.tableHash == right.tableHash && left.follow == right.follow && left.isFinal == right.isFinal
+            && left.transitions == right.transitions && left.counter == right.counter
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(tableHash)
+        hasher.combine(follow)
+    }
 }

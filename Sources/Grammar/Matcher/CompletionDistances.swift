@@ -27,11 +27,18 @@ struct CompletionDistances: Sendable {
         let rules = automaton.rules
         // Each state's distinct byte targets, so a relaxation pass costs edges, not 256 × states.
         let targets: [[[Int32]]] = rules.map { dfa in
-            (0 ..< dfa.stateCount).map { state in
-                var seen = Set<Int32>()
+            var seen = [Int32](repeating: -1, count: dfa.stateCount)
+            return (0 ..< dfa.stateCount).map { state in
+                var distinct: [Int32] = []
                 let base = state << 8
-                for byte in 0 ..< 256 where dfa.transitions[base + byte] >= 0 { seen.insert(dfa.transitions[base + byte]) }
-                return Array(seen)
+                for byte in 0 ..< 256 {
+                    let target = dfa.transitions[base + byte]
+                    if target >= 0, seen[Int(target)] != Int32(state) {
+                        seen[Int(target)] = Int32(state)
+                        distinct.append(target)
+                    }
+                }
+                return distinct
             }
         }
         var distance = rules.map { dfa in dfa.isFinal.map { $0 ? Int32(0) : Self.unreachable } }
@@ -48,7 +55,9 @@ struct CompletionDistances: Sendable {
             try meter?.check("finding the shortest completions")
             for rule in rules.indices.reversed() where automaton.counters[rule] == nil {
                 let dfa = rules[rule]
-                for state in 0 ..< dfa.stateCount {
+                // States are numbered breadth-first from the start and distances flow back
+                // from the final states: the last first.
+                for state in (0 ..< dfa.stateCount).reversed() {
                     var best = distance[rule][state]
                     for target in targets[rule][state] { best = min(best, add(1, distance[rule][Int(target)])) }
                     for edge in dfa.ruleEdges[state] {
