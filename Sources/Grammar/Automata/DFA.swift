@@ -52,8 +52,10 @@ struct DFA: Sendable {
         _ = try subsets.intern(closure.of([part.start]))
         var cursor = 0
         // A subset's byte moves, grouped by byte in one flat array: the targets on `byte` are
-        // `targets[start[byte] ..< start[byte + 1]]` (a counting sort, no array per byte).
-        var start = [Int32](repeating: 0, count: 257)
+        // `targets[start[byte] ..< start[byte] + count[byte]]` (a counting sort over the bytes
+        // the subset reads, no array per byte and no pass over all 256).
+        var count = [Int32](repeating: 0, count: 256)
+        var start = [Int32](repeating: 0, count: 256)
         var targets: [Int32] = []
         var closures: [StateSet: Int32] = [:]
         // Every move between states, once per run of bytes: what trimming needs, without
@@ -62,13 +64,14 @@ struct DFA: Sendable {
         while cursor < subsets.sets.count {
             let set = subsets.sets[cursor]
             cursor += 1
-            for index in 0 ..< 257 { start[index] = 0 }
             var rules: [Int32: [Int32]] = [:]
+            var read = ByteSet()
             for state in set {
                 for edge in automaton.edges[Int(state)] {
                     switch edge.label {
                     case .bytes(let bytes)?:
-                        bytes.forEachMember { start[Int($0) + 1] += 1 }
+                        read.formUnion(bytes)
+                        bytes.forEachMember { count[Int($0)] += 1 }
                     case .rule(let rule)?:
                         rules[rule, default: []].append(edge.target)
                     case nil:
@@ -76,16 +79,21 @@ struct DFA: Sendable {
                     }
                 }
             }
-            for index in 0 ..< 256 { start[index + 1] += start[index] }
+            let bytesRead = read.bytes
+            var total: Int32 = 0
+            for byte in bytesRead {
+                start[Int(byte)] = total
+                total += count[Int(byte)]
+                count[Int(byte)] = 0
+            }
             targets.removeAll(keepingCapacity: true)
-            targets.append(contentsOf: repeatElement(0, count: Int(start[256])))
-            var fill = start
+            targets.append(contentsOf: repeatElement(0, count: Int(total)))
             for state in set {
                 for edge in automaton.edges[Int(state)] {
                     guard case .bytes(let bytes)? = edge.label else { continue }
                     bytes.forEachMember { byte in
-                        targets[Int(fill[Int(byte)])] = edge.target
-                        fill[Int(byte)] += 1
+                        targets[Int(start[Int(byte)] + count[Int(byte)])] = edge.target
+                        count[Int(byte)] += 1
                     }
                 }
             }
@@ -94,8 +102,9 @@ struct DFA: Sendable {
             transitions.append(contentsOf: repeatElement(-1, count: 256))
             closures.removeAll(keepingCapacity: true)
             var previous: Range<Int> = 0 ..< 0
-            for byte in 0 ..< 256 where start[byte] < start[byte + 1] {
-                let range = Int(start[byte]) ..< Int(start[byte + 1])
+            for byte in bytesRead.map(Int.init) {
+                let range = Int(start[byte]) ..< Int(start[byte] + count[byte])
+                count[byte] = 0
                 // Neighbouring bytes usually go to the same place (ranges): no hashing then.
                 if byte > 0, transitions[row + byte - 1] >= 0, targets[previous] == targets[range] {
                     transitions[row + byte] = transitions[row + byte - 1]

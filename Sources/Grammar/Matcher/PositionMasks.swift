@@ -9,8 +9,8 @@ public enum MaskComputation: Sendable, Hashable {
     /// Each position's mask the first time a matcher stands there, then kept: the grammar is
     /// ready once its automaton is, and a new position costs one vocabulary walk.
     case onFirstUse
-    /// The masks a generation meets first for up to 10 ms while compiling (all of them, for
-    /// most schemas), the rest in the background (one utility-priority thread per grammar),
+    /// The masks a generation meets first for up to 2 ms while compiling (all of them, for
+    /// small schemas), the rest in the background (one utility-priority thread per grammar),
     /// and any a matcher needs before the background reaches it on first use. What a server
     /// wants: the first token within milliseconds of the automaton, whatever the schema.
     case onFirstUseAndInBackground
@@ -339,10 +339,11 @@ final class PositionMasks: Sendable {
         }
     }
 
-    /// How long ``computeRestInBackground()`` computes masks before it returns: most schemas'
-    /// masks take less (the median MaskBench schema's, 10 ms with Qwen's vocabulary), so they
-    /// are all lookups from the start; a large schema's first positions are ready.
-    static let synchronousSeconds = 0.01
+    /// How long ``computeRestInBackground()`` computes masks before it returns: the root's
+    /// first masks (a generation's first tokens) are ready, and the compile is not held up by
+    /// the rest (the median MaskBench schema's masks take about 10 ms with Qwen's vocabulary;
+    /// a generation's prompt prefill, which the background overlaps, takes longer).
+    static let synchronousSeconds = 0.002
 
     /// Computes masks in the order a generation meets them, the root's first always, for up
     /// to `synchronousSeconds`; then the rest on a utility-priority thread, one at a time. It
