@@ -39,7 +39,26 @@ struct CharacterDFA: Sendable {
         let atoms = Atoms(part, of: automaton)
         var closure = EpsilonClosure(automaton)
         var subsets = Subsets(stateLimit: stateLimit, bytesPerState: 256, source: ("a pattern", automaton.stateCount))
-        _ = try subsets.intern(closure.of([part.start]))
+        // A state that reads any character into a closure holding itself and the end accepts
+        // every non-empty continuation (a search's trailing `.*`), so a final subset holding
+        // one has the language of all strings: all such subsets are one. Without this, a
+        // search for several words makes one subset per combination of words half read after
+        // the first was found, all alike.
+        var looping: [Int32] = []
+        var acceptsEverything: [Int32]? = nil
+        for (state, edges) in automaton.edges.enumerated() {
+            for edge in edges where edge.label == CodePointSet.all {
+                let after = closure.of([edge.target])
+                guard after.sortedContains(Int32(state)), after.sortedContains(part.end) else { continue }
+                looping.append(Int32(state))
+                if acceptsEverything == nil { acceptsEverything = after }
+            }
+        }
+        func canonical(_ set: [Int32]) -> [Int32] {
+            guard let acceptsEverything, set.sortedContains(part.end), looping.contains(where: { set.sortedContains($0) }) else { return set }
+            return acceptsEverything
+        }
+        _ = try subsets.intern(canonical(closure.of([part.start])))
         var rows: [[(atom: Int32, target: Int32)]] = []
         var isFinal: [Bool] = []
         var buckets = [[Int32]](repeating: [], count: atoms.ranges.count)
@@ -64,7 +83,7 @@ struct CharacterDFA: Sendable {
                 if let known = closures[targets] {
                     row.append((atom, known))
                 } else {
-                    let target = try subsets.intern(closure.of(targets.states))
+                    let target = try subsets.intern(canonical(closure.of(targets.states)))
                     closures[targets] = target
                     row.append((atom, target))
                 }

@@ -435,13 +435,23 @@ struct DFA: Sendable {
         let base = automaton.stateCount
         for _ in 0 ..< stateCount { _ = automaton.addState() }
         let end = automaton.addState()
+        var byTarget: [(target: Int32, bytes: ByteSet)] = []
         for state in 0 ..< stateCount {
-            var byTarget: [Int32: ByteSet] = [:]
+            // A state goes to few targets, each on runs of bytes: a short list, no hashing.
+            byTarget.removeAll(keepingCapacity: true)
+            var last = -1
             for byte in 0 ..< 256 {
                 let target = transitions[state << 8 | byte]
-                if target >= 0 { byTarget[target, default: ByteSet()].insert(UInt8(byte)) }
+                guard target >= 0 else { continue }
+                if last < 0 || byTarget[last].target != target {
+                    last = byTarget.firstIndex { $0.target == target } ?? {
+                        byTarget.append((target, ByteSet()))
+                        return byTarget.count - 1
+                    }()
+                }
+                byTarget[last].bytes.insert(UInt8(byte))
             }
-            for (target, bytes) in byTarget.sorted(by: { $0.key < $1.key }) {
+            for (target, bytes) in byTarget.sorted(by: { $0.target < $1.target }) {
                 automaton.addEdge(from: Int32(base + state), to: Int32(base) + target, label: .bytes(bytes))
             }
             for edge in ruleEdges[state] {
