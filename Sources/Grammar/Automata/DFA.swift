@@ -256,8 +256,8 @@ struct DFA: Sendable {
     }
 
     /// Merges equivalent states: Hopcroft's partition refinement, over byte classes (bytes
-    /// that every state treats alike are one symbol) and one symbol per called rule, with a
-    /// dead state added so every symbol goes somewhere. O(symbols × n log n): a counted chain
+    /// that every state treats alike are one symbol) and one symbol per called rule, on the
+    /// transitions that exist (see `Hopcroft`). O(symbols × n log n): a counted chain
     /// such as `[^.]{10,1000}` (thousands of states, each split off one round after the next
     /// in Moore's refinement) costs no more than its size. States keep breadth-first order
     /// from the start, so equal languages give equal automata.

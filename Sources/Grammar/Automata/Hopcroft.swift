@@ -3,8 +3,11 @@
 /// worklist and, after each split, queueing only the smaller half where the whole block was
 /// not already queued. Each state then enters the worklist O(log n) times per symbol.
 ///
-/// Symbols are the automaton's byte classes and the rules its states call; a dead state
-/// (index `stateCount`) receives every missing transition, so the automaton is complete.
+/// Symbols are the automaton's byte classes and the rules its states call. Missing
+/// transitions stay missing (no dead state to complete the automaton): following Valmari
+/// and Lehtinen, every initial block is a splitter for every symbol, which separates the
+/// states that have a move on a symbol from those that have none, and the work is then
+/// O(m log n) in the m transitions that exist rather than in symbols × states.
 struct Hopcroft {
     private let stateCount: Int
     private let symbolCount: Int
@@ -15,45 +18,43 @@ struct Hopcroft {
     private let isFinal: [Bool]
 
     init(_ dfa: DFA) {
-        let states = dfa.stateCount + 1  // + the dead state
-        let dead = Int32(dfa.stateCount)
+        let states = dfa.stateCount
         let bytes = dfa.byteClassRepresentatives()
         let rules = Array(Set(dfa.ruleEdges.flatMap { $0.map(\.rule) })).sorted()
         stateCount = states
         symbolCount = bytes.count + rules.count
-        isFinal = dfa.isFinal + [false]
-        // Read row by row (a state's 256 transitions are adjacent; a byte's column is not).
-        var targets = [Int32](repeating: dead, count: symbolCount * states)
-        for state in 0 ..< dfa.stateCount {
+        isFinal = dfa.isFinal
+        // The transitions that exist, read row by row (a state's 256 transitions are
+        // adjacent; a byte's column is not), counted per (symbol, target).
+        var moves: [(row: Int32, source: Int32)] = []
+        var counts = [Int32](repeating: 0, count: symbolCount * states + 1)
+        for state in 0 ..< states {
             let base = state << 8
             for (symbol, byte) in bytes.enumerated() {
                 let next = dfa.transitions[base | byte]
-                if next >= 0 { targets[symbol * states + state] = next }
+                guard next >= 0 else { continue }
+                let row = symbol * states + Int(next)
+                moves.append((Int32(row), Int32(state)))
+                counts[row + 1] += 1
             }
             for edge in dfa.ruleEdges[state] {
-                targets[(bytes.count + rules.firstIndex(notBelow: edge.rule)) * states + state] = edge.target
+                let row = (bytes.count + rules.firstIndex(notBelow: edge.rule)) * states + Int(edge.target)
+                moves.append((Int32(row), Int32(state)))
+                counts[row + 1] += 1
             }
-        }
-        var counts = [Int32](repeating: 0, count: symbolCount * states + 1)
-        for symbol in 0 ..< symbolCount {
-            for state in 0 ..< states { counts[symbol * states + Int(targets[symbol * states + state]) + 1] += 1 }
         }
         for index in 1 ..< counts.count { counts[index] += counts[index - 1] }
         var fill = counts
-        var sources = [Int32](repeating: 0, count: symbolCount * states)
-        for symbol in 0 ..< symbolCount {
-            for state in 0 ..< states {
-                let row = symbol * states + Int(targets[symbol * states + state])
-                sources[Int(fill[row])] = Int32(state)
-                fill[row] += 1
-            }
+        var sources = [Int32](repeating: 0, count: moves.count)
+        for move in moves {
+            sources[Int(fill[Int(move.row)])] = move.source
+            fill[Int(move.row)] += 1
         }
         offsets = counts
         self.sources = sources
     }
 
-    /// The class of each state of the original automaton (the dead state left out), classes
-    /// numbered from 0.
+    /// The class of each state, classes numbered from 0 in order of their first state.
     func partition() -> [Int32] {
         let states = stateCount
         // Refinable partition: `elements` grouped by block, `position` inverts it.
@@ -82,10 +83,11 @@ struct Hopcroft {
         // The worklist of splitters (block, symbol); `queued` says which are in it.
         var worklist: [(block: Int32, symbol: Int32)] = []
         var queued = SplitterSet(blocks: states, symbols: symbolCount)
-        let smallest = blockStart.indices.min { blockEnd[$0] - blockStart[$0] < blockEnd[$1] - blockStart[$1] } ?? 0
-        for symbol in 0 ..< Int32(symbolCount) {
-            worklist.append((Int32(smallest), symbol))
-            queued.insert(Int32(smallest), symbol)
+        for block in blockStart.indices {
+            for symbol in 0 ..< Int32(symbolCount) {
+                worklist.append((Int32(block), symbol))
+                queued.insert(Int32(block), symbol)
+            }
         }
         var touched: [Int32] = []
         var splitter: [Int32] = []
@@ -137,11 +139,11 @@ struct Hopcroft {
             }
             touched.removeAll(keepingCapacity: true)
         }
-        // Number the classes of the real states in order of first appearance.
+        // Number the classes in order of first appearance.
         var number = [Int32](repeating: -1, count: blockStart.count)
-        var classes = [Int32](repeating: 0, count: states - 1)
+        var classes = [Int32](repeating: 0, count: states)
         var next: Int32 = 0
-        for state in 0 ..< states - 1 {
+        for state in 0 ..< states {
             let block = Int(blockOf[state])
             if number[block] < 0 { number[block] = next; next += 1 }
             classes[state] = number[block]
