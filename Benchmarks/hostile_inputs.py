@@ -38,6 +38,7 @@ def schemas():
     yield "50 MB schema (1.3 M properties)", json.dumps({"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(1_300_000)}})
     yield 'pattern ".{1000}"', json.dumps({"type": "string", "pattern": ".{1000}"})
     yield 'pattern "[\\s\\S]{2000}"', json.dumps({"type": "string", "pattern": "[\\s\\S]{2000}"})
+    yield "(a|b)*a(a|b){16} (2^17 subsets)", json.dumps({"type": "string", "pattern": "^(a|b)*a(a|b){16}$"})
     yield "minItems 2000 of objects", json.dumps({"type": "array", "minItems": 2000, "items": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}})
     yield "([a-z]+)*[0-9]{1000}", json.dumps({"type": "string", "pattern": "^([a-z]+)*[0-9]{1000}$"})
     yield "(a|…|h){500}", json.dumps({"type": "string", "pattern": "^(a|b|c|d|e|f|g|h){500}$"})
