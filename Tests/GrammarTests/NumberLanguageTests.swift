@@ -571,6 +571,21 @@ private func accepts(_ dfa: DFA, _ text: String) -> Bool { dfa.accepts(Array(tex
         #expect(accepts(three, "12.000") && !accepts(three, "12.0001") && !accepts(three, "13"))
     }
 
+    /// Digit limits (what generation uses) widen to the digits a divisor needs: multiples of
+    /// 1e300 from 1 on have 301 digits, none of them 16.
+    @Test func digitLimitsWidenForLargeDivisors() throws {
+        let large = try automaton { nfa throws(GrammarError) in
+            try NumberLanguage.number(minimum: DecimalNumber("1"), multipleOf: DecimalNumber("1e300"), digitLimits: .double, into: &nfa)
+        }
+        let googolCubed = "1" + String(repeating: "0", count: 300)
+        #expect(accepts(large, googolCubed) && accepts(large, "3" + googolCubed.dropFirst()))
+        #expect(!accepts(large, "0") && !accepts(large, googolCubed + "0") && !accepts(large, "1" + String(repeating: "0", count: 299)))
+        let limited = try automaton { nfa throws(GrammarError) in
+            try NumberLanguage.number(minimum: DecimalNumber("1"), multipleOf: DecimalNumber("7"), digitLimits: .double, into: &nfa)
+        }
+        #expect(accepts(limited, "7000000000000000") && !accepts(limited, "70000000000000000"))
+    }
+
     @Test func invalidAndUnsupportedMultiples() {
         func integerError(_ multiple: String) -> GrammarError? {
             var nfa = ByteNFA()

@@ -392,9 +392,10 @@ enum NumberLanguage {
         let range = NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
         guard !range.isEmpty else { return automaton.nothing() }
-        // Digit limits widen, never narrow, to the integer digits a bound needs.
+        // Digit limits widen, never narrow, to the integer digits a bound or the divisor
+        // needs (`multipleOf: 1e300` has no multiple of 16 digits but 0).
         let limits = digitLimits.map { limits in
-            let needed = [range.lower, range.upper].compactMap { $0?.value.integerPartDigits.count }.max() ?? 0
+            let needed = ([range.lower?.value, range.upper?.value, multipleOf].compactMap { $0?.integerPartDigits.count }).max() ?? 0
             return NumberDigitLimits(integerDigits: max(limits.integerDigits, needed), fractionDigits: limits.fractionDigits)
         }
         if range.lower == nil, range.upper == nil, divisibility == nil, filters.isEmpty {
