@@ -29,6 +29,14 @@ import Testing
         #expect(try CompiledGrammar(archive: loaded.archive(key: "k"), key: "k", vocabulary: Self.vocabulary).archive(key: "k").count > 0)
     }
 
+    /// Cache file names and archive checks are FNV-1a values written to disk: they must stay
+    /// the published function (its test vectors), whatever the code computing them becomes.
+    @Test func archiveHashesAreFNV1a() {
+        #expect(GrammarArchive.fnv1a(Array("a".utf8)) == 0xaf63_dc4c_8601_ec8c)
+        #expect(GrammarArchive.fnv1a(Array("foobar".utf8)) == 0x8594_4171_f739_67e8)
+        #expect(GrammarArchive.checksum(ArraySlice(Array("a".utf8))) == 0xaf63_dc4c_8601_ec8c)
+    }
+
     @Test func anArchiveIsCheckedNotTrusted() throws {
         let compiled = try CompiledGrammar(Grammar(jsonSchema: Self.schema), vocabulary: Self.vocabulary)
         let archive = compiled.archive(key: "k")

@@ -129,7 +129,7 @@ struct DFA: Sendable {
                 moves.append((source, edges[edges.count - 1].target))
             }
             ruleEdges.append(edges)
-            isFinal.append(set.contains(part.end))
+            isFinal.append(set.sortedContains(part.end))
         }
         self.init(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal)
         // Every subset is reachable from the start; trim only when some cannot finish.
@@ -314,13 +314,12 @@ struct DFA: Sendable {
     /// every byte agrees with its group's first byte in every row (on a collision, the
     /// classes are found again by comparing columns).
     func byteClassRepresentatives() -> [Int] {
-        var hashes = [UInt64](repeating: 0xcbf2_9ce4_8422_2325, count: 256)
+        var columns = [FNV1a](repeating: FNV1a(), count: 256)
         for state in 0 ..< stateCount {
             let base = state << 8
-            for byte in 0 ..< 256 {
-                hashes[byte] = (hashes[byte] ^ UInt64(UInt32(bitPattern: transitions[base | byte]))) &* 0x100_0000_01b3
-            }
+            for byte in 0 ..< 256 { columns[byte].combine(transitions[base | byte]) }
         }
+        let hashes = columns.map(\.value)
         var firstWithHash: [UInt64: Int] = [:]
         var representative = [Int](repeating: 0, count: 256)
         for byte in 0 ..< 256 {
@@ -471,9 +470,9 @@ struct StateSet: Hashable {
 
     init(_ states: [Int32]) {
         self.states = states
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for state in states { hash = (hash ^ UInt64(UInt32(bitPattern: state))) &* 0x100_0000_01b3 }
-        self.hash = Int(truncatingIfNeeded: hash)
+        var hash = FNV1a()
+        for state in states { hash.combine(state) }
+        self.hash = Int(truncatingIfNeeded: hash.value)
     }
 
     static func == (left: StateSet, right: StateSet) -> Bool { left.hash == right.hash && left.states == right.states }

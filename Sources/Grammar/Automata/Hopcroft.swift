@@ -6,8 +6,9 @@
 /// Symbols are the automaton's byte classes and the rules its states call. Missing
 /// transitions stay missing (no dead state to complete the automaton): following Valmari
 /// and Lehtinen, every initial block is a splitter for every symbol, which separates the
-/// states that have a move on a symbol from those that have none, and the work is then
-/// O(m log n) in the m transitions that exist rather than in symbols × states.
+/// states that have a move on a symbol from those that have none. Only the transitions that
+/// exist are stored; a splitter still visits every member of its block (docs/grammar.md,
+/// "Compile time", has the step to O(m log n) in the transitions).
 struct Hopcroft {
     private let stateCount: Int
     private let symbolCount: Int

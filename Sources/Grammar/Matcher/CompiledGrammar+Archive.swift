@@ -45,31 +45,24 @@ enum GrammarArchive {
     /// Bumped whenever the payload or the meaning of what it stores changes.
     static let formatVersion = 1
 
-    /// FNV-1a, 64 bits: a stable hash (Swift's `Hasher` is seeded per process).
-    static func fnv1a(_ bytes: some Sequence<UInt8>, seed: UInt64 = 0xcbf2_9ce4_8422_2325) -> UInt64 {
-        var hash = seed
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
-        return hash
+    /// FNV-1a of `bytes`, byte by byte: a stable hash (Swift's `Hasher` is seeded per process).
+    static func fnv1a(_ bytes: some Sequence<UInt8>) -> UInt64 {
+        var hash = FNV1a()
+        for byte in bytes { hash.combine(UInt64(byte)) }
+        return hash.value
     }
 
     /// The payload's checksum: FNV-1a over 64-bit little-endian words (the tail byte by
     /// byte), eight times faster than over bytes on archives of tens of megabytes.
     static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
         bytes.withUnsafeBytes { raw in
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            var hash = FNV1a()
             let words = raw.count / 8
             for index in 0 ..< words {
-                hash ^= UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self))
-                hash &*= 0x100_0000_01b3
+                hash.combine(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self)))
             }
-            for index in words * 8 ..< raw.count {
-                hash ^= UInt64(raw[index])
-                hash &*= 0x100_0000_01b3
-            }
-            return hash
+            for index in words * 8 ..< raw.count { hash.combine(UInt64(raw[index])) }
+            return hash.value
         }
     }
 
@@ -365,22 +358,16 @@ extension GrammarVocabulary {
     /// A stable hash of the tokens' bytes and the end-of-generation tokens (FNV-1a, 64 bits):
     /// what an archived grammar is checked against.
     static func fingerprint(tokenBytes: [[UInt8]], endOfGeneration: [Int]) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var hash = FNV1a()
         func mix(_ value: UInt64) {
-            for shift in stride(from: 0, to: 64, by: 8) {
-                hash ^= (value >> UInt64(shift)) & 0xFF
-                hash &*= 0x100_0000_01b3
-            }
+            for shift in stride(from: 0, to: 64, by: 8) { hash.combine((value >> UInt64(shift)) & 0xFF) }
         }
         mix(UInt64(tokenBytes.count))
         for bytes in tokenBytes {
             mix(UInt64(bytes.count))
-            for byte in bytes {
-                hash ^= UInt64(byte)
-                hash &*= 0x100_0000_01b3
-            }
+            for byte in bytes { hash.combine(UInt64(byte)) }
         }
         for token in endOfGeneration { mix(UInt64(token)) }
-        return hash
+        return hash.value
     }
 }

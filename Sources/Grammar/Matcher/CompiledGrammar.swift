@@ -227,10 +227,10 @@ struct TerminalRuleSignature: Hashable {
         self.isFinal = isFinal
         self.follow = follow
         self.counter = counter
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for target in transitions { hash = (hash ^ UInt64(UInt32(bitPattern: target))) &* 0x100_0000_01b3 }
-        for final in isFinal { hash = (hash ^ (final ? 1 : 0)) &* 0x100_0000_01b3 }
-        tableHash = hash
+        var hash = FNV1a()
+        for target in transitions { hash.combine(target) }
+        for final in isFinal { hash.combine(UInt64(final ? 1 : 0)) }
+        tableHash = hash.value
     }
 
     static func == (left: Self, right: Self) -> Bool {
