@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(VectorIntrinsics)
+import VectorIntrinsics
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -11,17 +14,27 @@ import Darwin
 /// waking threads per call. Decoding one token runs hundreds of 20–100 µs products, so that
 /// difference decides whether a second thread helps at all.
 ///
-/// How a call runs:
+/// A call's work is cut into chunks (a range into a few contiguous pieces per thread, or the
+/// parts of ``run(parts:_:)``), and every thread taking part takes the next chunk (one atomic
+/// increment) until none is left:
 ///
-///     caller                              worker w (1 ..< threadCount)
-///     ------                              ---------------------------
-///     publish task, generation += 1  -->  sees the new generation (spinning, or woken)
-///     run part 0                          run part w if w < parts
-///     wait until every worker is done <--  done -= 1
+///     caller                                  worker w (1 ..< threadCount)
+///     ------                                  ---------------------------
+///     publish task, generation += 1      -->  sees the new generation (spinning, or woken)
+///     take chunks until none is left          joins the task unless closed or full,
+///     close the task to joining                 takes chunks until none is left
+///     wait until every joined worker is done <-- done += 1
 ///
-/// Workers spin on the generation counter for a short while after each task, then sleep on a
-/// condition variable. Every worker acknowledges every task (whether or not it had a part),
-/// so the task, which lives on the caller's stack, is never touched after `run` returns.
+/// Nothing waits for a thread that is not running. On a shared two-core machine one of the
+/// two is often held up for a while (by another process, an interrupt, the sibling hyperthread
+/// running something else): with fixed halves every call would wait for the late half; here
+/// the running thread takes the chunks the other would have taken, and a worker that arrives
+/// after the work is gone does not join at all. The task lives on the caller's stack, and a
+/// worker touches it only after joining, which the caller's close bounds.
+///
+/// Workers spin on the generation counter for a short while after each task (with the
+/// `pause` hint where the target has it, leaving the core to its sibling hyperthread), then
+/// sleep on a condition variable.
 ///
 /// `run` is not reentrant: a part must not call `run` on the same pool. Calls from different
 /// threads are serialised.
@@ -32,17 +45,33 @@ public final class KernelThreadPool: @unchecked Sendable {
     /// One pool per process, with one thread per active processor.
     public static let shared = KernelThreadPool(threadCount: sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 
+    /// The number of the last task published.
     private let generation = Atomic<Int>(0)
-    private let outstanding = Atomic<Int>(0)
+    /// Who may still join the current task, in one word (see ``Admission``).
+    private let admission = Atomic<Int>(0)
+    /// Joined workers that have finished the current task.
+    private let finished = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
-    /// Written by the caller before `generation` is released; read by workers after acquiring it.
+    /// The next chunk of the current task; reset before each is published.
+    fileprivate let nextChunk = Atomic<Int>(0)
+    /// Written by the caller before `generation` is released; read by workers once joined.
     private nonisolated(unsafe) var task: UnsafeRawPointer?
     private let sleep = SleepState()
     private let callLock = PthreadMutex()
     private var threads: [pthread_t] = []
 
-    /// Spins (checks of the generation counter) before a worker goes to sleep.
+    /// Spins (checks of the generation counter) before a worker goes to sleep: about a
+    /// millisecond either way (a `pause` takes on the order of a hundred cycles).
+    #if canImport(VectorIntrinsics)
+    static let spinLimit = 20_000
+    #else
     static let spinLimit = 200_000
+    #endif
+
+    /// Chunks per participating thread in a range call: enough that a thread running fast
+    /// can take over a slow one's remaining work, few enough that taking a chunk (an atomic
+    /// increment on a line the threads share) stays negligible next to the chunk.
+    static let chunksPerPart = 4
 
     public init(threadCount: Int) {
         self.threadCount = max(1, threadCount)
@@ -66,23 +95,27 @@ public final class KernelThreadPool: @unchecked Sendable {
         for thread in threads { pthread_join(thread, nil) }
     }
 
-    /// Runs `body(part)` for every `part` in `0 ..< parts` (at most `threadCount` parts, one per
-    /// thread), part 0 on the calling thread, and returns when all have finished.
+    /// Runs `body(part)` for every `part` in `0 ..< parts`, on at most `parts` threads (never
+    /// more than `threadCount`), the calling thread among them, and returns when all have
+    /// finished. Which thread runs which part is not fixed.
     ///
     /// `body` runs concurrently on several threads, hence `@Sendable`. Handing a closure to
     /// other threads costs one heap allocation per call with more than one part (Swift boxes
     /// the closure to check that it does not escape); ``forEachRange(of:parts:job:)`` costs none.
     public func run(parts: Int, _ body: @Sendable (Int) -> Void) {
-        let parts = min(max(parts, 1), threadCount)
-        if parts == 1 {
-            body(0)
+        guard parts > 0 else { return }
+        let threads = min(parts, threadCount)
+        if threads == 1 {
+            for part in 0 ..< parts { body(part) }
             return
         }
-        withoutActuallyEscaping(body) { body in dispatch(parts: parts, ClosurePart(body: body)) }
+        withoutActuallyEscaping(body) { body in dispatch(threads: threads, ClosureParts(body: body, parts: parts)) }
     }
 
-    /// Splits `0 ..< count` into at most `parts` contiguous ranges (never more than
-    /// `threadCount`) and runs `body` on each, concurrently when there is more than one.
+    /// Runs `body` over contiguous ranges that together cover `0 ..< count` once, on at most
+    /// `parts` threads (never more than `threadCount`), concurrently when there is more than
+    /// one. A thread may run several ranges, one after another: the range is cut into up to
+    /// ``chunksPerPart`` chunks per thread, taken in order by whichever thread is free.
     public func forEachRange(of count: Int, parts: Int, _ body: @Sendable (Range<Int>) -> Void) {
         let parts = max(1, min(parts, count, threadCount))
         guard parts > 1 else {
@@ -92,7 +125,7 @@ public final class KernelThreadPool: @unchecked Sendable {
         withoutActuallyEscaping(body) { body in forEachRange(of: count, parts: parts, job: ClosureRangeJob(body: body)) }
     }
 
-    /// Splits `0 ..< count` as ``forEachRange(of:parts:_:)`` does and runs `job` on each range,
+    /// Cuts `0 ..< count` as ``forEachRange(of:parts:_:)`` does and runs `job` on each range,
     /// with no heap allocation: the job stays on the caller's stack and each thread reads it
     /// through a pointer. The decode-time products and attention dispatch this way.
     public func forEachRange<Job: RangeJob>(of count: Int, parts: Int, job: Job) {
@@ -101,23 +134,36 @@ public final class KernelThreadPool: @unchecked Sendable {
             if count > 0 { job.run(0 ..< count) }
             return
         }
+        let chunks = min(count, parts * Self.chunksPerPart)
         withUnsafePointer(to: job) { job in
-            dispatch(parts: parts, RangeJobPart(job: job, count: count, perPart: (count + parts - 1) / parts))
+            dispatch(threads: parts, RangeJobChunks(job: job, count: count, chunks: chunks))
         }
     }
 
-    /// Publishes `body` to the workers, runs part 0, and waits for the others.
-    private func dispatch(parts: Int, _ body: some Part) {
+    /// The next chunk of the current task, if it is below `count`.
+    @inline(__always)
+    fileprivate func takeChunk(below count: Int) -> Int? {
+        let chunk = nextChunk.wrappingAdd(1, ordering: .relaxed).oldValue
+        return chunk < count ? chunk : nil
+    }
+
+    /// Publishes `body` to the workers (at most `threads − 1` of them may join), takes its
+    /// chunks with them, closes it and waits for the workers that joined.
+    private func dispatch(threads: Int, _ body: some Part) {
         callLock.lock()
         defer { callLock.unlock() }
-        var work = Task(parts: parts, body: body)
+        var work = Task(body: body)
         withUnsafePointer(to: &work) { pointer in
+            let number = generation.load(ordering: .relaxed) &+ 1
             task = UnsafeRawPointer(pointer)
-            outstanding.store(threadCount - 1, ordering: .relaxed)
-            generation.add(1, ordering: .releasing)
+            nextChunk.store(0, ordering: .relaxed)
+            finished.store(0, ordering: .relaxed)
+            admission.store(Admission(task: number, limit: threads - 1).word, ordering: .relaxed)
+            generation.store(number, ordering: .releasing)
             sleep.wakeAll()
-            body.run(part: 0)
-            while outstanding.load(ordering: .acquiring) > 0 {}
+            body.run(of: self)
+            let joined = Admission(word: admission.bitwiseOr(Admission.closedBit, ordering: .acquiringAndReleasing).oldValue).joined
+            while finished.load(ordering: .acquiring) < joined { _pauseWhileSpinning() }
             task = nil
         }
     }
@@ -134,29 +180,70 @@ public final class KernelThreadPool: @unchecked Sendable {
                     sleep.wait { self.generation.load(ordering: .acquiring) != seen }
                     spins = 0
                 }
+                _pauseWhileSpinning()
                 current = generation.load(ordering: .acquiring)
             }
             seen = current
             if stopping.load(ordering: .acquiring) { return }
-            if let pointer = task {
-                let work = pointer.assumingMemoryBound(to: Task.self)
-                if index < work.pointee.parts { work.pointee.body.run(part: index) }
+            // Join task `seen` while it is open and has room; a later task (the caller moved
+            // on) or a closed one is left alone.
+            var state = Admission(word: admission.load(ordering: .relaxed))
+            while state.isOpen(forTask: seen) {
+                let (joined, original) = admission.compareExchange(
+                    expected: state.word, desired: state.word &+ 1, ordering: .acquiring)
+                if joined {
+                    task!.assumingMemoryBound(to: Task.self).pointee.body.run(of: self)
+                    finished.add(1, ordering: .releasing)
+                    break
+                }
+                state = Admission(word: original)
             }
-            outstanding.subtract(1, ordering: .releasing)
         }
     }
 }
 
-/// Work over `0 ..< count` that ``KernelThreadPool/forEachRange(of:parts:job:)`` splits
-/// into contiguous ranges, one per thread. `run` is called concurrently with disjoint ranges.
+/// The admission word of a task: its number's low 32 bits, whether it is closed, how many
+/// workers may join and how many have.
+///
+///     bits 32…63   task number (low 32 bits)
+///     bit  30      closed: the caller has taken the last chunk and waits for the joined
+///     bits 15…29   limit: workers that may join
+///     bits  0…14   joined
+private struct Admission {
+    static let closedBit = 1 << 30
+    let word: Int
+
+    init(word: Int) { self.word = word }
+    init(task: Int, limit: Int) { word = (task & 0xFFFF_FFFF) << 32 | limit << 15 }
+
+    var joined: Int { word & 0x7FFF }
+    var limit: Int { (word >> 15) & 0x7FFF }
+
+    /// Whether a worker that saw task `number` published may join now.
+    func isOpen(forTask number: Int) -> Bool {
+        word >> 32 == number & 0xFFFF_FFFF && word & Self.closedBit == 0 && joined < limit
+    }
+}
+
+/// The `pause` hint in a spin loop, where the target has it (a tuned build on x86-64).
+@inline(__always)
+func _pauseWhileSpinning() {
+    #if canImport(VectorIntrinsics)
+    pauseWhileSpinning()
+    #endif
+}
+
+/// Work over `0 ..< count` that ``KernelThreadPool/forEachRange(of:parts:job:)`` cuts into
+/// contiguous ranges. `run` is called concurrently with disjoint ranges, possibly several
+/// times on one thread; the ranges together cover `0 ..< count` exactly once.
 public protocol RangeJob: Sendable {
     /// Computes the units of `range`.
     func run(_ range: Range<Int>)
 }
 
-/// What a worker calls for its part of a task.
+/// What a thread calls for its share of a task: it takes chunks from `pool` until none is left.
 private protocol Part {
-    func run(part: Int)
+    func run(of pool: KernelThreadPool)
 }
 
 /// A closure as a range job (for ``KernelThreadPool/forEachRange(of:parts:_:)``).
@@ -165,27 +252,32 @@ private struct ClosureRangeJob: RangeJob {
     func run(_ range: Range<Int>) { body(range) }
 }
 
-/// A closure's parts (two words: held inline by the task's existential).
-private struct ClosurePart: Part {
+/// A closure's parts, one chunk each (three words: held inline by the task's existential).
+private struct ClosureParts: Part {
     let body: @Sendable (Int) -> Void
-    func run(part: Int) { body(part) }
+    let parts: Int
+    func run(of pool: KernelThreadPool) {
+        while let part = pool.takeChunk(below: parts) { body(part) }
+    }
 }
 
-/// A range job's parts (three words: held inline by the task's existential, so publishing
-/// one allocates nothing).
-private struct RangeJobPart<Job: RangeJob>: Part {
+/// A range job cut into `chunks` contiguous chunks, chunk `c` covering
+/// `c·count/chunks ..< (c+1)·count/chunks`. Three words: held inline by the task's
+/// existential, so publishing one allocates nothing.
+private struct RangeJobChunks<Job: RangeJob>: Part {
     let job: UnsafePointer<Job>
     let count: Int
-    let perPart: Int
-    func run(part: Int) {
-        let range = min(part * perPart, count) ..< min((part + 1) * perPart, count)
-        if !range.isEmpty { job.pointee.run(range) }
+    let chunks: Int
+    func run(of pool: KernelThreadPool) {
+        while let chunk = pool.takeChunk(below: chunks) {
+            let range = chunk * count / chunks ..< (chunk + 1) * count / chunks
+            if !range.isEmpty { job.pointee.run(range) }
+        }
     }
 }
 
 /// One call's work, on the caller's stack for the duration of the call.
 private struct Task {
-    let parts: Int
     let body: any Part
 }
 

@@ -188,6 +188,21 @@ func _q8Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 
 // MARK: - Drivers
 
+/// Starts loading block `index`'s share of the group after `group` (the group's bytes over
+/// its block count, from the same relative offset): over a group's blocks, the next group
+/// arrives while this one is computed. Groups follow each other in memory, so this is the
+/// data the thread most likely reads next; past the matrix's end the hint is harmless.
+@inline(__always)
+func _prefetchNextGroup(_ group: UnsafeRawPointer, _ layout: PackedLayout, block index: Int) {
+    let share = layout.groupBytes / layout.blockCount
+    let next = group + (layout.groupBytes &+ index &* share)
+    var offset = 0
+    while offset < share {
+        prefetchForReading(next + offset)
+        offset &+= 64
+    }
+}
+
 /// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8, Q5_0: 16, Q8_0: 128):
 /// result += (Σ q·a − offset·Σ a) × (d × d_a), per block — the integers `_scaledBlocks` sums.
 @inline(__always)
@@ -196,6 +211,7 @@ func _scaledBlocksOfBytes<C: QuadColumnSet>(
     _ block: (UnsafeRawPointer, inout C.Quads) -> Void
 ) {
     for index in 0..<layout.blockCount {
+        _prefetchNextGroup(group, layout, block: index)
         let scaleWords = _words(group + layout.headerOffset(index), 0)
         let scales = _floatFromHalves(index & 1 == 0 ? scaleWords : scaleWords &>> 16)
         var sink = columns.quadSink(atWord: 8 &* index)
@@ -213,6 +229,7 @@ func _scaledBlocksOfBytes<C: QuadColumnSet>(
 @inline(__always)
 func _q4_1BlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     for index in 0..<layout.blockCount {
+        _prefetchNextGroup(group, layout, block: index)
         let header = group + layout.headerOffset(index)
         let scaleWords = _words(header, 0), minimumWords = _words(header, 1)
         let odd = index & 1 == 1
@@ -235,6 +252,7 @@ func _q4_1BlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: P
 @inline(__always)
 func _q4_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     for index in 0..<layout.blockCount {
+        _prefetchNextGroup(group, layout, block: index)
         let header = Q4_KHeader(group + layout.headerOffset(index))
         let body = group + layout.bodyOffset(index)
         var sink = columns.quadSink(atWord: 64 &* index)
@@ -259,6 +277,7 @@ func _q4_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: P
 func _q6_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     @inline(__always) func quad(_ even: SIMD16<UInt32>, _ odd: SIMD16<UInt32>) -> SIMD16<UInt32> { even | (odd &<< 8) }
     for index in 0..<layout.blockCount {
+        _prefetchNextGroup(group, layout, block: index)
         let header = group + layout.headerOffset(index)
         let body = group + layout.bodyOffset(index)
         let d = _floatFromHalves(_words(header, 0))

@@ -17,3 +17,37 @@ public func dotProductOfBytes(_ accumulator: SIMD16<Int32>, unsigned: SIMD16<UIn
         accumulator._storage._value, unsigned._storage._value, signed._storage._value)
     return result
 }
+
+/// Each lane converted to the nearest float (`vcvtdq2ps`, one instruction for 16 lanes):
+/// exact below 2²⁴ in magnitude, rounded to nearest even above, as `Float(_:)` rounds.
+@inlinable @inline(__always)
+public func floatsFromIntegers(_ integers: SIMD16<Int32>) -> SIMD16<Float> {
+    var result = SIMD16<Float>()
+    result._storage._value = Builtin.sitofp_Vec16xInt32_Vec16xFPIEEE32(integers._storage._value)
+    return result
+}
+
+/// The low 16 bits of each lane, read as an IEEE half, as a float (`vpmovdw` then
+/// `vcvtph2ps`): exact for every half.
+@inlinable @inline(__always)
+public func floatsFromHalves(lowBitsOf bits: SIMD16<UInt32>) -> SIMD16<Float> {
+    let halves: Builtin.Vec16xInt16 = Builtin.trunc_Vec16xInt32_Vec16xInt16(bits._storage._value)
+    var result = SIMD16<Float>()
+    result._storage._value = Builtin.fpext_Vec16xFPIEEE16_Vec16xFPIEEE32(Builtin.bitcast_Vec16xInt16_Vec16xFPIEEE16(halves))
+    return result
+}
+
+/// A hint that the thread is spinning on a memory location (`pause`): the core slows the
+/// loop down and gives its execution resources to the sibling hyperthread, which is often
+/// the thread being waited for.
+@inlinable @inline(__always)
+public func pauseWhileSpinning() {
+    Builtin.int_x86_sse2_pause()
+}
+
+/// Asks the caches to start loading the 64-byte line holding `address` (`prefetcht0`), for
+/// a read soon. Only a hint: it never faults, whatever the address.
+@inlinable @inline(__always)
+public func prefetchForReading(_ address: UnsafeRawPointer) {
+    Builtin.int_prefetch_RawPointer(address._rawValue, Int32(0)._value, Int32(3)._value, Int32(1)._value)
+}

@@ -10,17 +10,19 @@ import Darwin
 
 @Suite struct KernelThreadPoolTests {
     /// Every part runs exactly once per call, its writes are visible when `run` returns, and
-    /// this holds over many back-to-back calls (workers spinning) and after pauses (workers
-    /// asleep).
+    /// this holds over many back-to-back calls (workers spinning), after pauses (workers
+    /// asleep, so the caller often finishes before they wake and join), and for more parts
+    /// than threads.
     @Test(arguments: [1, 2, 3, 5])
     func everyPartRunsOncePerCall(threadCount: Int) throws {
         let pool = KernelThreadPool(threadCount: threadCount)
-        let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: threadCount)
+        let capacity = threadCount + 3
+        let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: capacity)
         defer { counts.deallocate() }
         let shared = _Counts(base: counts.baseAddress!)
         for call in 0 ..< 2_000 {
             counts.initialize(repeating: 0)
-            let parts = call % threadCount + 1
+            let parts = call % capacity + 1
             pool.run(parts: parts) { part in shared.base[part] += 1 }
             #expect(Array(counts.prefix(parts)) == Array(repeating: 1, count: parts), "call \(call)")
             #expect(counts.dropFirst(parts).allSatisfy { $0 == 0 })

@@ -280,6 +280,14 @@ final class ReplyDecoder: TokenStepper {
 
     /// Computes the next step's token mask now: the scheduler calls this while the model
     /// computes the logits it will apply to, so the grammar's time overlaps the forward pass.
+    var hasWorkToPrepare: Bool {
+        guard !maskIsCurrent else { return false }
+        switch phase {
+        case .schema, .call: return true
+        case .free: return false
+        }
+    }
+
     func prepareNextStep() {
         guard !maskIsCurrent else { return }
         switch phase {

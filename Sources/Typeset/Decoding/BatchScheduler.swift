@@ -238,7 +238,7 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
             // While the model computes the logits, the steps prepare what does not need them
             // (a grammar's next token mask) on another thread: the grammar's time overlaps the
             // forward pass instead of adding to it.
-            let preparing = UncheckedGenerations(members.filter { !$0.loop.isPrefilling })
+            let preparing = UncheckedGenerations(members.filter { !$0.loop.isPrefilling && $0.stepper.hasWorkToPrepare })
             if !preparing.generations.isEmpty {
                 preparation.async(group: prepared) {
                     for generation in preparing.generations { generation.stepper.prepareNextStep() }

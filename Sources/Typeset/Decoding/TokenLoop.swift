@@ -48,10 +48,14 @@ protocol TokenStepper: AnyObject {
     /// `BatchScheduler` runs it while the model computes them. Optional: a step must work
     /// without it.
     func prepareNextStep()
+    /// Whether `prepareNextStep` has anything to do now: the scheduler hands the preparation
+    /// to another thread only then (a thread woken for nothing takes a core from the pass).
+    var hasWorkToPrepare: Bool { get }
 }
 
 extension TokenStepper {
     func prepareNextStep() {}
+    var hasWorkToPrepare: Bool { false }
 }
 
 /// The decoding loop every generation runs: `TextGenerator` (the token-level API, and so
