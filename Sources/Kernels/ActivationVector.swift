@@ -71,6 +71,7 @@ public struct ActivationVector: Sendable {
     /// Codes two by two as the packed kernels read them (``PackedMatrix``, "Pairs"): for each
     /// quad of elements `4k ..< 4k + 4`, `pairs[2k]` holds codes `4k` (low 16 bits) and
     /// `4k + 2` (high 16 bits), `pairs[2k + 1]` codes `4k + 1` and `4k + 3`, sign-extended.
+    /// Left zero where the byte kernels (AVX512-VNNI) replace the pair kernels.
     private(set) var pairs: [UInt32]
 
     /// Elements.
@@ -199,12 +200,15 @@ func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVec
             return
         }
     }
-    // Pairs in quad order: (4k, 4k + 2), (4k + 1, 4k + 3).
+    // Pairs in quad order: (4k, 4k + 2), (4k + 1, 4k + 3). Only the pair kernels read them:
+    // where the byte kernels replace those (AVX512-VNNI), the codes are all they read.
+    #if !TYPESET_VNNI
     for quad in 0 ..< count / 4 {
         let codes = storage.codes + 4 * quad
         storage.pairs[2 * quad] = _pair(codes[0], codes[2])
         storage.pairs[2 * quad + 1] = _pair(codes[1], codes[3])
     }
+    #endif
 }
 
 /// ggml's `nearest_int`: round to nearest, ties to even, for |value| < 2²².

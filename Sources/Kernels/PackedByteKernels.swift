@@ -301,8 +301,15 @@ func _q6_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: P
 }
 
 /// Runs the byte driver of `layout.type` over one group.
+///
+/// The drivers work on a local copy of the column set: a value no pointer can reach, whose
+/// running sums the compiler keeps in registers across the blocks. Updated through `columns`
+/// (memory the weight pointers might alias, as far as it can tell), every block would load
+/// and store each column's sums.
 @inline(__always)
-func _productOfGroupOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+func _productOfGroupOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ target: inout C) {
+    var columns = target
+    defer { target = columns }
     switch layout.type {
     case .q4_0: _scaledBlocksOfBytes(group, layout, &columns, offset: 8) { _nibbleQuads($0, &$1) }
     case .q5_0: _scaledBlocksOfBytes(group, layout, &columns, offset: 16) { _q5Quads($0, &$1) }
