@@ -237,7 +237,8 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
             let evaluated = batch.reduce(0) { $0 + $1.tokens.count }
             // While the model computes the logits, the steps prepare what does not need them
             // (a grammar's next token mask) on another thread: the grammar's time overlaps the
-            // forward pass instead of adding to it.
+            // forward pass instead of adding to it. Only generations with such work wake that
+            // thread: on two cores a thread woken for nothing takes a core from the pass.
             let preparing = UncheckedGenerations(members.filter { !$0.loop.isPrefilling && $0.stepper.hasWorkToPrepare })
             if !preparing.generations.isEmpty {
                 preparation.async(group: prepared) {
