@@ -133,7 +133,7 @@ struct AttentionJob: @unchecked Sendable {
 /// position: part `p` of `parts` computes pairs `p`, `p + parts`, … with its own scratch. The
 /// pairs are those of several jobs (one per sequence of the call), numbered one job after
 /// another, so the sequences of a batch share the threads in one dispatch. A range job over
-/// the parts (each thread gets one).
+/// the parts (as many as threads; a thread that is free takes the next).
 struct AttentionParts: RangeJob, @unchecked Sendable {
     /// Each sequence's job and the numbers of its pairs, in order, from 0.
     let jobs: UnsafeBufferPointer<(job: AttentionJob, pairs: Range<Int>)>
