@@ -31,8 +31,8 @@ func _widenPairs(_ sums: SIMD32<Int16>) -> SIMD16<Int32> {
 }
 
 /// The low 16 bits of each lane, an IEEE half, as a float. Exact for zeros, subnormals and
-/// normal numbers (every finite half); infinities and NaNs become large finite values, which
-/// weight scales never are.
+/// normal numbers (every finite half). Infinities and NaNs, which weight scales never are,
+/// become large finite values in the bit trick (the instruction keeps them).
 @inline(__always)
 func _floatFromHalves(_ bits: SIMD16<UInt32>) -> SIMD16<Float> {
     #if TYPESET_VNNI
