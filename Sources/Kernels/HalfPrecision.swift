@@ -1,6 +1,10 @@
 /// Conversions from the 16-bit float formats GGUF stores, written out so they behave the same
 /// on every platform (Swift's `Float16` is unavailable on Intel Macs).
 
+#if TYPESET_VNNI
+import VectorIntrinsics
+#endif
+
 /// IEEE 754 binary16 → binary32, exactly (every half value is representable as a float):
 /// subnormals are normalised, infinities and NaNs (payload included) carried over.
 /// Tested exhaustively over all 65,536 bit patterns against `Float(Float16(bitPattern:))`.
@@ -114,6 +118,25 @@ public func roundedToHalfPrecision(_ values: SIMD8<Float>) -> SIMD8<Float> {
     #endif
 }
 
+/// Sixteen IEEE halves as floats, exact for every finite half. For reading half-precision
+/// storage (the KV cache) where the float it stands for is wanted. One 512-bit `vcvtph2ps` on
+/// AVX-512 targets with VNNI (through VectorIntrinsics: the standard library's conversion of
+/// `SIMD16<Float16>` is a call that converts four lanes at a time), two F16C conversions on
+/// other tuned x86-64 builds and two `fcvtl` pairs on arm64, ``floatsFromHalves(_:)`` of
+/// eight lanes at a time elsewhere.
+@inlinable @inline(__always)
+public func floatsFromHalves(_ halves: SIMD16<UInt16>) -> SIMD16<Float> {
+    #if TYPESET_VNNI
+    floatsFromHalves(bitPatterns: halves)
+    #elseif (TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)) || arch(arm64)
+    SIMD16(lowHalf: SIMD8<Float>(unsafeBitCast(halves.lowHalf, to: SIMD8<Float16>.self)),
+           highHalf: SIMD8<Float>(unsafeBitCast(halves.highHalf, to: SIMD8<Float16>.self)))
+    #else
+    SIMD16(lowHalf: floatsFromHalves(SIMD8<UInt32>(truncatingIfNeeded: halves.lowHalf)),
+           highHalf: floatsFromHalves(SIMD8<UInt32>(truncatingIfNeeded: halves.highHalf)))
+    #endif
+}
+
 /// Each lane rounded to an IEEE half (ties to even), as its 16 bits: the low halves of what
 /// ``halvesFromFloats(_:)`` returns, for every value below 65,520 in magnitude, through F16C's
 /// `vcvtps2ph` on tuned x86-64 builds. For table lookups indexed by a half.
@@ -122,10 +145,7 @@ public func halfBitPatterns(_ values: SIMD8<Float>) -> SIMD8<UInt16> {
     #if TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)
     unsafeBitCast(SIMD8<Float16>(values), to: SIMD8<UInt16>.self)
     #else
-    let halves = halvesFromFloats(values)
-    var bits = SIMD8<UInt16>()
-    for lane in 0..<8 { bits[lane] = UInt16(truncatingIfNeeded: halves[lane]) }
-    return bits
+    SIMD8<UInt16>(truncatingIfNeeded: halvesFromFloats(values))
     #endif
 }
 

@@ -10,8 +10,8 @@ import Kernels
 ///
 /// Dot products and sums run in the order of ggml's AVX-512 F16 GEMM (tinyBLAS): 16 lanes,
 /// lane `l` a chain of fused multiply-adds over indices ≡ l (mod 16), the lanes summed in
-/// halves. The cache holds its keys and values rounded to half precision and kept as floats
-/// (`KVCache`), so the products are those of the halves, read without conversion.
+/// halves. The cache holds its keys and values in half precision (`KVCache`), converted to
+/// floats sixteen at a time as they are read (exactly), so the products are those of the halves.
 ///
 /// `@unchecked Sendable` is sound because the buffers outlive the synchronous
 /// `KernelThreadPool.run` call that uses the job, queries, keys and values are only read, and
@@ -19,9 +19,10 @@ import Kernels
 struct AttentionJob: @unchecked Sendable {
     /// Queries, already rotated, scaled where the family scales them, and rounded to half.
     let queries: UnsafePointer<Float>
-    /// The cache's keys and values: position `p` at `p × keyWidth`, heads in order, dimensions in order.
-    let keys: UnsafePointer<Float>
-    let values: UnsafePointer<Float>
+    /// The cache's keys and values, IEEE halves: position `p` at `p × keyWidth`, heads in
+    /// order, dimensions in order.
+    let keys: UnsafePointer<UInt16>
+    let values: UnsafePointer<UInt16>
     let output: UnsafeMutablePointer<Float>
     let start: Int
     let headCount: Int
@@ -54,7 +55,7 @@ struct AttentionJob: @unchecked Sendable {
             let key = UnsafeRawPointer(keys + (past &* keyWidth &+ headOffset))
             var lanes = SIMD16<Float>()
             for group in 0..<groups {
-                lanes = lanes.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self),
+                lanes = lanes.addingProductWhereFused(floatsFromHalves(key.loadUnaligned(fromByteOffset: 32 &* group, as: SIMD16<UInt16>.self)),
                                                       q.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self))
             }
             return lanes
@@ -114,7 +115,7 @@ struct AttentionJob: @unchecked Sendable {
                 @inline(__always) func add(_ accumulator: inout SIMD16<Float>, _ lane: Int) {
                     let past = chunk + lane
                     guard past >= first, past <= position else { return }
-                    let value = UnsafeRawPointer(column + past * keyWidth).loadUnaligned(as: SIMD16<Float>.self)
+                    let value = floatsFromHalves(UnsafeRawPointer(column + past * keyWidth).loadUnaligned(as: SIMD16<UInt16>.self))
                     accumulator = accumulator.addingProductWhereFused(value, SIMD16(repeating: probabilities[past]))
                 }
                 add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)

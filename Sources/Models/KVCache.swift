@@ -11,12 +11,10 @@ import Darwin
 /// every short-convolution block.
 ///
 /// Sized for `contextLength` positions when created (`TransformerModel.makeCache`), not for the
-/// model's maximum. Keys and values are rounded to half precision as llama.cpp's default F16
-/// cache rounds them (so the attention sees the values llama.cpp's sees), and kept as the
-/// floats those halves stand for, so the attention of every step reads them as they are
-/// instead of converting every position again: `contextLength × attentionBlocks × 2 ×
-/// keyWidth` floats, twice an F16 cache's bytes, committed as positions are written. A
-/// convolution block keeps its gated input `B ⊙ x` of
+/// model's maximum. Keys and values are kept in half precision, as llama.cpp's default F16
+/// cache keeps them (so the attention sees the values llama.cpp's sees, and reads half the
+/// bytes a float cache would): `contextLength × attentionBlocks × 2 × keyWidth` halves,
+/// committed as positions are written. A convolution block keeps its gated input `B ⊙ x` of
 /// every position in `Float` (what llama.cpp's rolling state holds for the last positions):
 /// `contextLength × convolutionBlocks × width` floats. Keeping every position rather than a
 /// rolling window is what makes truncation exact for convolutions too: after `truncate(to:)`
@@ -36,17 +34,17 @@ public final class KVCache {
     public let contextLength: Int
     /// Key (and value) width of each attention slot.
     let keyWidths: [Int]
-    /// `keys[slot]`: `contextLength × keyWidth` floats, position `p` at `p × keyWidth`.
+    /// `keys[slot]`: `contextLength × keyWidth` IEEE halves, position `p` at `p × keyWidth`.
     /// Allocated, not written, when the cache is made: the system commits pages as positions
     /// are stored, so a cache costs memory for the positions it has held, not its context.
-    let keys: [UnsafeMutableBufferPointer<Float>]
-    let values: [UnsafeMutableBufferPointer<Float>]
+    let keys: [UnsafeMutableBufferPointer<UInt16>]
+    let values: [UnsafeMutableBufferPointer<UInt16>]
     /// `convolutionInputs[slot]`: `contextLength × convolutionWidth` floats, position `p` at
     /// `p × convolutionWidth`.
     let convolutionStorage: [UnsafeMutableBufferPointer<Float>]
     let convolutionWidth: Int
     /// The memory all of them live in.
-    private let storage: MappedFloats
+    private let storage: MappedMemory
     /// The tokens whose state is stored, in position order.
     public private(set) var tokens: [Int] = []
     /// Scratch memory of this cache's own forward passes, kept between calls.
@@ -57,7 +55,7 @@ public final class KVCache {
 
     /// Bytes of key, value and convolution storage.
     public var byteCount: Int {
-        keyWidths.reduce(0) { $0 + 2 * contextLength * $1 * MemoryLayout<Float>.size }
+        keyWidths.reduce(0) { $0 + 2 * contextLength * $1 * MemoryLayout<UInt16>.size }
             + convolutionStorage.count * contextLength * convolutionWidth * MemoryLayout<Float>.size
     }
 
@@ -70,23 +68,32 @@ public final class KVCache {
         self.convolutionWidth = convolutionWidth
         // One anonymous mapping for everything: pages are committed as positions are written,
         // and returned to the system when the cache goes (a heap allocation of this size would
-        // keep the pages it ever touched in the process, to be handed to the next cache).
-        let counts = keyWidths.flatMap { [contextLength * $0, contextLength * $0] }
-            + Array(repeating: contextLength * convolutionWidth, count: convolutionCount)
-        storage = MappedFloats(count: counts.reduce(0, +))
-        var next = storage.base
-        var buffers: [UnsafeMutableBufferPointer<Float>] = []
-        for count in counts {
-            buffers.append(UnsafeMutableBufferPointer(start: next, count: count))
-            next += count
+        // keep the pages it ever touched in the process, to be handed to the next cache). The
+        // halves first, then the floats (every region a multiple of 32 bytes, so aligned).
+        let halfCount = 2 * contextLength * keyWidths.reduce(0, +)
+        let floatCount = convolutionCount * contextLength * convolutionWidth
+        storage = MappedMemory(byteCount: halfCount * MemoryLayout<UInt16>.size + floatCount * MemoryLayout<Float>.size)
+        var halves: [UnsafeMutableBufferPointer<UInt16>] = []
+        var nextHalf = storage.base.bindMemory(to: UInt16.self, capacity: halfCount)
+        for keyWidth in keyWidths {
+            for _ in 0 ..< 2 {
+                halves.append(UnsafeMutableBufferPointer(start: nextHalf, count: contextLength * keyWidth))
+                nextHalf += contextLength * keyWidth
+            }
         }
-        keys = stride(from: 0, to: 2 * keyWidths.count, by: 2).map { buffers[$0] }
-        values = stride(from: 1, to: 2 * keyWidths.count, by: 2).map { buffers[$0] }
-        convolutionStorage = Array(buffers[(2 * keyWidths.count)...])
+        keys = stride(from: 0, to: halves.count, by: 2).map { halves[$0] }
+        values = stride(from: 1, to: halves.count, by: 2).map { halves[$0] }
+        var nextFloat = (storage.base + halfCount * MemoryLayout<UInt16>.size).bindMemory(to: Float.self, capacity: floatCount)
+        var convolutions: [UnsafeMutableBufferPointer<Float>] = []
+        for _ in 0 ..< convolutionCount {
+            convolutions.append(UnsafeMutableBufferPointer(start: nextFloat, count: contextLength * convolutionWidth))
+            nextFloat += contextLength * convolutionWidth
+        }
+        convolutionStorage = convolutions
     }
 
     /// Slot `slot`'s keys and values (see ``keys``), for the forward pass's jobs.
-    func storage(slot: Int) -> (keys: UnsafePointer<Float>, values: UnsafePointer<Float>) {
+    func storage(slot: Int) -> (keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>) {
         (UnsafePointer(keys[slot].baseAddress!), UnsafePointer(values[slot].baseAddress!))
     }
 
@@ -112,34 +119,35 @@ public final class KVCache {
     func append(_ token: Int) { tokens.append(token) }
 
     /// Rounds `rows` (one `keyWidth`-float row per position, from `position` on) to half
-    /// precision and stores them in slot `slot`'s keys (or values). The rounding is
-    /// ``halvesFromFloats(_:)`` read back by ``floatsFromHalves(_:)``: an F16 cache's values.
+    /// precision, ties to even (``halfBitPatterns(_:)``, as llama.cpp's F16 cache rounds
+    /// them), and stores them in slot `slot`'s keys (or values).
     func store(_ rows: UnsafeBufferPointer<Float>, slot: Int, position: Int, keys storesKeys: Bool) {
         let keyWidth = keyWidths[slot]
         let destination = (storesKeys ? keys[slot] : values[slot]).baseAddress! + position * keyWidth
         let source = UnsafeRawPointer(rows.baseAddress!), target = UnsafeMutableRawPointer(destination)
         for chunk in 0 ..< rows.count / 8 {
             let values = source.loadUnaligned(fromByteOffset: 32 * chunk, as: SIMD8<Float>.self)
-            target.storeBytes(of: floatsFromHalves(halvesFromFloats(values)), toByteOffset: 32 * chunk, as: SIMD8<Float>.self)
+            target.storeBytes(of: halfBitPatterns(values), toByteOffset: 16 * chunk, as: SIMD8<UInt16>.self)
         }
     }
 }
 
-/// Floats in an anonymous memory mapping, unmapped with the last reference: zero pages the
-/// system commits as they are written, and gives back at once when the mapping goes.
-final class MappedFloats {
-    let base: UnsafeMutablePointer<Float>
+/// An anonymous memory mapping, unmapped with the last reference: zero pages the system
+/// commits as they are written, and gives back at once when the mapping goes. Aligned to a
+/// page (or, where mapping fails, to 64 bytes).
+final class MappedMemory {
+    let base: UnsafeMutableRawPointer
     private let byteCount: Int
     private let isMapped: Bool
 
-    init(count: Int) {
-        byteCount = max(1, count) * MemoryLayout<Float>.stride
-        if let address = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+    init(byteCount: Int) {
+        self.byteCount = max(1, byteCount)
+        if let address = mmap(nil, self.byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
            address != MAP_FAILED {
-            base = address.bindMemory(to: Float.self, capacity: max(1, count))
+            base = address
             isMapped = true
         } else {
-            base = .allocate(capacity: max(1, count))
+            base = .allocate(byteCount: self.byteCount, alignment: 64)
             isMapped = false
         }
     }

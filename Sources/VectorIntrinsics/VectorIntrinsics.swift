@@ -37,6 +37,15 @@ public func floatsFromHalves(lowBitsOf bits: SIMD16<UInt32>) -> SIMD16<Float> {
     return result
 }
 
+/// Sixteen IEEE halves as floats (`vcvtph2ps` from memory or a 256-bit register): exact for
+/// every half.
+@inlinable @inline(__always)
+public func floatsFromHalves(bitPatterns bits: SIMD16<UInt16>) -> SIMD16<Float> {
+    var result = SIMD16<Float>()
+    result._storage._value = Builtin.fpext_Vec16xFPIEEE16_Vec16xFPIEEE32(Builtin.bitcast_Vec16xInt16_Vec16xFPIEEE16(bits._storage._value))
+    return result
+}
+
 /// A hint that the thread is spinning on a memory location (`pause`): the core slows the
 /// loop down and gives its execution resources to the sibling hyperthread, which is often
 /// the thread being waited for.

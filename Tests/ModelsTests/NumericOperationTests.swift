@@ -123,7 +123,7 @@ import TypesetTestSupport
     // MARK: The cache and attention
 
     /// Keys and values are stored as the inputs rounded to half, dimension for dimension (an
-    /// F16 cache's values), at their positions.
+    /// F16 cache's halves), at their positions.
     @Test func cacheStoresValuesRoundedToHalf() {
         let keyWidth = 32, positions = 3
         let cache = KVCache(contextLength: 8, keyWidths: [keyWidth])
@@ -131,8 +131,8 @@ import TypesetTestSupport
         keys.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[keyWidth...]), slot: 0, position: 1, keys: true) }
         values.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[keyWidth...]), slot: 0, position: 1, keys: false) }
         let (k, v) = cache.storage(slot: 0)
-        #expect(Array(UnsafeBufferPointer(start: k + keyWidth, count: (positions - 1) * keyWidth)) == keys[keyWidth...].map { floatFromHalf(halfFromFloat($0)) })
-        #expect(Array(UnsafeBufferPointer(start: v + keyWidth, count: (positions - 1) * keyWidth)) == values[keyWidth...].map { floatFromHalf(halfFromFloat($0)) })
+        #expect(Array(UnsafeBufferPointer(start: k + keyWidth, count: (positions - 1) * keyWidth)) == keys[keyWidth...].map(halfFromFloat))
+        #expect(Array(UnsafeBufferPointer(start: v + keyWidth, count: (positions - 1) * keyWidth)) == values[keyWidth...].map(halfFromFloat))
     }
 
     /// Causal attention (two query heads sharing one key head) against softmax attention in
@@ -146,9 +146,10 @@ import TypesetTestSupport
         var output = [Float](repeating: 0, count: positions * heads * headWidth)
         let capacity = (positions + 15) / 16 * 16 + 16
         var scores = [Float](repeating: 0, count: capacity), probabilities = scores
+        let keyHalves = keys.map(halfFromFloat), valueHalves = values.map(halfFromFloat)
         queries.withUnsafeBufferPointer { q in
-            keys.withUnsafeBufferPointer { k in
-                values.withUnsafeBufferPointer { v in
+            keyHalves.withUnsafeBufferPointer { k in
+                valueHalves.withUnsafeBufferPointer { v in
                     output.withUnsafeMutableBufferPointer { o in
                         let job = AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
                                                 start: 0, headCount: heads, headWidth: headWidth, groupSize: heads, keyWidth: headWidth,

@@ -96,7 +96,15 @@ final class LoopbackFileServer {
 /// interrupted halfway and resumed with a range request, a changed file started over, and each
 /// failure a typed error that leaves no file behind.
 @Suite(.serialized, .enabled(if: LoopbackFileServer.nginxPath != nil))
-struct ModelDownloaderTests {
+final class ModelDownloaderTests {
+    /// The download directories this test made, removed when it ends (a suite instance lives
+    /// for one test).
+    private var directories: [URL] = []
+
+    deinit {
+        for directory in directories { try? FileManager.default.removeItem(at: directory) }
+    }
+
     /// A file that begins like a GGUF file: 12 MB of seeded random bytes after the magic.
     static func fakeModel(seed: UInt64, megabytes: Int = 12) -> (data: Data, sha256: String) {
         var generator = SplitMix64(seed: seed)
@@ -109,7 +117,9 @@ struct ModelDownloaderTests {
     }
 
     private func temporaryDirectory() -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("typeset-downloads-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("typeset-downloads-\(UUID().uuidString)")
+        directories.append(directory)
+        return directory
     }
 
     @Test func aDownloadIsVerifiedAndReportsProgress() async throws {
