@@ -19,8 +19,8 @@ import Kernels
 struct AttentionJob: @unchecked Sendable {
     /// Queries, already rotated, scaled where the family scales them, and rounded to half.
     let queries: UnsafePointer<Float>
-    /// The cache's keys and values, IEEE halves: position `p` at `p × keyWidth`, heads in
-    /// order, dimensions in order.
+    /// The cache's keys and values, IEEE halves, head-major: key-value head `h`'s position `p`
+    /// at `h × headStride + p × headWidth`, its dimensions in order.
     let keys: UnsafePointer<UInt16>
     let values: UnsafePointer<UInt16>
     let output: UnsafeMutablePointer<Float>
@@ -28,7 +28,9 @@ struct AttentionJob: @unchecked Sendable {
     let headCount: Int
     let headWidth: Int
     let groupSize: Int
-    let keyWidth: Int
+    /// Halves from one key-value head's run of positions to the next (the cache's
+    /// `contextLength × headWidth`).
+    let headStride: Int
     let window: Int
     let scale: Float
 
@@ -43,7 +45,7 @@ struct AttentionJob: @unchecked Sendable {
         let position = start + row
         let first = window == Int.max ? 0 : max(0, position - window + 1)
         let query = queries + (row * headCount + head) * headWidth
-        let headOffset = (head / groupSize) * headWidth
+        let headOffset = (head / groupSize) * headStride
         let groups = headWidth / 16
 
         // Scores: lane l of the accumulator sums the dimensions ≡ l (mod 16); sixteen positions
@@ -51,8 +53,9 @@ struct AttentionJob: @unchecked Sendable {
         // position, as `_sumInHalves`), the rest one by one.
         var maximum = -Float.infinity
         let q = UnsafeRawPointer(query)
+        let rowBytes = 2 &* headWidth
         @inline(__always) func lanes(_ past: Int) -> SIMD16<Float> {
-            let key = UnsafeRawPointer(keys + (past &* keyWidth &+ headOffset))
+            let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
             var lanes = SIMD16<Float>()
             for group in 0..<groups {
                 lanes = lanes.addingProductWhereFused(floatsFromHalves(key.loadUnaligned(fromByteOffset: 32 &* group, as: SIMD16<UInt16>.self)),
@@ -60,13 +63,30 @@ struct AttentionJob: @unchecked Sendable {
             }
             return lanes
         }
+        // Sixteen positions' lanes at once, group by group: each lane's chain of fused
+        // multiply-adds in the order `lanes` makes it, with the query's group loaded once for
+        // the sixteen and the sixteen chains independent of one another.
+        @inline(__always) func sixteenLanes(_ past: Int) -> SIMD16<Float> {
+            let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
+            prefetchForReading(key + 32 &* rowBytes, byteCount: 16 &* rowBytes)
+            var l0 = SIMD16<Float>(), l1 = l0, l2 = l0, l3 = l0, l4 = l0, l5 = l0, l6 = l0, l7 = l0
+            var l8 = l0, l9 = l0, l10 = l0, l11 = l0, l12 = l0, l13 = l0, l14 = l0, l15 = l0
+            for group in 0..<groups {
+                let queryGroup = q.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self)
+                let column = key + 32 &* group
+                @inline(__always) func add(_ lanes: inout SIMD16<Float>, _ index: Int) {
+                    lanes = lanes.addingProductWhereFused(
+                        floatsFromHalves(column.loadUnaligned(fromByteOffset: index &* rowBytes, as: SIMD16<UInt16>.self)), queryGroup)
+                }
+                add(&l0, 0); add(&l1, 1); add(&l2, 2); add(&l3, 3); add(&l4, 4); add(&l5, 5); add(&l6, 6); add(&l7, 7)
+                add(&l8, 8); add(&l9, 9); add(&l10, 10); add(&l11, 11); add(&l12, 12); add(&l13, 13); add(&l14, 14); add(&l15, 15)
+            }
+            return _sumsInHalves((l0, l1, l2, l3, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15))
+        }
         var past = first
         var maxima = SIMD16<Float>(repeating: -.infinity)
         while past &+ 16 <= position &+ 1 {
-            let scores = _sumsInHalves(
-                (lanes(past), lanes(past &+ 1), lanes(past &+ 2), lanes(past &+ 3), lanes(past &+ 4), lanes(past &+ 5),
-                 lanes(past &+ 6), lanes(past &+ 7), lanes(past &+ 8), lanes(past &+ 9), lanes(past &+ 10), lanes(past &+ 11),
-                 lanes(past &+ 12), lanes(past &+ 13), lanes(past &+ 14), lanes(past &+ 15))) * scale
+            let scores = sixteenLanes(past) * scale
             UnsafeMutableRawPointer(scratch.scores + past).storeBytes(of: scores, as: SIMD16<Float>.self)
             maxima.replace(with: scores, where: scores .> maxima)
             past += 16
@@ -111,15 +131,27 @@ struct AttentionJob: @unchecked Sendable {
             var a8 = a0, a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0
             var chunk = first & ~15
             while chunk <= position {
-                // Positions outside first ... position are skipped, as their lanes would be.
-                @inline(__always) func add(_ accumulator: inout SIMD16<Float>, _ lane: Int) {
-                    let past = chunk + lane
-                    guard past >= first, past <= position else { return }
-                    let value = floatsFromHalves(UnsafeRawPointer(column + past * keyWidth).loadUnaligned(as: SIMD16<UInt16>.self))
-                    accumulator = accumulator.addingProductWhereFused(value, SIMD16(repeating: probabilities[past]))
+                if chunk >= first && chunk &+ 15 <= position {
+                    // A whole chunk inside first ... position.
+                    let rows = UnsafeRawPointer(column + chunk &* headWidth), weights = probabilities + chunk
+                    if group == 0 { prefetchForReading(rows + 32 &* rowBytes, byteCount: 16 &* rowBytes) }
+                    @inline(__always) func add(_ accumulator: inout SIMD16<Float>, _ lane: Int) {
+                        let value = floatsFromHalves(rows.loadUnaligned(fromByteOffset: lane &* rowBytes, as: SIMD16<UInt16>.self))
+                        accumulator = accumulator.addingProductWhereFused(value, SIMD16(repeating: weights[lane]))
+                    }
+                    add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)
+                    add(&a8, 8); add(&a9, 9); add(&a10, 10); add(&a11, 11); add(&a12, 12); add(&a13, 13); add(&a14, 14); add(&a15, 15)
+                } else {
+                    // Positions outside first ... position are skipped, as their lanes would be.
+                    @inline(__always) func add(_ accumulator: inout SIMD16<Float>, _ lane: Int) {
+                        let past = chunk &+ lane
+                        guard past >= first, past <= position else { return }
+                        let value = floatsFromHalves(UnsafeRawPointer(column + past &* headWidth).loadUnaligned(as: SIMD16<UInt16>.self))
+                        accumulator = accumulator.addingProductWhereFused(value, SIMD16(repeating: probabilities[past]))
+                    }
+                    add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)
+                    add(&a8, 8); add(&a9, 9); add(&a10, 10); add(&a11, 11); add(&a12, 12); add(&a13, 13); add(&a14, 14); add(&a15, 15)
                 }
-                add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)
-                add(&a8, 8); add(&a9, 9); add(&a10, 10); add(&a11, 11); add(&a12, 12); add(&a13, 13); add(&a14, 14); add(&a15, 15)
                 chunk += 16
             }
             let halves = (a0 + a8, a1 + a9, a2 + a10, a3 + a11, a4 + a12, a5 + a13, a6 + a14, a7 + a15)
@@ -130,29 +162,48 @@ struct AttentionJob: @unchecked Sendable {
     }
 }
 
-/// The (row, head) pairs of an attention call dealt out round-robin, since work grows with the
-/// position: part `p` of `parts` computes pairs `p`, `p + parts`, … with its own scratch. The
-/// pairs are those of several jobs (one per sequence of the call), numbered one job after
-/// another, so the sequences of a batch share the threads in one dispatch. A range job over
-/// the parts (as many as threads; a thread that is free takes the next).
+/// The work of an attention call in units a free thread takes in contiguous chunks (a
+/// ``RangeJob``): a unit is one row's query heads that share one key-value head, or a slice of
+/// them. One thread then reads a key-value head's positions for all of its query heads (from
+/// its own cache after the first), where dealing single heads out would have both cores fetch
+/// every key-value head.
+///
+/// Units of several jobs (one per sequence of the call) are numbered one job after another, so
+/// the sequences of a batch share the threads in one dispatch. Within a job:
+///
+///     unit = order × (keyValueHeads × slices) + keyValueHead × slices + slice
+///     row  = order / 2 if order is even, rows − 1 − order / 2 if odd
+///
+/// so that neighbouring units, which land in the same chunk, pair an early row (few positions
+/// to attend to) with a late one, and the chunks cost about the same.
 struct AttentionParts: RangeJob, @unchecked Sendable {
-    /// Each sequence's job and the numbers of its pairs, in order, from 0.
-    let jobs: UnsafeBufferPointer<(job: AttentionJob, pairs: Range<Int>)>
-    let pairs: Int
-    let parts: Int
+    /// Each sequence's job and the numbers of its units, in order, from 0.
+    let jobs: UnsafeBufferPointer<(job: AttentionJob, units: Range<Int>)>
+    /// Slices each group of query heads is cut into (1 ... groupSize): more than 1 only when
+    /// whole groups would be too few units to keep the threads busy.
+    let slices: Int
     /// Floats of scratch per list (scores, probabilities): every position rounded up to 16, plus 16.
     let positionCapacity: Int
+
+    /// Units of `rows` rows of `job`.
+    static func unitCount(rows: Int, job: AttentionJob, slices: Int) -> Int {
+        rows * (job.headCount / job.groupSize) * slices
+    }
 
     func run(_ range: Range<Int>) {
         withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity) { buffer in
             let scratch = AttentionJob.Scratch(scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity)
-            for part in range {
-                var index = 0
-                for pair in stride(from: part, to: pairs, by: parts) {
-                    while !jobs[index].pairs.contains(pair) { index += 1 }
-                    let (job, numbers) = jobs[index]
-                    let local = pair - numbers.lowerBound
-                    job.attend(row: local / job.headCount, head: local % job.headCount, scratch: scratch)
+            var index = 0
+            for unit in range {
+                while !jobs[index].units.contains(unit) { index += 1 }
+                let (job, numbers) = jobs[index]
+                let local = unit - numbers.lowerBound
+                let groupSize = job.groupSize, perRow = (job.headCount / groupSize) * slices
+                let rows = numbers.count / perRow
+                let order = local / perRow, group = (local % perRow) / slices, slice = local % slices
+                let row = order % 2 == 0 ? order / 2 : rows - 1 - order / 2
+                for head in group * groupSize + slice * groupSize / slices ..< group * groupSize + (slice + 1) * groupSize / slices {
+                    job.attend(row: row, head: head, scratch: scratch)
                 }
             }
         }

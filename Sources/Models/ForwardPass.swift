@@ -143,7 +143,7 @@ struct ForwardPass {
             sequence.cache.store(UnsafeBufferPointer(rows(keys, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: true)
             sequence.cache.store(UnsafeBufferPointer(rows(values, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: false)
         }
-        attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max, keyWidth: keyWidth,
+        attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max,
                        keyValueHeads: keyValueHeads, scale: scalesQueries ? 1 : scale)
         try project((attention.output, rows(workspace.projected, 0 ..< count, width: width)),
                     input: rows(workspace.attended, 0 ..< count, width: queryWidth))
@@ -151,9 +151,9 @@ struct ForwardPass {
     }
 
     /// Causal attention of every row to its own sequence's cache (slot `slot`, which holds
-    /// the rows' keys and values by now): every (row, head) pair of the call, the pairs of all
-    /// sequences split across the threads together in one dispatch.
-    private func attendToCaches(slot: Int, window: Int, keyWidth: Int, keyValueHeads: Int, scale: Float) {
+    /// the rows' keys and values by now): the heads of every row of the call, in the units of
+    /// ``AttentionParts``, all sequences' shared out across the threads in one dispatch.
+    private func attendToCaches(slot: Int, window: Int, keyValueHeads: Int, scale: Float) {
         let configuration = model.configuration
         let headCount = configuration.headCount, headWidth = configuration.headDimension
         let queryWidth = headCount * headWidth
@@ -162,27 +162,31 @@ struct ForwardPass {
             positionCapacity = max(positionCapacity, (sequence.start + sequence.rows.count + 15) / 16 * 16 + 16)
         }
         let queries = UnsafePointer(workspace.queries.baseAddress!), attended = workspace.attended.baseAddress!
-        let threadCount = threadCount
-        withUnsafeTemporaryAllocation(of: (job: AttentionJob, pairs: Range<Int>).self, capacity: sequences.count) { attentions in
-            var pairs = 0
+        // Whole groups of query heads per unit when there are enough of them to share out
+        // (four per thread), slices of groups otherwise.
+        let groups = sequences.reduce(0) { $0 + $1.rows.count } * keyValueHeads
+        let groupSize = headCount / keyValueHeads
+        let threads = min(threadCount, KernelThreadPool.shared.threadCount)
+        let slices = min(groupSize, max(1, (4 * threads + groups - 1) / groups))
+        withUnsafeTemporaryAllocation(of: (job: AttentionJob, units: Range<Int>).self, capacity: sequences.count) { attentions in
+            var units = 0
             for (index, sequence) in sequences.enumerated() {
                 // The cache's storage outlives the call: the jobs read it through pointers, as
                 // the thread pool's jobs read every buffer.
                 let (cachedKeys, cachedValues) = sequence.cache.storage(slot: slot)
-                let rowPairs = sequence.rows.count * headCount
-                (attentions.baseAddress! + index).initialize(to: (
-                    AttentionJob(
-                        queries: queries + sequence.rows.lowerBound * queryWidth, keys: cachedKeys, values: cachedValues,
-                        output: attended + sequence.rows.lowerBound * queryWidth, start: sequence.start, headCount: headCount,
-                        headWidth: headWidth, groupSize: headCount / keyValueHeads, keyWidth: keyWidth, window: window, scale: scale),
-                    pairs ..< pairs + rowPairs))
-                pairs += rowPairs
+                let job = AttentionJob(
+                    queries: queries + sequence.rows.lowerBound * queryWidth, keys: cachedKeys, values: cachedValues,
+                    output: attended + sequence.rows.lowerBound * queryWidth, start: sequence.start, headCount: headCount,
+                    headWidth: headWidth, groupSize: groupSize, headStride: sequence.cache.contextLength * headWidth,
+                    window: window, scale: scale)
+                let count = AttentionParts.unitCount(rows: sequence.rows.count, job: job, slices: slices)
+                (attentions.baseAddress! + index).initialize(to: (job, units ..< units + count))
+                units += count
             }
             defer { attentions.baseAddress!.deinitialize(count: sequences.count) }
-            let parts = pairs >= 8 ? min(threadCount, KernelThreadPool.shared.threadCount) : 1
             KernelThreadPool.shared.forEachRange(
-                of: parts, parts: parts,
-                job: AttentionParts(jobs: UnsafeBufferPointer(rebasing: attentions[..<sequences.count]), pairs: pairs, parts: parts,
+                of: units, parts: units >= 2 ? threads : 1,
+                job: AttentionParts(jobs: UnsafeBufferPointer(rebasing: attentions[..<sequences.count]), slices: slices,
                                     positionCapacity: positionCapacity))
         }
     }

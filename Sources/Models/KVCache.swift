@@ -23,8 +23,13 @@ import Darwin
 /// Remembers which tokens it holds, so a new request that shares a prefix with them recomputes
 /// only the rest (`reusablePrefixLength(for:)` and `truncate(to:)`).
 ///
-/// Layout of keys and values: position `p` of a block at `p × keyWidth`, its heads in order,
-/// each head's dimensions in order.
+/// Layout of a block's keys (and values), head-major, so that attention to one key-value head
+/// reads one contiguous run of memory:
+///
+///     head 0: position 0 [d0 … d(w−1)] position 1 […] … position contextLength − 1 […]
+///     head 1: position 0 […] …
+///
+/// head `h`'s position `p` at `(h × contextLength + p) × headWidth` halves.
 ///
 /// It also owns the scratch buffers of its own forward passes (a ``ForwardWorkspace``), sized
 /// on the first evaluation and reused by every later one of the same or a smaller batch.
@@ -32,9 +37,12 @@ import Darwin
 /// Not thread-safe: one generation uses a cache at a time.
 public final class KVCache {
     public let contextLength: Int
-    /// Key (and value) width of each attention slot.
-    let keyWidths: [Int]
-    /// `keys[slot]`: `contextLength × keyWidth` IEEE halves, position `p` at `p × keyWidth`.
+    /// Key-value heads of each attention slot.
+    let keyValueHeads: [Int]
+    /// Dimensions per head (a whole number of 16-dimension groups).
+    let headWidth: Int
+    /// `keys[slot]`: `keyValueHeads[slot] × contextLength × headWidth` IEEE halves, head-major
+    /// (see the layout above).
     /// Allocated, not written, when the cache is made: the system commits pages as positions
     /// are stored, so a cache costs memory for the positions it has held, not its context.
     let keys: [UnsafeMutableBufferPointer<UInt16>]
@@ -55,30 +63,31 @@ public final class KVCache {
 
     /// Bytes of key, value and convolution storage.
     public var byteCount: Int {
-        keyWidths.reduce(0) { $0 + 2 * contextLength * $1 * MemoryLayout<UInt16>.size }
+        keyValueHeads.reduce(0) { $0 + 2 * contextLength * $1 * headWidth * MemoryLayout<UInt16>.size }
             + convolutionStorage.count * contextLength * convolutionWidth * MemoryLayout<Float>.size
     }
 
-    /// - Precondition: every key width is a whole number of 16-dimension groups (every head
-    ///   width Typeset loads is a multiple of 16; `TransformerModel` checks it).
-    init(contextLength: Int, keyWidths: [Int], convolutionCount: Int = 0, convolutionWidth: Int = 0) {
-        precondition(keyWidths.allSatisfy { $0 % 16 == 0 }, "key widths \(keyWidths) are not multiples of 16")
+    /// - Precondition: `headWidth` is a whole number of 16-dimension groups (every head width
+    ///   Typeset loads is a multiple of 16; `TransformerModel` checks it).
+    init(contextLength: Int, keyValueHeads: [Int], headWidth: Int, convolutionCount: Int = 0, convolutionWidth: Int = 0) {
+        precondition(headWidth % 16 == 0, "head width \(headWidth) is not a multiple of 16")
         self.contextLength = contextLength
-        self.keyWidths = keyWidths
+        self.keyValueHeads = keyValueHeads
+        self.headWidth = headWidth
         self.convolutionWidth = convolutionWidth
         // One anonymous mapping for everything: pages are committed as positions are written,
         // and returned to the system when the cache goes (a heap allocation of this size would
         // keep the pages it ever touched in the process, to be handed to the next cache). The
         // halves first, then the floats (every region a multiple of 32 bytes, so aligned).
-        let halfCount = 2 * contextLength * keyWidths.reduce(0, +)
+        let halfCount = 2 * contextLength * headWidth * keyValueHeads.reduce(0, +)
         let floatCount = convolutionCount * contextLength * convolutionWidth
         storage = MappedMemory(byteCount: halfCount * MemoryLayout<UInt16>.size + floatCount * MemoryLayout<Float>.size)
         var halves: [UnsafeMutableBufferPointer<UInt16>] = []
         var nextHalf = storage.base.bindMemory(to: UInt16.self, capacity: halfCount)
-        for keyWidth in keyWidths {
+        for heads in keyValueHeads {
             for _ in 0 ..< 2 {
-                halves.append(UnsafeMutableBufferPointer(start: nextHalf, count: contextLength * keyWidth))
-                nextHalf += contextLength * keyWidth
+                halves.append(UnsafeMutableBufferPointer(start: nextHalf, count: heads * contextLength * headWidth))
+                nextHalf += heads * contextLength * headWidth
             }
         }
         keys = stride(from: 0, to: halves.count, by: 2).map { halves[$0] }
@@ -118,16 +127,22 @@ public final class KVCache {
 
     func append(_ token: Int) { tokens.append(token) }
 
-    /// Rounds `rows` (one `keyWidth`-float row per position, from `position` on) to half
-    /// precision, ties to even (``halfBitPatterns(_:)``, as llama.cpp's F16 cache rounds
-    /// them), and stores them in slot `slot`'s keys (or values).
+    /// Rounds `rows` (one row per position, from `position` on, each its heads in order) to
+    /// half precision, ties to even (``halfBitPatterns(_:)``, as llama.cpp's F16 cache rounds
+    /// them), and stores them in slot `slot`'s keys (or values), each head in its own run.
     func store(_ rows: UnsafeBufferPointer<Float>, slot: Int, position: Int, keys storesKeys: Bool) {
-        let keyWidth = keyWidths[slot]
-        let destination = (storesKeys ? keys[slot] : values[slot]).baseAddress! + position * keyWidth
-        let source = UnsafeRawPointer(rows.baseAddress!), target = UnsafeMutableRawPointer(destination)
-        for chunk in 0 ..< rows.count / 8 {
-            let values = source.loadUnaligned(fromByteOffset: 32 * chunk, as: SIMD8<Float>.self)
-            target.storeBytes(of: halfBitPatterns(values), toByteOffset: 16 * chunk, as: SIMD8<UInt16>.self)
+        let heads = keyValueHeads[slot], headWidth = headWidth, contextLength = contextLength
+        let base = (storesKeys ? keys[slot] : values[slot]).baseAddress!
+        let source = UnsafeRawPointer(rows.baseAddress!)
+        for row in 0 ..< rows.count / (heads * headWidth) {
+            for head in 0 ..< heads {
+                let target = UnsafeMutableRawPointer(base + (head * contextLength + position + row) * headWidth)
+                let offset = 4 * (row * heads + head) * headWidth
+                for chunk in 0 ..< headWidth / 8 {
+                    let values = source.loadUnaligned(fromByteOffset: offset + 32 * chunk, as: SIMD8<Float>.self)
+                    target.storeBytes(of: halfBitPatterns(values), toByteOffset: 16 * chunk, as: SIMD8<UInt16>.self)
+                }
+            }
         }
     }
 }

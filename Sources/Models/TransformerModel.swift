@@ -221,13 +221,14 @@ public final class TransformerModel: Sendable {
 
     /// A cache for up to `contextLength` tokens (clamped to the trained context length).
     public func makeCache(contextLength: Int) -> KVCache {
-        let keyWidths = configuration.blockKinds.compactMap { kind -> Int? in
-            if case let .attention(heads) = kind { heads * configuration.headDimension } else { nil }
+        let keyValueHeads = configuration.blockKinds.compactMap { kind -> Int? in
+            if case let .attention(heads) = kind { heads } else { nil }
         }
         let convolutions = configuration.blockKinds.filter { $0 == .shortConvolution }.count
         return KVCache(
             contextLength: max(1, min(contextLength, configuration.trainedContextLength)),
-            keyWidths: keyWidths, convolutionCount: convolutions, convolutionWidth: configuration.embeddingLength)
+            keyValueHeads: keyValueHeads, headWidth: configuration.headDimension,
+            convolutionCount: convolutions, convolutionWidth: configuration.embeddingLength)
     }
 
     /// The rotary embeddings a cache of `contextLength` positions uses (LongRoPE switches to its

@@ -123,16 +123,22 @@ import TypesetTestSupport
     // MARK: The cache and attention
 
     /// Keys and values are stored as the inputs rounded to half, dimension for dimension (an
-    /// F16 cache's halves), at their positions.
-    @Test func cacheStoresValuesRoundedToHalf() {
-        let keyWidth = 32, positions = 3
-        let cache = KVCache(contextLength: 8, keyWidths: [keyWidth])
-        let keys = Self.randomFloats(positions * keyWidth, in: -60_000 ... 60_000, seed: 8), values = Self.randomFloats(positions * keyWidth, in: -1 ... 1, seed: 9)
-        keys.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[keyWidth...]), slot: 0, position: 1, keys: true) }
-        values.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[keyWidth...]), slot: 0, position: 1, keys: false) }
+    /// F16 cache's halves), each key-value head's positions in a run of their own.
+    @Test func cacheStoresValuesRoundedToHalfHeadByHead() {
+        let headWidth = 16, heads = 2, positions = 3, contextLength = 8
+        let cache = KVCache(contextLength: contextLength, keyValueHeads: [heads], headWidth: headWidth)
+        let width = heads * headWidth
+        let keys = Self.randomFloats(positions * width, in: -60_000 ... 60_000, seed: 8), values = Self.randomFloats(positions * width, in: -1 ... 1, seed: 9)
+        keys.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[width...]), slot: 0, position: 1, keys: true) }
+        values.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[width...]), slot: 0, position: 1, keys: false) }
         let (k, v) = cache.storage(slot: 0)
-        #expect(Array(UnsafeBufferPointer(start: k + keyWidth, count: (positions - 1) * keyWidth)) == keys[keyWidth...].map(halfFromFloat))
-        #expect(Array(UnsafeBufferPointer(start: v + keyWidth, count: (positions - 1) * keyWidth)) == values[keyWidth...].map(halfFromFloat))
+        for position in 1 ..< positions {
+            for head in 0 ..< heads {
+                let stored = (head * contextLength + position) * headWidth, given = (position * heads + head) * headWidth
+                #expect(Array(UnsafeBufferPointer(start: k + stored, count: headWidth)) == keys[given ..< given + headWidth].map(halfFromFloat))
+                #expect(Array(UnsafeBufferPointer(start: v + stored, count: headWidth)) == values[given ..< given + headWidth].map(halfFromFloat))
+            }
+        }
     }
 
     /// Causal attention (two query heads sharing one key head) against softmax attention in
@@ -152,7 +158,7 @@ import TypesetTestSupport
                 valueHalves.withUnsafeBufferPointer { v in
                     output.withUnsafeMutableBufferPointer { o in
                         let job = AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
-                                                start: 0, headCount: heads, headWidth: headWidth, groupSize: heads, keyWidth: headWidth,
+                                                start: 0, headCount: heads, headWidth: headWidth, groupSize: heads, headStride: positions * headWidth,
                                                 window: Int.max, scale: scale)
                         scores.withUnsafeMutableBufferPointer { s in
                             probabilities.withUnsafeMutableBufferPointer { p in
