@@ -189,12 +189,10 @@ func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVec
         let q = storage.codes + block * blockSize
         switch format {
         case .q8_K:
-            storage.scales[block] = _quantizeQ8_K(x, into: q)
-            for group in 0..<16 { storage.sums![block * 16 + group] = _sum16(q + 16 * group) }
+            storage.scales[block] = _quantizeQ8_K(x, into: q, sums: storage.sums! + block * 16)
         case .q8_0, .q8_1:
-            let d = _quantizeQ8_0(x, into: q)
+            let (d, sum) = _quantizeQ8_0(x, into: q)
             storage.scales[block] = floatFromHalf(halfFromFloat(d))
-            let sum = _sum16(q) + _sum16(q + 16)
             if format == .q8_0 { storage.sums![block] = sum } else { storage.offsets![block] = floatFromHalf(halfFromFloat(d * Float(sum))) }
         case .float:
             return
@@ -217,20 +215,98 @@ func _nearestInteger(_ value: Float) -> Int32 {
     Int32(bitPattern: (value + 12_582_912).bitPattern & 0x7F_FFFF) &- 0x40_0000
 }
 
-/// Quantizes 32 values as ggml's AVX `quantize_row_q8_0` does and returns the unrounded
-/// scale `d = amax / 127` (the caller stores it rounded to fp16).
+/// `_nearestInteger` in every lane.
 @inline(__always)
-func _quantizeQ8_0(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>) -> Float {
+func _nearestIntegers(_ values: SIMD16<Float>) -> SIMD16<Int32> {
+    (unsafeBitCast(values + 12_582_912, to: SIMD16<Int32>.self) & 0x7F_FFFF) &- 0x40_0000
+}
+
+/// Sixteen values' magnitudes (the sign bit cleared).
+@inline(__always)
+func _magnitudes(_ values: SIMD16<Float>) -> SIMD16<Float> {
+    unsafeBitCast(unsafeBitCast(values, to: SIMD16<UInt32>.self) & 0x7FFF_FFFF, to: SIMD16<Float>.self)
+}
+
+/// The largest of sixteen non-NaN values, by halving, branch-free (the standard library's
+/// `max()` is a lane-by-lane loop that checks each lane for NaN; a generic halving helper
+/// compiled to lane-by-lane masks, so each step is spelled out).
+@inline(__always)
+func _largestLane(_ values: SIMD16<Float>) -> Float {
+    let eight = values.lowHalf.replacing(with: values.highHalf, where: values.highHalf .> values.lowHalf)
+    let four = eight.lowHalf.replacing(with: eight.highHalf, where: eight.highHalf .> eight.lowHalf)
+    let two = four.lowHalf.replacing(with: four.highHalf, where: four.highHalf .> four.lowHalf)
+    return two[1] > two[0] ? two[1] : two[0]
+}
+
+/// Stores the low byte of each lane at `codes` (`vpmovdb`).
+@inline(__always)
+func _storeLowBytes(_ lanes: SIMD16<Int32>, _ codes: UnsafeMutablePointer<Int8>) {
+    UnsafeMutableRawPointer(codes).storeBytes(of: SIMD16<Int8>(truncatingIfNeeded: lanes), as: SIMD16<Int8>.self)
+}
+
+/// Quantizes 32 values as ggml's AVX `quantize_row_q8_0` does and returns the unrounded
+/// scale `d = amax / 127` (the caller stores it rounded to fp16) and the codes' sum, sixteen
+/// lanes at a time. Lane for lane what `_quantizeQ8_0Scalar` computes for finite values.
+@inline(__always)
+func _quantizeQ8_0(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>) -> (scale: Float, sum: Int32) {
+    let raw = UnsafeRawPointer(x)
+    let low = raw.loadUnaligned(as: SIMD16<Float>.self), high = raw.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+    let amax = _largestLane(_magnitudes(low).replacing(with: _magnitudes(high), where: _magnitudes(high) .> _magnitudes(low)))
+    let inverse: Float = amax != 0 ? 127 / amax : 0
+    let lowCodes = _nearestIntegers(low * inverse), highCodes = _nearestIntegers(high * inverse)
+    _storeLowBytes(lowCodes, codes)
+    _storeLowBytes(highCodes, codes + 16)
+    return (amax / 127, (lowCodes &+ highCodes).wrappedSum())
+}
+
+/// The scalar reference of `_quantizeQ8_0`, written as ggml's C reads: the tests hold the
+/// vector code to it.
+func _quantizeQ8_0Scalar(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>) -> (scale: Float, sum: Int32) {
     var amax: Float = 0
     for i in 0..<32 { let magnitude = abs(x[i]); if magnitude > amax { amax = magnitude } }
     let inverse: Float = amax != 0 ? 127 / amax : 0
-    for i in 0..<32 { codes[i] = Int8(truncatingIfNeeded: _nearestInteger(x[i] * inverse)) }
-    return amax / 127
+    var sum: Int32 = 0
+    for i in 0..<32 {
+        codes[i] = Int8(truncatingIfNeeded: _nearestInteger(x[i] * inverse))
+        sum &+= Int32(codes[i])
+    }
+    return (amax / 127, sum)
 }
 
-/// Quantizes 256 values as ggml's `quantize_row_q8_K_ref` does and returns the block's scale.
+/// Quantizes 256 values as ggml's `quantize_row_q8_K_ref` does, writes the codes' sums of
+/// each 16, and returns the block's scale, sixteen lanes at a time. Lane for lane what
+/// `_quantizeQ8_KScalar` computes for finite values: `max` is the first value of largest
+/// magnitude.
 @inline(__always)
-func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>) -> Float {
+func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>, sums: UnsafeMutablePointer<Int32>) -> Float {
+    let raw = UnsafeRawPointer(x)
+    @inline(__always) func chunk(_ index: Int) -> SIMD16<Float> { raw.loadUnaligned(fromByteOffset: 64 &* index, as: SIMD16<Float>.self) }
+    var magnitudes = _magnitudes(chunk(0))
+    for index in 1..<16 {
+        let next = _magnitudes(chunk(index))
+        magnitudes.replace(with: next, where: next .> magnitudes)
+    }
+    let amax = _largestLane(magnitudes)
+    guard amax != 0 else {
+        codes.update(repeating: 0, count: 256)
+        sums.update(repeating: 0, count: 16)
+        return 0
+    }
+    var first = 0
+    while !any(_magnitudes(chunk(first >> 4)) .== SIMD16(repeating: amax)) { first += 16 }
+    while abs(x[first]) != amax { first += 1 }
+    let inverseScale = -127 / x[first]
+    for index in 0..<16 {
+        var lanes = _nearestIntegers(inverseScale * chunk(index))
+        lanes.replace(with: 127, where: lanes .> 127)
+        _storeLowBytes(lanes, codes + 16 &* index)
+        sums[index] = lanes.wrappedSum()
+    }
+    return 1 / inverseScale
+}
+
+/// The scalar reference of `_quantizeQ8_K`, written as ggml's C reads.
+func _quantizeQ8_KScalar(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>, sums: UnsafeMutablePointer<Int32>) -> Float {
     var amax: Float = 0, maximum: Float = 0
     for i in 0..<256 {
         let magnitude = abs(x[i])
@@ -238,18 +314,17 @@ func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<I
     }
     guard amax != 0 else {
         codes.update(repeating: 0, count: 256)
+        sums.update(repeating: 0, count: 16)
         return 0
     }
     let inverseScale = -127 / maximum
     for i in 0..<256 { codes[i] = Int8(truncatingIfNeeded: min(127, _nearestInteger(inverseScale * x[i]))) }
+    for group in 0..<16 {
+        var sum: Int32 = 0
+        for i in 0..<16 { sum &+= Int32(codes[16 * group + i]) }
+        sums[group] = sum
+    }
     return 1 / inverseScale
-}
-
-@inline(__always)
-func _sum16(_ codes: UnsafePointer<Int8>) -> Int32 {
-    var sum: Int32 = 0
-    for i in 0..<16 { sum &+= Int32(codes[i]) }
-    return sum
 }
 
 @inline(__always)

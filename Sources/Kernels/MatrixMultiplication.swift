@@ -241,8 +241,15 @@ final class ActivationBatch {
         let job = BatchQuantizationJob(
             inputs: inputs.baseAddress!, rowLength: rowLength, format: format, pairs: pairs.baseAddress!, scales: scales.baseAddress!,
             codes: codes.baseAddress!, sums: sums.baseAddress!, offsets: offsets.baseAddress!)
-        KernelThreadPool.shared.forEachRange(of: batch, parts: threadCount) { job.quantize(rows: $0) }
+        // A few decode rows take about a microsecond here: less than waking a thread for
+        // them. Larger batches (prefill, wide inputs) are split.
+        KernelThreadPool.shared.forEachRange(of: batch, parts: batch * rowLength >= Self.valuesWorthSplitting ? threadCount : 1) {
+            job.quantize(rows: $0)
+        }
     }
+
+    /// Values from which the quantization is split across threads.
+    static let valuesWorthSplitting = 16_384
 
     deinit {
         pairs.deallocate()
