@@ -297,8 +297,11 @@ func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<I
     while abs(x[first]) != amax { first += 1 }
     let inverseScale = -127 / x[first]
     for index in 0..<16 {
-        var lanes = _nearestIntegers(inverseScale * chunk(index))
-        lanes.replace(with: 127, where: lanes .> 127)
+        // min(127, round(v)) is round(min(v, 127)) (rounding is monotone and keeps 127);
+        // the float comparison is one instruction where the integer one was lane by lane.
+        var scaled = inverseScale * chunk(index)
+        scaled.replace(with: 127, where: scaled .> 127)
+        let lanes = _nearestIntegers(scaled)
         _storeLowBytes(lanes, codes + 16 &* index)
         sums[index] = lanes.wrappedSum()
     }
