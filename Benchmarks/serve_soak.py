@@ -190,6 +190,9 @@ async def main():
         "schema_replies_valid": stats["valid"],
         "rss_mib_after_warm_up": round(counted[0] / 2**20, 1), "rss_mib_last": round(counted[-1] / 2**20, 1),
         "rss_mib_max": round(max(bytes for _, bytes in memory) / 2**20, 1),
+        # Every sample (one per 10 s) after the warm-up: flat or growing is read off the series,
+        # not off its two ends, which a hostile compilation in flight can lift.
+        "rss_mib_samples": [round(bytes / 2**20) for bytes in counted],
         "hostile_schema_refusal_seconds_max": round(max(stats.get("hostile_schema_seconds", [0])), 2),
         "errors": stats["errors"][:10],
     }

@@ -316,7 +316,7 @@ public final class ModelRunner: Sendable {
     /// freed memory in the arena of the thread that used it, so a server's resident memory
     /// would otherwise stay at the peak of the largest hostile schema it ever refused.
     static func returnFreedMemory() {
-        mallocTrim?(0)
+        _ = mallocTrim?(0)
     }
 
     /// glibc's `malloc_trim` (not in Swift's Glibc module), looked up once; nil elsewhere.

@@ -2,8 +2,9 @@ import Foundation
 import Models
 import Synchronization
 
-/// Computes the logits of several sequences in one step.
-protocol BatchEvaluator: AnyObject {
+/// Computes the logits of several sequences in one step. (Its metatype is sendable: the
+/// scheduler's thread and preparation queue refer to the evaluator's type.)
+protocol BatchEvaluator: AnyObject, SendableMetatype {
     associatedtype Source: LogitsSource
     /// Appends each entry's tokens to its source and writes the logits after each entry's last
     /// token into `logits`, one row of vocabulary size per entry, in entry order (replacing what
