@@ -251,7 +251,8 @@ func _storeLowBytes(_ lanes: SIMD16<Int32>, _ codes: UnsafeMutablePointer<Int8>)
 func _quantizeQ8_0(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>) -> (scale: Float, sum: Int32) {
     let raw = UnsafeRawPointer(x)
     let low = raw.loadUnaligned(as: SIMD16<Float>.self), high = raw.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
-    let amax = _largestLane(_magnitudes(low).replacing(with: _magnitudes(high), where: _magnitudes(high) .> _magnitudes(low)))
+    let lowMagnitudes = _magnitudes(low), highMagnitudes = _magnitudes(high)
+    let amax = _largestLane(lowMagnitudes.replacing(with: highMagnitudes, where: highMagnitudes .> lowMagnitudes))
     let inverse: Float = amax != 0 ? 127 / amax : 0
     let lowCodes = _nearestIntegers(low * inverse), highCodes = _nearestIntegers(high * inverse)
     _storeLowBytes(lowCodes, codes)

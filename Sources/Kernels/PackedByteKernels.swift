@@ -195,12 +195,7 @@ func _q8Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 @inline(__always)
 func _prefetchNextGroup(_ group: UnsafeRawPointer, _ layout: PackedLayout, block index: Int) {
     let share = layout.groupBytes / layout.blockCount
-    let next = group + (layout.groupBytes &+ index &* share)
-    var offset = 0
-    while offset < share {
-        prefetchForReading(next + offset)
-        offset &+= 64
-    }
+    prefetchForReading(group + (layout.groupBytes &+ index &* share), byteCount: share)
 }
 
 /// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8, Q5_0: 16, Q8_0: 128):

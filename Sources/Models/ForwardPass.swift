@@ -173,11 +173,11 @@ struct ForwardPass {
             for (index, sequence) in sequences.enumerated() {
                 // The cache's storage outlives the call: the jobs read it through pointers, as
                 // the thread pool's jobs read every buffer.
-                let (cachedKeys, cachedValues) = sequence.cache.storage(slot: slot)
+                let (cachedKeys, cachedValues, headStride) = sequence.cache.storage(slot: slot)
                 let job = AttentionJob(
                     queries: queries + sequence.rows.lowerBound * queryWidth, keys: cachedKeys, values: cachedValues,
                     output: attended + sequence.rows.lowerBound * queryWidth, start: sequence.start, headCount: headCount,
-                    headWidth: headWidth, groupSize: groupSize, headStride: sequence.cache.contextLength * headWidth,
+                    headWidth: headWidth, groupSize: groupSize, headStride: headStride,
                     window: window, scale: scale)
                 let count = AttentionParts.unitCount(rows: sequence.rows.count, job: job, slices: slices)
                 (attentions.baseAddress! + index).initialize(to: (job, units ..< units + count))

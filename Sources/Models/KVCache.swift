@@ -82,16 +82,15 @@ public final class KVCache {
         let halfCount = 2 * contextLength * headWidth * keyValueHeads.reduce(0, +)
         let floatCount = convolutionCount * contextLength * convolutionWidth
         storage = MappedMemory(byteCount: halfCount * MemoryLayout<UInt16>.size + floatCount * MemoryLayout<Float>.size)
-        var halves: [UnsafeMutableBufferPointer<UInt16>] = []
+        var keys: [UnsafeMutableBufferPointer<UInt16>] = [], values = keys
         var nextHalf = storage.base.bindMemory(to: UInt16.self, capacity: halfCount)
         for heads in keyValueHeads {
-            for _ in 0 ..< 2 {
-                halves.append(UnsafeMutableBufferPointer(start: nextHalf, count: heads * contextLength * headWidth))
-                nextHalf += heads * contextLength * headWidth
-            }
+            let count = heads * contextLength * headWidth
+            keys.append(UnsafeMutableBufferPointer(start: nextHalf, count: count))
+            values.append(UnsafeMutableBufferPointer(start: nextHalf + count, count: count))
+            nextHalf += 2 * count
         }
-        keys = stride(from: 0, to: halves.count, by: 2).map { halves[$0] }
-        values = stride(from: 1, to: halves.count, by: 2).map { halves[$0] }
+        (self.keys, self.values) = (keys, values)
         var nextFloat = (storage.base + halfCount * MemoryLayout<UInt16>.size).bindMemory(to: Float.self, capacity: floatCount)
         var convolutions: [UnsafeMutableBufferPointer<Float>] = []
         for _ in 0 ..< convolutionCount {
@@ -101,9 +100,10 @@ public final class KVCache {
         convolutionStorage = convolutions
     }
 
-    /// Slot `slot`'s keys and values (see ``keys``), for the forward pass's jobs.
-    func storage(slot: Int) -> (keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>) {
-        (UnsafePointer(keys[slot].baseAddress!), UnsafePointer(values[slot].baseAddress!))
+    /// Slot `slot`'s keys and values (see ``keys``), for the forward pass's jobs, and the
+    /// halves from one key-value head's run of positions to the next.
+    func storage(slot: Int) -> (keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>, headStride: Int) {
+        (UnsafePointer(keys[slot].baseAddress!), UnsafePointer(values[slot].baseAddress!), contextLength * headWidth)
     }
 
     /// Convolution slot `slot`'s gated inputs (see ``convolutionStorage``).

@@ -131,7 +131,8 @@ import TypesetTestSupport
         let keys = Self.randomFloats(positions * width, in: -60_000 ... 60_000, seed: 8), values = Self.randomFloats(positions * width, in: -1 ... 1, seed: 9)
         keys.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[width...]), slot: 0, position: 1, keys: true) }
         values.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[width...]), slot: 0, position: 1, keys: false) }
-        let (k, v) = cache.storage(slot: 0)
+        let (k, v, headStride) = cache.storage(slot: 0)
+        #expect(headStride == contextLength * headWidth)
         for position in 1 ..< positions {
             for head in 0 ..< heads {
                 let stored = (head * contextLength + position) * headWidth, given = (position * heads + head) * headWidth
