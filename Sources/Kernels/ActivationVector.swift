@@ -1,4 +1,7 @@
 import GGUF
+#if TYPESET_VNNI
+import VectorIntrinsics
+#endif
 
 /// An input vector prepared for matrix-vector products: its `Float` values and, for weight
 /// types with integer kernels, the same values quantized the way llama.cpp quantizes
@@ -192,8 +195,8 @@ func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVec
             storage.scales[block] = _quantizeQ8_K(x, into: q, sums: storage.sums! + block * 16)
         case .q8_0, .q8_1:
             let (d, sum) = _quantizeQ8_0(x, into: q)
-            storage.scales[block] = floatFromHalf(halfFromFloat(d))
-            if format == .q8_0 { storage.sums![block] = sum } else { storage.offsets![block] = floatFromHalf(halfFromFloat(d * Float(sum))) }
+            storage.scales[block] = roundedToHalfPrecision(d)
+            if format == .q8_0 { storage.sums![block] = sum } else { storage.offsets![block] = roundedToHalfPrecision(d * Float(sum)) }
         case .float:
             return
         }
@@ -221,43 +224,91 @@ func _nearestIntegers(_ values: SIMD16<Float>) -> SIMD16<Int32> {
     (unsafeBitCast(values + 12_582_912, to: SIMD16<Int32>.self) & 0x7F_FFFF) &- 0x40_0000
 }
 
-/// Sixteen values' magnitudes (the sign bit cleared).
+/// Sixteen values' magnitudes as bit patterns (the sign bit cleared). For values that are
+/// not NaN, the patterns are ordered as the magnitudes are: the largest magnitude is an
+/// integer maximum, which has no NaN cases to handle.
 @inline(__always)
-func _magnitudes(_ values: SIMD16<Float>) -> SIMD16<Float> {
-    unsafeBitCast(unsafeBitCast(values, to: SIMD16<UInt32>.self) & 0x7FFF_FFFF, to: SIMD16<Float>.self)
+func _magnitudeBits(_ values: SIMD16<Float>) -> SIMD16<UInt32> {
+    unsafeBitCast(values, to: SIMD16<UInt32>.self) & 0x7FFF_FFFF
 }
 
-/// The largest of sixteen non-NaN values, by halving, branch-free (the standard library's
-/// `max()` is a lane-by-lane loop that checks each lane for NaN; a generic halving helper
-/// compiled to lane-by-lane masks, so each step is spelled out).
+/// The bit pattern of a float's positive infinity: magnitude bits above it are NaNs.
+let _infinityBits: UInt32 = 0x7F80_0000
+
+/// The larger of each pair of lanes: `vpmaxud` through VectorIntrinsics on AVX-512 targets
+/// (Swift's generic comparison and blend compiled four lanes at a time there).
 @inline(__always)
-func _largestLane(_ values: SIMD16<Float>) -> Float {
-    let eight = values.lowHalf.replacing(with: values.highHalf, where: values.highHalf .> values.lowHalf)
+func _largerLanes(_ a: SIMD16<UInt32>, _ b: SIMD16<UInt32>) -> SIMD16<UInt32> {
+    #if TYPESET_VNNI
+    largerLanes(a, b)
+    #else
+    a.replacing(with: b, where: b .> a)
+    #endif
+}
+
+/// The largest of sixteen lanes: a reduction on halving widths through VectorIntrinsics on
+/// AVX-512 targets, elsewhere the halving spelled out (the standard library's `max()` is a
+/// lane-by-lane loop).
+@inline(__always)
+func _largestLane(_ lanes: SIMD16<UInt32>) -> UInt32 {
+    #if TYPESET_VNNI
+    largestLane(lanes)
+    #else
+    let eight = lanes.lowHalf.replacing(with: lanes.highHalf, where: lanes.highHalf .> lanes.lowHalf)
     let four = eight.lowHalf.replacing(with: eight.highHalf, where: eight.highHalf .> eight.lowHalf)
     let two = four.lowHalf.replacing(with: four.highHalf, where: four.highHalf .> four.lowHalf)
-    return two[1] > two[0] ? two[1] : two[0]
+    return max(two[0], two[1])
+    #endif
+}
+
+/// The lanes' wrapping sum, by halving on AVX-512 targets.
+@inline(__always)
+func _wrappingSum(_ lanes: SIMD16<Int32>) -> Int32 {
+    #if TYPESET_VNNI
+    wrappingSum(lanes)
+    #else
+    lanes.wrappedSum()
+    #endif
+}
+
+/// `min(value, 127)` in every lane, NaNs kept (one `vminps` on AVX-512 targets).
+@inline(__always)
+func _clampedTo127(_ values: SIMD16<Float>) -> SIMD16<Float> {
+    #if TYPESET_VNNI
+    smallerLanes(values, SIMD16(repeating: 127))
+    #else
+    values.replacing(with: 127, where: values .> 127)
+    #endif
 }
 
 /// Stores the low byte of each lane at `codes` (`vpmovdb`).
 @inline(__always)
 func _storeLowBytes(_ lanes: SIMD16<Int32>, _ codes: UnsafeMutablePointer<Int8>) {
-    UnsafeMutableRawPointer(codes).storeBytes(of: SIMD16<Int8>(truncatingIfNeeded: lanes), as: SIMD16<Int8>.self)
+    #if TYPESET_VNNI
+    let bytes = lowBytes(lanes)
+    #else
+    let bytes = SIMD16<Int8>(truncatingIfNeeded: lanes)
+    #endif
+    UnsafeMutableRawPointer(codes).storeBytes(of: bytes, as: SIMD16<Int8>.self)
 }
 
 /// Quantizes 32 values as ggml's AVX `quantize_row_q8_0` does and returns the unrounded
 /// scale `d = amax / 127` (the caller stores it rounded to fp16) and the codes' sum, sixteen
-/// lanes at a time. Lane for lane what `_quantizeQ8_0Scalar` computes for finite values.
+/// lanes at a time. Lane for lane what `_quantizeQ8_0Scalar` computes; a block holding a NaN,
+/// which the reference's comparisons skip when they look for the largest magnitude, goes to
+/// the reference.
 @inline(__always)
 func _quantizeQ8_0(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>) -> (scale: Float, sum: Int32) {
     let raw = UnsafeRawPointer(x)
     let low = raw.loadUnaligned(as: SIMD16<Float>.self), high = raw.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
-    let lowMagnitudes = _magnitudes(low), highMagnitudes = _magnitudes(high)
-    let amax = _largestLane(lowMagnitudes.replacing(with: highMagnitudes, where: highMagnitudes .> lowMagnitudes))
+    let largest = _largestLane(_largerLanes(_magnitudeBits(low), _magnitudeBits(high)))
+    guard largest <= _infinityBits else { return _quantizeQ8_0Scalar(x, into: codes) }
+    let amax = Float(bitPattern: largest)
     let inverse: Float = amax != 0 ? 127 / amax : 0
     let lowCodes = _nearestIntegers(low * inverse), highCodes = _nearestIntegers(high * inverse)
     _storeLowBytes(lowCodes, codes)
     _storeLowBytes(highCodes, codes + 16)
-    return (amax / 127, (lowCodes &+ highCodes).wrappedSum())
+    return (amax / 127, _wrappingSum(lowCodes &+ highCodes))
 }
 
 /// The scalar reference of `_quantizeQ8_0`, written as ggml's C reads: the tests hold the
@@ -276,35 +327,30 @@ func _quantizeQ8_0Scalar(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePoi
 
 /// Quantizes 256 values as ggml's `quantize_row_q8_K_ref` does, writes the codes' sums of
 /// each 16, and returns the block's scale, sixteen lanes at a time. Lane for lane what
-/// `_quantizeQ8_KScalar` computes for finite values: `max` is the first value of largest
-/// magnitude.
+/// `_quantizeQ8_KScalar` computes (`max` is the first value of largest magnitude); a block
+/// holding a NaN goes to the reference, as in `_quantizeQ8_0`.
 @inline(__always)
 func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<Int8>, sums: UnsafeMutablePointer<Int32>) -> Float {
     let raw = UnsafeRawPointer(x)
     @inline(__always) func chunk(_ index: Int) -> SIMD16<Float> { raw.loadUnaligned(fromByteOffset: 64 &* index, as: SIMD16<Float>.self) }
-    var magnitudes = _magnitudes(chunk(0))
-    for index in 1..<16 {
-        let next = _magnitudes(chunk(index))
-        magnitudes.replace(with: next, where: next .> magnitudes)
-    }
-    let amax = _largestLane(magnitudes)
-    guard amax != 0 else {
+    var magnitudes = _magnitudeBits(chunk(0))
+    for index in 1..<16 { magnitudes = _largerLanes(magnitudes, _magnitudeBits(chunk(index))) }
+    let largest = _largestLane(magnitudes)
+    guard largest <= _infinityBits else { return _quantizeQ8_KScalar(x, into: codes, sums: sums) }
+    guard largest != 0 else {
         codes.update(repeating: 0, count: 256)
         sums.update(repeating: 0, count: 16)
         return 0
     }
     var first = 0
-    while !any(_magnitudes(chunk(first >> 4)) .== SIMD16(repeating: amax)) { first += 16 }
-    while abs(x[first]) != amax { first += 1 }
+    while !any(_magnitudeBits(chunk(first >> 4)) .== SIMD16(repeating: largest)) { first += 16 }
+    while x[first].bitPattern & 0x7FFF_FFFF != largest { first += 1 }
     let inverseScale = -127 / x[first]
     for index in 0..<16 {
-        // min(127, round(v)) is round(min(v, 127)) (rounding is monotone and keeps 127);
-        // the float comparison is one instruction where the integer one was lane by lane.
-        var scaled = inverseScale * chunk(index)
-        scaled.replace(with: 127, where: scaled .> 127)
-        let lanes = _nearestIntegers(scaled)
+        // min(127, round(v)) is round(min(v, 127)) (rounding is monotone and keeps 127).
+        let lanes = _nearestIntegers(_clampedTo127(inverseScale * chunk(index)))
         _storeLowBytes(lanes, codes + 16 &* index)
-        sums[index] = lanes.wrappedSum()
+        sums[index] = _wrappingSum(lanes)
     }
     return 1 / inverseScale
 }

@@ -33,9 +33,21 @@ public func floatFromBFloat16(_ bits: UInt16) -> Float {
 /// binary32 → IEEE 754 binary16 bits, rounding to nearest, ties to even (what F16C's
 /// `vcvtps2ph` and ggml's `GGML_FP32_TO_FP16` do): subnormal results are rounded, overflow
 /// gives ±infinity, NaNs stay NaNs (quiet, payload truncated).
-/// Tested against `Float16(Float)` on every platform that has it.
-@inlinable
+/// One conversion instruction where the target has it (tuned x86-64 Linux builds: F16C or
+/// AVX512-FP16; arm64), else ``_portableHalfFromFloat(_:)``, the same rounding in integer
+/// operations, tested against `Float16(Float)` on every platform that has it.
+@inlinable @inline(__always)
 public func halfFromFloat(_ value: Float) -> UInt16 {
+    #if (TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)) || arch(arm64)
+    Float16(value).bitPattern
+    #else
+    _portableHalfFromFloat(value)
+    #endif
+}
+
+/// ``halfFromFloat(_:)`` in integer operations, for targets without a conversion instruction.
+@inlinable
+func _portableHalfFromFloat(_ value: Float) -> UInt16 {
     let bits = value.bitPattern
     let sign = UInt16(truncatingIfNeeded: (bits >> 16) & 0x8000)
     let exponent = Int((bits >> 23) & 0xFF)
@@ -115,6 +127,17 @@ public func roundedToHalfPrecision(_ values: SIMD8<Float>) -> SIMD8<Float> {
     SIMD8<Float>(SIMD8<Float16>(values))
     #else
     floatsFromHalves(halvesFromFloats(values))
+    #endif
+}
+
+/// `value` rounded to the nearest half (ties to even), as a float: ``roundedToHalfPrecision(_:)``
+/// for one value, two conversion instructions where the target has them.
+@inlinable @inline(__always)
+public func roundedToHalfPrecision(_ value: Float) -> Float {
+    #if (TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)) || arch(arm64)
+    Float(Float16(value))
+    #else
+    floatFromHalf(halfFromFloat(value))
     #endif
 }
 

@@ -139,7 +139,7 @@ public enum MatrixMultiplication {
                                                                   format: format, threadCount: threadCount)
             batches[format] = activations
             let groups = matrix.rowCount / PackedMatrix.groupRows
-            jobs.append((.batch(PackedBatchJob(matrix: matrix, columns: activations.columns, batch: batch, output: output.baseAddress!)),
+            jobs.append((.batch(PackedBatchJob(matrix: matrix.weights, columns: activations.columns, batch: batch, output: output.baseAddress!)),
                          units ..< units + groups))
             units += groups
         }
@@ -294,7 +294,7 @@ struct BatchQuantizationJob: @unchecked Sendable {
 /// output outlive the synchronous thread-pool call, the inputs are only read, and each
 /// thread writes the rows of its own groups.
 struct PackedBatchJob: @unchecked Sendable {
-    let matrix: PackedMatrix
+    let matrix: PackedWeights
     let columns: ColumnPointers
     let batch: Int
     let output: UnsafeMutablePointer<Float>
@@ -314,7 +314,7 @@ struct PackedBatchJob: @unchecked Sendable {
         let format = ActivationVector.Format(for: layout.type)
         let pairStride = matrix.rowLength / 2, blockStride = layout.blockCount * layout.type.blockSize / format.blockSize
         let sumStride = format == .q8_K ? matrix.rowLength / 16 : matrix.rowLength / 32
-        let base = UnsafeRawPointer(matrix.storage.bytes)
+        let base = matrix.bytes
         @inline(__always) func four(_ item: Int) -> FourColumnSet {
             FourColumnSet(first: column(item, pairStride, blockStride, sumStride),
                            pairStride: pairStride, blockStride: blockStride, sumStride: sumStride)

@@ -96,7 +96,7 @@ public enum MatrixVectorProduct {
                         // A packed matrix is split by groups of 16 rows, a mapped one by rows.
                         let job: GroupProduct, count: Int
                         if let packed = weights.packed {
-                            job = .packed(PackedProductJob(matrix: packed, column: column, output: output))
+                            job = .packed(PackedProductJob(matrix: packed.weights, column: column, output: output))
                             count = weights.rowCount / PackedMatrix.groupRows
                         } else {
                             let info = weights.tensor.info
@@ -215,13 +215,13 @@ public enum MatrixVectorProduct {
 /// outlive the synchronous `KernelThreadPool.run` call that uses the job, the inputs are only
 /// read, and each thread writes a disjoint range of groups.
 struct PackedProductJob: @unchecked Sendable {
-    let matrix: PackedMatrix
+    let matrix: PackedWeights
     let column: ColumnPointers
     let output: UnsafeMutablePointer<Float>
 
     func compute(groups: Range<Int>) {
         let layout = matrix.layout
-        let base = UnsafeRawPointer(matrix.storage.bytes)
+        let base = matrix.bytes
         for group in groups {
             var columns = OneColumnSet(column)
             _multiplyGroup(base + group &* layout.groupBytes, layout, &columns)

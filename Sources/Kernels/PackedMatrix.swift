@@ -103,6 +103,25 @@ public struct PackedMatrix: Sendable {
     public var byteCount: Int { storage.byteCount }
 
     var layout: PackedLayout { PackedLayout(type: type, rowLength: rowLength) }
+
+    /// The bytes and their shape, as the product jobs read them.
+    var weights: PackedWeights {
+        PackedWeights(bytes: UnsafeRawPointer(storage.bytes), layout: layout, rowCount: rowCount, rowLength: rowLength)
+    }
+}
+
+/// A packed matrix as a product job reads it: its bytes and shape, without the reference that
+/// keeps the bytes alive. The job's caller holds the ``PackedMatrix`` through the synchronous
+/// call. Every thread copies the jobs it runs; with a reference in them each copy would retain
+/// and release the same storage object from both threads, an atomic write to a cache line the
+/// two then pass back and forth (2–4 % of a four-sequence decode step's samples).
+struct PackedWeights {
+    let bytes: UnsafeRawPointer
+    let layout: PackedLayout
+    /// Rows (a multiple of 16).
+    let rowCount: Int
+    /// Elements per row.
+    let rowLength: Int
 }
 
 /// The packed bytes, zeroed, freed with the last matrix that shares them.

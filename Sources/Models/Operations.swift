@@ -91,7 +91,7 @@ func _roundToHalfPrecision(_ values: UnsafeMutableBufferPointer<Float>) {
         index += 8
     }
     while index < values.count {
-        values[index] = floatFromHalf(halfFromFloat(values[index]))
+        values[index] = roundedToHalfPrecision(values[index])
         index += 1
     }
 }

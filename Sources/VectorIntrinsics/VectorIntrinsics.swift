@@ -60,3 +60,41 @@ public func pauseWhileSpinning() {
 public func prefetchForReading(_ address: UnsafeRawPointer) {
     Builtin.int_prefetch_RawPointer(address._rawValue, Int32(0)._value, Int32(3)._value, Int32(1)._value)
 }
+
+/// The larger of each pair of lanes, as unsigned integers (`vpmaxud`).
+@inlinable @inline(__always)
+public func largerLanes(_ a: SIMD16<UInt32>, _ b: SIMD16<UInt32>) -> SIMD16<UInt32> {
+    var result = SIMD16<UInt32>()
+    result._storage._value = Builtin.int_umax_Vec16xInt32(a._storage._value, b._storage._value)
+    return result
+}
+
+/// The largest lane, as an unsigned integer: four `vpmaxud` on halving widths. (The standard
+/// library's `max()` walks the lanes one by one.)
+@inlinable @inline(__always)
+public func largestLane(_ lanes: SIMD16<UInt32>) -> UInt32 {
+    UInt32(Builtin.int_vector_reduce_umax_Vec16xInt32(lanes._storage._value))
+}
+
+/// The lanes' sum, wrapping on overflow: four `vpaddd` on halving widths.
+@inlinable @inline(__always)
+public func wrappingSum(_ lanes: SIMD16<Int32>) -> Int32 {
+    Int32(Builtin.int_vector_reduce_add_Vec16xInt32(lanes._storage._value))
+}
+
+/// `limit < value ? limit : value` lane by lane (`vminps`): the smaller of the two, and a
+/// NaN value stays NaN.
+@inlinable @inline(__always)
+public func smallerLanes(_ values: SIMD16<Float>, _ limit: SIMD16<Float>) -> SIMD16<Float> {
+    var result = SIMD16<Float>()
+    result._storage._value = Builtin.int_x86_avx512_min_ps_512(limit._storage._value, values._storage._value, Int32(4)._value)
+    return result
+}
+
+/// Each lane's low byte (`vpmovdb`): the 16 lanes truncated to bytes, in order.
+@inlinable @inline(__always)
+public func lowBytes(_ lanes: SIMD16<Int32>) -> SIMD16<Int8> {
+    var result = SIMD16<Int8>()
+    result._storage._value = Builtin.trunc_Vec16xInt32_Vec16xInt8(lanes._storage._value)
+    return result
+}

@@ -4,7 +4,8 @@ import TypesetTestSupport
 
 /// The vector activation quantizers against the scalar references beside them (ggml's C,
 /// read line by line), on inputs that reach their edges: ties after scaling, zeros, one
-/// extreme value in a block, the largest magnitude repeated with both signs.
+/// extreme value in a block, the largest magnitude repeated with both signs, an infinity and
+/// a NaN (which a broken model's activations can hold: no trap, the reference's codes).
 @Suite struct ActivationQuantizerTests {
     /// Blocks of `size` values: random ones, and blocks built to hit the rounding's ties and
     /// the choice of `max`.
@@ -13,7 +14,7 @@ import TypesetTestSupport
         var blocks: [[Float]] = []
         for index in 0 ..< count {
             var block = (0 ..< size).map { _ in Float.random(in: -4 ... 4, using: &generator) }
-            switch index % 6 {
+            switch index % 8 {
             case 1: block = block.map { ($0 * 8).rounded() / 8 }                    // many exact ties after × 127 / amax
             case 2: block = [Float](repeating: 0, count: size)
             case 3: block[Int.random(in: 0 ..< size, using: &generator)] = -50        // one extreme value
@@ -22,6 +23,8 @@ import TypesetTestSupport
                 block[size / 3] = magnitude
                 block[size / 2] = -magnitude
             case 5: block = block.map { $0 * 1e-30 }                                   // tiny values
+            case 6: block[Int.random(in: 0 ..< size, using: &generator)] = index % 16 == 6 ? -.infinity : .infinity
+            case 7: block[Int.random(in: 0 ..< size, using: &generator)] = .nan
             default: break
             }
             blocks.append(block)
