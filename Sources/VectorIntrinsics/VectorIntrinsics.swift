@@ -98,3 +98,19 @@ public func lowBytes(_ lanes: SIMD16<Int32>) -> SIMD16<Int8> {
     result._storage._value = Builtin.trunc_Vec16xInt32_Vec16xInt8(lanes._storage._value)
     return result
 }
+
+/// `value > running ? value : running` lane by lane (`vmaxps`): a running maximum that a NaN
+/// value leaves unchanged.
+@inlinable @inline(__always)
+public func largerLanes(_ values: SIMD16<Float>, keeping running: SIMD16<Float>) -> SIMD16<Float> {
+    var result = SIMD16<Float>()
+    result._storage._value = Builtin.int_x86_avx512_max_ps_512(values._storage._value, running._storage._value, Int32(4)._value)
+    return result
+}
+
+/// A bit per lane, lane 0 lowest: set where `a` and `b` are equal (`vcmpeqps` into a mask
+/// register); NaNs equal nothing.
+@inlinable @inline(__always)
+public func equalLanes(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> UInt16 {
+    UInt16(Builtin.bitcast_Vec16xInt1_Int16(Builtin.fcmp_oeq_Vec16xFPIEEE32(a._storage._value, b._storage._value)))
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Kernels
 import Tokenizer
 
 /// How the next token is chosen from the model's logits: the settings of ``Sampler``'s chain.
@@ -147,13 +148,7 @@ public struct Sampler: Sendable {
     /// copying them; `nil` when every logit is −∞ or NaN.
     public mutating func draw(from logits: [Float]) -> Int? {
         guard case let .temperature(temperature)? = stages.last else {
-            var best: Int?
-            var bestLogit = -Float.infinity
-            for index in logits.indices where logits[index] > bestLogit {
-                best = index
-                bestLogit = logits[index]
-            }
-            return best
+            return logits.withUnsafeBufferPointer(indexOfLargest)
         }
         // Tokens more than 40·max(1, T) below the best carry less than e⁻⁴⁰ of its weight each
         // after temperature, so they are left out before sorting (Gemma's vocabulary has
