@@ -340,13 +340,15 @@ struct ForwardPass {
                 try MatrixMultiplication.multiply(Array(products), inputs: UnsafeBufferPointer(input), batch: rowCount, threadCount: threadCount)
             }
         }
-        func addBias(_ product: Product?) {
-            guard let product, let bias = product.projection.bias else { return }
-            bias.withUnsafeBufferPointer { bias in
-                forEachRowRange(rowCount) { range in _addBias(bias, to: product.output.baseAddress!, rows: range) }
+        // The biases (Qwen's query, key and value projections have them) in one dispatch.
+        guard first.projection.bias != nil || second?.projection.bias != nil || third?.projection.bias != nil else { return }
+        forEachRowRange(rowCount) { range in
+            func addBias(_ product: Product?) {
+                guard let product, let bias = product.projection.bias else { return }
+                bias.withUnsafeBufferPointer { _addBias($0, to: product.output.baseAddress!, rows: range) }
             }
+            addBias(first); addBias(second); addBias(third)
         }
-        addBias(first); addBias(second); addBias(third)
     }
 
     /// `residual += postNorm(projected)` (the norm where the family has one).
