@@ -61,11 +61,9 @@ public enum MatrixMultiplication {
         guard batch > 0, info.rowCount > 0 else { return }
 
         switch strategy {
-        case .packed:
-            guard let packed = weights.packed else { throw .unsupportedType(info.type, operation: "packed multiplication of '\(info.name)'") }
-            multiplyPacked([(packed, output)], inputs: inputs, batch: batch, threadCount: threadCount)
-        case .automatic where weights.packed != nil:
-            multiplyPacked([(weights.packed!, output)], inputs: inputs, batch: batch, threadCount: threadCount)
+        case .packed, .automatic where weights.packed != nil:
+            guard weights.packed != nil else { throw .unsupportedType(info.type, operation: "packed multiplication of '\(info.name)'") }
+            [(weights: weights, output: output)].withUnsafeBufferPointer { multiplyPacked($0, inputs: inputs, batch: batch, threadCount: threadCount) }
         case .integerRows,
              .automatic where batch <= integerBatchLimit && info.rowLength % 32 == 0:
             var column = [Float](repeating: 0, count: info.rowCount)
@@ -93,17 +91,24 @@ public enum MatrixMultiplication {
         _ products: [(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)],
         inputs: UnsafeBufferPointer<Float>, batch: Int, threadCount: Int = 1
     ) throws(KernelError) {
+        try products.withUnsafeBufferPointer { (products) throws(KernelError) in
+            try multiply(products, inputs: inputs, batch: batch, threadCount: threadCount)
+        }
+    }
+
+    /// ``multiply(_:inputs:batch:threadCount:)-([(weights:output:)],_,_,_)`` over a buffer of
+    /// products: no arrays of its own (the jobs live on the stack for the call), only the
+    /// quantized inputs.
+    public static func multiply(
+        _ products: UnsafeBufferPointer<(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)>,
+        inputs: UnsafeBufferPointer<Float>, batch: Int, threadCount: Int = 1
+    ) throws(KernelError) {
         for product in products { try _check(product.weights, inputs: inputs, batch: batch, output: product.output) }
         guard batch > 0 else { return }
-        var packed: [(matrix: PackedMatrix, output: UnsafeMutableBufferPointer<Float>)] = []
-        for product in products {
-            if let matrix = product.weights.packed {
-                packed.append((matrix, product.output))
-            } else {
-                try multiply(product.weights, inputs: inputs, batch: batch, into: product.output, threadCount: threadCount)
-            }
+        for product in products where product.weights.packed == nil {
+            try multiply(product.weights, inputs: inputs, batch: batch, into: product.output, threadCount: threadCount)
         }
-        multiplyPacked(packed, inputs: inputs, batch: batch, threadCount: threadCount)
+        multiplyPacked(products, inputs: inputs, batch: batch, threadCount: threadCount)
     }
 
     /// Throws unless `weights` can multiply `batch` rows of `inputs` into `output`.
@@ -122,32 +127,43 @@ public enum MatrixMultiplication {
         }
     }
 
-    /// Quantizes the input rows once per activation format the matrices take, then splits the
-    /// groups of 16 rows of all the matrices across threads together; each group runs over
-    /// the batch `PackedBatchJob.columnsPerPass` inputs at a time (then four, two, then one
-    /// for the tail).
+    /// Quantizes the input rows once per activation format the packed matrices among
+    /// `products` take (the others are skipped), then splits the groups of 16 rows of all of
+    /// them across threads together; each group runs over the batch
+    /// `PackedBatchJob.columnsPerPass` inputs at a time (then four, two, then one for the tail).
     private static func multiplyPacked(
-        _ products: [(matrix: PackedMatrix, output: UnsafeMutableBufferPointer<Float>)], inputs: UnsafeBufferPointer<Float>,
-        batch: Int, threadCount: Int
+        _ products: UnsafeBufferPointer<(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)>,
+        inputs: UnsafeBufferPointer<Float>, batch: Int, threadCount: Int
     ) {
-        var batches: [ActivationVector.Format: ActivationBatch] = [:]
-        var jobs: [(job: GroupProduct, units: Range<Int>)] = []
-        var units = 0
-        for (matrix, output) in products where matrix.rowCount > 0 {
-            let format = ActivationVector.Format(for: matrix.type)
-            let activations = batches[format] ?? ActivationBatch(inputs, batch: batch, rowLength: matrix.rowLength,
-                                                                  format: format, threadCount: threadCount)
-            batches[format] = activations
-            let groups = matrix.rowCount / PackedMatrix.groupRows
-            jobs.append((.batch(PackedBatchJob(matrix: matrix.weights, columns: activations.columns, batch: batch, output: output.baseAddress!)),
-                         units ..< units + groups))
-            units += groups
+        typealias Quantized = (format: ActivationVector.Format, batch: ActivationBatch)
+        withUnsafeTemporaryAllocation(of: Quantized.self, capacity: products.count) { batches in
+            withUnsafeTemporaryAllocation(of: (job: GroupProduct, units: Range<Int>).self, capacity: products.count) { jobs in
+                var batchCount = 0, jobCount = 0, units = 0
+                for (weights, output) in products {
+                    guard let matrix = weights.packed, matrix.rowCount > 0 else { continue }
+                    let format = ActivationVector.Format(for: matrix.type)
+                    let activations: ActivationBatch
+                    if let known = batches[..<batchCount].first(where: { $0.format == format }) {
+                        activations = known.batch
+                    } else {
+                        activations = ActivationBatch(inputs, batch: batch, rowLength: matrix.rowLength, format: format, threadCount: threadCount)
+                        (batches.baseAddress! + batchCount).initialize(to: (format, activations))
+                        batchCount += 1
+                    }
+                    let groups = matrix.rowCount / PackedMatrix.groupRows
+                    let job = PackedBatchJob(matrix: matrix.weights, columns: activations.columns, batch: batch, output: output.baseAddress!)
+                    (jobs.baseAddress! + jobCount).initialize(to: (.batch(job), units ..< units + groups))
+                    jobCount += 1
+                    units += groups
+                }
+                if units > 0 {
+                    KernelThreadPool.shared.forEachRange(
+                        of: units, parts: threadCount, job: ProductGroup(jobs: UnsafeBufferPointer(rebasing: jobs[..<jobCount])))
+                }
+                jobs.baseAddress!.deinitialize(count: jobCount)
+                batches.baseAddress!.deinitialize(count: batchCount)
+            }
         }
-        guard units > 0 else { return }
-        jobs.withUnsafeBufferPointer { jobs in
-            KernelThreadPool.shared.forEachRange(of: units, parts: threadCount, job: ProductGroup(jobs: jobs))
-        }
-        withExtendedLifetime(batches) {}
     }
 
     /// Tiles are split across threads, each decoding its own tiles into its own buffer and

@@ -337,7 +337,7 @@ struct ForwardPass {
                 try MatrixVectorProduct.multiply(products, input: UnsafeBufferPointer(input), reusing: &workspace.activations,
                                                  threadCount: threadCount)
             } else {
-                try MatrixMultiplication.multiply(Array(products), inputs: UnsafeBufferPointer(input), batch: rowCount, threadCount: threadCount)
+                try MatrixMultiplication.multiply(products, inputs: UnsafeBufferPointer(input), batch: rowCount, threadCount: threadCount)
             }
         }
         // The biases (Qwen's query, key and value projections have them) in one dispatch.
