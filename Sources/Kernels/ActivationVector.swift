@@ -344,7 +344,7 @@ func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<I
     }
     var first = 0
     while !any(_magnitudeBits(chunk(first >> 4)) .== SIMD16(repeating: largest)) { first += 16 }
-    while x[first].bitPattern & 0x7FFF_FFFF != largest { first += 1 }
+    while x[first].magnitude.bitPattern != largest { first += 1 }
     let inverseScale = -127 / x[first]
     for index in 0..<16 {
         // min(127, round(v)) is round(min(v, 127)) (rounding is monotone and keeps 127).
