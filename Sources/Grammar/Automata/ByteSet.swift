@@ -14,7 +14,7 @@ public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
     /// The bytes `range.lowerBound ... range.upperBound`.
     public init(_ range: ClosedRange<UInt8>) {
         self.init()
-        for byte in range { insert(byte) }
+        insert(range)
     }
 
     /// Every byte.
@@ -39,6 +39,18 @@ public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
         case 2: words.2 |= bit
         default: words.3 |= bit
         }
+    }
+
+    /// Inserts the bytes `range.lowerBound ... range.upperBound`, a word at a time.
+    public mutating func insert(_ range: ClosedRange<UInt8>) {
+        /// The bits of word `index` (bytes `64 × index ..< 64 × index + 64`) in the range.
+        func bits(_ index: Int) -> UInt64 {
+            let low = max(Int(range.lowerBound), index << 6), high = min(Int(range.upperBound), index << 6 | 63)
+            guard low <= high else { return 0 }
+            let width = high - low + 1
+            return (width == 64 ? ~0 : (UInt64(1) << UInt64(width)) - 1) << UInt64(low & 63)
+        }
+        words = (words.0 | bits(0), words.1 | bits(1), words.2 | bits(2), words.3 | bits(3))
     }
 
     public var isEmpty: Bool { words.0 | words.1 | words.2 | words.3 == 0 }
@@ -76,7 +88,7 @@ public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
 
     /// Calls `body` with each member in increasing order, without allocating.
     @inlinable
-    public func forEachMember(_ body: (UInt8) throws -> Void) rethrows {
+    public func forEachMember<Failure: Error>(_ body: (UInt8) throws(Failure) -> Void) throws(Failure) {
         for index in 0 ..< 4 {
             var rest = index == 0 ? words.0 : index == 1 ? words.1 : index == 2 ? words.2 : words.3
             while rest != 0 {

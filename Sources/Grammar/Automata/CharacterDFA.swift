@@ -37,7 +37,8 @@ struct CharacterDFA: Sendable {
     /// - Complexity: O(states × (subset size × edges per state × atoms per class)).
     init(_ part: Fragment, of automaton: CharacterNFA, stateLimit: Int = 1 << 16) throws(DFA.TooLarge) {
         let atoms = Atoms(part, of: automaton)
-        var closure = EpsilonClosure(automaton)
+        let reachable = ReachableNFA(part, of: automaton)
+        var closure = EpsilonClosure(reachable)
         var subsets = Subsets(stateLimit: stateLimit, bytesPerState: 256, source: ("a pattern", automaton.stateCount))
         // A state that reads any character into a closure holding itself and the end accepts
         // every non-empty continuation (a search's trailing `.*`), so a final subset holding
@@ -46,51 +47,53 @@ struct CharacterDFA: Sendable {
         // the first was found, all alike.
         var looping: [Int32] = []
         var acceptsEverything: [Int32]? = nil
-        for (state, edges) in automaton.edges.enumerated() {
-            for edge in edges where edge.label == CodePointSet.all {
-                let after = closure.of([edge.target])
-                guard after.sortedContains(Int32(state)), after.sortedContains(part.end) else { continue }
-                looping.append(Int32(state))
+        for state in 0 ..< Int32(reachable.stateCount) {
+            for edge in reachable.edges(of: state) where reachable.labels[edge] == CodePointSet.all {
+                let after = closure.of([reachable.targets[edge]])
+                guard after.sortedContains(state), after.sortedContains(reachable.end) else { continue }
+                looping.append(state)
                 if acceptsEverything == nil { acceptsEverything = after }
             }
         }
         func canonical(_ set: [Int32]) -> [Int32] {
-            guard let acceptsEverything, set.sortedContains(part.end), looping.contains(where: { set.sortedContains($0) }) else { return set }
+            guard let acceptsEverything, set.sortedContains(reachable.end), looping.contains(where: { set.sortedContains($0) }) else { return set }
             return acceptsEverything
         }
-        _ = try subsets.intern(canonical(closure.of([part.start])))
+        _ = try subsets.intern(canonical(closure.of([0])))
         var rows: [[(atom: Int32, target: Int32)]] = []
         var isFinal: [Bool] = []
         var buckets = [[Int32]](repeating: [], count: atoms.ranges.count)
         var touched: [Int32] = []
         var cursor = 0
-        while cursor < subsets.sets.count {
-            let set = subsets.sets[cursor]
+        var set: [Int32] = []
+        while cursor < subsets.count {
+            subsets.copyMembers(of: cursor, into: &set)
             cursor += 1
             for state in set {
-                for (position, edge) in automaton.edges[Int(state)].enumerated() where edge.label != nil {
-                    for atom in atoms.ofEdge[Int(state)][position] {
+                let edges = reachable.edges(of: state)
+                for edge in edges where reachable.labels[edge] != nil {
+                    for atom in atoms.ofEdge[Int(reachable.original[Int(state)])][edge - edges.lowerBound] {
                         if buckets[Int(atom)].isEmpty { touched.append(atom) }
-                        buckets[Int(atom)].append(edge.target)
+                        buckets[Int(atom)].append(reachable.targets[edge])
                     }
                 }
             }
             var row: [(atom: Int32, target: Int32)] = []
-            var closures: [StateSet: Int32] = [:]
+            var closures: [[Int32]: Int32] = [:]
             for atom in touched {
-                let targets = StateSet(buckets[Int(atom)])
+                let targets = buckets[Int(atom)]
                 buckets[Int(atom)].removeAll(keepingCapacity: true)
                 if let known = closures[targets] {
                     row.append((atom, known))
                 } else {
-                    let target = try subsets.intern(canonical(closure.of(targets.states)))
+                    let target = try subsets.intern(canonical(closure.of(targets)))
                     closures[targets] = target
                     row.append((atom, target))
                 }
             }
             touched.removeAll(keepingCapacity: true)
             rows.append(row)
-            isFinal.append(set.sortedContains(part.end))
+            isFinal.append(set.sortedContains(reachable.end))
         }
         // Subsets are rarely minimal (`.*(console|signup).*` makes one per combination of
         // half-read words, all alike once a word is read). With at most 256 atoms, the atoms
@@ -285,10 +288,10 @@ extension CharacterDFA {
     }
 }
 
-extension Array where Element: Comparable {
-    /// The index of the first element not less than `value` (the array sorted). O(log n).
+extension RandomAccessCollection where Element: Comparable, Index == Int {
+    /// The index of the first element not less than `value` (the collection sorted). O(log n).
     func firstIndex(notBelow value: Element) -> Int {
-        var low = 0, high = count
+        var low = startIndex, high = endIndex
         while low < high {
             let middle = (low + high) / 2
             if self[middle] < value { low = middle + 1 } else { high = middle }
@@ -296,9 +299,9 @@ extension Array where Element: Comparable {
         return low
     }
 
-    /// Whether the sorted array contains `value`. O(log n).
+    /// Whether the sorted collection contains `value`. O(log n).
     func sortedContains(_ value: Element) -> Bool {
         let index = firstIndex(notBelow: value)
-        return index < count && self[index] == value
+        return index < endIndex && self[index] == value
     }
 }

@@ -43,13 +43,14 @@ struct DFA: Sendable {
     ///
     /// - Throws: `DFA.TooLarge` past `stateLimit` states.
     init(_ part: Fragment, of automaton: ByteNFA, stateLimit: Int = 1 << 16) throws(TooLarge) {
+        let reachable = ReachableNFA(part, of: automaton)
         var transitions: [Int32] = []
         var ruleEdges: [[RuleEdge]] = []
         var isFinal: [Bool] = []
-        var closure = EpsilonClosure(automaton)
+        var closure = EpsilonClosure(reachable)
         var subsets = Subsets(stateLimit: stateLimit, bytesPerState: CompilationMeter.bytesPerDFAState,
                               source: ("an automaton", automaton.stateCount))
-        _ = try subsets.intern(closure.of([part.start]))
+        _ = try subsets.intern(closure.of([0]))
         var cursor = 0
         // A subset's byte moves, grouped by byte in one flat array: the targets on `byte` are
         // `targets[start[byte] ..< start[byte] + count[byte]]` (a counting sort over the bytes
@@ -57,31 +58,34 @@ struct DFA: Sendable {
         var count = [Int32](repeating: 0, count: 256)
         var start = [Int32](repeating: 0, count: 256)
         var targets: [Int32] = []
-        var closures: [StateSet: Int32] = [:]
+        // The distinct target lists of the subset so far and the subsets they lead to: few
+        // per subset, compared in a list.
+        var groups: [(targets: Range<Int>, id: Int32)] = []
+        var rules: [(rule: Int32, target: Int32)] = []
         // Every move between states, once per run of bytes: what trimming needs, without
         // reading the table again.
         var moves: [(from: Int32, to: Int32)] = []
-        while cursor < subsets.sets.count {
-            let set = subsets.sets[cursor]
+        var set: [Int32] = []
+        while cursor < subsets.count {
+            subsets.copyMembers(of: cursor, into: &set)
             cursor += 1
-            var rules: [Int32: [Int32]] = [:]
+            rules.removeAll(keepingCapacity: true)
             var read = ByteSet()
             for state in set {
-                for edge in automaton.edges[Int(state)] {
-                    switch edge.label {
+                for edge in reachable.edges(of: state) {
+                    switch reachable.labels[edge] {
                     case .bytes(let bytes)?:
                         read.formUnion(bytes)
                         bytes.forEachMember { count[Int($0)] += 1 }
                     case .rule(let rule)?:
-                        rules[rule, default: []].append(edge.target)
+                        rules.append((rule, reachable.targets[edge]))
                     case nil:
                         break
                     }
                 }
             }
-            let bytesRead = read.bytes
             var total: Int32 = 0
-            for byte in bytesRead {
+            read.forEachMember { byte in
                 start[Int(byte)] = total
                 total += count[Int(byte)]
                 count[Int(byte)] = 0
@@ -89,10 +93,11 @@ struct DFA: Sendable {
             targets.removeAll(keepingCapacity: true)
             targets.append(contentsOf: repeatElement(0, count: Int(total)))
             for state in set {
-                for edge in automaton.edges[Int(state)] {
-                    guard case .bytes(let bytes)? = edge.label else { continue }
+                for edge in reachable.edges(of: state) {
+                    guard case .bytes(let bytes)? = reachable.labels[edge] else { continue }
+                    let target = reachable.targets[edge]
                     bytes.forEachMember { byte in
-                        targets[Int(start[Int(byte)] + count[Int(byte)])] = edge.target
+                        targets[Int(start[Int(byte)] + count[Int(byte)])] = target
                         count[Int(byte)] += 1
                     }
                 }
@@ -100,36 +105,43 @@ struct DFA: Sendable {
             let row = transitions.count
             let source = Int32(cursor - 1)
             transitions.append(contentsOf: repeatElement(-1, count: 256))
-            closures.removeAll(keepingCapacity: true)
+            groups.removeAll(keepingCapacity: true)
             var previous: Range<Int> = 0 ..< 0
-            for byte in bytesRead.map(Int.init) {
+            try read.forEachMember { member throws(TooLarge) in
+                let byte = Int(member)
                 let range = Int(start[byte]) ..< Int(start[byte] + count[byte])
                 count[byte] = 0
-                // Neighbouring bytes usually go to the same place (ranges): no hashing then.
-                if byte > 0, transitions[row + byte - 1] >= 0, targets[previous] == targets[range] {
+                // Neighbouring bytes usually go to the same place (ranges): no search then.
+                if byte > 0, transitions[row + byte - 1] >= 0, targets[previous].elementsEqual(targets[range]) {
                     transitions[row + byte] = transitions[row + byte - 1]
                     previous = range
-                    continue
+                    return
                 }
                 previous = range
-                let key = StateSet(Array(targets[range]))
                 let id: Int32
-                if let known = closures[key] {
-                    id = known
+                if let known = groups.first(where: { targets[$0.targets].elementsEqual(targets[range]) }) {
+                    id = known.id
                 } else {
-                    id = try subsets.intern(closure.of(key.states))
-                    closures[key] = id
+                    id = try subsets.intern(closure.of(targets[range]))
+                    groups.append((range, id))
                 }
                 transitions[row + byte] = id
                 moves.append((source, id))
             }
+            // One edge per rule, to the closure of all its targets.
+            rules.sort { $0.rule < $1.rule || ($0.rule == $1.rule && $0.target < $1.target) }
             var edges: [RuleEdge] = []
-            for (rule, called) in rules.sorted(by: { $0.key < $1.key }) {
-                edges.append(RuleEdge(rule: rule, target: try subsets.intern(closure.of(called))))
-                moves.append((source, edges[edges.count - 1].target))
+            var first = 0
+            while first < rules.count {
+                var last = first + 1
+                while last < rules.count, rules[last].rule == rules[first].rule { last += 1 }
+                let target = try subsets.intern(closure.of(rules[first ..< last].lazy.map(\.target)))
+                edges.append(RuleEdge(rule: rules[first].rule, target: target))
+                moves.append((source, target))
+                first = last
             }
             ruleEdges.append(edges)
-            isFinal.append(set.sortedContains(part.end))
+            isFinal.append(reachable.end >= 0 && set.sortedContains(reachable.end))
         }
         self.init(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal)
         // Every subset is reachable from the start; trim only when some cannot finish.
@@ -187,13 +199,7 @@ struct DFA: Sendable {
         func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
         var moves: [(from: Int32, to: Int32)] = []
         for state in 0 ..< count {
-            let base = state << 8
-            var last: Int32 = -1
-            for byte in 0 ..< 256 {
-                let target = transitions[base | byte]
-                if target >= 0, target != last { moves.append((Int32(state), target)) }
-                last = target
-            }
+            forEachRun(of: state) { _, target in moves.append((Int32(state), target)) }
             for edge in ruleEdges[state] where keeps(edge) { moves.append((Int32(state), edge.target)) }
         }
         let alive = Self.coReachable(stateCount: count, moves: moves, isFinal: isFinal)
@@ -211,7 +217,7 @@ struct DFA: Sendable {
                     order.append(target)
                 }
             }
-            for byte in 0 ..< 256 { visit(transitions[state << 8 | byte]) }
+            forEachRun(of: state) { _, target in visit(target) }
             for edge in ruleEdges[state] where keeps(edge) { visit(edge.target) }
         }
         if order.count == count, productiveRules == nil { return self }
@@ -221,9 +227,9 @@ struct DFA: Sendable {
         for (newState, old) in order.enumerated() {
             let oldState = Int(old)
             newFinal[newState] = isFinal[oldState]
-            for byte in 0 ..< 256 {
-                let target = transitions[oldState << 8 | byte]
-                if target >= 0, renumber[Int(target)] >= 0 { newTransitions[newState << 8 | byte] = renumber[Int(target)] }
+            forEachRun(of: oldState) { bytes, target in
+                let renumbered = renumber[Int(target)]
+                if renumbered >= 0 { newTransitions.fill(newState << 8 + bytes.lowerBound ..< newState << 8 + bytes.upperBound, with: renumbered) }
             }
             if !ruleEdges[oldState].isEmpty {
                 newRules[newState] = ruleEdges[oldState].compactMap {
@@ -242,10 +248,8 @@ struct DFA: Sendable {
         seen[0] = true
         while let state = stack.popLast() {
             if isFinal[Int(state)] { return true }
-            let base = Int(state) << 8
-            for byte in 0 ..< 256 {
-                let target = transitions[base | byte]
-                if target >= 0, !seen[Int(target)] { seen[Int(target)] = true; stack.append(target) }
+            forEachRun(of: Int(state)) { _, target in
+                if !seen[Int(target)] { seen[Int(target)] = true; stack.append(target) }
             }
             for edge in ruleEdges[Int(state)] where callable[Int(edge.rule)] && !seen[Int(edge.target)] {
                 seen[Int(edge.target)] = true
@@ -257,7 +261,7 @@ struct DFA: Sendable {
 
     /// Merges equivalent states: Hopcroft's partition refinement, over byte classes (bytes
     /// that every state treats alike are one symbol) and one symbol per called rule, on the
-    /// transitions that exist (see `Hopcroft`). O(symbols × n log n): a counted chain
+    /// transitions that exist (see `Hopcroft`). O(m log n) in the m transitions: a counted chain
     /// such as `[^.]{10,1000}` (thousands of states, each split off one round after the next
     /// in Moore's refinement) costs no more than its size. States keep breadth-first order
     /// from the start, so equal languages give equal automata.
@@ -290,7 +294,7 @@ struct DFA: Sendable {
                     order.append(cls)
                 }
             }
-            for byte in 0 ..< 256 { visit(transitions[state << 8 | byte]) }
+            forEachRun(of: state) { _, target in visit(target) }
             for edge in ruleEdges[state] { visit(edge.target) }
         }
         var newTransitions = [Int32](repeating: -1, count: order.count << 8)
@@ -299,9 +303,8 @@ struct DFA: Sendable {
         for (newState, cls) in order.enumerated() {
             let state = representative[Int(cls)]
             newFinal[newState] = isFinal[state]
-            for byte in 0 ..< 256 {
-                let target = transitions[state << 8 | byte]
-                if target >= 0 { newTransitions[newState << 8 | byte] = renumber[Int(classes[Int(target)])] }
+            forEachRun(of: state) { bytes, target in
+                newTransitions.fill(newState << 8 + bytes.lowerBound ..< newState << 8 + bytes.upperBound, with: renumber[Int(classes[Int(target)])])
             }
             newRules[newState] = ruleEdges[state].map { RuleEdge(rule: $0.rule, target: renumber[Int(classes[Int($0.target)])]) }
         }
@@ -309,36 +312,45 @@ struct DFA: Sendable {
     }
 
     /// One byte of each class of bytes that every state sends to the same place, in
-    /// ascending order. O(states × 256), reading the table row by row: each byte's column of
-    /// targets is hashed in one pass, bytes are grouped by hash, and a second pass confirms
-    /// every byte agrees with its group's first byte in every row (on a collision, the
-    /// classes are found again by comparing columns).
+    /// ascending order. O(runs + states × intervals): the ends of every state's runs cut the
+    /// bytes into intervals on which every state is constant; each interval's column of
+    /// targets is hashed, intervals are grouped by hash, and a second pass confirms every
+    /// interval agrees with its group's first in every row (on a collision, the classes are
+    /// found again by comparing columns).
     func byteClassRepresentatives() -> [Int] {
-        var columns = [FNV1a](repeating: FNV1a(), count: 256)
+        var cuts = ByteSet([0])
         for state in 0 ..< stateCount {
-            let base = state << 8
-            for byte in 0 ..< 256 { columns[byte].combine(transitions[base | byte]) }
+            forEachRun(of: state) { bytes, _ in
+                cuts.insert(UInt8(bytes.lowerBound))
+                if bytes.upperBound < 256 { cuts.insert(UInt8(bytes.upperBound)) }
+            }
         }
-        let hashes = columns.map(\.value)
+        let starts = cuts.bytes.map(Int.init)
+        var columns = [FNV1a](repeating: FNV1a(), count: starts.count)
+        transitions.withUnsafeBufferPointer { table in
+            for state in 0 ..< stateCount {
+                let base = state << 8
+                for (interval, byte) in starts.enumerated() { columns[interval].combine(table[base | byte]) }
+            }
+        }
         var firstWithHash: [UInt64: Int] = [:]
-        var representative = [Int](repeating: 0, count: 256)
-        for byte in 0 ..< 256 {
-            if byte > 0, hashes[byte] == hashes[byte - 1] {
-                representative[byte] = representative[byte - 1]
-            } else if let known = firstWithHash[hashes[byte]] {
-                representative[byte] = known
+        var representative = [Int](repeating: 0, count: starts.count)  // per interval: its group's first byte
+        for (interval, byte) in starts.enumerated() {
+            let hash = columns[interval].value
+            if let known = firstWithHash[hash] {
+                representative[interval] = known
             } else {
-                firstWithHash[hashes[byte]] = byte
-                representative[byte] = byte
+                firstWithHash[hash] = byte
+                representative[interval] = byte
             }
         }
         for state in 0 ..< stateCount {
             let base = state << 8
-            for byte in 0 ..< 256 where transitions[base | byte] != transitions[base | representative[byte]] {
+            for (interval, byte) in starts.enumerated() where transitions[base | byte] != transitions[base | representative[interval]] {
                 return byteClassRepresentativesComparingColumns()
             }
         }
-        return (0 ..< 256).filter { representative[$0] == $0 }
+        return starts.indices.filter { representative[$0] == starts[$0] }.map { starts[$0] }
     }
 
     /// ``byteClassRepresentatives()`` by comparing whole columns (the fallback on a hash
@@ -438,17 +450,12 @@ struct DFA: Sendable {
         for state in 0 ..< stateCount {
             // A state goes to few targets, each on runs of bytes: a short list, no hashing.
             byTarget.removeAll(keepingCapacity: true)
-            var last = -1
-            for byte in 0 ..< 256 {
-                let target = transitions[state << 8 | byte]
-                guard target >= 0 else { continue }
-                if last < 0 || byTarget[last].target != target {
-                    last = byTarget.firstIndex { $0.target == target } ?? {
-                        byTarget.append((target, ByteSet()))
-                        return byTarget.count - 1
-                    }()
-                }
-                byTarget[last].bytes.insert(UInt8(byte))
+            forEachRun(of: state) { bytes, target in
+                let index = byTarget.firstIndex { $0.target == target } ?? {
+                    byTarget.append((target, ByteSet()))
+                    return byTarget.count - 1
+                }()
+                byTarget[index].bytes.insert(UInt8(bytes.lowerBound) ... UInt8(bytes.upperBound - 1))
             }
             for (target, bytes) in byTarget.sorted(by: { $0.target < $1.target }) {
                 automaton.addEdge(from: Int32(base + state), to: Int32(base) + target, label: .bytes(bytes))
@@ -462,33 +469,22 @@ struct DFA: Sendable {
     }
 }
 
-/// A list of automaton states as a dictionary key, hashed once when made (the standard
-/// library's array hashing feeds every element through the hasher at each lookup).
-struct StateSet: Hashable {
-    let states: [Int32]
-    private let hash: Int
-
-    init(_ states: [Int32]) {
-        self.states = states
-        var hash = FNV1a()
-        for state in states { hash.combine(state) }
-        self.hash = Int(truncatingIfNeeded: hash.value)
-    }
-
-    static func == (left: StateSet, right: StateSet) -> Bool { left.hash == right.hash && left.states == right.states }
-    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
-}
-
 /// The subsets of a subset construction, numbered in the order found, with the checks of its
 /// state limit and of the compilation's budget.
+///
+/// Subsets are stored end to end in one array and found through an open-addressing table of
+/// their FNV-1a hashes: no array per subset, and no `Hasher` run per lookup.
 struct Subsets {
-    private(set) var sets: [[Int32]] = []
-    private var index: [StateSet: Int32] = [:]
+    /// Subset `id` is `elements[starts[id] ..< starts[id + 1]]`.
+    private var elements: [Int32] = []
+    private var starts: [Int32] = [0]
+    private var hashes: [UInt64] = []
+    /// Subset numbers by hash, -1 where empty; a power of two at most half full.
+    private var slots = [Int32](repeating: -1, count: 64)
     private let stateLimit: Int
     private let bytesPerState: Int
     private let source: (kind: StaticString, states: Int)
     private let meter = CompilationMeter.current
-    private var elements = 0
 
     /// - Parameters:
     ///   - bytesPerState: what one state of the automaton being built holds, besides its set.
@@ -500,40 +496,81 @@ struct Subsets {
         self.source = source
     }
 
+    /// How many subsets were found.
+    var count: Int { hashes.count }
+
+    /// The states of subset `id`, sorted.
+    private func members(_ id: Int) -> ArraySlice<Int32> {
+        elements[Int(starts[id]) ..< Int(starts[id + 1])]
+    }
+
+    /// Replaces `set`'s contents with the states of subset `id`, sorted. (A copy: a slice
+    /// of the subsets held while more are added would make each addition copy them all.)
+    func copyMembers(of id: Int, into set: inout [Int32]) {
+        set.removeAll(keepingCapacity: true)
+        set.append(contentsOf: members(id))
+    }
+
     /// The number of `set` (sorted), added when new.
     ///
     /// - Throws: `DFA.TooLarge` past the state limit or the compilation's budget.
     mutating func intern(_ set: [Int32]) throws(DFA.TooLarge) -> Int32 {
-        let key = StateSet(set)
-        if let known = index[key] { return known }
-        if sets.count >= stateLimit { throw DFA.TooLarge() }
-        elements += set.count
-        // What the construction holds: its rows and, twice (list and index), its sets.
-        if let meter, sets.count & 63 == 63 {
-            try meter.checkConstruction(bytes: sets.count * bytesPerState + elements * 8, "determinizing \(source.kind) of \(source.states) states")
+        var hasher = FNV1a()
+        for state in set { hasher.combine(state) }
+        let hash = hasher.value
+        var slot = slot(of: hash)
+        while slots[slot] >= 0 {
+            let id = Int(slots[slot])
+            if hashes[id] == hash, members(id).elementsEqual(set) { return Int32(id) }
+            slot = (slot + 1) & (slots.count - 1)
         }
-        let id = Int32(sets.count)
-        index[key] = id
-        sets.append(set)
+        if count >= stateLimit { throw DFA.TooLarge() }
+        // What the construction holds: its rows, and its sets once.
+        if let meter, count & 63 == 63 {
+            try meter.checkConstruction(bytes: count * bytesPerState + elements.count * 4, "determinizing \(source.kind) of \(source.states) states")
+        }
+        let id = Int32(count)
+        elements.append(contentsOf: set)
+        starts.append(Int32(elements.count))
+        hashes.append(hash)
+        slots[slot] = id
+        if count * 2 > slots.count { grow() }
         return id
+    }
+
+    /// The slot where a probe for `hash` starts: the top bits of the hash mixed once more
+    /// (FNV-1a's last multiply carries a small state number's bits only into the middle
+    /// bits, which would send all short subsets to a few slots).
+    private func slot(of hash: UInt64) -> Int {
+        let mixed = (hash ^ hash >> 29) &* 0xbf58_476d_1ce4_e5b9
+        return Int(truncatingIfNeeded: (mixed ^ mixed >> 32) >> UInt64(64 - slots.count.trailingZeroBitCount))
+    }
+
+    private mutating func grow() {
+        slots = [Int32](repeating: -1, count: slots.count * 2)
+        for (id, hash) in hashes.enumerated() {
+            var slot = slot(of: hash)
+            while slots[slot] >= 0 { slot = (slot + 1) & (slots.count - 1) }
+            slots[slot] = Int32(id)
+        }
     }
 }
 
 /// ε-closures in one automaton, with one mark per state reused from closure to closure
 /// instead of a set built for each.
 struct EpsilonClosure<Label: Hashable & Sendable> {
-    private let automaton: NFA<Label>
+    private let automaton: ReachableNFA<Label>
     private var mark: [UInt32]
     private var generation: UInt32 = 0
     private var stack: [Int32] = []
 
-    init(_ automaton: NFA<Label>) {
+    init(_ automaton: ReachableNFA<Label>) {
         self.automaton = automaton
         mark = [UInt32](repeating: 0, count: automaton.stateCount)
     }
 
     /// The states reachable from `seeds` by ε-moves alone, `seeds` included, sorted.
-    mutating func of(_ seeds: [Int32]) -> [Int32] {
+    mutating func of(_ seeds: some Sequence<Int32>) -> [Int32] {
         generation &+= 1
         if generation == 0 {
             mark = [UInt32](repeating: 0, count: mark.count)
@@ -546,9 +583,12 @@ struct EpsilonClosure<Label: Hashable & Sendable> {
         }
         while let state = stack.popLast() {
             result.append(state)
-            for edge in automaton.edges[Int(state)] where edge.label == nil && mark[Int(edge.target)] != generation {
-                mark[Int(edge.target)] = generation
-                stack.append(edge.target)
+            for edge in automaton.edges(of: state) where automaton.labels[edge] == nil {
+                let target = automaton.targets[edge]
+                if mark[Int(target)] != generation {
+                    mark[Int(target)] = generation
+                    stack.append(target)
+                }
             }
         }
         result.sort()

@@ -1,0 +1,87 @@
+import Testing
+import TypesetTestSupport
+@testable import Grammar
+
+/// The helpers that read a transition row by runs and fill byte sets by ranges, against a
+/// one-entry-at-a-time reference.
+@Suite struct TransitionRowTests {
+    /// The runs of a row read one entry at a time: maximal ranges of one target, -1 skipped.
+    static func referenceRuns(_ row: [Int32]) -> [(Range<Int>, Int32)] {
+        var runs: [(Range<Int>, Int32)] = []
+        var start = 0
+        for byte in 1 ... 256 where byte == 256 || row[byte] != row[start] {
+            if row[start] >= 0 { runs.append((start ..< byte, row[start])) }
+            start = byte
+        }
+        return runs
+    }
+
+    /// Rows of every shape the groups of sixteen must handle: empty, full, one byte at each
+    /// group's edges, runs crossing groups, alternating entries, and random ranges.
+    static func rows(_ random: inout SplitMix64) -> [[Int32]] {
+        var rows: [[Int32]] = [
+            [Int32](repeating: -1, count: 256),
+            [Int32](repeating: 4, count: 256),
+            (0 ..< 256).map { Int32($0 % 2 == 0 ? 1 : -1) },
+            (0 ..< 256).map { Int32($0 / 3) },
+        ]
+        for byte in [0, 1, 15, 16, 17, 31, 32, 127, 128, 240, 254, 255] {
+            var row = [Int32](repeating: -1, count: 256)
+            row[byte] = 9
+            rows.append(row)
+            var full = [Int32](repeating: 2, count: 256)
+            full[byte] = -1
+            rows.append(full)
+        }
+        for _ in 0 ..< 200 {
+            var row = [Int32](repeating: -1, count: 256)
+            for _ in 0 ..< Int.random(in: 0 ... 12, using: &random) {
+                let low = Int.random(in: 0 ..< 256, using: &random)
+                let high = Int.random(in: low ..< min(256, low + Int.random(in: 1 ... 80, using: &random)), using: &random)
+                let target = Int32.random(in: -1 ... 5, using: &random)
+                for byte in low ... high { row[byte] = target }
+            }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    @Test func runsAgreeWithTheReference() {
+        var random = SplitMix64(seed: 11)
+        for row in Self.rows(&random) {
+            var runs: [(Range<Int>, Int32)] = []
+            row.withUnsafeBufferPointer { buffer in
+                DFA.forEachRun(in: buffer.baseAddress!) { bytes, target in runs.append((bytes, target)) }
+            }
+            let reference = Self.referenceRuns(row)
+            #expect(runs.map(\.0) == reference.map(\.0))
+            #expect(runs.map(\.1) == reference.map(\.1))
+        }
+    }
+
+    @Test func rangeInsertionAgreesWithBytes() {
+        let bounds: [UInt8] = [0, 1, 62, 63, 64, 65, 127, 128, 191, 192, 200, 254, 255]
+        for low in bounds {
+            for high in bounds where high >= low {
+                var bytewise = ByteSet([7])
+                for byte in low ... high { bytewise.insert(byte) }
+                var ranged = ByteSet([7])
+                ranged.insert(low ... high)
+                #expect(ranged == bytewise, "\(low)...\(high)")
+                #expect(ByteSet(low ... high).count == Int(high) - Int(low) + 1)
+            }
+        }
+    }
+
+    /// Byte classes found from the runs' ends agree with comparing whole columns, on automata
+    /// whose rows share some run ends and not others.
+    @Test func byteClassesAgreeWithColumns() {
+        var random = SplitMix64(seed: 5)
+        for _ in 0 ..< 100 {
+            let rows = Self.rows(&random).shuffled(using: &random).prefix(Int.random(in: 1 ... 30, using: &random))
+            let dfa = DFA(transitions: rows.flatMap { $0.map { $0 >= 0 ? $0 % Int32(rows.count) : -1 } },
+                          ruleEdges: [[DFA.RuleEdge]](repeating: [], count: rows.count), isFinal: [Bool](repeating: true, count: rows.count))
+            #expect(dfa.byteClassRepresentatives() == dfa.byteClassRepresentativesComparingColumns())
+        }
+    }
+}
