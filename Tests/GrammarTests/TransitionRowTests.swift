@@ -84,4 +84,41 @@ import TypesetTestSupport
             #expect(dfa.byteClassRepresentatives() == dfa.byteClassRepresentativesComparingColumns())
         }
     }
+
+    /// A random regular automaton whose rows are ranges over a small alphabet (so products
+    /// cut runs of one by the runs of the other), with every state final at random.
+    static func randomRegularAutomaton(_ random: inout SplitMix64) -> DFA {
+        let count = Int.random(in: 1 ... 12, using: &random)
+        var transitions = [Int32](repeating: -1, count: count << 8)
+        for state in 0 ..< count {
+            for _ in 0 ..< Int.random(in: 0 ... 3, using: &random) {
+                let low = Int.random(in: 0x60 ..< 0x68, using: &random), high = Int.random(in: low ..< 0x68, using: &random)
+                let target = Int32.random(in: 0 ..< Int32(count), using: &random)
+                for byte in low ... high { transitions[state << 8 | byte] = target }
+            }
+        }
+        let isFinal = (0 ..< count).map { _ in Int.random(in: 0 ..< 3, using: &random) == 0 }
+        return DFA(transitions: transitions, ruleEdges: [[DFA.RuleEdge]](repeating: [], count: count), isFinal: isFinal)
+    }
+
+    /// Intersections and differences accept exactly the strings that membership in both
+    /// operands says they should, on every string of up to five bytes over the alphabet.
+    @Test func productsAgreeWithMembership() throws {
+        var random = SplitMix64(seed: 3)
+        var strings: [[UInt8]] = [[]]
+        var frontier: [[UInt8]] = [[]]
+        for _ in 0 ..< 5 {
+            frontier = frontier.flatMap { prefix in (0x60 ..< 0x68).map { prefix + [UInt8($0)] } }
+            strings += frontier
+        }
+        for _ in 0 ..< 60 {
+            let left = Self.randomRegularAutomaton(&random), right = Self.randomRegularAutomaton(&random)
+            let both = try left.intersection(right), onlyLeft = try left.subtracting(right)
+            for string in strings {
+                let inLeft = left.accepts(string), inRight = right.accepts(string)
+                #expect(both.accepts(string) == (inLeft && inRight))
+                #expect(onlyLeft.accepts(string) == (inLeft && !inRight))
+            }
+        }
+    }
 }

@@ -12,7 +12,9 @@ extension DFA {
     /// Calls `body` with each run of equal targets in the 256-entry `row`, in byte order,
     /// skipping runs of -1 (no move). Neighbouring runs have different targets.
     @inline(__always)
-    static func forEachRun(in row: UnsafePointer<Int32>, _ body: (_ bytes: Range<Int>, _ target: Int32) throws -> Void) rethrows {
+    static func forEachRun<Failure: Error>(
+        in row: UnsafePointer<Int32>, _ body: (_ bytes: Range<Int>, _ target: Int32) throws(Failure) -> Void
+    ) throws(Failure) {
         var current = row[0]
         var start = 0
         for group in stride(from: 0, to: 256, by: 16) {
@@ -39,8 +41,8 @@ extension DFA {
 
     /// Calls `body` with each run of `state`'s row (see ``forEachRun(in:_:)``).
     @inline(__always)
-    func forEachRun(of state: Int, _ body: (_ bytes: Range<Int>, _ target: Int32) throws -> Void) rethrows {
-        try transitions.withUnsafeBufferPointer { table in
+    func forEachRun<Failure: Error>(of state: Int, _ body: (_ bytes: Range<Int>, _ target: Int32) throws(Failure) -> Void) throws(Failure) {
+        try transitions.withUnsafeBufferPointer { table throws(Failure) in
             try Self.forEachRun(in: table.baseAddress! + state << 8, body)
         }
     }

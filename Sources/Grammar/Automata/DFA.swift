@@ -381,6 +381,9 @@ struct DFA: Sendable {
     }
 
     /// The product automaton: strings in both (`keepBoth`) or in `self` but not `other`.
+    ///
+    /// Each pair's row is made from the two rows' runs: a run of `self` is cut where
+    /// `other`'s runs begin and end, and each piece goes to one pair.
     private func product(_ other: DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int) throws(TooLarge) -> DFA {
         precondition(!hasRuleEdges && !other.hasRuleEdges, "products are for regular automata")
         struct Pair: Hashable { var a: Int32; var b: Int32 }   // b == -1: `other` is dead
@@ -389,11 +392,6 @@ struct DFA: Sendable {
         let pairCount = stateCount * width
         var table = pairCount <= 1 << 20 ? [Int32](repeating: -1, count: pairCount) : []
         var hashed: [Pair: Int32] = [:]
-        func number(of pair: Pair) -> Int32? {
-            if table.isEmpty { return hashed[pair] }
-            let known = table[Int(pair.a) * width + Int(pair.b) + 1]
-            return known >= 0 ? known : nil
-        }
         func record(_ pair: Pair, _ id: Int32) {
             if table.isEmpty { hashed[pair] = id } else { table[Int(pair.a) * width + Int(pair.b) + 1] = id }
         }
@@ -401,36 +399,55 @@ struct DFA: Sendable {
         var queue = [Pair(a: 0, b: 0)]
         var transitions: [Int32] = []
         var isFinal: [Bool] = []
+        var moves: [(from: Int32, to: Int32)] = []
+        var otherRuns: [(bytes: Range<Int>, target: Int32)] = []
         let meter = CompilationMeter.current
         var cursor = 0
         while cursor < queue.count {
             let pair = queue[cursor]
+            let source = Int32(cursor)
             cursor += 1
             if let meter, cursor & 63 == 0 {
                 try meter.checkConstruction(bytes: queue.count * CompilationMeter.bytesPerDFAState, "combining two automata")
             }
             isFinal.append(final(self.isFinal[Int(pair.a)], pair.b >= 0 && other.isFinal[Int(pair.b)]))
-            var row = [Int32](repeating: -1, count: 256)
-            for byte in 0 ..< 256 {
-                let a = next(pair.a, UInt8(byte))
-                guard a >= 0 else { continue }
-                let b = pair.b >= 0 ? other.next(pair.b, UInt8(byte)) : -1
-                if b < 0 && !keepOnlyIfSelf { continue }
-                let target = Pair(a: a, b: b)
-                if let known = number(of: target) {
-                    row[byte] = known
-                } else {
-                    if queue.count >= stateLimit { throw TooLarge() }
-                    let id = Int32(queue.count)
-                    record(target, id)
-                    queue.append(target)
-                    row[byte] = id
+            otherRuns.removeAll(keepingCapacity: true)
+            if pair.b >= 0 { other.forEachRun(of: Int(pair.b)) { bytes, target in otherRuns.append((bytes, target)) } }
+            let row = transitions.count
+            transitions.append(contentsOf: repeatElement(-1, count: 256))
+            var next = 0  // the first of `otherRuns` not wholly before the piece
+            try forEachRun(of: Int(pair.a)) { bytes, a throws(TooLarge) in
+                var byte = bytes.lowerBound
+                while byte < bytes.upperBound {
+                    while next < otherRuns.count, otherRuns[next].bytes.upperBound <= byte { next += 1 }
+                    let end: Int, b: Int32
+                    if next < otherRuns.count, otherRuns[next].bytes.lowerBound <= byte {
+                        (end, b) = (min(bytes.upperBound, otherRuns[next].bytes.upperBound), otherRuns[next].target)
+                    } else {
+                        (end, b) = (min(bytes.upperBound, next < otherRuns.count ? otherRuns[next].bytes.lowerBound : 256), -1)
+                    }
+                    defer { byte = end }
+                    if b < 0 && !keepOnlyIfSelf { continue }
+                    let target = Pair(a: a, b: b)
+                    let known = table.isEmpty ? hashed[target] : table[Int(target.a) * width + Int(target.b) + 1]
+                    let id: Int32
+                    if let known, known >= 0 {
+                        id = known
+                    } else {
+                        if queue.count >= stateLimit { throw TooLarge() }
+                        id = Int32(queue.count)
+                        record(target, id)
+                        queue.append(target)
+                    }
+                    transitions.fill(row + byte ..< row + end, with: id)
+                    moves.append((source, id))
                 }
             }
-            transitions += row
         }
-        return DFA(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
-            .trimmed(productiveRules: nil).minimized()
+        let product = DFA(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
+        // Every pair is reachable from the start; trim only when some cannot finish.
+        let canFinish = Self.coReachable(stateCount: isFinal.count, moves: moves, isFinal: isFinal)
+        return (canFinish.allSatisfy { $0 } ? product : product.trimmed(productiveRules: nil)).minimized()
     }
 
     func intersection(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {
