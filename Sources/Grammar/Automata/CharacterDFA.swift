@@ -59,7 +59,7 @@ struct CharacterDFA: Sendable {
             guard let acceptsEverything, set.sortedContains(reachable.end), looping.contains(where: { set.sortedContains($0) }) else { return set }
             return acceptsEverything
         }
-        _ = try subsets.intern(canonical(closure.of([0])))
+        _ = try subsets.intern(canonical(closure.of([reachable.start])))
         var rows: [[(atom: Int32, target: Int32)]] = []
         var isFinal: [Bool] = []
         var buckets = [[Int32]](repeating: [], count: atoms.ranges.count)

@@ -34,6 +34,9 @@ struct DFA: Sendable {
         return set
     }
 
+    /// A row of 256 entries without a move (-1): appended whole, one copy.
+    static let rowWithoutMoves = [Int32](repeating: -1, count: 256)
+
     /// The language with no string at all.
     static let empty = DFA(transitions: [Int32](repeating: -1, count: 256), ruleEdges: [[]], isFinal: [false])
 
@@ -50,7 +53,7 @@ struct DFA: Sendable {
         var closure = EpsilonClosure(reachable)
         var subsets = Subsets(stateLimit: stateLimit, bytesPerState: CompilationMeter.bytesPerDFAState,
                               source: ("an automaton", automaton.stateCount))
-        _ = try subsets.intern(closure.of([0]))
+        _ = try subsets.intern(closure.of([reachable.start]))
         var cursor = 0
         // A subset's byte moves, grouped by byte in one flat array: the targets on `byte` are
         // `targets[start[byte] ..< start[byte] + count[byte]]` (a counting sort over the bytes
@@ -90,8 +93,8 @@ struct DFA: Sendable {
                 total += count[Int(byte)]
                 count[Int(byte)] = 0
             }
-            targets.removeAll(keepingCapacity: true)
-            targets.append(contentsOf: repeatElement(0, count: Int(total)))
+            // Entries past `total` are left from earlier subsets and never read.
+            if targets.count < total { targets.append(contentsOf: repeatElement(0, count: Int(total) - targets.count)) }
             for state in set {
                 for edge in reachable.edges(of: state) {
                     guard case .bytes(let bytes)? = reachable.labels[edge] else { continue }
@@ -104,7 +107,7 @@ struct DFA: Sendable {
             }
             let row = transitions.count
             let source = Int32(cursor - 1)
-            transitions.append(contentsOf: repeatElement(-1, count: 256))
+            transitions.append(contentsOf: Self.rowWithoutMoves)
             groups.removeAll(keepingCapacity: true)
             var previous: Range<Int> = 0 ..< 0
             try read.forEachMember { member throws(TooLarge) in
@@ -414,7 +417,7 @@ struct DFA: Sendable {
             otherRuns.removeAll(keepingCapacity: true)
             if pair.b >= 0 { other.forEachRun(of: Int(pair.b)) { bytes, target in otherRuns.append((bytes, target)) } }
             let row = transitions.count
-            transitions.append(contentsOf: repeatElement(-1, count: 256))
+            transitions.append(contentsOf: Self.rowWithoutMoves)
             var next = 0  // the first of `otherRuns` not wholly before the piece
             try forEachRun(of: Int(pair.a)) { bytes, a throws(TooLarge) in
                 var byte = bytes.lowerBound

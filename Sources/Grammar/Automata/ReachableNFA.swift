@@ -1,5 +1,5 @@
-/// The part of an `NFA` reachable from a fragment's entry, renumbered from 0 (the entry) in
-/// the order found, with every state's edges end to end in one array.
+/// The part of an `NFA` reachable from a fragment's entry, renumbered from 0 in the source
+/// automaton's order, with every state's edges end to end in one array.
 ///
 /// Subset constructions read a state's edges once per subset holding it, and ε-closures
 /// once per closure reaching it. Read from the `NFA`, each read copies the state's edge array
@@ -18,40 +18,62 @@ struct ReachableNFA<Label: Hashable & Sendable> {
     let labels: [Label?]
     /// Each edge's target, renumbered.
     let targets: [Int32]
-    /// Each state's number in the source automaton.
+    /// Each state's number in the source automaton, ascending.
     let original: [Int32]
+    /// The fragment's entry, renumbered.
+    let start: Int32
     /// The fragment's exit, renumbered, or -1 when it is unreachable from the entry.
     let end: Int32
 
     var stateCount: Int { original.count }
 
-    /// The part of `automaton` reachable from `part.start`; edges keep their order. O(states +
-    /// edges) of that part.
+    /// The part of `automaton` reachable from `part.start`; edges keep their order.
+    /// O(states + edges) of that part, plus one bit per state of `automaton`: a state's new
+    /// number is the count of reachable states before it (a rank over the bits), so no
+    /// table as large as the automaton and no hashing.
     init(_ part: Fragment, of automaton: NFA<Label>) {
-        var renumber: [Int32: Int32] = [part.start: 0]
-        var original: [Int32] = [part.start]
+        var reached = [UInt64](repeating: 0, count: (automaton.stateCount + 63) >> 6)
+        func isReached(_ state: Int32) -> Bool { reached[Int(state) >> 6] & 1 << UInt64(state & 63) != 0 }
+        var stack: [Int32] = [part.start]
+        reached[Int(part.start) >> 6] |= 1 << UInt64(part.start & 63)
+        while let state = stack.popLast() {
+            for edge in automaton.edges[Int(state)] where !isReached(edge.target) {
+                reached[Int(edge.target) >> 6] |= 1 << UInt64(edge.target & 63)
+                stack.append(edge.target)
+            }
+        }
+        // Reached states before each word, then the states themselves in order.
+        var rankBefore = [Int32](repeating: 0, count: reached.count)
+        var original: [Int32] = []
+        for (index, word) in reached.enumerated() {
+            rankBefore[index] = Int32(original.count)
+            var rest = word
+            while rest != 0 {
+                original.append(Int32(index << 6 | rest.trailingZeroBitCount))
+                rest &= rest - 1
+            }
+        }
+        func renumbered(_ state: Int32) -> Int32 {
+            let word = reached[Int(state) >> 6]
+            return rankBefore[Int(state) >> 6] + Int32((word & ((1 << UInt64(state & 63)) - 1)).nonzeroBitCount)
+        }
         var offsets: [Int32] = [0]
         var labels: [Label?] = []
         var targets: [Int32] = []
-        var cursor = 0
-        while cursor < original.count {
-            for edge in automaton.edges[Int(original[cursor])] {
-                let target = renumber[edge.target] ?? {
-                    original.append(edge.target)
-                    renumber[edge.target] = Int32(original.count - 1)
-                    return Int32(original.count - 1)
-                }()
+        offsets.reserveCapacity(original.count + 1)
+        for state in original {
+            for edge in automaton.edges[Int(state)] {
                 labels.append(edge.label)
-                targets.append(target)
+                targets.append(renumbered(edge.target))
             }
             offsets.append(Int32(targets.count))
-            cursor += 1
         }
         self.offsets = offsets
         self.labels = labels
         self.targets = targets
         self.original = original
-        end = renumber[part.end] ?? -1
+        start = renumbered(part.start)
+        end = isReached(part.end) ? renumbered(part.end) : -1
     }
 
     /// The indices of `state`'s edges in `labels` and `targets`.

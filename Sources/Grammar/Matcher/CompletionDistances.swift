@@ -25,21 +25,23 @@ struct CompletionDistances: Sendable {
     init(_ automaton: PushdownAutomaton) throws(GrammarError) {
         let meter = CompilationMeter.current
         let rules = automaton.rules
-        // Each state's distinct byte targets, so a relaxation pass costs edges, not 256 × states.
-        let targets: [[[Int32]]] = rules.map { dfa in
+        // Each state's distinct byte targets, so a relaxation pass costs edges, not 256 × states:
+        // those of `state` are `targets[offsets[state] ..< offsets[state + 1]]`.
+        let byteTargets: [(offsets: [Int32], targets: [Int32])] = rules.map { dfa in
             var seen = [Int32](repeating: -1, count: dfa.stateCount)
-            return (0 ..< dfa.stateCount).map { state in
-                var distinct: [Int32] = []
-                let base = state << 8
-                for byte in 0 ..< 256 {
-                    let target = dfa.transitions[base + byte]
-                    if target >= 0, seen[Int(target)] != Int32(state) {
+            var offsets: [Int32] = [0]
+            var targets: [Int32] = []
+            offsets.reserveCapacity(dfa.stateCount + 1)
+            for state in 0 ..< dfa.stateCount {
+                dfa.forEachRun(of: state) { _, target in
+                    if seen[Int(target)] != Int32(state) {
                         seen[Int(target)] = Int32(state)
-                        distinct.append(target)
+                        targets.append(target)
                     }
                 }
-                return distinct
+                offsets.append(Int32(targets.count))
             }
+            return (offsets, targets)
         }
         var distance = rules.map { dfa in dfa.isFinal.map { $0 ? Int32(0) : Self.unreachable } }
         for (rule, counter) in automaton.counters.enumerated() {
@@ -55,11 +57,14 @@ struct CompletionDistances: Sendable {
             try meter?.check("finding the shortest completions")
             for rule in rules.indices.reversed() where automaton.counters[rule] == nil {
                 let dfa = rules[rule]
+                let (offsets, targets) = byteTargets[rule]
                 // States are numbered breadth-first from the start and distances flow back
                 // from the final states: the last first.
                 for state in (0 ..< dfa.stateCount).reversed() {
                     var best = distance[rule][state]
-                    for target in targets[rule][state] { best = min(best, add(1, distance[rule][Int(target)])) }
+                    for index in Int(offsets[state]) ..< Int(offsets[state + 1]) {
+                        best = min(best, add(1, distance[rule][Int(targets[index])]))
+                    }
                     for edge in dfa.ruleEdges[state] {
                         best = min(best, add(distance[Int(edge.rule)][0], distance[rule][Int(edge.target)]))
                     }
