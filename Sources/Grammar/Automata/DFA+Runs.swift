@@ -39,6 +39,11 @@ extension DFA {
         return two.x | two.y == 0
     }
 
+    /// Appends the runs of `state`'s row to `runs` (see ``forEachRun(in:_:)``).
+    func appendRuns(of state: Int, to runs: inout [(bytes: Range<Int>, target: Int32)]) {
+        forEachRun(of: state) { bytes, target in runs.append((bytes, target)) }
+    }
+
     /// Calls `body` with each run of `state`'s row (see ``forEachRun(in:_:)``).
     @inline(__always)
     func forEachRun<Failure: Error>(of state: Int, _ body: (_ bytes: Range<Int>, _ target: Int32) throws(Failure) -> Void) throws(Failure) {

@@ -149,7 +149,7 @@ struct DFA: Sendable {
         self.init(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal)
         // Every subset is reachable from the start; trim only when some cannot finish.
         let canFinish = Self.coReachable(stateCount: isFinal.count, moves: moves, isFinal: isFinal)
-        self = (canFinish.allSatisfy { $0 } ? self : trimmed(productiveRules: nil)).minimized()
+        self = (canFinish.allSatisfy { $0 } ? self : keeping(canFinish)).minimized()
     }
 
     /// Which states reach a final state along `moves`. O(states + moves).
@@ -198,14 +198,20 @@ struct DFA: Sendable {
     /// edge); edges to rules `r` where `productiveRules[r]` is false (when given) are dropped
     /// first. The result of an empty language is `DFA.empty`. O(states × 256).
     func trimmed(productiveRules: [Bool]?) -> DFA {
-        let count = stateCount
         func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
         var moves: [(from: Int32, to: Int32)] = []
-        for state in 0 ..< count {
+        for state in 0 ..< stateCount {
             forEachRun(of: state) { _, target in moves.append((Int32(state), target)) }
             for edge in ruleEdges[state] where keeps(edge) { moves.append((Int32(state), edge.target)) }
         }
-        let alive = Self.coReachable(stateCount: count, moves: moves, isFinal: isFinal)
+        return keeping(Self.coReachable(stateCount: stateCount, moves: moves, isFinal: isFinal), productiveRules: productiveRules)
+    }
+
+    /// ``trimmed(productiveRules:)`` when which states can finish is known already: keeps the
+    /// states reachable from the start where `alive` (computed with the same rule edges).
+    func keeping(_ alive: [Bool], productiveRules: [Bool]? = nil) -> DFA {
+        let count = stateCount
+        func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
         guard count > 0, alive[0] else { return .empty }
         var renumber = [Int32](repeating: -1, count: count)
         var order: [Int32] = [0]
@@ -390,10 +396,11 @@ struct DFA: Sendable {
     private func product(_ other: DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int) throws(TooLarge) -> DFA {
         precondition(!hasRuleEdges && !other.hasRuleEdges, "products are for regular automata")
         struct Pair: Hashable { var a: Int32; var b: Int32 }   // b == -1: `other` is dead
-        // Pairs numbered in a table when it is small (most products), else hashed.
+        // Pairs numbered in a table when it is small, else hashed (a product reaches few of
+        // its pairs: a table of a million would cost more to clear than to hash).
         let width = other.stateCount + 1
         let pairCount = stateCount * width
-        var table = pairCount <= 1 << 20 ? [Int32](repeating: -1, count: pairCount) : []
+        var table = pairCount <= 1 << 16 ? [Int32](repeating: -1, count: pairCount) : []
         var hashed: [Pair: Int32] = [:]
         func record(_ pair: Pair, _ id: Int32) {
             if table.isEmpty { hashed[pair] = id } else { table[Int(pair.a) * width + Int(pair.b) + 1] = id }
@@ -403,6 +410,7 @@ struct DFA: Sendable {
         var transitions: [Int32] = []
         var isFinal: [Bool] = []
         var moves: [(from: Int32, to: Int32)] = []
+        var selfRuns: [(bytes: Range<Int>, target: Int32)] = []
         var otherRuns: [(bytes: Range<Int>, target: Int32)] = []
         let meter = CompilationMeter.current
         var cursor = 0
@@ -414,12 +422,12 @@ struct DFA: Sendable {
                 try meter.checkConstruction(bytes: queue.count * CompilationMeter.bytesPerDFAState, "combining two automata")
             }
             isFinal.append(final(self.isFinal[Int(pair.a)], pair.b >= 0 && other.isFinal[Int(pair.b)]))
-            otherRuns.removeAll(keepingCapacity: true)
-            if pair.b >= 0 { other.forEachRun(of: Int(pair.b)) { bytes, target in otherRuns.append((bytes, target)) } }
+            appendRuns(of: Int(pair.a), to: &selfRuns)
+            if pair.b >= 0 { other.appendRuns(of: Int(pair.b), to: &otherRuns) }
             let row = transitions.count
             transitions.append(contentsOf: Self.rowWithoutMoves)
             var next = 0  // the first of `otherRuns` not wholly before the piece
-            try forEachRun(of: Int(pair.a)) { bytes, a throws(TooLarge) in
+            for (bytes, a) in selfRuns {
                 var byte = bytes.lowerBound
                 while byte < bytes.upperBound {
                     while next < otherRuns.count, otherRuns[next].bytes.upperBound <= byte { next += 1 }
@@ -432,9 +440,9 @@ struct DFA: Sendable {
                     defer { byte = end }
                     if b < 0 && !keepOnlyIfSelf { continue }
                     let target = Pair(a: a, b: b)
-                    let known = table.isEmpty ? hashed[target] : table[Int(target.a) * width + Int(target.b) + 1]
+                    let known = table.isEmpty ? hashed[target] ?? -1 : table[Int(target.a) * width + Int(target.b) + 1]
                     let id: Int32
-                    if let known, known >= 0 {
+                    if known >= 0 {
                         id = known
                     } else {
                         if queue.count >= stateLimit { throw TooLarge() }
@@ -446,11 +454,13 @@ struct DFA: Sendable {
                     moves.append((source, id))
                 }
             }
+            selfRuns.removeAll(keepingCapacity: true)
+            otherRuns.removeAll(keepingCapacity: true)
         }
         let product = DFA(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
         // Every pair is reachable from the start; trim only when some cannot finish.
         let canFinish = Self.coReachable(stateCount: isFinal.count, moves: moves, isFinal: isFinal)
-        return (canFinish.allSatisfy { $0 } ? product : product.trimmed(productiveRules: nil)).minimized()
+        return (canFinish.allSatisfy { $0 } ? product : product.keeping(canFinish)).minimized()
     }
 
     func intersection(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {
