@@ -196,7 +196,8 @@ struct DFA: Sendable {
     /// Keeps the states reachable from the start and from which a final state is reachable,
     /// renumbered in breadth-first order (the automaton itself when it keeps every state and
     /// edge); edges to rules `r` where `productiveRules[r]` is false (when given) are dropped
-    /// first. The result of an empty language is `DFA.empty`. O(states × 256).
+    /// first. The result of an empty language is `DFA.empty`. O(states + runs): rows are read
+    /// by runs, sixteen entries at a time.
     func trimmed(productiveRules: [Bool]?) -> DFA {
         func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
         var moves: [(from: Int32, to: Int32)] = []
@@ -250,7 +251,7 @@ struct DFA: Sendable {
     }
 
     /// Whether a final state is reachable from the start through byte edges and edges to
-    /// rules `r` where `callable[r]`. O(states × 256), without building an automaton.
+    /// rules `r` where `callable[r]`. O(states + runs), without building an automaton.
     func reachesFinal(calling callable: [Bool]) -> Bool {
         var seen = [Bool](repeating: false, count: stateCount)
         var stack: [Int32] = [0]
@@ -270,10 +271,10 @@ struct DFA: Sendable {
 
     /// Merges equivalent states: Hopcroft's partition refinement, over byte classes (bytes
     /// that every state treats alike are one symbol) and one symbol per called rule, on the
-    /// transitions that exist (see `Hopcroft`). O(m log n) in the m transitions: a counted chain
-    /// such as `[^.]{10,1000}` (thousands of states, each split off one round after the next
-    /// in Moore's refinement) costs no more than its size. States keep breadth-first order
-    /// from the start, so equal languages give equal automata.
+    /// transitions that exist (see `Hopcroft`). O(m log n) in the m transitions: a counted
+    /// chain such as `[^.]{10,1000}` (thousands of states, each split off one round after the
+    /// next in Moore's refinement) costs no more than its size. States keep breadth-first
+    /// order from the start, so equal languages give equal automata.
     func minimized() -> DFA {
         let count = stateCount
         guard count > 1 else { return self }
