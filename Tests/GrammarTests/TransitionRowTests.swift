@@ -56,6 +56,8 @@ import TypesetTestSupport
             let reference = Self.referenceRuns(row)
             #expect(runs.map(\.0) == reference.map(\.0))
             #expect(runs.map(\.1) == reference.map(\.1))
+            let single = DFA(transitions: row.map { $0 >= 0 ? 0 : -1 }, ruleEdges: [[]], isFinal: [true])
+            #expect(single.outgoingBytes(0) == ByteSet((0 ..< 256).filter { row[$0] >= 0 }.map(UInt8.init)))
         }
     }
 

@@ -250,7 +250,7 @@ extension CharacterDFA {
                 } else {
                     placed[fanState] = Int32(isFinal.count)
                     isFinal.append(false)
-                    transitions += repeatElement(-1, count: 256)
+                    transitions += DFA.rowWithoutMoves
                 }
             }
             if isFinal.count > stateLimit { throw DFA.TooLarge() }

@@ -26,11 +26,10 @@ struct DFA: Sendable {
         transitions[Int(state) << 8 | Int(byte)]
     }
 
-    /// The bytes with an edge out of `state`.
+    /// The bytes with an edge out of `state`: its row's runs, a range at a time.
     func outgoingBytes(_ state: Int32) -> ByteSet {
         var set = ByteSet()
-        let base = Int(state) << 8
-        for byte in 0 ..< 256 where transitions[base + byte] >= 0 { set.insert(UInt8(byte)) }
+        forEachRun(of: Int(state)) { bytes, _ in set.insert(UInt8(bytes.lowerBound) ... UInt8(bytes.upperBound - 1)) }
         return set
     }
 
@@ -38,7 +37,7 @@ struct DFA: Sendable {
     static let rowWithoutMoves = [Int32](repeating: -1, count: 256)
 
     /// The language with no string at all.
-    static let empty = DFA(transitions: [Int32](repeating: -1, count: 256), ruleEdges: [[]], isFinal: [false])
+    static let empty = DFA(transitions: rowWithoutMoves, ruleEdges: [[]], isFinal: [false])
 
     // MARK: Construction
 

@@ -34,13 +34,14 @@ struct ReachableNFA<Label: Hashable & Sendable> {
     init(_ part: Fragment, of automaton: NFA<Label>) {
         var reached = [UInt64](repeating: 0, count: (automaton.stateCount + 63) >> 6)
         func isReached(_ state: Int32) -> Bool { reached[Int(state) >> 6] & 1 << UInt64(state & 63) != 0 }
-        var stack: [Int32] = [part.start]
-        reached[Int(part.start) >> 6] |= 1 << UInt64(part.start & 63)
+        var stack: [Int32] = []
+        func reach(_ state: Int32) {
+            reached[Int(state) >> 6] |= 1 << UInt64(state & 63)
+            stack.append(state)
+        }
+        reach(part.start)
         while let state = stack.popLast() {
-            for edge in automaton.edges[Int(state)] where !isReached(edge.target) {
-                reached[Int(edge.target) >> 6] |= 1 << UInt64(edge.target & 63)
-                stack.append(edge.target)
-            }
+            for edge in automaton.edges[Int(state)] where !isReached(edge.target) { reach(edge.target) }
         }
         // Reached states before each word, then the states themselves in order.
         var rankBefore = [Int32](repeating: 0, count: reached.count)

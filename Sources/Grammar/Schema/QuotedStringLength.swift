@@ -36,7 +36,7 @@ enum QuotedStringLength {
             let id = Int32(keys.count)
             index[key] = id
             keys.append((state, count))
-            transitions.append(contentsOf: repeatElement(-1, count: 256))
+            transitions.append(contentsOf: DFA.rowWithoutMoves)
             isFinal.append(language.isFinal[Int(state)])
             return id
         }
