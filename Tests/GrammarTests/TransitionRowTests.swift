@@ -123,4 +123,33 @@ import TypesetTestSupport
             }
         }
     }
+
+    /// The trie of literals accepts exactly them, and minimises to what the subset
+    /// construction from their union builds (the same language, so the same minimal table);
+    /// a difference left unminimised accepts what the minimised one does.
+    @Test func literalTriesAgreeWithTheSubsetConstruction() throws {
+        var random = SplitMix64(seed: 5)
+        for _ in 0 ..< 40 {
+            let literals: [[UInt8]] = (0 ..< Int.random(in: 1 ..< 12, using: &random)).map { _ in
+                (0 ..< Int.random(in: 0 ..< 6, using: &random)).map { _ in UInt8.random(in: 0x61 ... 0x64, using: &random) }
+            }
+            let trie = try DFA(literals: literals)
+            var automaton = ByteNFA()
+            let pieces = literals.map { automaton.literal($0) }
+            let built = try DFA(automaton.union(pieces), of: automaton)
+            #expect(trie.minimized().transitions == built.transitions)
+            #expect(trie.minimized().isFinal == built.isFinal)
+            for literal in literals { #expect(trie.accepts(literal)) }
+            #expect(trie.isFinal.filter { $0 }.count == Set(literals).count)
+
+            let everything = try DFA(literals: [[0x61], [0x61, 0x62], [0x62, 0x63, 0x64], [0x64, 0x64, 0x64, 0x64]])
+            let unminimized = try everything.subtracting(trie, minimizing: false)
+            let minimized = try everything.subtracting(trie)
+            for string in literals + [[0x61], [0x61, 0x62], [0x62, 0x63, 0x64], [0x64, 0x64, 0x64, 0x64]] {
+                #expect(unminimized.accepts(string) == minimized.accepts(string))
+                #expect(minimized.accepts(string) == (everything.accepts(string) && !literals.contains(string)))
+            }
+        }
+        #expect(try DFA(literals: []).isEmptyLanguage)
+    }
 }

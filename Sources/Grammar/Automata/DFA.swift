@@ -5,7 +5,7 @@
 /// edges say "match rule `rule` here, then continue at `target`"; there is at most one edge
 /// per rule from a state. A trimmed automaton has no state from which no final state can
 /// be reached.
-struct DFA: Sendable {
+struct DFA: Sendable, Hashable {
     struct RuleEdge: Hashable, Sendable {
         var rule: Int32
         var target: Int32
@@ -171,6 +171,21 @@ struct DFA: Sendable {
             }
         }
         return alive
+    }
+
+    /// Equal automata, state for state (minimal automata numbered breadth-first from the start
+    /// are equal exactly when their languages are).
+    static func == (left: DFA, right: DFA) -> Bool {
+        left.isFinal == right.isFinal && left.transitions == right.transitions && left.ruleEdges == right.ruleEdges
+    }
+
+    /// Hashes the size and the first states' rows only (O(1)): automata of one size rarely
+    /// agree on their first rows, and `==` settles the rest.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(stateCount)
+        transitions.withUnsafeBufferPointer { table in
+            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: table[..<min(table.count, 4 << 8)])))
+        }
     }
 
     init(transitions: [Int32], ruleEdges: [[RuleEdge]], isFinal: [Bool]) {
@@ -376,6 +391,40 @@ struct DFA: Sendable {
 
     // MARK: Regular-language operations (automata without rule edges)
 
+    /// The language of exactly `literals`, as their trie: one state per distinct prefix,
+    /// numbered in the order the literals first reach them. Trimmed (every prefix leads to a
+    /// literal) but not minimised: products take it as it is and minimise what they build.
+    /// O(total bytes), with no subset construction.
+    ///
+    /// - Throws: `DFA.TooLarge` past `stateLimit` prefixes, or past the compilation's budget.
+    init(literals: [[UInt8]], stateLimit: Int = 1 << 16) throws(TooLarge) {
+        guard !literals.isEmpty else {
+            self = .empty
+            return
+        }
+        var transitions = Self.rowWithoutMoves
+        var isFinal = [false]
+        let meter = CompilationMeter.current
+        for (index, literal) in literals.enumerated() {
+            if let meter, index & 255 == 255 {
+                try meter.checkConstruction(bytes: isFinal.count * CompilationMeter.bytesPerDFAState, "spelling literals")
+            }
+            var state = 0
+            for byte in literal {
+                let entry = state << 8 | Int(byte)
+                if transitions[entry] < 0 {
+                    guard isFinal.count < stateLimit else { throw TooLarge() }
+                    transitions[entry] = Int32(isFinal.count)
+                    transitions.append(contentsOf: Self.rowWithoutMoves)
+                    isFinal.append(false)
+                }
+                state = Int(transitions[entry])
+            }
+            isFinal[state] = true
+        }
+        self.init(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
+    }
+
     /// Whether the language is empty (after trimming, only `DFA.empty` is).
     var isEmptyLanguage: Bool { !isFinal.contains(true) }
 
@@ -393,7 +442,7 @@ struct DFA: Sendable {
     ///
     /// Each pair's row is made from the two rows' runs: a run of `self` is cut where
     /// `other`'s runs begin and end, and each piece goes to one pair.
-    private func product(_ other: DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int) throws(TooLarge) -> DFA {
+    private func product(_ other: DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int, minimizing: Bool = true) throws(TooLarge) -> DFA {
         precondition(!hasRuleEdges && !other.hasRuleEdges, "products are for regular automata")
         struct Pair: Hashable { var a: Int32; var b: Int32 }   // b == -1: `other` is dead
         // Pairs numbered in a table when it is small, else hashed (a product reaches few of
@@ -460,15 +509,18 @@ struct DFA: Sendable {
         let product = DFA(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
         // Every pair is reachable from the start; trim only when some cannot finish.
         let canFinish = Self.coReachable(stateCount: isFinal.count, moves: moves, isFinal: isFinal)
-        return (canFinish.allSatisfy { $0 } ? product : product.keeping(canFinish)).minimized()
+        let trimmed = canFinish.allSatisfy { $0 } ? product : product.keeping(canFinish)
+        return minimizing ? trimmed.minimized() : trimmed
     }
 
     func intersection(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {
         try product(other, final: { $0 && $1 }, keepOnlyIfSelf: false, stateLimit: stateLimit)
     }
 
-    func subtracting(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {
-        try product(other, final: { $0 && !$1 }, keepOnlyIfSelf: true, stateLimit: stateLimit)
+    /// - Parameter minimizing: whether to minimise the result (a construction that embeds it
+    ///   into a rule, which is minimised when determinized, need not).
+    func subtracting(_ other: DFA, stateLimit: Int = 1 << 16, minimizing: Bool = true) throws(TooLarge) -> DFA {
+        try product(other, final: { $0 && !$1 }, keepOnlyIfSelf: true, stateLimit: stateLimit, minimizing: minimizing)
     }
 
     /// Copies the automaton into `automaton` as a fragment (one NFA state per DFA state).

@@ -251,8 +251,38 @@ extension SchemaCompiler {
             }
             valueRules.append(try valueRule(member.schemas))
         }
+        // Other members' keys, one automaton per value rule: classes whose values are alike
+        // (patterns with `{}` beside `additionalProperties: true`) are one class, so the
+        // object's automaton does not tell apart keys it treats alike. With requirements to
+        // meet, classes stay apart (each takes its own schemas with them).
         var extraMembers: [(key: DFA, rule: Int32)] = []
-        for group in extraGroups { extraMembers.append((group.key, try valueRule(group.schemas))) }
+        var mergedGroups: [(key: DFA, schemas: [Subschema])] = []
+        var mergedMeets: [Int] = []
+        for (group, meets) in zip(extraGroups, extraMeets) {
+            let rule = try valueRule(group.schemas)
+            if requirements.isEmpty, let same = extraMembers.firstIndex(where: { $0.rule == rule }) {
+                let key = try budgeted { () throws(DFA.TooLarge) in try DFA.union(extraMembers[same].key, group.key) }
+                extraMembers[same].key = key
+                mergedGroups[same].key = key
+                continue
+            }
+            extraMembers.append((group.key, rule))
+            mergedGroups.append(group)
+            mergedMeets.append(meets)
+        }
+        extraGroups = mergedGroups
+        extraMeets = mergedMeets
+        // Each class's keys are a rule of their own, called where such a member may start:
+        // the object's automaton holds the declared names, not a copy of every other key's
+        // automaton per place one may stand.
+        func extraKeyRule(_ position: Int) -> Int32 {
+            let key = extraMembers[position].key
+            if let known = keyRules[key] { return known }
+            let rule = grammar.declareRule(grammar.uniqueName("key"))
+            grammar.define(rule, as: key.embed(into: &grammar.automaton))
+            keyRules[key] = rule
+            return rule
+        }
         // The value rules of a member taking on requirements (`taken`, beyond the key-only ones).
         var requiredValueRules: [Int: Int32] = [:]  // (declared index, or -1 - extra index) × requirementSpace + taken
         func memberValueRule(declared index: Int?, extra: Int?, taking taken: Int) throws(GrammarError) -> Int32 {
@@ -312,7 +342,7 @@ extension SchemaCompiler {
             if let index {
                 name = grammar.automaton.literal(Lowering.jsonStringLiteral(declared[index].name))
             } else {
-                name = extraMembers[extra!].key.embed(into: &grammar.automaton)
+                name = grammar.automaton.rule(extraKeyRule(extra!))
             }
             grammar.define(rule, as: grammar.automaton.sequence([name, whitespace(), punctuation(":"), whitespace(),
                                                                  grammar.automaton.rule(value), whitespace()]))
@@ -375,10 +405,11 @@ extension SchemaCompiler {
                 }
             } else {
                 if canAdd {
-                    for (position, extra) in extraMembers.enumerated() {
+                    for position in extraMembers.indices {
                         for taken in takings(extraMeets[position], found) {
                             let rule = try memberValueRule(declared: nil, extra: position, taking: taken)
-                            let piece = member(key: { extra.key.embed(into: &$0) }, rule: rule, first: count == 0)
+                            let keyRule = extraKeyRule(position)
+                            let piece = member(key: { $0.rule(keyRule) }, rule: rule, first: count == 0)
                             grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
                             grammar.automaton.addEdge(from: piece.end, to: state(index, nextCount, found | taken), label: nil)
                             work.append((index, nextCount, found | taken))
@@ -403,7 +434,9 @@ extension SchemaCompiler {
         guard clausePatterns.contains(where: { !$0.isEmpty }) || admitsUnmatched.allSatisfy({ $0 }) else { return [] }
         let declaredNames = try literalsLanguage((names + node.forbiddenProperties).map { Lowering.jsonStringLiteral($0) })
         let anyKey = try anyKeyLanguage()
-        var root = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(declaredNames) }
+        // Not minimised: the classes are refined by products (which minimise what they build)
+        // or become a key rule as they are (minimised when determinized).
+        var root = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(declaredNames, minimizing: false) }
         if let nameFilter { root = try budgeted { () throws(DFA.TooLarge) in try root.intersection(nameFilter) } }
         var classes: [(key: DFA, schemas: [Subschema])] = root.isEmptyLanguage ? [] : [(root, [])]
         for (clauseIndex, clause) in clauses.enumerated() {
@@ -440,12 +473,16 @@ extension SchemaCompiler {
         return classes.filter { !$0.schemas.contains(where: { $0.value == .bool(false) }) }
     }
 
-    /// Per member clause (of ``SchemaNode/memberClauses``), its patterns' keys (quoted) with their schemas.
+    /// Per member clause (of ``SchemaNode/memberClauses``), its patterns' keys (quoted) with
+    /// their schemas. Where keys no pattern matches take any value, a pattern whose keys take
+    /// any value too changes nothing and is left out (`"^.{1,255}$": {}` without
+    /// `additionalProperties` would otherwise split every key by its length).
     mutating func patternKeys(of clauses: [MemberClause], at node: SchemaNode) throws(GrammarError) -> [[(dfa: DFA, schemas: [Subschema])]] {
         var result: [[(dfa: DFA, schemas: [Subschema])]] = []
         for clause in clauses {
+            let unmatchedTakeAnything = clause.admitsUnmatched(options) && (clause.additional ?? []).allSatisfy(\.isTrue)
             var compiled: [(dfa: DFA, schemas: [Subschema])] = []
-            for (pattern, schemas) in clause.patterns {
+            for (pattern, schemas) in clause.patterns where !(unmatchedTakeAnything && schemas.allSatisfy(\.isTrue)) {
                 compiled.append((try keyLanguage(pattern: pattern, pointer: node.pointer + "/patternProperties"), schemas))
             }
             result.append(compiled)
@@ -493,10 +530,7 @@ extension SchemaCompiler {
 
     /// The quoted keys (canonical JSON strings) in `literals`.
     func literalsLanguage(_ literals: [[UInt8]]) throws(GrammarError) -> DFA {
-        var automaton = ByteNFA()
-        let pieces = literals.map { automaton.literal($0) }
-        let union = pieces.isEmpty ? automaton.nothing() : automaton.union(pieces)
-        return try budgeted { () throws(DFA.TooLarge) in try DFA(union, of: automaton) }
+        try budgeted { () throws(DFA.TooLarge) in try DFA(literals: literals) }
     }
 
     /// Every quoted key.

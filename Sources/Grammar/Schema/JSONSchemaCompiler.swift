@@ -58,6 +58,9 @@ struct SchemaCompiler {
     /// Byte spellings of lists of character classes (`CharacterDFA.quotedJSONStrings`), shared
     /// by every pattern of the schema.
     var spellingFans: [[CodePointSet]: DFA] = [:]
+    /// Rules of objects' undeclared keys, by their automaton: objects whose other keys are
+    /// alike (every free-form object's are) share one rule.
+    var keyRules: [DFA: Int32] = [:]
     /// Rules counting the characters of strings with only length bounds, by bounds.
     var countedStringRules: [LengthBounds: Int32] = [:]
     /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
