@@ -77,6 +77,32 @@ import TypesetTestSupport
         }
     }
 
+    /// The subset construction's automaton keeps rows as runs until minimised: the same
+    /// automaton as runs gives the same byte classes, the same minimal tables as Moore's
+    /// refinement of the 256-entry table, and the same trimming.
+    @Test(arguments: 0 ..< 4) func runRowsMinimizeAsTables(seed: UInt64) {
+        var random = SplitMix64(seed: 100 + seed)
+        for _ in 0 ..< 250 {
+            let dfa = Self.randomAutomaton(&random)
+            var runs = RunAutomaton()
+            for state in 0 ..< dfa.stateCount {
+                for byte in 0 ..< 256 where dfa.transitions[state << 8 | byte] >= 0 {
+                    runs.appendMoves(on: byte ..< byte + 1, to: dfa.transitions[state << 8 | byte])
+                }
+                runs.endState(ruleEdges: dfa.ruleEdges[state], isFinal: dfa.isFinal[state])
+            }
+            #expect(runs.byteClassRepresentatives() == dfa.byteClassRepresentativesComparingColumns())
+            #expect(runs.byteClassRepresentatives() == runs.byteClassRepresentativesComparingColumns())
+            let minimal = runs.minimized()
+            let reference = dfa.quotient(Self.mooreClasses(dfa))
+            #expect(minimal.transitions == reference.transitions)
+            #expect(minimal.isFinal == reference.isFinal)
+            #expect(minimal.ruleEdges.map { Set($0) } == reference.ruleEdges.map { Set($0) })
+            let alive = (0 ..< dfa.stateCount).map { $0 == 0 || Int.random(in: 0 ..< 4, using: &random) > 0 }
+            #expect(runs.keeping(alive).minimized() == dfa.keeping(alive).minimized())
+        }
+    }
+
     /// A counted chain of thousands of states, which Moore would refine one layer per round,
     /// comes out minimal: eight states per character of `[^.]{0,n}` plus the final one.
     @Test func longCountedChainsAreMinimal() throws {

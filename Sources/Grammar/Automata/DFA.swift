@@ -41,14 +41,15 @@ struct DFA: Sendable, Hashable {
 
     // MARK: Construction
 
-    /// Subset construction from `part` of `automaton`, then trimming and minimisation.
+    /// Subset construction from `part` of `automaton`, then trimming and minimisation. The
+    /// subsets' rows are kept as runs (`RunAutomaton`) until minimised: only the minimal
+    /// automaton's states are spelled as 256 entries.
     ///
     /// - Throws: `DFA.TooLarge` past `stateLimit` states.
     init(_ part: Fragment, of automaton: ByteNFA, stateLimit: Int = 1 << 16) throws(TooLarge) {
         let reachable = ReachableNFA(part, of: automaton)
-        var transitions: [Int32] = []
-        var ruleEdges: [[RuleEdge]] = []
-        var isFinal: [Bool] = []
+        // Rows as runs until minimised: only the minimal automaton's states get 256 entries.
+        var built = RunAutomaton()
         var closure = EpsilonClosure(reachable)
         var subsets = Subsets(stateLimit: stateLimit, bytesPerState: CompilationMeter.bytesPerDFAState,
                               source: ("an automaton", automaton.stateCount))
@@ -104,31 +105,25 @@ struct DFA: Sendable, Hashable {
                     }
                 }
             }
-            let row = transitions.count
             let source = Int32(cursor - 1)
-            transitions.append(contentsOf: Self.rowWithoutMoves)
             groups.removeAll(keepingCapacity: true)
-            var previous: Range<Int> = 0 ..< 0
+            var previous: (range: Range<Int>, byte: Int, id: Int32) = (0 ..< 0, -2, -1)
             try read.forEachMember { member throws(TooLarge) in
                 let byte = Int(member)
                 let range = Int(start[byte]) ..< Int(start[byte] + count[byte])
                 count[byte] = 0
                 // Neighbouring bytes usually go to the same place (ranges): no search then.
-                if byte > 0, transitions[row + byte - 1] >= 0, targets[previous].elementsEqual(targets[range]) {
-                    transitions[row + byte] = transitions[row + byte - 1]
-                    previous = range
-                    return
-                }
-                previous = range
                 let id: Int32
-                if let known = groups.first(where: { targets[$0.targets].elementsEqual(targets[range]) }) {
+                if previous.byte == byte - 1, targets[previous.range].elementsEqual(targets[range]) {
+                    id = previous.id
+                } else if let known = groups.first(where: { targets[$0.targets].elementsEqual(targets[range]) }) {
                     id = known.id
                 } else {
                     id = try subsets.intern(closure.of(targets[range]))
                     groups.append((range, id))
                 }
-                transitions[row + byte] = id
-                moves.append((source, id))
+                previous = (range, byte, id)
+                if built.appendMoves(on: byte ..< byte + 1, to: id) { moves.append((source, id)) }
             }
             // One edge per rule, to the closure of all its targets.
             rules.sort { $0.rule < $1.rule || ($0.rule == $1.rule && $0.target < $1.target) }
@@ -142,13 +137,11 @@ struct DFA: Sendable, Hashable {
                 moves.append((source, target))
                 first = last
             }
-            ruleEdges.append(edges)
-            isFinal.append(reachable.end >= 0 && set.sortedContains(reachable.end))
+            built.endState(ruleEdges: edges, isFinal: reachable.end >= 0 && set.sortedContains(reachable.end))
         }
-        self.init(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal)
         // Every subset is reachable from the start; trim only when some cannot finish.
-        let canFinish = Self.coReachable(stateCount: isFinal.count, moves: moves, isFinal: isFinal)
-        self = (canFinish.allSatisfy { $0 } ? self : keeping(canFinish)).minimized()
+        let canFinish = Self.coReachable(stateCount: built.stateCount, moves: moves, isFinal: built.isFinal)
+        self = (canFinish.allSatisfy { $0 } ? built : built.keeping(canFinish)).minimized()
     }
 
     /// Which states reach a final state along `moves`. O(states + moves).
@@ -228,22 +221,7 @@ struct DFA: Sendable, Hashable {
         let count = stateCount
         func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
         guard count > 0, alive[0] else { return .empty }
-        var renumber = [Int32](repeating: -1, count: count)
-        var order: [Int32] = [0]
-        renumber[0] = 0
-        var cursor = 0
-        while cursor < order.count {
-            let state = Int(order[cursor])
-            cursor += 1
-            func visit(_ target: Int32) {
-                if target >= 0, alive[Int(target)], renumber[Int(target)] < 0 {
-                    renumber[Int(target)] = Int32(order.count)
-                    order.append(target)
-                }
-            }
-            forEachRun(of: state) { _, target in visit(target) }
-            for edge in ruleEdges[state] where keeps(edge) { visit(edge.target) }
-        }
+        let (order, renumber) = breadthFirstOrder(keeping: alive, through: keeps)
         if order.count == count, productiveRules == nil { return self }
         var newTransitions = [Int32](repeating: -1, count: order.count << 8)
         var newRules = [[RuleEdge]](repeating: [], count: order.count)
@@ -281,112 +259,6 @@ struct DFA: Sendable, Hashable {
             }
         }
         return false
-    }
-
-    /// Merges equivalent states: Hopcroft's partition refinement, over byte classes (bytes
-    /// that every state treats alike are one symbol) and one symbol per called rule, on the
-    /// transitions that exist (see `Hopcroft`). O(m log n) in the m transitions: a counted
-    /// chain such as `[^.]{10,1000}` (thousands of states, each split off one round after the
-    /// next in Moore's refinement) costs no more than its size. States keep breadth-first
-    /// order from the start, so equal languages give equal automata.
-    func minimized() -> DFA {
-        let count = stateCount
-        guard count > 1 else { return self }
-        let classes = Hopcroft(self).partition()
-        return quotient(classes)
-    }
-
-    /// The automaton of the classes of `classes` (one per state; equivalent states share a
-    /// class), renumbered breadth-first from the start's class.
-    func quotient(_ classes: [Int32]) -> DFA {
-        let count = stateCount
-        let classCount = Int((classes.max() ?? -1) + 1)
-        var representative = [Int](repeating: -1, count: classCount)
-        for state in 0 ..< count where representative[Int(classes[state])] < 0 { representative[Int(classes[state])] = state }
-        var renumber = [Int32](repeating: -1, count: classCount)
-        var order: [Int32] = [classes[0]]
-        renumber[Int(classes[0])] = 0
-        var cursor = 0
-        while cursor < order.count {
-            let state = representative[Int(order[cursor])]
-            cursor += 1
-            func visit(_ target: Int32) {
-                guard target >= 0 else { return }
-                let cls = classes[Int(target)]
-                if renumber[Int(cls)] < 0 {
-                    renumber[Int(cls)] = Int32(order.count)
-                    order.append(cls)
-                }
-            }
-            forEachRun(of: state) { _, target in visit(target) }
-            for edge in ruleEdges[state] { visit(edge.target) }
-        }
-        var newTransitions = [Int32](repeating: -1, count: order.count << 8)
-        var newRules = [[RuleEdge]](repeating: [], count: order.count)
-        var newFinal = [Bool](repeating: false, count: order.count)
-        for (newState, cls) in order.enumerated() {
-            let state = representative[Int(cls)]
-            newFinal[newState] = isFinal[state]
-            forEachRun(of: state) { bytes, target in
-                newTransitions.fill(newState << 8 + bytes.lowerBound ..< newState << 8 + bytes.upperBound, with: renumber[Int(classes[Int(target)])])
-            }
-            newRules[newState] = ruleEdges[state].map { RuleEdge(rule: $0.rule, target: renumber[Int(classes[Int($0.target)])]) }
-        }
-        return DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
-    }
-
-    /// One byte of each class of bytes that every state sends to the same place, in
-    /// ascending order. O(runs + states × intervals): the ends of every state's runs cut the
-    /// bytes into intervals on which every state is constant; each interval's column of
-    /// targets is hashed, intervals are grouped by hash, and a second pass confirms every
-    /// interval agrees with its group's first in every row (on a collision, the classes are
-    /// found again by comparing columns).
-    func byteClassRepresentatives() -> [Int] {
-        var cuts = ByteSet([0])
-        for state in 0 ..< stateCount {
-            forEachRun(of: state) { bytes, _ in
-                cuts.insert(UInt8(bytes.lowerBound))
-                if bytes.upperBound < 256 { cuts.insert(UInt8(bytes.upperBound)) }
-            }
-        }
-        let starts = cuts.bytes.map(Int.init)
-        var columns = [FNV1a](repeating: FNV1a(), count: starts.count)
-        transitions.withUnsafeBufferPointer { table in
-            for state in 0 ..< stateCount {
-                let base = state << 8
-                for (interval, byte) in starts.enumerated() { columns[interval].combine(table[base | byte]) }
-            }
-        }
-        var firstWithHash: [UInt64: Int] = [:]
-        var representative = [Int](repeating: 0, count: starts.count)  // per interval: its group's first byte
-        for (interval, byte) in starts.enumerated() {
-            let hash = columns[interval].value
-            if let known = firstWithHash[hash] {
-                representative[interval] = known
-            } else {
-                firstWithHash[hash] = byte
-                representative[interval] = byte
-            }
-        }
-        for state in 0 ..< stateCount {
-            let base = state << 8
-            for (interval, byte) in starts.enumerated() where transitions[base | byte] != transitions[base | representative[interval]] {
-                return byteClassRepresentativesComparingColumns()
-            }
-        }
-        return starts.indices.filter { representative[$0] == starts[$0] }.map { starts[$0] }
-    }
-
-    /// ``byteClassRepresentatives()`` by comparing whole columns (the fallback on a hash
-    /// collision). O(states × 256 × classes).
-    func byteClassRepresentativesComparingColumns() -> [Int] {
-        var representatives: [Int] = []
-        for byte in 0 ..< 256 where !representatives.contains(where: { other in
-            (0 ..< stateCount).allSatisfy { transitions[$0 << 8 | other] == transitions[$0 << 8 | byte] }
-        }) {
-            representatives.append(byte)
-        }
-        return representatives
     }
 
     // MARK: Regular-language operations (automata without rule edges)
@@ -456,8 +328,7 @@ struct DFA: Sendable, Hashable {
         }
         record(Pair(a: 0, b: 0), 0)
         var queue = [Pair(a: 0, b: 0)]
-        var transitions: [Int32] = []
-        var isFinal: [Bool] = []
+        var built = RunAutomaton()
         var moves: [(from: Int32, to: Int32)] = []
         var selfRuns: [(bytes: Range<Int>, target: Int32)] = []
         var otherRuns: [(bytes: Range<Int>, target: Int32)] = []
@@ -470,11 +341,8 @@ struct DFA: Sendable, Hashable {
             if let meter, cursor & 63 == 0 {
                 try meter.checkConstruction(bytes: queue.count * CompilationMeter.bytesPerDFAState, "combining two automata")
             }
-            isFinal.append(final(self.isFinal[Int(pair.a)], pair.b >= 0 && other.isFinal[Int(pair.b)]))
             appendRuns(of: Int(pair.a), to: &selfRuns)
             if pair.b >= 0 { other.appendRuns(of: Int(pair.b), to: &otherRuns) }
-            let row = transitions.count
-            transitions.append(contentsOf: Self.rowWithoutMoves)
             var next = 0  // the first of `otherRuns` not wholly before the piece
             for (bytes, a) in selfRuns {
                 var byte = bytes.lowerBound
@@ -499,18 +367,18 @@ struct DFA: Sendable, Hashable {
                         record(target, id)
                         queue.append(target)
                     }
-                    transitions.fill(row + byte ..< row + end, with: id)
-                    moves.append((source, id))
+                    if built.appendMoves(on: byte ..< end, to: id) { moves.append((source, id)) }
                 }
             }
             selfRuns.removeAll(keepingCapacity: true)
             otherRuns.removeAll(keepingCapacity: true)
+            built.endState(ruleEdges: [], isFinal: final(self.isFinal[Int(pair.a)], pair.b >= 0 && other.isFinal[Int(pair.b)]))
         }
-        let product = DFA(transitions: transitions, ruleEdges: [[RuleEdge]](repeating: [], count: isFinal.count), isFinal: isFinal)
         // Every pair is reachable from the start; trim only when some cannot finish.
-        let canFinish = Self.coReachable(stateCount: isFinal.count, moves: moves, isFinal: isFinal)
-        let trimmed = canFinish.allSatisfy { $0 } ? product : product.keeping(canFinish)
-        return minimizing ? trimmed.minimized() : trimmed
+        let canFinish = Self.coReachable(stateCount: built.stateCount, moves: moves, isFinal: built.isFinal)
+        let trimmed = canFinish.allSatisfy { $0 } ? built : built.keeping(canFinish)
+        // Not minimised: spelled as it is (the identity partition).
+        return minimizing ? trimmed.minimized() : trimmed.quotient(Array(0 ..< Int32(trimmed.stateCount)))
     }
 
     func intersection(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {

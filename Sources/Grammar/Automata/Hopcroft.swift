@@ -25,42 +25,41 @@ struct Hopcroft {
     private var incomingSources: [Int32]
     private let isFinal: [Bool]
 
-    init(_ dfa: DFA) {
-        let states = dfa.stateCount
-        let bytes = dfa.byteClassRepresentatives()
-        let rules = Array(Set(dfa.ruleEdges.flatMap { $0.map(\.rule) })).sorted()
+    init(_ automaton: some RowsAsRuns) {
+        let states = automaton.stateCount
+        let bytes = automaton.byteClassRepresentatives()
+        let rules = Array(Set(automaton.ruleEdges.flatMap { $0.map(\.rule) })).sorted()
         stateCount = states
         symbolCount = bytes.count + rules.count
-        isFinal = dfa.isFinal
-        // Count the transitions into each state, then place them: the table is read row by
-        // row twice (a state's 256 transitions are adjacent; a byte's column is not).
+        isFinal = automaton.isFinal
+        // The first byte class whose representative is at or after each byte: a run's
+        // classes are `firstClass[run.lowerBound] ..< firstClass[run.upperBound]`.
+        let firstClass = (0 ... 256).map { bytes.firstIndex(notBelow: $0) }
+        // Count the transitions into each state, then place them, reading the runs twice.
         var counts = [Int32](repeating: 0, count: states + 1)
-        dfa.transitions.withUnsafeBufferPointer { table in
-            for state in 0 ..< states {
-                let base = state << 8
-                for byte in bytes where table[base | byte] >= 0 { counts[Int(table[base | byte]) + 1] += 1 }
-                for edge in dfa.ruleEdges[state] { counts[Int(edge.target) + 1] += 1 }
+        for state in 0 ..< states {
+            automaton.forEachRun(of: state) { run, target in
+                counts[Int(target) + 1] += Int32(firstClass[run.upperBound] - firstClass[run.lowerBound])
             }
+            for edge in automaton.ruleEdges[state] { counts[Int(edge.target) + 1] += 1 }
         }
         for index in 0 ..< states { counts[index + 1] += counts[index] }
         var fill = counts
         var symbols = [Int32](repeating: 0, count: Int(counts[states]))
         var sources = [Int32](repeating: 0, count: Int(counts[states]))
-        dfa.transitions.withUnsafeBufferPointer { table in
-            for state in 0 ..< states {
-                let base = state << 8
-                for (symbol, byte) in bytes.enumerated() where table[base | byte] >= 0 {
-                    let target = Int(table[base | byte])
-                    symbols[Int(fill[target])] = Int32(symbol)
-                    sources[Int(fill[target])] = Int32(state)
-                    fill[target] += 1
+        for state in 0 ..< states {
+            automaton.forEachRun(of: state) { run, target in
+                for symbol in firstClass[run.lowerBound] ..< firstClass[run.upperBound] {
+                    symbols[Int(fill[Int(target)])] = Int32(symbol)
+                    sources[Int(fill[Int(target)])] = Int32(state)
+                    fill[Int(target)] += 1
                 }
-                for edge in dfa.ruleEdges[state] {
-                    let target = Int(edge.target)
-                    symbols[Int(fill[target])] = Int32(bytes.count + rules.firstIndex(notBelow: edge.rule))
-                    sources[Int(fill[target])] = Int32(state)
-                    fill[target] += 1
-                }
+            }
+            for edge in automaton.ruleEdges[state] {
+                let target = Int(edge.target)
+                symbols[Int(fill[target])] = Int32(bytes.count + rules.firstIndex(notBelow: edge.rule))
+                sources[Int(fill[target])] = Int32(state)
+                fill[target] += 1
             }
         }
         offsets = counts
@@ -69,116 +68,134 @@ struct Hopcroft {
     }
 
     /// The class of each state, classes numbered from 0 in order of their first state.
+    ///
+    /// Every array the refinement touches has a fixed size known up front (at most one block
+    /// per state, at most the m transitions read at once), so it all lives in one allocation
+    /// read and written through pointers: the loop does no uniqueness checks and no growth.
     func partition() -> [Int32] {
         let states = stateCount
+        guard states > 0 else { return [] }
+        let transitionCount = incomingSources.count
+        // One allocation, carved into the arrays below.
+        let space = UnsafeMutablePointer<Int32>.allocate(capacity: 8 * states + 2 * symbolCount + transitionCount)
+        defer { space.deallocate() }
         // Refinable partition: `elements` grouped by block, `position` inverts it.
-        var elements = [Int32](0 ..< Int32(states))
-        var position = [Int32](0 ..< Int32(states))
-        var blockOf = [Int32](repeating: 0, count: states)
-        var blockStart: [Int32] = []
-        var blockEnd: [Int32] = []
-        var marked: [Int32] = []  // per block: how many of its elements are marked (moved to its front)
-        var queued: [Bool] = []   // per block: whether it is in the worklist
-        // Initial blocks: final and non-final states, both splitters.
-        var worklist: [Int32] = []
-        let finals = (0 ..< states).filter { isFinal[$0] }
-        let others = (0 ..< states).filter { !isFinal[$0] }
-        var cursor: Int32 = 0
-        for group in [finals, others] where !group.isEmpty {
-            let block = Int32(blockStart.count)
-            blockStart.append(cursor)
-            for state in group {
-                elements[Int(cursor)] = Int32(state)
-                position[state] = cursor
-                blockOf[state] = block
-                cursor += 1
-            }
-            blockEnd.append(cursor)
-            marked.append(0)
-            queued.append(true)
-            worklist.append(block)
-        }
+        let elements = space, position = space + states, blockOf = space + 2 * states
+        let blockStart = space + 3 * states, blockEnd = space + 4 * states
+        let marked = space + 5 * states   // per block: how many of its elements are marked (moved to its front)
+        let queued = space + 6 * states   // per block: 1 while it is in the worklist
+        let worklist = space + 7 * states // at most one entry per block
         // A splitter's incoming transitions grouped by symbol (a counting sort over the
         // symbols it reads): the sources on `symbol` are
         // `grouped[groupStart[symbol] ..< groupStart[symbol] + groupCount[symbol]]`.
-        var groupCount = [Int32](repeating: 0, count: symbolCount)
-        var groupStart = [Int32](repeating: 0, count: symbolCount)
-        var grouped: [Int32] = []
+        let groupCount = space + 8 * states, groupStart = groupCount + symbolCount
+        let grouped = groupStart + symbolCount
+        groupCount.initialize(repeating: 0, count: symbolCount)
+        var blockCount = 0, worklistCount = 0
+        // Initial blocks: final and non-final states, both splitters.
+        var cursor: Int32 = 0
+        for wantsFinal in [true, false] {
+            let first = cursor
+            for state in 0 ..< states where isFinal[state] == wantsFinal {
+                elements[Int(cursor)] = Int32(state)
+                position[state] = cursor
+                blockOf[state] = Int32(blockCount)
+                cursor += 1
+            }
+            guard cursor > first else { continue }
+            blockStart[blockCount] = first
+            blockEnd[blockCount] = cursor
+            marked[blockCount] = 0
+            queued[blockCount] = 1
+            worklist[worklistCount] = Int32(blockCount)
+            worklistCount += 1
+            blockCount += 1
+        }
         var symbolsRead: [Int32] = []
         var touched: [Int32] = []
-        while let splitter = worklist.popLast() {
-            queued[Int(splitter)] = false
-            // Read the transitions into the splitter before any split reorders its members.
-            symbolsRead.removeAll(keepingCapacity: true)
-            var total: Int32 = 0
-            for index in blockStart[Int(splitter)] ..< blockEnd[Int(splitter)] {
-                let target = Int(elements[Int(index)])
-                for transition in offsets[target] ..< offsets[target + 1] {
-                    let symbol = Int(incomingSymbols[Int(transition)])
-                    if groupCount[symbol] == 0 { symbolsRead.append(Int32(symbol)) }
-                    groupCount[symbol] += 1
-                    total += 1
+        offsets.withUnsafeBufferPointer { offsets in
+        incomingSymbols.withUnsafeBufferPointer { incomingSymbols in
+        incomingSources.withUnsafeBufferPointer { incomingSources in
+            while worklistCount > 0 {
+                worklistCount -= 1
+                let splitter = Int(worklist[worklistCount])
+                queued[splitter] = 0
+                // Read the transitions into the splitter before any split reorders its members.
+                symbolsRead.removeAll(keepingCapacity: true)
+                var total: Int32 = 0
+                for index in blockStart[splitter] ..< blockEnd[splitter] {
+                    let target = Int(elements[Int(index)])
+                    for transition in offsets[target] ..< offsets[target + 1] {
+                        let symbol = Int(incomingSymbols[Int(transition)])
+                        if groupCount[symbol] == 0 { symbolsRead.append(Int32(symbol)) }
+                        groupCount[symbol] += 1
+                        total += 1
+                    }
                 }
-            }
-            guard total > 0 else { continue }
-            var next: Int32 = 0
-            for symbol in symbolsRead {
-                groupStart[Int(symbol)] = next
-                next += groupCount[Int(symbol)]
-                groupCount[Int(symbol)] = 0
-            }
-            grouped.removeAll(keepingCapacity: true)
-            grouped.append(contentsOf: repeatElement(0, count: Int(total)))
-            for index in blockStart[Int(splitter)] ..< blockEnd[Int(splitter)] {
-                let target = Int(elements[Int(index)])
-                for transition in offsets[target] ..< offsets[target + 1] {
-                    let symbol = Int(incomingSymbols[Int(transition)])
-                    grouped[Int(groupStart[symbol] + groupCount[symbol])] = incomingSources[Int(transition)]
-                    groupCount[symbol] += 1
+                guard total > 0 else { continue }
+                var next: Int32 = 0
+                for symbol in symbolsRead {
+                    groupStart[Int(symbol)] = next
+                    next += groupCount[Int(symbol)]
+                    groupCount[Int(symbol)] = 0
                 }
-            }
-            for symbol in symbolsRead {
-                let first = Int(groupStart[Int(symbol)])
-                let sources = first ..< first + Int(groupCount[Int(symbol)])
-                groupCount[Int(symbol)] = 0
-                // Mark the states `symbol` takes into the splitter: move each to the front of
-                // its block.
-                for state in grouped[sources] {
-                    let owner = Int(blockOf[Int(state)])
-                    let front = blockStart[owner] + marked[owner]
-                    let at = position[Int(state)]
-                    guard at >= front else { continue }  // already marked
-                    let other = elements[Int(front)]
-                    elements[Int(front)] = state
-                    position[Int(state)] = front
-                    elements[Int(at)] = other
-                    position[Int(other)] = at
-                    if marked[owner] == 0 { touched.append(Int32(owner)) }
-                    marked[owner] += 1
+                for index in blockStart[splitter] ..< blockEnd[splitter] {
+                    let target = Int(elements[Int(index)])
+                    for transition in offsets[target] ..< offsets[target + 1] {
+                        let symbol = Int(incomingSymbols[Int(transition)])
+                        grouped[Int(groupStart[symbol] + groupCount[symbol])] = incomingSources[Int(transition)]
+                        groupCount[symbol] += 1
+                    }
                 }
-                // Split every block partly marked.
-                for owner in touched {
-                    let start = blockStart[Int(owner)], end = blockEnd[Int(owner)], middle = start + marked[Int(owner)]
-                    marked[Int(owner)] = 0
-                    guard middle < end else { continue }  // wholly marked: no split
-                    // The marked part becomes a new block; the rest keeps the old number.
-                    let fresh = Int32(blockStart.count)
-                    blockStart.append(start)
-                    blockEnd.append(middle)
-                    marked.append(0)
-                    queued.append(false)
-                    blockStart[Int(owner)] = middle
-                    for index in start ..< middle { blockOf[Int(elements[Int(index)])] = fresh }
-                    // Stable under the whole block and one half means stable under the other.
-                    let added = queued[Int(owner)] || middle - start <= end - middle ? fresh : owner
-                    queued[Int(added)] = true
-                    worklist.append(added)
+                for symbol in symbolsRead {
+                    let first = Int(groupStart[Int(symbol)])
+                    let last = first + Int(groupCount[Int(symbol)])
+                    groupCount[Int(symbol)] = 0
+                    // Mark the states `symbol` takes into the splitter: move each to the front
+                    // of its block.
+                    for source in first ..< last {
+                        let state = grouped[source]
+                        let owner = Int(blockOf[Int(state)])
+                        let front = blockStart[owner] + marked[owner]
+                        let at = position[Int(state)]
+                        guard at >= front else { continue }  // already marked
+                        let other = elements[Int(front)]
+                        elements[Int(front)] = state
+                        position[Int(state)] = front
+                        elements[Int(at)] = other
+                        position[Int(other)] = at
+                        if marked[owner] == 0 { touched.append(Int32(owner)) }
+                        marked[owner] += 1
+                    }
+                    // Split every block partly marked.
+                    for owner in touched {
+                        let owner = Int(owner)
+                        let start = blockStart[owner], end = blockEnd[owner], middle = start + marked[owner]
+                        marked[owner] = 0
+                        guard middle < end else { continue }  // wholly marked: no split
+                        // The marked part becomes a new block; the rest keeps the old number.
+                        let fresh = blockCount
+                        blockCount += 1
+                        blockStart[fresh] = start
+                        blockEnd[fresh] = middle
+                        marked[fresh] = 0
+                        queued[fresh] = 0
+                        blockStart[owner] = middle
+                        for index in start ..< middle { blockOf[Int(elements[Int(index)])] = Int32(fresh) }
+                        // Stable under the whole block and one half means stable under the other.
+                        let added = queued[owner] != 0 || middle - start <= end - middle ? fresh : owner
+                        queued[added] = 1
+                        worklist[worklistCount] = Int32(added)
+                        worklistCount += 1
+                    }
+                    touched.removeAll(keepingCapacity: true)
                 }
-                touched.removeAll(keepingCapacity: true)
             }
         }
+        }
+        }
         // Number the classes in order of first appearance.
-        var number = [Int32](repeating: -1, count: blockStart.count)
+        var number = [Int32](repeating: -1, count: blockCount)
         var classes = [Int32](repeating: 0, count: states)
         var next: Int32 = 0
         for state in 0 ..< states {

@@ -211,35 +211,11 @@ struct MaskContent: Hashable {
     let undecided: [Int32]
 }
 
-/// What decides a terminal rule's masks: its automaton (byte transitions and final states; a
-/// terminal rule has no rule edges) and the bytes that may follow it. Hashed once, when made,
-/// over the whole transition table (a dictionary lookup then costs one comparison of tables
-/// only when the hashes agree).
+/// What decides a terminal rule's masks: its automaton (a terminal rule has no rule edges),
+/// its length counter and the bytes that may follow it. Hashed as ``DFA`` hashes (the size
+/// and the first rows); tables are compared whole only when the hashes agree.
 struct TerminalRuleSignature: Hashable {
-    let transitions: [Int32]
-    let isFinal: [Bool]
+    let automaton: DFA
     let follow: ByteSet
     let counter: LengthCounter?
-    private let tableHash: UInt64
-
-    init(transitions: [Int32], isFinal: [Bool], follow: ByteSet, counter: LengthCounter?) {
-        self.transitions = transitions
-        self.isFinal = isFinal
-        self.follow = follow
-        self.counter = counter
-        var hash = FNV1a()
-        for target in transitions { hash.combine(target) }
-        for final in isFinal { hash.combine(UInt64(final ? 1 : 0)) }
-        tableHash = hash.value
-    }
-
-    static func == (left: Self, right: Self) -> Bool {
-        left.tableHash == right.tableHash && left.follow == right.follow && left.isFinal == right.isFinal
-            && left.transitions == right.transitions && left.counter == right.counter
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(tableHash)
-        hasher.combine(follow)
-    }
 }

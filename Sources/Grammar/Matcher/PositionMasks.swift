@@ -75,8 +75,7 @@ final class PositionMasks: Sendable {
         let window = vocabulary.trie.maximumDepth + 1
         for (index, dfa) in automaton.rules.enumerated() {
             if automaton.isTerminal[index], automaton.reachable[index], index != Int(automaton.root) {
-                let signature = TerminalRuleSignature(
-                    transitions: dfa.transitions, isFinal: dfa.isFinal, follow: automaton.follow[index], counter: automaton.counters[index])
+                let signature = TerminalRuleSignature(automaton: dfa, follow: automaton.follow[index], counter: automaton.counters[index])
                 if let earlier = terminalRows[signature] {
                     slots.append(slots[earlier])
                     owners.append(earlier)
@@ -91,15 +90,10 @@ final class PositionMasks: Sendable {
             var standing = [Bool](repeating: false, count: dfa.stateCount)
             // States with a byte edge out (a matcher standing there has a mask to ask for).
             var reads = [Bool](repeating: false, count: dfa.stateCount)
-            dfa.transitions.withUnsafeBufferPointer { transitions in
-                for state in 0 ..< dfa.stateCount {
-                    for byte in 0 ..< 256 {
-                        let target = transitions[state << 8 | byte]
-                        if target >= 0 {
-                            standing[Int(target)] = true
-                            reads[state] = true
-                        }
-                    }
+            for state in 0 ..< dfa.stateCount {
+                dfa.forEachRun(of: state) { _, target in
+                    standing[Int(target)] = true
+                    reads[state] = true
                 }
             }
             if automaton.reachable[index] {
@@ -290,12 +284,18 @@ final class PositionMasks: Sendable {
     private var positions: [Position] {
         var result: [Position] = []
         var listed = [Bool](repeating: false, count: slotCount)
-        var visited: Set<Int64> = [Int64(automaton.root) << 32]
-        var queue: [(rule: Int, state: Int32)] = [(Int(automaton.root), 0)]
+        // (rule, state) visited: a flag per state of every rule, rule by rule.
+        var firstState = [Int](repeating: 0, count: automaton.rules.count + 1)
+        for (rule, dfa) in automaton.rules.enumerated() { firstState[rule + 1] = firstState[rule] + dfa.stateCount }
+        var visited = [Bool](repeating: false, count: firstState[automaton.rules.count])
+        var queue: [(rule: Int, state: Int32)] = []
         var head = 0
         func visit(_ rule: Int, _ state: Int32) {
-            if visited.insert(Int64(rule) << 32 | Int64(state)).inserted { queue.append((rule, state)) }
+            guard !visited[firstState[rule] + Int(state)] else { return }
+            visited[firstState[rule] + Int(state)] = true
+            queue.append((rule, state))
         }
+        visit(Int(automaton.root), 0)
         while head < queue.count {
             let (rule, state) = queue[head]
             head += 1
@@ -305,10 +305,7 @@ final class PositionMasks: Sendable {
                 result.append(position)
             }
             let dfa = automaton.rules[rule]
-            for byte in 0 ..< 256 {
-                let target = dfa.next(state, UInt8(byte))
-                if target >= 0 { visit(rule, target) }
-            }
+            dfa.forEachRun(of: Int(state)) { _, target in visit(rule, target) }
             for edge in dfa.ruleEdges[Int(state)] {
                 visit(Int(edge.rule), 0)
                 visit(rule, edge.target)
