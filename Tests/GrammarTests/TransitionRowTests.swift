@@ -75,6 +75,98 @@ import TypesetTestSupport
         }
     }
 
+    /// A set's boundaries are the bytes where membership changes from the byte before
+    /// (byte 0 when it is a member), across the four words' edges.
+    @Test func boundariesMarkWhereMembershipChanges() {
+        var random = SplitMix64(seed: 17)
+        var sets: [ByteSet] = [ByteSet(), .all, ByteSet([0]), ByteSet([255]), ByteSet(63 ... 64), ByteSet(0 ... 127), ByteSet(128 ... 255)]
+        for _ in 0 ..< 300 {
+            var set = ByteSet()
+            for _ in 0 ..< Int.random(in: 0 ... 6, using: &random) {
+                let low = UInt8.random(in: 0 ... 255, using: &random)
+                set.insert(low ... UInt8(min(255, Int(low) + Int.random(in: 0 ... 90, using: &random))))
+            }
+            sets.append(set)
+        }
+        for set in sets {
+            let boundaries = set.boundaries
+            for byte in 0 ... 255 {
+                let changes = set.contains(UInt8(byte)) != (byte > 0 && set.contains(UInt8(byte - 1)))
+                #expect(boundaries.contains(UInt8(byte)) == changes, "\(set) at \(byte)")
+            }
+        }
+    }
+
+    /// The subset construction (over the elementary intervals of each subset's labels)
+    /// accepts what simulating the nondeterministic automaton accepts, on random automata
+    /// with ε-moves and overlapping byte ranges; fragments determinized through one shared
+    /// reading of their automaton get the tables each gets alone.
+    @Test func subsetConstructionAgreesWithSimulation() throws {
+        var random = SplitMix64(seed: 23)
+        let alphabet: [UInt8] = [0x00, 0x5f, 0x60, 0x61, 0x63, 0x64, 0x67, 0x68, 0xff]
+        var strings: [[UInt8]] = [[]]
+        var frontier: [[UInt8]] = [[]]
+        for _ in 0 ..< 3 {
+            frontier = frontier.flatMap { prefix in alphabet.map { prefix + [$0] } }
+            strings += frontier
+        }
+        func randomLabel() -> ByteSet {
+            if Int.random(in: 0 ..< 8, using: &random) == 0 { return ByteSet(0x61 ... 0xff) }
+            let low = UInt8.random(in: 0x60 ... 0x67, using: &random)
+            var set = ByteSet(low ... UInt8.random(in: low ... 0x67, using: &random))
+            if Bool.random(using: &random) { set.insert(UInt8.random(in: 0x60 ... 0x67, using: &random)) }
+            return set
+        }
+        for _ in 0 ..< 60 {
+            var automaton = ByteNFA()
+            var fragments: [Fragment] = []
+            for _ in 0 ..< 2 {
+                let count = Int.random(in: 2 ... 7, using: &random)
+                let states = (0 ..< count).map { _ in automaton.addState() }
+                for _ in 0 ..< Int.random(in: 1 ... 14, using: &random) {
+                    let source = states.randomElement(using: &random)!, target = states.randomElement(using: &random)!
+                    automaton.addEdge(from: source, to: target, label: Int.random(in: 0 ..< 4, using: &random) == 0 ? nil : .bytes(randomLabel()))
+                }
+                fragments.append(Fragment(start: states[0], end: states[count - 1]))
+            }
+            var shared = EpsilonClosure(ReachableNFA(everythingIn: automaton))
+            for fragment in fragments {
+                let alone = try DFA(fragment, of: automaton)
+                let together = try DFA(fragment, closure: &shared)
+                #expect(together.transitions == alone.transitions)
+                #expect(together.isFinal == alone.isFinal)
+                for string in strings {
+                    #expect(alone.accepts(string) == Self.simulate(automaton, fragment, string), "\(string)")
+                }
+            }
+        }
+    }
+
+    /// Whether `fragment` of `automaton` accepts `string`, by carrying the set of states.
+    static func simulate(_ automaton: ByteNFA, _ fragment: Fragment, _ string: [UInt8]) -> Bool {
+        func closure(_ seeds: Set<Int32>) -> Set<Int32> {
+            var result = seeds
+            var stack = Array(seeds)
+            while let state = stack.popLast() {
+                for edge in automaton.edges(of: state) where edge.label == nil && result.insert(edge.target).inserted {
+                    stack.append(edge.target)
+                }
+            }
+            return result
+        }
+        var states = closure([fragment.start])
+        for byte in string {
+            var next: Set<Int32> = []
+            for state in states {
+                for edge in automaton.edges(of: state) {
+                    if case .bytes(let bytes)? = edge.label, bytes.contains(byte) { next.insert(edge.target) }
+                }
+            }
+            states = closure(next)
+        }
+        return states.contains(fragment.end)
+    }
+
     /// Byte classes found from the runs' ends agree with comparing whole columns, on automata
     /// whose rows share some run ends and not others.
     @Test func byteClassesAgreeWithColumns() {

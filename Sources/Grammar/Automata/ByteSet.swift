@@ -78,6 +78,16 @@ public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
 
     public mutating func formUnion(_ other: ByteSet) { self = union(other) }
 
+    /// The bytes where membership changes: each member whose predecessor is not one (byte 0
+    /// when a member), and each non-member whose predecessor is one. They cut the bytes into
+    /// the set's runs and the gaps between them.
+    var boundaries: ByteSet {
+        var result = self
+        let shifted = (words.0 << 1, words.1 << 1 | words.0 >> 63, words.2 << 1 | words.1 >> 63, words.3 << 1 | words.2 >> 63)
+        result.words = (words.0 ^ shifted.0, words.1 ^ shifted.1, words.2 ^ shifted.2, words.3 ^ shifted.3)
+        return result
+    }
+
     /// The members in increasing order.
     public var bytes: [UInt8] {
         var result: [UInt8] = []

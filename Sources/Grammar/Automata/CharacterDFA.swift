@@ -141,7 +141,7 @@ struct CharacterDFA: Sendable {
             var stack: [Int32] = [part.start]
             seen[Int(part.start)] = true
             while let state = stack.popLast() {
-                for (position, edge) in automaton.edges[Int(state)].enumerated() {
+                for (position, edge) in automaton.edges(of: state).enumerated() {
                     if let label = edge.label {
                         let known = labelIndex[label] ?? {
                             labels.append(label)
@@ -191,7 +191,7 @@ struct CharacterDFA: Sendable {
                 ranges[Int(atom)].append(points[interval] ... points[interval + 1] - 1)
             }
             for (state, position, label) in labelOfEdge {
-                if ofEdge[Int(state)].isEmpty { ofEdge[Int(state)] = [[Int32]](repeating: [], count: automaton.edges[Int(state)].count) }
+                if ofEdge[Int(state)].isEmpty { ofEdge[Int(state)] = [[Int32]](repeating: [], count: automaton.edges(of: state).reduce(0) { count, _ in count + 1 }) }
                 ofEdge[Int(state)][position] = atomsOfLabel[label]
             }
         }

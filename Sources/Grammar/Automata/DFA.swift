@@ -48,21 +48,35 @@ struct DFA: Sendable, Hashable {
     /// - Throws: `DFA.TooLarge` past `stateLimit` states.
     init(_ part: Fragment, of automaton: ByteNFA, stateLimit: Int = 1 << 16) throws(TooLarge) {
         let reachable = ReachableNFA(part, of: automaton)
+        var closure = EpsilonClosure(reachable)
+        try self.init(from: reachable.start, to: reachable.end, closure: &closure, sourceStates: automaton.stateCount, stateLimit: stateLimit)
+    }
+
+    /// ``init(_:of:stateLimit:)`` for one of many fragments of one automaton (a grammar's
+    /// rules): `closure` reads the whole automaton (``ReachableNFA/init(everythingIn:)``), is
+    /// built once and serves every fragment, so no fragment pays for renumbering its part.
+    init(_ part: Fragment, closure: inout EpsilonClosure<ByteLabel>, stateLimit: Int = 1 << 16) throws(TooLarge) {
+        try self.init(from: part.start, to: part.end, closure: &closure, sourceStates: closure.automaton.stateCount, stateLimit: stateLimit)
+    }
+
+    /// The subset construction from `start` to `end` (-1: unreachable) of `closure`'s automaton.
+    private init(from start: Int32, to end: Int32, closure: inout EpsilonClosure<ByteLabel>, sourceStates: Int, stateLimit: Int) throws(TooLarge) {
+        let reachable = closure.automaton
         // Rows as runs until minimised: only the minimal automaton's states get 256 entries.
         var built = RunAutomaton()
-        var closure = EpsilonClosure(reachable)
         var subsets = Subsets(stateLimit: stateLimit, bytesPerState: CompilationMeter.bytesPerDFAState,
-                              source: ("an automaton", automaton.stateCount))
-        _ = try subsets.intern(closure.of([reachable.start]))
+                              source: ("an automaton", sourceStates))
+        _ = try subsets.intern(closure.of([start]))
         var cursor = 0
-        // A subset's byte moves, grouped by byte in one flat array: the targets on `byte` are
-        // `targets[start[byte] ..< start[byte] + count[byte]]` (a counting sort over the bytes
-        // the subset reads, no array per byte and no pass over all 256).
-        var count = [Int32](repeating: 0, count: 256)
-        var start = [Int32](repeating: 0, count: 256)
+        // A subset's byte edges, read once per subset. The subset's moves are found per
+        // elementary interval of their labels (within one, every label holds all bytes or
+        // none): a string's "any character but these" is a few intervals, not 200 bytes.
+        // Interval `k` is `cuts[k] ..< cuts[k + 1]`.
+        var byteEdges: [(bytes: ByteSet, target: Int32)] = []
+        var cuts: [Int] = []
+        // The target lists of the subset's intervals so far, end to end, and the distinct
+        // ones with the subsets they lead to: few per subset, compared in a list.
         var targets: [Int32] = []
-        // The distinct target lists of the subset so far and the subsets they lead to: few
-        // per subset, compared in a list.
         var groups: [(targets: Range<Int>, id: Int32)] = []
         var rules: [(rule: Int32, target: Int32)] = []
         // Every move between states, once per run of bytes: what trimming needs, without
@@ -71,15 +85,19 @@ struct DFA: Sendable, Hashable {
         var set: [Int32] = []
         while cursor < subsets.count {
             subsets.copyMembers(of: cursor, into: &set)
+            let source = Int32(cursor)
             cursor += 1
             rules.removeAll(keepingCapacity: true)
+            byteEdges.removeAll(keepingCapacity: true)
             var read = ByteSet()
+            var boundaries = ByteSet(0 ... 0)
             for state in set {
                 for edge in reachable.edges(of: state) {
                     switch reachable.labels[edge] {
                     case .bytes(let bytes)?:
                         read.formUnion(bytes)
-                        bytes.forEachMember { count[Int($0)] += 1 }
+                        boundaries.formUnion(bytes.boundaries)
+                        byteEdges.append((bytes, reachable.targets[edge]))
                     case .rule(let rule)?:
                         rules.append((rule, reachable.targets[edge]))
                     case nil:
@@ -87,43 +105,35 @@ struct DFA: Sendable, Hashable {
                     }
                 }
             }
-            var total: Int32 = 0
-            read.forEachMember { byte in
-                start[Int(byte)] = total
-                total += count[Int(byte)]
-                count[Int(byte)] = 0
-            }
-            // Entries past `total` are left from earlier subsets and never read.
-            if targets.count < total { targets.append(contentsOf: repeatElement(0, count: Int(total) - targets.count)) }
-            for state in set {
-                for edge in reachable.edges(of: state) {
-                    guard case .bytes(let bytes)? = reachable.labels[edge] else { continue }
-                    let target = reachable.targets[edge]
-                    bytes.forEachMember { byte in
-                        targets[Int(start[Int(byte)] + count[Int(byte)])] = target
-                        count[Int(byte)] += 1
-                    }
-                }
-            }
-            let source = Int32(cursor - 1)
+            cuts.removeAll(keepingCapacity: true)
+            boundaries.forEachMember { cuts.append(Int($0)) }
+            cuts.append(256)
+            targets.removeAll(keepingCapacity: true)
             groups.removeAll(keepingCapacity: true)
-            var previous: (range: Range<Int>, byte: Int, id: Int32) = (0 ..< 0, -2, -1)
-            try read.forEachMember { member throws(TooLarge) in
-                let byte = Int(member)
-                let range = Int(start[byte]) ..< Int(start[byte] + count[byte])
-                count[byte] = 0
-                // Neighbouring bytes usually go to the same place (ranges): no search then.
-                let id: Int32
-                if previous.byte == byte - 1, targets[previous.range].elementsEqual(targets[range]) {
-                    id = previous.id
-                } else if let known = groups.first(where: { targets[$0.targets].elementsEqual(targets[range]) }) {
-                    id = known.id
-                } else {
-                    id = try subsets.intern(closure.of(targets[range]))
-                    groups.append((range, id))
+            var previous: (targets: Range<Int>, id: Int32)? = nil
+            for index in 0 ..< cuts.count - 1 {
+                let first = UInt8(cuts[index])
+                guard read.contains(first) else {
+                    previous = nil
+                    continue
                 }
-                previous = (range, byte, id)
-                if built.appendMoves(on: byte ..< byte + 1, to: id) { moves.append((source, id)) }
+                let start = targets.count
+                for edge in byteEdges where edge.bytes.contains(first) { targets.append(edge.target) }
+                let range = start ..< targets.count
+                // Neighbouring intervals often go to the same place: no search then.
+                let group: (targets: Range<Int>, id: Int32)
+                if let previous, targets[previous.targets].elementsEqual(targets[range]) {
+                    group = previous
+                    targets.removeSubrange(range)
+                } else if let known = groups.first(where: { targets[$0.targets].elementsEqual(targets[range]) }) {
+                    group = known
+                    targets.removeSubrange(range)
+                } else {
+                    group = (range, try subsets.intern(closure.of(targets[range])))
+                    groups.append(group)
+                }
+                previous = group
+                if built.appendMoves(on: cuts[index] ..< cuts[index + 1], to: group.id) { moves.append((source, group.id)) }
             }
             // One edge per rule, to the closure of all its targets.
             rules.sort { $0.rule < $1.rule || ($0.rule == $1.rule && $0.target < $1.target) }
@@ -137,7 +147,7 @@ struct DFA: Sendable, Hashable {
                 moves.append((source, target))
                 first = last
             }
-            built.endState(ruleEdges: edges, isFinal: reachable.end >= 0 && set.sortedContains(reachable.end))
+            built.endState(ruleEdges: edges, isFinal: end >= 0 && set.sortedContains(end))
         }
         // Every subset is reachable from the start; trim only when some cannot finish.
         let canFinish = Self.coReachable(stateCount: built.stateCount, moves: moves, isFinal: built.isFinal)
@@ -276,6 +286,8 @@ struct DFA: Sendable, Hashable {
         }
         var transitions = Self.rowWithoutMoves
         var isFinal = [false]
+        // At most a state per byte: no growth copies of the rows.
+        transitions.reserveCapacity((min(literals.reduce(0) { $0 + $1.count }, stateLimit) + 1) << 8)
         let meter = CompilationMeter.current
         for (index, literal) in literals.enumerated() {
             if let meter, index & 255 == 255 {
@@ -509,10 +521,13 @@ struct Subsets {
 /// ε-closures in one automaton, with one mark per state reused from closure to closure
 /// instead of a set built for each.
 struct EpsilonClosure<Label: Hashable & Sendable> {
-    private let automaton: ReachableNFA<Label>
+    let automaton: ReachableNFA<Label>
     private var mark: [UInt32]
     private var generation: UInt32 = 0
     private var stack: [Int32] = []
+    /// The last closure's states; reused, so a closure allocates nothing once the caller
+    /// has let go of the one before.
+    private var result: [Int32] = []
 
     init(_ automaton: ReachableNFA<Label>) {
         self.automaton = automaton
@@ -526,7 +541,7 @@ struct EpsilonClosure<Label: Hashable & Sendable> {
             mark = [UInt32](repeating: 0, count: mark.count)
             generation = 1
         }
-        var result: [Int32] = []
+        result.removeAll(keepingCapacity: true)
         for seed in seeds where mark[Int(seed)] != generation {
             mark[Int(seed)] = generation
             stack.append(seed)
@@ -541,7 +556,23 @@ struct EpsilonClosure<Label: Hashable & Sendable> {
                 }
             }
         }
-        result.sort()
+        // Closures are mostly a handful of states: insertion sort, without the general
+        // sort's merging machinery, unless there are many.
+        if result.count > 32 {
+            result.sort()
+        } else {
+            result.withUnsafeMutableBufferPointer { states in
+                for index in states.indices.dropFirst() {
+                    let state = states[index]
+                    var slot = index
+                    while slot > 0, states[slot - 1] > state {
+                        states[slot] = states[slot - 1]
+                        slot -= 1
+                    }
+                    states[slot] = state
+                }
+            }
+        }
         return result
     }
 }

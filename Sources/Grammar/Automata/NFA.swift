@@ -13,17 +13,59 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
         var target: Int32
     }
 
-    private(set) var edges: [[Edge]] = []
+    /// Every edge in one array, each with the index of the next edge of its state (-1 after
+    /// the last): a state's edges are a list through it, in the order they were added. (An
+    /// array per state cost an allocation per state and a reference count per visit.)
+    ///
+    ///     firstEdge[s] ──▶ edgeList[i] ──next──▶ edgeList[j] ──next──▶ -1
+    ///     lastEdge[s]  ─────────────────────────────▲
+    private var edgeList: [(edge: Edge, next: Int32)] = []
+    /// Each state's first and last edge in `edgeList`, -1 when it has none.
+    private var firstEdge: [Int32] = []
+    private var lastEdge: [Int32] = []
 
-    var stateCount: Int { edges.count }
+    var stateCount: Int { firstEdge.count }
+    var edgeCount: Int { edgeList.count }
 
     mutating func addState() -> Int32 {
-        edges.append([])
-        return Int32(edges.count - 1)
+        firstEdge.append(-1)
+        lastEdge.append(-1)
+        return Int32(firstEdge.count - 1)
     }
 
     mutating func addEdge(from source: Int32, to target: Int32, label: Label?) {
-        edges[Int(source)].append(Edge(label: label, target: target))
+        let index = Int32(edgeList.count)
+        edgeList.append((Edge(label: label, target: target), -1))
+        let last = lastEdge[Int(source)]
+        if last < 0 { firstEdge[Int(source)] = index } else { edgeList[Int(last)].next = index }
+        lastEdge[Int(source)] = index
+    }
+
+    /// `state`'s edges in the order they were added.
+    func edges(of state: Int32) -> Edges { Edges(list: edgeList, cursor: firstEdge[Int(state)]) }
+
+    /// The edges of one state. It holds the automaton's edge array: adding edges while one
+    /// is alive copies the array (``forEachEdge(of:_:)`` does not hold it).
+    struct Edges: Sequence, IteratorProtocol {
+        fileprivate let list: [(edge: Edge, next: Int32)]
+        fileprivate var cursor: Int32
+
+        mutating func next() -> Edge? {
+            guard cursor >= 0 else { return nil }
+            let (edge, next) = list[Int(cursor)]
+            cursor = next
+            return edge
+        }
+    }
+
+    /// Calls `body` with each of `state`'s edges in order, reading them one at a time, so
+    /// `body` may add states and edges.
+    private mutating func forEachEdge(of state: Int32, _ body: (inout NFA, Edge) -> Void) {
+        var cursor = firstEdge[Int(state)]
+        while cursor >= 0 {
+            body(&self, edgeList[Int(cursor)].edge)
+            cursor = edgeList[Int(cursor)].next
+        }
     }
 
     // MARK: Combinators
@@ -118,14 +160,15 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
         while index < order.count {
             let state = order[index]
             index += 1
-            for edge in edges[Int(state)] where mapping[edge.target] == nil {
-                mapping[edge.target] = addState()
+            forEachEdge(of: state) { automaton, edge in
+                guard mapping[edge.target] == nil else { return }
+                mapping[edge.target] = automaton.addState()
                 order.append(edge.target)
             }
         }
         for state in order {
-            for edge in edges[Int(state)] {
-                addEdge(from: mapping[state]!, to: mapping[edge.target]!, label: edge.label)
+            forEachEdge(of: state) { automaton, edge in
+                automaton.addEdge(from: mapping[state]!, to: mapping[edge.target]!, label: edge.label)
             }
         }
         if mapping[part.end] == nil { mapping[part.end] = addState() }
@@ -141,13 +184,13 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
         while index < order.count {
             let state = order[index]
             index += 1
-            for edge in other.edges[Int(state)] where mapping[edge.target] == nil {
+            for edge in other.edges(of: state) where mapping[edge.target] == nil {
                 mapping[edge.target] = addState()
                 order.append(edge.target)
             }
         }
         for state in order {
-            for edge in other.edges[Int(state)] {
+            for edge in other.edges(of: state) {
                 let source = mapping[state]!, target = mapping[edge.target]!
                 if let label = edge.label {
                     let piece = convert(&self, label)

@@ -41,7 +41,7 @@ struct ReachableNFA<Label: Hashable & Sendable> {
         }
         reach(part.start)
         while let state = stack.popLast() {
-            for edge in automaton.edges[Int(state)] where !isReached(edge.target) { reach(edge.target) }
+            for edge in automaton.edges(of: state) where !isReached(edge.target) { reach(edge.target) }
         }
         // Reached states before each word, then the states themselves in order.
         var rankBefore = [Int32](repeating: 0, count: reached.count)
@@ -63,7 +63,7 @@ struct ReachableNFA<Label: Hashable & Sendable> {
         var targets: [Int32] = []
         offsets.reserveCapacity(original.count + 1)
         for state in original {
-            for edge in automaton.edges[Int(state)] {
+            for edge in automaton.edges(of: state) {
                 labels.append(edge.label)
                 targets.append(renumbered(edge.target))
             }
@@ -75,6 +75,31 @@ struct ReachableNFA<Label: Hashable & Sendable> {
         self.original = original
         start = renumbered(part.start)
         end = isReached(part.end) ? renumbered(part.end) : -1
+    }
+
+    /// All of `automaton`, states keeping their numbers (`start` 0, `end` -1): for reading
+    /// many fragments of one automaton, where renumbering each would cost a pass over the
+    /// whole automaton's states per fragment. O(states + edges).
+    init(everythingIn automaton: NFA<Label>) {
+        var offsets: [Int32] = [0]
+        var labels: [Label?] = []
+        var targets: [Int32] = []
+        offsets.reserveCapacity(automaton.stateCount + 1)
+        labels.reserveCapacity(automaton.edgeCount)
+        targets.reserveCapacity(automaton.edgeCount)
+        for state in 0 ..< Int32(automaton.stateCount) {
+            for edge in automaton.edges(of: state) {
+                labels.append(edge.label)
+                targets.append(edge.target)
+            }
+            offsets.append(Int32(targets.count))
+        }
+        self.offsets = offsets
+        self.labels = labels
+        self.targets = targets
+        original = Array(0 ..< Int32(automaton.stateCount))
+        start = 0
+        end = -1
     }
 
     /// The indices of `state`'s edges in `labels` and `targets`.

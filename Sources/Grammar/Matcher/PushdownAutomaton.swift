@@ -49,9 +49,11 @@ struct PushdownAutomaton: Sendable {
         var compiled: [DFA] = []
         var total = 0
         let meter = CompilationMeter.current
+        // One reading of the rules' shared automaton for all of them.
+        var closure = EpsilonClosure(ReachableNFA(everythingIn: grammar.automaton))
         for rule in grammar.rules {
             do throws(DFA.TooLarge) {
-                let dfa = try DFA(rule.body, of: grammar.automaton, stateLimit: stateLimit)
+                let dfa = try DFA(rule.body, closure: &closure, stateLimit: stateLimit)
                 total += dfa.stateCount
                 guard total <= stateLimit else { throw DFA.TooLarge() }
                 compiled.append(dfa)

@@ -432,11 +432,7 @@ extension SchemaCompiler {
     ) throws(GrammarError) -> [(key: DFA, schemas: [Subschema])] {
         let admitsUnmatched = clauses.map { $0.admitsUnmatched(options) }
         guard clausePatterns.contains(where: { !$0.isEmpty }) || admitsUnmatched.allSatisfy({ $0 }) else { return [] }
-        let declaredNames = try literalsLanguage((names + node.forbiddenProperties).map { Lowering.jsonStringLiteral($0) })
-        let anyKey = try anyKeyLanguage()
-        // Not minimised: the classes are refined by products (which minimise what they build)
-        // or become a key rule as they are (minimised when determinized).
-        var root = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(declaredNames, minimizing: false) }
+        var root = try keys(otherThan: names + node.forbiddenProperties)
         if let nameFilter { root = try budgeted { () throws(DFA.TooLarge) in try root.intersection(nameFilter) } }
         var classes: [(key: DFA, schemas: [Subschema])] = root.isEmptyLanguage ? [] : [(root, [])]
         for (clauseIndex, clause) in clauses.enumerated() {
@@ -531,6 +527,19 @@ extension SchemaCompiler {
     /// The quoted keys (canonical JSON strings) in `literals`.
     func literalsLanguage(_ literals: [[UInt8]]) throws(GrammarError) -> DFA {
         try budgeted { () throws(DFA.TooLarge) in try DFA(literals: literals) }
+    }
+
+    /// Every quoted key but `names`, not minimised: the classes of keys are refined by
+    /// products (which minimise what they build) or become a key rule as they are
+    /// (minimised when determinized).
+    mutating func keys(otherThan names: [String]) throws(GrammarError) -> DFA {
+        let names = Array(Set(names)).sorted()
+        if let known = keysOtherThan[names] { return known }
+        let declaredNames = try literalsLanguage(names.map { Lowering.jsonStringLiteral($0) })
+        let anyKey = try anyKeyLanguage()
+        let keys = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(declaredNames, minimizing: false) }
+        keysOtherThan[names] = keys
+        return keys
     }
 
     /// Every quoted key.

@@ -49,7 +49,9 @@ struct SchemaCompiler {
     let document: JSONValue
     let options: JSONSchemaOptions
     var grammar = Grammar()
-    var rulesBySchema: [String: Int32] = [:]
+    /// Rules by subschema (annotations removed): hashed and compared as values, which costs
+    /// no text (the compact text of a large subschema, built at every visit, did).
+    var rulesBySchema: [JSONValue: Int32] = [:]
     var anyValueRule: Int32?
     var anyStringRule: Int32?
     /// Quoted-string automata of nodes with only length bounds, by (minimum, maximum): every
@@ -61,6 +63,9 @@ struct SchemaCompiler {
     /// Rules of objects' undeclared keys, by their automaton: objects whose other keys are
     /// alike (every free-form object's are) share one rule.
     var keyRules: [DFA: Int32] = [:]
+    /// Every quoted key but the given names (sorted, without duplicates): objects with the
+    /// same names, or the same object met again, share one product.
+    var keysOtherThan: [[String]: DFA] = [:]
     /// Rules counting the characters of strings with only length bounds, by bounds.
     var countedStringRules: [LengthBounds: Int32] = [:]
     /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
@@ -123,14 +128,13 @@ struct SchemaCompiler {
     /// The rule matching `schema`'s values (shared by every equal subschema).
     mutating func rule(for schema: Subschema, name: String? = nil) throws(GrammarError) -> Int32 {
         let assertions = Self.withoutAnnotations(schema.value)
-        let key = assertions.compactText
-        if let known = rulesBySchema[key] { return known }
+        if let known = rulesBySchema[assertions] { return known }
         if assertions == .bool(true) || assertions == .object([]) { return try anyValue() }
         guard ruleNesting < Self.ruleNestingLimit else {
             throw .budgetExceeded(what: "subschemas nested inside one another (through $ref) at \(schema.pointer)", limit: Self.ruleNestingLimit)
         }
         let rule = grammar.declareRule(grammar.uniqueName(name ?? Self.ruleName(schema.pointer)))
-        rulesBySchema[key] = rule
+        rulesBySchema[assertions] = rule
         ruleNesting += 1
         defer { ruleNesting -= 1 }
         let body = try fragment(for: schema, depth: 0)
@@ -149,7 +153,7 @@ struct SchemaCompiler {
     static func ruleName(_ pointer: String) -> String {
         let parts = pointer.split(separator: "/").filter { !["#", "properties", "items", "$defs", "definitions", "anyOf", "oneOf", "allOf", "prefixItems"].contains($0) }
         let name = parts.suffix(2).joined(separator: "-")
-        let cleaned = String(name.unicodeScalars.map { CodePointSet([0x30 ... 0x39, 0x41 ... 0x5A, 0x61 ... 0x7A]).contains($0.value) ? Character($0) : "-" })
+        let cleaned = String(String.UnicodeScalarView(name.unicodeScalars.map { ("0" ... "9").contains($0) || ("A" ... "Z").contains($0) || ("a" ... "z").contains($0) ? $0 : "-" }))
         return cleaned.isEmpty ? "value" : cleaned
     }
 
