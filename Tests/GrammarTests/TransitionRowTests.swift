@@ -216,6 +216,32 @@ import TypesetTestSupport
         }
     }
 
+    /// Products too large for a table of all pairs (their pairs are hashed) agree with
+    /// arithmetic: digit strings divisible by 257 and by 263, or by 257 and not 263.
+    @Test func largeProductsAgreeWithArithmetic() throws {
+        func multiples(of divisor: Int) -> DFA {
+            var transitions = [Int32](repeating: -1, count: divisor << 8)
+            for remainder in 0 ..< divisor {
+                for digit in 0 ... 9 { transitions[remainder << 8 | (0x30 + digit)] = Int32((remainder * 10 + digit) % divisor) }
+            }
+            return DFA(transitions: transitions, ruleEdges: [[DFA.RuleEdge]](repeating: [], count: divisor),
+                       isFinal: (0 ..< divisor).map { $0 == 0 })
+        }
+        let left = multiples(of: 257), right = multiples(of: 263)
+        #expect(left.stateCount * (right.stateCount + 1) > 1 << 16)
+        let both = try left.intersection(right, stateLimit: 1 << 17), onlyLeft = try left.subtracting(right, stateLimit: 1 << 17)
+        #expect(both.stateCount == 257 * 263)
+        var random = SplitMix64(seed: 29)
+        var values = (0 ..< 400).map { _ in Int.random(in: 0 ..< 100_000_000, using: &random) }
+        values += (0 ..< 200).map { _ in 257 * 263 * Int.random(in: 0 ..< 1000, using: &random) }
+        values += (0 ..< 200).map { _ in 257 * Int.random(in: 0 ..< 100_000, using: &random) }
+        for value in values {
+            let digits = Array(String(value).utf8)
+            #expect(both.accepts(digits) == (value % 257 == 0 && value % 263 == 0), "\(value)")
+            #expect(onlyLeft.accepts(digits) == (value % 257 == 0 && value % 263 != 0), "\(value)")
+        }
+    }
+
     /// The trie of literals accepts exactly them, and minimises to what the subset
     /// construction from their union builds (the same language, so the same minimal table);
     /// a difference left unminimised accepts what the minimised one does.

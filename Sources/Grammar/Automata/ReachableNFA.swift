@@ -2,10 +2,11 @@
 /// automaton's order, with every state's edges end to end in one array.
 ///
 /// Subset constructions read a state's edges once per subset holding it, and ε-closures
-/// once per closure reaching it. Read from the `NFA`, each read copies the state's edge array
-/// (a retain and a release); here it is a range of `labels` and `targets`. Numbering only the
-/// reachable part also sizes per-state marks by the fragment, not by the whole automaton
-/// (a grammar's rules share one).
+/// once per closure reaching it; here they are a range of `labels` and `targets`, with no
+/// list to follow. Numbering only the reachable part sizes per-state marks by the
+/// fragment, not by the whole automaton. A grammar's rules, which share one automaton, read
+/// it whole instead (``init(everythingIn:)``): once for all rules, rather than a pass over
+/// the whole automaton per rule.
 ///
 ///     state:     0        1     2
 ///     offsets:   0        2     3     4
