@@ -49,7 +49,12 @@ extension SchemaCompiler {
         case .string(let text):
             let length = text.unicodeScalars.count
             guard length >= node.minimumLength, node.maximumLength.map({ length <= $0 }) ?? true else { return false }
-            return try quotedStringLanguage(node, boundingLength: false).accepts(Array(value.compactText.utf8))
+            // Excluded strings were checked above (`excludes`): the language without them is
+            // the same for this value, and without patterns it is the one shared language
+            // of all strings, not a product built again for every value a `oneOf` checks.
+            var patternsOnly = node
+            patternsOnly.excludedValues.removeAll(where: \.isString)
+            return try quotedStringLanguage(patternsOnly, boundingLength: false).accepts(Array(value.compactText.utf8))
         case .number(let text):
             guard let decimal = DecimalNumber(text) else { return nil }
             var automaton = ByteNFA()

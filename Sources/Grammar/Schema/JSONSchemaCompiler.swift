@@ -66,6 +66,9 @@ struct SchemaCompiler {
     /// Every quoted key but the given names (sorted, without duplicates): objects with the
     /// same names, or the same object met again, share one product.
     var keysOtherThan: [[String]: DFA] = [:]
+    /// The targets of the references resolved so far (a document's definitions are found by
+    /// a walk that reads each object's members in turn: hundreds per `$ref` in a large one).
+    var resolvedReferences: [String: Subschema] = [:]
     /// Rules counting the characters of strings with only length bounds, by bounds.
     var countedStringRules: [LengthBounds: Int32] = [:]
     /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
@@ -254,7 +257,15 @@ struct SchemaCompiler {
 
     /// The subschema a `$ref` points to within this document: a JSON pointer (`#/$defs/a`)
     /// or an anchor name (`#a`).
-    func resolve(_ reference: String, at pointer: String) throws(GrammarError) -> Subschema {
+    mutating func resolve(_ reference: String, at pointer: String) throws(GrammarError) -> Subschema {
+        if let known = resolvedReferences[reference] { return known }
+        let resolved = try walk(to: reference, at: pointer)
+        resolvedReferences[reference] = resolved
+        return resolved
+    }
+
+    /// ``resolve(_:at:)`` without the table: the document walked member by member.
+    private func walk(to reference: String, at pointer: String) throws(GrammarError) -> Subschema {
         guard reference.hasPrefix("#") else { throw .unresolvedReference(reference: reference, pointer: pointer) }
         var value = document
         let path = JSONPointer.percentDecoded(String(reference.dropFirst()))
