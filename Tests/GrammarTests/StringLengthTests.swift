@@ -160,6 +160,67 @@ import Testing
         }
     }
 
+    /// `PositionMasks.copyBits` against copying bit by bit, at every alignment of source and
+    /// target and lengths across word boundaries.
+    @Test func copiedBitsAreTheSourceBits() {
+        var random = SystemRandomNumberGenerator()
+        let words = (0 ..< 8).map { _ in UInt64.random(in: 0 ... .max, using: &random) }
+        func bit(_ words: [UInt64], _ index: Int) -> Bool { words[index >> 6] >> UInt64(index & 63) & 1 != 0 }
+        for source in [0, 1, 31, 63, 64, 65, 100, 127] {
+            for target in [0, 1, 5, 63, 64, 70] {
+                for count in [0, 1, 2, 63, 64, 65, 128, 200] where source + count <= 7 * 64 {
+                    var copied = [UInt64](repeating: 0, count: (target + count + 63) / 64 + 1)
+                    PositionMasks.copyBits(from: words, at: source, count: count, to: &copied, at: target)
+                    let expected = (0 ..< copied.count * 64).map { $0 >= target && $0 < target + count && bit(words, source + $0 - target) }
+                    #expect((0 ..< copied.count * 64).map { bit(copied, $0) } == expected, "source \(source), target \(target), count \(count)")
+                }
+            }
+        }
+    }
+
+    /// Count classes against their definition, read bit by bit: counts share a class exactly
+    /// when every state's liveness agrees over the window from each (the whole window, past
+    /// `cap` included), for the short, long and patterned strings above, with windows longer
+    /// and shorter than the bounds.
+    @Test func countClassesAreTheCountsWithAlikeWindows() throws {
+        let schemas = Self.strings.map(\.schema) + [
+            #"{"type":"string","minLength":3,"maxLength":500}"#, #"{"type":"string","pattern":"^(ab|c)+$","maxLength":120}"#,
+            #"{"type":"string","minLength":70}"#,
+        ]
+        for schema in schemas {
+            let automaton = try CompiledGrammar(Grammar(jsonSchema: schema), vocabulary: Self.vocabulary, maskComputation: .onFirstUse).automaton
+            for (index, counter) in automaton.counters.enumerated() {
+                guard let counter else { continue }
+                let states = automaton.rules[index].stateCount
+                for window in [4, 11, 60, 257] {
+                    let classes = PositionMasks.countClasses(of: counter, states: states, window: window)
+                    let cap = Int(counter.cap)
+                    func live(_ state: Int, _ count: Int) -> Bool {
+                        count > cap ? counter.maximum == nil && counter.isLive(Int32(state), Int32(cap)) : counter.isLive(Int32(state), Int32(count))
+                    }
+                    // Where counts share an exact class, their whole windows agree; where
+                    // windows are cut near a long string's bound, as far as the class reads.
+                    for count in 0 ... cap {
+                        let id = Int(classes.classOfCount[count])
+                        let first = Int(classes.firstCounts[id])
+                        let width = classes.exactLengths[id].map { Int($0) + 1 } ?? window
+                        let agree = (0 ..< states).allSatisfy { state in (0 ..< width).allSatisfy { live(state, count + $0) == live(state, first + $0) } }
+                        #expect(agree, "\(schema): count \(count) in the class of \(first), window \(window)")
+                    }
+                    // Exact classes are not split needlessly: two counts with whole windows
+                    // alike share one.
+                    if cap <= PositionMasks.exactCap {
+                        let signatures = (0 ... cap).map { count in (0 ..< states).map { state in (0 ..< window).map { live(state, count + $0) } } }
+                        for count in 0 ... cap {
+                            let firstAlike = signatures.firstIndex(of: signatures[count])!
+                            #expect(classes.classOfCount[count] == classes.classOfCount[firstAlike], "\(schema): count \(count), window \(window)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Bounds no string meets are an empty language, like any other.
     @Test func boundsNoStringMeetsAreEmpty() throws {
         #expect(throws: GrammarError.emptyLanguage(pointer: "#")) {

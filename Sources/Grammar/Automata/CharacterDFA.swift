@@ -48,7 +48,7 @@ struct CharacterDFA: Sendable {
         var looping: [Int32] = []
         var acceptsEverything: [Int32]? = nil
         for state in 0 ..< Int32(reachable.stateCount) {
-            for edge in reachable.edges(of: state) where reachable.labels[edge] == CodePointSet.all {
+            for edge in reachable.edges(of: state) where reachable.label(edge) == CodePointSet.all {
                 let after = closure.of([reachable.targets[edge]])
                 guard after.sortedContains(state), after.sortedContains(reachable.end) else { continue }
                 looping.append(state)
@@ -71,7 +71,7 @@ struct CharacterDFA: Sendable {
             cursor += 1
             for state in set {
                 let edges = reachable.edges(of: state)
-                for edge in edges where reachable.labels[edge] != nil {
+                for edge in edges where !reachable.isEpsilon(edge) {
                     for atom in atoms.ofEdge[Int(reachable.original[Int(state)])][edge - edges.lowerBound] {
                         if buckets[Int(atom)].isEmpty { touched.append(atom) }
                         buckets[Int(atom)].append(reachable.targets[edge])
@@ -104,7 +104,7 @@ struct CharacterDFA: Sendable {
                 for (atom, target) in row { table[state << 8 | Int(atom)] = target }
             }
             let minimal = DFA(transitions: table, ruleEdges: [[DFA.RuleEdge]](repeating: [], count: rows.count), isFinal: isFinal)
-                .trimmed(productiveRules: nil).minimized()
+                .trimmedAndMinimized(productiveRules: nil)
             rows = (0 ..< minimal.stateCount).map { state in
                 (0 ..< Int32(atoms.ranges.count)).compactMap { atom in
                     let target = minimal.next(Int32(state), UInt8(atom))
@@ -266,7 +266,7 @@ extension CharacterDFA {
             }
         }
         let ruleEdges = [[DFA.RuleEdge]](repeating: [], count: isFinal.count)
-        return DFA(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal).trimmed(productiveRules: nil).minimized()
+        return DFA(transitions: transitions, ruleEdges: ruleEdges, isFinal: isFinal).trimmedAndMinimized(productiveRules: nil)
     }
 
     /// Scalars written as themselves in one byte inside a JSON string.

@@ -93,7 +93,7 @@ struct DFA: Sendable, Hashable {
             var boundaries = ByteSet(0 ... 0)
             for state in set {
                 for edge in reachable.edges(of: state) {
-                    switch reachable.labels[edge] {
+                    switch reachable.label(edge) {
                     case .bytes(let bytes)?:
                         read.formUnion(bytes)
                         boundaries.formUnion(bytes.boundaries)
@@ -151,7 +151,7 @@ struct DFA: Sendable, Hashable {
         }
         // Every subset is reachable from the start; trim only when some cannot finish.
         let canFinish = Self.coReachable(stateCount: built.stateCount, moves: moves, isFinal: built.isFinal)
-        self = (canFinish.allSatisfy { $0 } ? built : built.keeping(canFinish)).minimized()
+        self = (canFinish.allSatisfy { $0 } ? built : RunAutomaton(keeping: canFinish, of: built)).minimized()
     }
 
     /// Which states reach a final state along `moves`. O(states + moves).
@@ -216,13 +216,7 @@ struct DFA: Sendable, Hashable {
     /// first. The result of an empty language is `DFA.empty`. O(states + runs): rows are read
     /// by runs, sixteen entries at a time.
     func trimmed(productiveRules: [Bool]?) -> DFA {
-        func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
-        var moves: [(from: Int32, to: Int32)] = []
-        for state in 0 ..< stateCount {
-            forEachRun(of: state) { _, target in moves.append((Int32(state), target)) }
-            for edge in ruleEdges[state] where keeps(edge) { moves.append((Int32(state), edge.target)) }
-        }
-        return keeping(Self.coReachable(stateCount: stateCount, moves: moves, isFinal: isFinal), productiveRules: productiveRules)
+        keeping(statesThatCanFinish { productiveRules?[Int($0.rule)] ?? true }, productiveRules: productiveRules)
     }
 
     /// ``trimmed(productiveRules:)`` when which states can finish is known already: keeps the
@@ -388,7 +382,7 @@ struct DFA: Sendable, Hashable {
         }
         // Every pair is reachable from the start; trim only when some cannot finish.
         let canFinish = Self.coReachable(stateCount: built.stateCount, moves: moves, isFinal: built.isFinal)
-        let trimmed = canFinish.allSatisfy { $0 } ? built : built.keeping(canFinish)
+        let trimmed = canFinish.allSatisfy { $0 } ? built : RunAutomaton(keeping: canFinish, of: built)
         // Not minimised: spelled as it is (the identity partition).
         return minimizing ? trimmed.minimized() : trimmed.quotient(Array(0 ..< Int32(trimmed.stateCount)))
     }
@@ -548,7 +542,7 @@ struct EpsilonClosure<Label: Hashable & Sendable> {
         }
         while let state = stack.popLast() {
             result.append(state)
-            for edge in automaton.edges(of: state) where automaton.labels[edge] == nil {
+            for edge in automaton.edges(of: state) where automaton.isEpsilon(edge) {
                 let target = automaton.targets[edge]
                 if mark[Int(target)] != generation {
                     mark[Int(target)] = generation

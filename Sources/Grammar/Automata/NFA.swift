@@ -15,14 +15,19 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
 
     /// Every edge in one array, each with the index of the next edge of its state (-1 after
     /// the last): a state's edges are a list through it, in the order they were added. (An
-    /// array per state cost an allocation per state and a reference count per visit.)
+    /// array per state cost an allocation per state and a reference count per visit.) An
+    /// edge holds its label's index in `labels` (-1 for an ε-move): an ε-move takes twelve
+    /// bytes, where a label in every edge took forty-eight. (Labels are not interned: hashing
+    /// each byte set cost more than the memory saved.)
     ///
     ///     firstEdge[s] ──▶ edgeList[i] ──next──▶ edgeList[j] ──next──▶ -1
     ///     lastEdge[s]  ─────────────────────────────▲
-    private var edgeList: [(edge: Edge, next: Int32)] = []
+    private var edgeList: [(label: Int32, target: Int32, next: Int32)] = []
     /// Each state's first and last edge in `edgeList`, -1 when it has none.
     private var firstEdge: [Int32] = []
     private var lastEdge: [Int32] = []
+    /// The labels of the edges that have one, in the order they were added.
+    private(set) var labels: [Label] = []
 
     var stateCount: Int { firstEdge.count }
     var edgeCount: Int { edgeList.count }
@@ -34,27 +39,45 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
     }
 
     mutating func addEdge(from source: Int32, to target: Int32, label: Label?) {
+        var labelIndex: Int32 = -1
+        if let label {
+            labelIndex = Int32(labels.count)
+            labels.append(label)
+        }
         let index = Int32(edgeList.count)
-        edgeList.append((Edge(label: label, target: target), -1))
+        edgeList.append((labelIndex, target, -1))
         let last = lastEdge[Int(source)]
         if last < 0 { firstEdge[Int(source)] = index } else { edgeList[Int(last)].next = index }
         lastEdge[Int(source)] = index
     }
 
     /// `state`'s edges in the order they were added.
-    func edges(of state: Int32) -> Edges { Edges(list: edgeList, cursor: firstEdge[Int(state)]) }
+    func edges(of state: Int32) -> Edges { Edges(list: edgeList, labels: labels, cursor: firstEdge[Int(state)]) }
+
+    /// Calls `body` with the label index (-1 for an ε-move) and target of each of `state`'s
+    /// edges, in order.
+    @inline(__always)
+    func forEachIndexedEdge(of state: Int32, _ body: (_ label: Int32, _ target: Int32) -> Void) {
+        var cursor = firstEdge[Int(state)]
+        while cursor >= 0 {
+            let edge = edgeList[Int(cursor)]
+            body(edge.label, edge.target)
+            cursor = edge.next
+        }
+    }
 
     /// The edges of one state. It holds the automaton's edge array: adding edges while one
     /// is alive copies the array (``forEachEdge(of:_:)`` does not hold it).
     struct Edges: Sequence, IteratorProtocol {
-        fileprivate let list: [(edge: Edge, next: Int32)]
+        fileprivate let list: [(label: Int32, target: Int32, next: Int32)]
+        fileprivate let labels: [Label]
         fileprivate var cursor: Int32
 
         mutating func next() -> Edge? {
             guard cursor >= 0 else { return nil }
-            let (edge, next) = list[Int(cursor)]
-            cursor = next
-            return edge
+            let edge = list[Int(cursor)]
+            cursor = edge.next
+            return Edge(label: edge.label < 0 ? nil : labels[Int(edge.label)], target: edge.target)
         }
     }
 
@@ -63,7 +86,8 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
     private mutating func forEachEdge(of state: Int32, _ body: (inout NFA, Edge) -> Void) {
         var cursor = firstEdge[Int(state)]
         while cursor >= 0 {
-            body(&self, edgeList[Int(cursor)].edge)
+            let edge = edgeList[Int(cursor)]
+            body(&self, Edge(label: edge.label < 0 ? nil : labels[Int(edge.label)], target: edge.target))
             cursor = edgeList[Int(cursor)].next
         }
     }
@@ -223,8 +247,18 @@ typealias ByteNFA = NFA<ByteLabel>
 typealias CharacterNFA = NFA<CodePointSet>
 
 extension NFA where Label == ByteLabel {
+    /// The bytes in order, as a chain of one state per byte and one more: no ε-moves, so a
+    /// subset construction reads one state per byte (a key spelled through `sequence` of
+    /// symbols had two states and an ε-move per byte).
     mutating func literal(_ bytes: some Sequence<UInt8>) -> Fragment {
-        sequence(bytes.map { symbol(.bytes(ByteSet([$0]))) })
+        let start = addState()
+        var end = start
+        for byte in bytes {
+            let next = addState()
+            addEdge(from: end, to: next, label: .bytes(ByteSet(byte ... byte)))
+            end = next
+        }
+        return Fragment(start: start, end: end)
     }
 
     mutating func bytes(_ set: ByteSet) -> Fragment { symbol(.bytes(set)) }

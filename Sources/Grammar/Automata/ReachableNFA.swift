@@ -6,17 +6,20 @@
 /// list to follow. Numbering only the reachable part sizes per-state marks by the
 /// fragment, not by the whole automaton. A grammar's rules, which share one automaton, read
 /// it whole instead (``init(everythingIn:)``): once for all rules, rather than a pass over
-/// the whole automaton per rule.
+/// the whole automaton per rule. Labels stay in the source automaton's array, each edge
+/// holding an index into it (ε-closures read four bytes per edge, not forty).
 ///
-///     state:     0        1     2
-///     offsets:   0        2     3     4
-///     labels:    [ε, 'a'] ['b'] [ε]
-///     targets:   [1, 2]   [2]   [0]
+///     state:        0       1     2
+///     offsets:      0       2     3     4
+///     labelIndices: [ε, 0]  [1]   [ε]        labels: ['a', 'b']
+///     targets:      [1, 2]  [2]   [0]
 struct ReachableNFA<Label: Hashable & Sendable> {
     /// The edges of `state` are `offsets[state] ..< offsets[state + 1]`.
     let offsets: [Int32]
-    /// Each edge's label, `nil` for an ε-move.
-    let labels: [Label?]
+    /// Each edge's label as an index into `labels`, -1 for an ε-move.
+    let labelIndices: [Int32]
+    /// The source automaton's labels (see `NFA.labels`).
+    let labels: [Label]
     /// Each edge's target, renumbered.
     let targets: [Int32]
     /// Each state's number in the source automaton, ascending.
@@ -42,7 +45,7 @@ struct ReachableNFA<Label: Hashable & Sendable> {
         }
         reach(part.start)
         while let state = stack.popLast() {
-            for edge in automaton.edges(of: state) where !isReached(edge.target) { reach(edge.target) }
+            automaton.forEachIndexedEdge(of: state) { _, target in if !isReached(target) { reach(target) } }
         }
         // Reached states before each word, then the states themselves in order.
         var rankBefore = [Int32](repeating: 0, count: reached.count)
@@ -60,18 +63,19 @@ struct ReachableNFA<Label: Hashable & Sendable> {
             return rankBefore[Int(state) >> 6] + Int32((word & ((1 << UInt64(state & 63)) - 1)).nonzeroBitCount)
         }
         var offsets: [Int32] = [0]
-        var labels: [Label?] = []
+        var labelIndices: [Int32] = []
         var targets: [Int32] = []
         offsets.reserveCapacity(original.count + 1)
         for state in original {
-            for edge in automaton.edges(of: state) {
-                labels.append(edge.label)
-                targets.append(renumbered(edge.target))
+            automaton.forEachIndexedEdge(of: state) { label, target in
+                labelIndices.append(label)
+                targets.append(renumbered(target))
             }
             offsets.append(Int32(targets.count))
         }
         self.offsets = offsets
-        self.labels = labels
+        self.labelIndices = labelIndices
+        labels = automaton.labels
         self.targets = targets
         self.original = original
         start = renumbered(part.start)
@@ -83,27 +87,39 @@ struct ReachableNFA<Label: Hashable & Sendable> {
     /// whole automaton's states per fragment. O(states + edges).
     init(everythingIn automaton: NFA<Label>) {
         var offsets: [Int32] = [0]
-        var labels: [Label?] = []
+        var labelIndices: [Int32] = []
         var targets: [Int32] = []
         offsets.reserveCapacity(automaton.stateCount + 1)
-        labels.reserveCapacity(automaton.edgeCount)
+        labelIndices.reserveCapacity(automaton.edgeCount)
         targets.reserveCapacity(automaton.edgeCount)
         for state in 0 ..< Int32(automaton.stateCount) {
-            for edge in automaton.edges(of: state) {
-                labels.append(edge.label)
-                targets.append(edge.target)
+            automaton.forEachIndexedEdge(of: state) { label, target in
+                labelIndices.append(label)
+                targets.append(target)
             }
             offsets.append(Int32(targets.count))
         }
         self.offsets = offsets
-        self.labels = labels
+        self.labelIndices = labelIndices
+        labels = automaton.labels
         self.targets = targets
         original = Array(0 ..< Int32(automaton.stateCount))
         start = 0
         end = -1
     }
 
-    /// The indices of `state`'s edges in `labels` and `targets`.
+    /// The label of edge `edge`, `nil` for an ε-move.
+    @inline(__always)
+    func label(_ edge: Int) -> Label? {
+        let index = labelIndices[edge]
+        return index < 0 ? nil : labels[Int(index)]
+    }
+
+    /// Whether edge `edge` is an ε-move.
+    @inline(__always)
+    func isEpsilon(_ edge: Int) -> Bool { labelIndices[edge] < 0 }
+
+    /// The indices of `state`'s edges in `labelIndices` and `targets`.
     @inline(__always)
     func edges(of state: Int32) -> Range<Int> {
         Int(offsets[Int(state)]) ..< Int(offsets[Int(state) + 1])

@@ -24,6 +24,25 @@ extension RowsAsRuns {
         return quotient(Hopcroft(self).partition())
     }
 
+    /// ``DFA/trimmed(productiveRules:)`` then ``minimized()``, the trimmed automaton kept as
+    /// runs: only the minimal automaton's states are spelled as 256 entries. O(states + runs)
+    /// before the minimisation.
+    func trimmedAndMinimized(productiveRules: [Bool]?) -> DFA {
+        func keeps(_ edge: DFA.RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
+        return RunAutomaton(keeping: statesThatCanFinish(through: keeps), of: self, through: keeps).minimized()
+    }
+
+    /// Whether each state reaches a final state through byte edges and the rule edges
+    /// `follows` admits. O(states + runs).
+    func statesThatCanFinish(through follows: (DFA.RuleEdge) -> Bool) -> [Bool] {
+        var moves: [(from: Int32, to: Int32)] = []
+        for state in 0 ..< stateCount {
+            forEachRun(of: state) { _, target in moves.append((Int32(state), target)) }
+            for edge in ruleEdges[state] where follows(edge) { moves.append((Int32(state), edge.target)) }
+        }
+        return DFA.coReachable(stateCount: stateCount, moves: moves, isFinal: isFinal)
+    }
+
     /// The automaton of the classes of `classes` (one per state; equivalent states share a
     /// class), renumbered breadth-first from the start's class.
     func quotient(_ classes: [Int32]) -> DFA {
@@ -185,6 +204,9 @@ struct RunAutomaton: RowsAsRuns {
 
     var stateCount: Int { isFinal.count }
 
+    /// No state yet: the first ``endState(ruleEdges:isFinal:)`` ends the start.
+    init() {}
+
     /// Appends moves on `bytes` to `target` from the state being built (the last one begun),
     /// extending its last run when that ends where `bytes` begin with the same target. Bytes
     /// come in ascending order. Returns whether a new run began.
@@ -213,28 +235,26 @@ struct RunAutomaton: RowsAsRuns {
         }
     }
 
-    /// Keeps the states reachable from the start where `alive`, renumbered in breadth-first
-    /// order (a start that is not alive leaves one state without moves: the empty language).
-    func keeping(_ alive: [Bool]) -> RunAutomaton {
-        var result = RunAutomaton()
+    /// The states of `automaton` reachable from its start where `alive`, through byte edges
+    /// and the rule edges `follows` admits, renumbered in breadth-first order (a start that
+    /// is not alive leaves one state without moves: the empty language). Rows stay runs.
+    init(keeping alive: [Bool], of automaton: some RowsAsRuns, through follows: (DFA.RuleEdge) -> Bool = { _ in true }) {
         guard alive[0] else {
-            result.endState(ruleEdges: [], isFinal: false)
-            return result
+            endState(ruleEdges: [], isFinal: false)
+            return
         }
-        let (order, renumber) = breadthFirstOrder(keeping: alive, through: { _ in true })
-        result.runs.reserveCapacity(runs.count)
+        let (order, renumber) = automaton.breadthFirstOrder(keeping: alive, through: follows)
         for old in order {
             let state = Int(old)
             // Runs to dead states are dropped; the others keep distinct targets, so they stay maximal.
-            forEachRun(of: state) { bytes, target in
+            automaton.forEachRun(of: state) { bytes, target in
                 let renumbered = renumber[Int(target)]
-                if renumbered >= 0 { result.runs.append(Run(lower: UInt16(bytes.lowerBound), upper: UInt16(bytes.upperBound), target: renumbered)) }
+                if renumbered >= 0 { runs.append(Run(lower: UInt16(bytes.lowerBound), upper: UInt16(bytes.upperBound), target: renumbered)) }
             }
-            let edges = ruleEdges[state].compactMap { edge in
-                renumber[Int(edge.target)] >= 0 ? DFA.RuleEdge(rule: edge.rule, target: renumber[Int(edge.target)]) : nil
+            let edges = automaton.ruleEdges[state].compactMap { edge in
+                follows(edge) && renumber[Int(edge.target)] >= 0 ? DFA.RuleEdge(rule: edge.rule, target: renumber[Int(edge.target)]) : nil
             }
-            result.endState(ruleEdges: edges, isFinal: isFinal[state])
+            endState(ruleEdges: edges, isFinal: automaton.isFinal[state])
         }
-        return result
     }
 }

@@ -158,8 +158,8 @@ final class PositionMasks: Sendable {
     /// Classes are numbered in the order of their first count (class 0 is count 0's).
     ///
     /// - Complexity: O(cap) plus O(states) per count not alike the next
-    ///   (`LengthCounter.isAlikeNext`), plus O(states × window) per count whose window
-    ///   differs from the one before.
+    ///   (`LengthCounter.isAlikeNext`), plus O(states × min(window, cap − count)) per count
+    ///   whose window differs from the one before.
     static func countClasses(of counter: LengthCounter, states: Int, window: Int) -> CountClasses {
         let cap = Int(counter.cap)
         func live(_ state: Int, _ count: Int) -> Bool {
@@ -169,9 +169,19 @@ final class PositionMasks: Sendable {
         let nearWindow = cap > exactCap && window > Self.nearWindow + 1 ? Self.nearWindow + 1 : nil
         // changes[c]: some state's liveness differs between counts c and c + 1.
         let end = cap + window + 1
+        // Past `cap` liveness no longer depends on the count: no change there.
         var changes = [Bool](repeating: false, count: end)
-        for count in 0 ..< end where count > cap || !counter.isAlikeNext(Int32(count)) {
+        for count in 0 ... cap where !counter.isAlikeNext(Int32(count)) {
             changes[count] = (0 ..< states).contains { live($0, count) != live($0, count + 1) }
+        }
+        // Each state's liveness at counts 0 ... cap + 1 as bits (one word more, so reading 64
+        // bits from any of them stays inside the row): a window is a few words per state.
+        let wordsPerState = (cap + 2 + 63) / 64 + 1
+        var liveness = [UInt64](repeating: 0, count: states * wordsPerState)
+        for state in 0 ..< states {
+            for count in 0 ... cap + 1 where live(state, count) {
+                liveness[state * wordsPerState + count >> 6] |= 1 << UInt64(count & 63)
+            }
         }
         var classes = CountClasses(classOfCount: [Int32](repeating: 0, count: cap + 1), firstCounts: [], exactLengths: [], isOnFirstUseOnly: [])
         var known: [[UInt64]: Int32] = [:]
@@ -189,13 +199,15 @@ final class PositionMasks: Sendable {
             // Liveness is constant over the whole window: the liveness here says it all.
             let isConstant = !changes[count ..< count + window - 1].contains(true)
             let width = isConstant ? 1 : nearWindow ?? window
-            var signature = [UInt64](repeating: 0, count: 1 + (states * width + 63) / 64)
-            signature[0] = isConstant ? 0 : width == window ? 1 : 2
+            // A window reaching past `cap + 1` is read up to there only: its last offset read
+            // stands for all the others. How far it is read is part of the signature, so no
+            // two counts whose windows differ share a class. (Qwen's window is 257 counts:
+            // read whole, a string of 64 characters cost 257 reads per state and count.)
+            let read = min(width, cap + 2 - count)
+            var signature = [UInt64](repeating: 0, count: 2 + (states * read + 63) / 64)
+            signature[0] = UInt64(isConstant ? 0 : width == window ? 1 : 2) | UInt64(read) << 2
             for state in 0 ..< states {
-                for offset in 0 ..< width where live(state, count + offset) {
-                    let bit = state * width + offset
-                    signature[1 + bit >> 6] |= 1 << UInt64(bit & 63)
-                }
+                Self.copyBits(from: liveness, at: (state * wordsPerState) << 6 + count, count: read, to: &signature, at: 64 + state * read)
             }
             if let id = known[signature] {
                 classes.classOfCount[count] = id
@@ -209,6 +221,22 @@ final class PositionMasks: Sendable {
             }
         }
         return classes
+    }
+
+    /// Ors bits `source ..< source + count` of `words` into bits `target ..< target + count`
+    /// of `destination`, 64 at a time. Both must hold a word past the last bit they use.
+    static func copyBits(from words: [UInt64], at source: Int, count: Int, to destination: inout [UInt64], at target: Int) {
+        var done = 0
+        while done < count {
+            let take = min(64, count - done)
+            let from = source + done, to = target + done
+            var chunk = words[from >> 6] >> UInt64(from & 63)
+            if from & 63 != 0 { chunk |= words[from >> 6 + 1] << UInt64(64 - from & 63) }
+            if take < 64 { chunk &= (1 << UInt64(take)) - 1 }
+            destination[to >> 6] |= chunk << UInt64(to & 63)
+            if to & 63 != 0 { destination[to >> 6 + 1] |= chunk >> UInt64(64 - to & 63) }
+            done += take
+        }
     }
 
     /// The position of `rule`'s `state` in count class `classIndex` (0 for an uncounted rule),

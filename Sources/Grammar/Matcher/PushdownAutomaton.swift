@@ -115,7 +115,7 @@ struct PushdownAutomaton: Sendable {
         // Each automaton is trimmed and minimal already, unless it calls a rule that matches
         // nothing.
         let rules = compiled.map { dfa in
-            dfa.ruleEdges.allSatisfy { $0.allSatisfy { productive[Int($0.rule)] } } ? dfa : dfa.trimmed(productiveRules: productive).minimized()
+            dfa.ruleEdges.allSatisfy { $0.allSatisfy { productive[Int($0.rule)] } } ? dfa : dfa.trimmedAndMinimized(productiveRules: productive)
         }
         self.rules = rules
         self.counters = counters

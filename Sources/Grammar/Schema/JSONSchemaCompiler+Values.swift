@@ -52,9 +52,9 @@ extension SchemaCompiler {
             // Excluded strings were checked above (`excludes`): the language without them is
             // the same for this value, and without patterns it is the one shared language
             // of all strings, not a product built again for every value a `oneOf` checks.
-            var patternsOnly = node
-            patternsOnly.excludedValues.removeAll(where: \.isString)
-            return try quotedStringLanguage(patternsOnly, boundingLength: false).accepts(Array(value.compactText.utf8))
+            var withoutExcludedStrings = node
+            withoutExcludedStrings.excludedValues.removeAll(where: \.isString)
+            return try quotedStringLanguage(withoutExcludedStrings, boundingLength: false).accepts(Array(value.compactText.utf8))
         case .number(let text):
             guard let decimal = DecimalNumber(text) else { return nil }
             var automaton = ByteNFA()

@@ -64,6 +64,6 @@ enum QuotedStringLength {
             cursor += 1
         }
         let product = DFA(transitions: transitions, ruleEdges: [[DFA.RuleEdge]](repeating: [], count: keys.count), isFinal: isFinal)
-        return product.trimmed(productiveRules: nil).minimized()
+        return product.trimmedAndMinimized(productiveRules: nil)
     }
 }
