@@ -129,16 +129,22 @@ public struct JSONSchemaValidator {
                 if !Self.matches(string, format: format) { fail("\(string) is not a valid \(format)") }
             case "anyOf", "oneOf", "allOf":
                 let alternatives = (rule as? [Any]) ?? []
+                // A failure that rests on a keyword the validator does not know says so, as
+                // it would outside the combinator (a mutated name inside an alternative).
+                var unknown: [String] = []
                 let passing = alternatives.filter { alternative in
                     var nested: [String] = []
                     validate(value, against: alternative, at: pointer, into: &nested, depth: depth + 1)
+                    unknown += nested.filter { $0.contains("does not know keyword") }
                     return nested.isEmpty
                 }.count
+                let failed: Bool
                 switch keyword {
-                case "anyOf": if passing == 0 { fail("no anyOf alternative matches") }
-                case "oneOf": if passing != 1 { fail("\(passing) oneOf alternatives match") }
-                default: if passing != alternatives.count { fail("an allOf member fails") }
+                case "anyOf": failed = passing == 0; if failed { fail("no anyOf alternative matches") }
+                case "oneOf": failed = passing != 1; if failed { fail("\(passing) oneOf alternatives match") }
+                default: failed = passing != alternatives.count; if failed { fail("an allOf member fails") }
                 }
+                if failed { problems += unknown }
             case "not":
                 if passes(value, rule, at: pointer, depth: depth) { fail("matches the 'not' schema") }
             case "if":
