@@ -178,6 +178,19 @@ import Testing
         }
     }
 
+    /// `PositionMasks.setBits` against setting bit by bit, across word boundaries.
+    @Test func setBitsAreTheRange() {
+        for lower in [0, 1, 63, 64, 65, 130] {
+            for upper in [lower, lower + 1, lower + 63, lower + 64, 200, 256] where upper >= lower && upper <= 256 {
+                var words = [UInt64](repeating: 0, count: 4)
+                PositionMasks.setBits(lower ..< upper, in: &words)
+                let set: [Bool] = (0 ..< 256).map { words[$0 >> 6] >> UInt64($0 & 63) & 1 != 0 }
+                let expected: [Bool] = (0 ..< 256).map { (lower ..< upper).contains($0) }
+                #expect(set == expected, "\(lower) ..< \(upper)")
+            }
+        }
+    }
+
     /// Count classes against their definition, read bit by bit: counts share a class exactly
     /// when every state's liveness agrees over the window from each (the whole window, past
     /// `cap` included), for the short, long and patterned strings above, with windows longer

@@ -176,11 +176,18 @@ final class PositionMasks: Sendable {
         }
         // Each state's liveness at counts 0 ... cap + 1 as bits (one word more, so reading 64
         // bits from any of them stays inside the row): a window is a few words per state.
+        // The stretch the counter reads as one count is filled a word at a time, so a
+        // `maxLength` of a million costs words, not a million lookups per state.
         let wordsPerState = (cap + 2 + 63) / 64 + 1
         var liveness = [UInt64](repeating: 0, count: states * wordsPerState)
+        let alike = Int(counter.lowEnd) + 1 ..< max(Int(counter.lowEnd) + 1, Int(counter.highStart))
         for state in 0 ..< states {
-            for count in 0 ... cap + 1 where live(state, count) {
-                liveness[state * wordsPerState + count >> 6] |= 1 << UInt64(count & 63)
+            let row = (state * wordsPerState) << 6
+            for counts in [0 ..< alike.lowerBound, alike.upperBound ..< cap + 2] {
+                for count in counts where live(state, count) { liveness[(row + count) >> 6] |= 1 << UInt64(count & 63) }
+            }
+            if !alike.isEmpty, live(state, alike.lowerBound - 1) {
+                Self.setBits(row + alike.lowerBound ..< row + alike.upperBound, in: &liveness)
             }
         }
         var classes = CountClasses(classOfCount: [Int32](repeating: 0, count: cap + 1), firstCounts: [], exactLengths: [], isOnFirstUseOnly: [])
@@ -221,6 +228,16 @@ final class PositionMasks: Sendable {
             }
         }
         return classes
+    }
+
+    /// Sets bits `range` of `words`, a word at a time.
+    static func setBits(_ range: Range<Int>, in words: inout [UInt64]) {
+        var bit = range.lowerBound
+        while bit < range.upperBound {
+            let take = min(64 - bit & 63, range.upperBound - bit)
+            words[bit >> 6] |= (take == 64 ? UInt64.max : (1 << UInt64(take)) - 1) << UInt64(bit & 63)
+            bit += take
+        }
     }
 
     /// Ors bits `source ..< source + count` of `words` into bits `target ..< target + count`
