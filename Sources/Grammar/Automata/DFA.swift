@@ -320,7 +320,7 @@ struct DFA: Sendable, Hashable {
     ///
     /// Each pair's row is made from the two rows' runs: a run of `self` is cut where
     /// `other`'s runs begin and end, and each piece goes to one pair.
-    private func product(_ other: DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int, minimizing: Bool = true) throws(TooLarge) -> DFA {
+    private func product(_ other: DFA, final: (Bool, Bool) -> Bool, keepOnlyIfSelf: Bool, stateLimit: Int) throws(TooLarge) -> DFA {
         precondition(!hasRuleEdges && !other.hasRuleEdges, "products are for regular automata")
         struct Pair: Hashable { var a: Int32; var b: Int32 }   // b == -1: `other` is dead
         // Pairs numbered in a table when it is small, else hashed (a product reaches few of
@@ -382,19 +382,15 @@ struct DFA: Sendable, Hashable {
         }
         // Every pair is reachable from the start; trim only when some cannot finish.
         let canFinish = Self.coReachable(stateCount: built.stateCount, moves: moves, isFinal: built.isFinal)
-        let trimmed = canFinish.allSatisfy { $0 } ? built : RunAutomaton(keeping: canFinish, of: built)
-        // Not minimised: spelled as it is (the identity partition).
-        return minimizing ? trimmed.minimized() : trimmed.quotient(Array(0 ..< Int32(trimmed.stateCount)))
+        return (canFinish.allSatisfy { $0 } ? built : RunAutomaton(keeping: canFinish, of: built)).minimized()
     }
 
     func intersection(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {
         try product(other, final: { $0 && $1 }, keepOnlyIfSelf: false, stateLimit: stateLimit)
     }
 
-    /// - Parameter minimizing: whether to minimise the result (a construction that embeds it
-    ///   into a rule, which is minimised when determinized, need not).
-    func subtracting(_ other: DFA, stateLimit: Int = 1 << 16, minimizing: Bool = true) throws(TooLarge) -> DFA {
-        try product(other, final: { $0 && !$1 }, keepOnlyIfSelf: true, stateLimit: stateLimit, minimizing: minimizing)
+    func subtracting(_ other: DFA, stateLimit: Int = 1 << 16) throws(TooLarge) -> DFA {
+        try product(other, final: { $0 && !$1 }, keepOnlyIfSelf: true, stateLimit: stateLimit)
     }
 
     /// Copies the automaton into `automaton` as a fragment (one NFA state per DFA state).

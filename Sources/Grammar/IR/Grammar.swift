@@ -18,6 +18,10 @@ public struct Grammar: Sendable {
         /// length in characters, counted in the matcher's frames (`LengthCounter`) rather
         /// than unrolled into the automaton.
         var lengthBounds: LengthBounds? = nil
+        /// For a rule built as an automaton already (trimmed, minimal, numbered breadth-first,
+        /// without rule edges): the automaton, which the pushdown automaton takes as it is
+        /// instead of determinizing `body` (then empty).
+        var automaton: DFA? = nil
     }
 
     var automaton = ByteNFA()
@@ -56,6 +60,14 @@ public struct Grammar: Sendable {
 
     mutating func define(_ rule: Int32, as body: Fragment) {
         rules[Int(rule)].body = body
+    }
+
+    /// Defines a rule by its automaton, which must be trimmed, minimal, numbered breadth-first
+    /// and without rule edges (what `DFA`'s regular-language operations return).
+    mutating func define(_ rule: Int32, asAutomaton automaton: DFA) {
+        precondition(!automaton.hasRuleEdges, "a rule defined by its automaton calls no rule")
+        rules[Int(rule)].body = self.automaton.nothing()
+        rules[Int(rule)].automaton = automaton
     }
 
     /// Declares and defines a rule in one step.

@@ -325,47 +325,70 @@ final class PositionMasks: Sendable {
 
     /// The owner positions in the order a generation meets them: breadth first from the
     /// root's start, through byte edges, into called rules and back to the states calls
-    /// return to (then any others).
-    private var positions: [Position] {
-        var result: [Position] = []
-        var listed = [Bool](repeating: false, count: slotCount)
-        // (rule, state) visited: a flag per state of every rule, rule by rule.
-        var firstState = [Int](repeating: 0, count: automaton.rules.count + 1)
-        for (rule, dfa) in automaton.rules.enumerated() { firstState[rule + 1] = firstState[rule] + dfa.stateCount }
-        var visited = [Bool](repeating: false, count: firstState[automaton.rules.count])
-        var queue: [(rule: Int, state: Int32)] = []
-        var head = 0
-        func visit(_ rule: Int, _ state: Int32) {
+    /// return to (then any others). Found one at a time, so the first masks are computed
+    /// before the whole order is known: in a grammar of 50,000 states, the walk alone takes
+    /// milliseconds.
+    private struct PositionOrder: Sendable {
+        private var listed: [Bool]
+        /// (rule, state) visited: a flag per state of every rule, rule by rule.
+        private var firstState: [Int]
+        private var visited: [Bool]
+        private var queue: [(rule: Int, state: Int32)] = []
+        private var head = 0
+        /// After the walk: the rule and the index in its row of slots the sweep is at.
+        private var sweptRule = 0
+        private var sweptIndex = 0
+
+        init(_ masks: PositionMasks) {
+            let rules = masks.automaton.rules
+            listed = [Bool](repeating: false, count: masks.slotCount)
+            firstState = [Int](repeating: 0, count: rules.count + 1)
+            for (rule, dfa) in rules.enumerated() { firstState[rule + 1] = firstState[rule] + dfa.stateCount }
+            visited = [Bool](repeating: false, count: firstState[rules.count])
+            visit(Int(masks.automaton.root), 0)
+        }
+
+        private mutating func visit(_ rule: Int, _ state: Int32) {
             guard !visited[firstState[rule] + Int(state)] else { return }
             visited[firstState[rule] + Int(state)] = true
             queue.append((rule, state))
         }
-        visit(Int(automaton.root), 0)
-        while head < queue.count {
-            let (rule, state) = queue[head]
-            head += 1
-            // Count 0's class: where a generation enters a counted string.
-            if let position = position(rule: rule, state: state, classIndex: 0), !listed[Int(position.slot)] {
-                listed[Int(position.slot)] = true
-                result.append(position)
+
+        mutating func next(in masks: PositionMasks) -> Position? {
+            while head < queue.count {
+                let (rule, state) = queue[head]
+                head += 1
+                let dfa = masks.automaton.rules[rule]
+                dfa.forEachRun(of: Int(state)) { _, target in visit(rule, target) }
+                for edge in dfa.ruleEdges[Int(state)] {
+                    visit(Int(edge.rule), 0)
+                    visit(rule, edge.target)
+                }
+                // Count 0's class: where a generation enters a counted string.
+                if let position = masks.position(rule: rule, state: state, classIndex: 0), !listed[Int(position.slot)] {
+                    listed[Int(position.slot)] = true
+                    return position
+                }
             }
-            let dfa = automaton.rules[rule]
-            dfa.forEachRun(of: Int(state)) { _, target in visit(rule, target) }
-            for edge in dfa.ruleEdges[Int(state)] {
-                visit(Int(edge.rule), 0)
-                visit(rule, edge.target)
+            while sweptRule < masks.slots.count {
+                let rule = sweptRule
+                let row = masks.slots[rule]
+                let states = masks.automaton.rules[rule].stateCount
+                while masks.owners[rule] == rule, sweptIndex < row.count {
+                    let index = sweptIndex
+                    sweptIndex += 1
+                    let slot = row[index]
+                    guard slot >= 0, !listed[Int(slot)] else { continue }
+                    // Near a long string's bounds, masks wait for a matcher to need them.
+                    if let classes = masks.countClasses[rule], classes.isOnFirstUseOnly[index / states] { continue }
+                    listed[Int(slot)] = true
+                    return masks.position(rule: rule, state: Int32(index % states), classIndex: index / states)!
+                }
+                sweptRule += 1
+                sweptIndex = 0
             }
+            return nil
         }
-        for (rule, row) in slots.enumerated() where owners[rule] == rule {
-            let states = automaton.rules[rule].stateCount
-            for (index, slot) in row.enumerated() where slot >= 0 && !listed[Int(slot)] {
-                // Near a long string's bounds, masks wait for a matcher to need them.
-                if let classes = countClasses[rule], classes.isOnFirstUseOnly[index / states] { continue }
-                listed[Int(slot)] = true
-                result.append(position(rule: rule, state: Int32(index % states), classIndex: index / states)!)
-            }
-        }
-        return result
     }
 
     /// Computes every mask now, within `seconds` (measured from `started`, in uptime
@@ -373,7 +396,8 @@ final class PositionMasks: Sendable {
     ///
     /// - Throws: `GrammarError.budgetExceeded` past the time.
     func computeAll(started: UInt64, seconds: Double) throws(GrammarError) {
-        for position in positions {
+        var order = PositionOrder(self)
+        while let position = order.next(in: self) {
             if Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 > seconds {
                 throw .budgetExceeded(what: "mask precomputation seconds", limit: Int(seconds.rounded(.up)))
             }
@@ -391,18 +415,16 @@ final class PositionMasks: Sendable {
     /// to `synchronousSeconds`; then the rest on a utility-priority thread, one at a time. It
     /// stops when the grammar is released.
     func computeRestInBackground(synchronousSeconds: Double = PositionMasks.synchronousSeconds) {
-        var work = positions[...]
+        var order = PositionOrder(self)
         let started = DispatchTime.now().uptimeNanoseconds
-        while let next = work.first {
+        repeat {
+            guard let next = order.next(in: self) else { return }
             if state.withLock({ $0.masks[Int(next.slot)] == nil }) { compute(next, late: .upfront) }
-            work.removeFirst()
-            if Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 >= synchronousSeconds { break }
-        }
-        guard !work.isEmpty else { return }
-        let rest = Array(work)
+        } while Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 < synchronousSeconds
+        let rest = order
         DispatchQueue.global(qos: .utility).async { [weak self] in
-            for position in rest {
-                guard let self else { return }
+            var order = rest
+            while let self, let position = order.next(in: self) {
                 if self.state.withLock({ $0.masks[Int(position.slot)] != nil }) { continue }
                 self.compute(position, late: .background)
             }

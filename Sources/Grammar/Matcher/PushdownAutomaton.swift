@@ -53,7 +53,8 @@ struct PushdownAutomaton: Sendable {
         var closure = EpsilonClosure(ReachableNFA(everythingIn: grammar.automaton))
         for rule in grammar.rules {
             do throws(DFA.TooLarge) {
-                let dfa = try DFA(rule.body, closure: &closure, stateLimit: stateLimit)
+                let dfa: DFA
+                if let automaton = rule.automaton { dfa = automaton } else { dfa = try DFA(rule.body, closure: &closure, stateLimit: stateLimit) }
                 total += dfa.stateCount
                 guard total <= stateLimit else { throw DFA.TooLarge() }
                 compiled.append(dfa)

@@ -279,7 +279,7 @@ extension SchemaCompiler {
             let key = extraMembers[position].key
             if let known = keyRules[key] { return known }
             let rule = grammar.declareRule(grammar.uniqueName("key"))
-            grammar.define(rule, as: key.embed(into: &grammar.automaton))
+            grammar.define(rule, asAutomaton: key)
             keyRules[key] = rule
             return rule
         }
@@ -529,15 +529,14 @@ extension SchemaCompiler {
         try budgeted { () throws(DFA.TooLarge) in try DFA(literals: literals) }
     }
 
-    /// Every quoted key but `names`, not minimised: the classes of keys are refined by
-    /// products (which minimise what they build) or become a key rule as they are
-    /// (minimised when determinized).
+    /// Every quoted key but `names`, minimal: the names' trie is subtracted from the key
+    /// language directly (``DFA/subtracting(literals:stateLimit:)``), and a key rule takes
+    /// the automaton as it is.
     mutating func keys(otherThan names: [String]) throws(GrammarError) -> DFA {
         let names = Array(Set(names)).sorted()
         if let known = keysOtherThan[names] { return known }
-        let declaredNames = try literalsLanguage(names.map { Lowering.jsonStringLiteral($0) })
         let anyKey = try anyKeyLanguage()
-        let keys = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(declaredNames, minimizing: false) }
+        let keys = try budgeted { () throws(DFA.TooLarge) in try anyKey.subtracting(literals: names.map { Lowering.jsonStringLiteral($0) }) }
         keysOtherThan[names] = keys
         return keys
     }
