@@ -270,6 +270,9 @@ struct BenchMasks: ParsableCommand {
     @Option(help: "Seconds a schema's compilation may take.")
     var timeout = 120.0
 
+    @Option(help: "Threads that may determinize a large grammar's rules at once (1: single-threaded, as the peers run).")
+    var compileThreads = 1
+
     @Flag(help: "Check values as a validator does: an object's properties in any order, unknown formats as annotations (by default, the schema's order, and unknown formats refused).")
     var validation = false
 
@@ -301,6 +304,10 @@ struct BenchMasks: ParsableCommand {
         }
         let sorted = Array(Set(result)).sorted()
         return Swift.stride(from: 0, to: sorted.count, by: max(1, stride)).map { sorted[$0] }
+    }
+
+    func validate() throws {
+        guard compileThreads > 0 else { throw ValidationError("--compile-threads must be a positive number") }
     }
 
     func run() throws {
@@ -335,7 +342,7 @@ struct BenchMasks: ParsableCommand {
             var grammar: CompiledGrammar
             var schemaTime = 0.0
             do {
-                let budget = CompilationBudget(seconds: timeout, maskSeconds: timeout)
+                let budget = CompilationBudget(seconds: timeout, maskSeconds: timeout, threads: compileThreads)
                 let rules = try Grammar(jsonSchema: schema, options: options, budget: budget)
                 schemaTime = (ContinuousClock.now - start).seconds * 1000
                 grammar = try CompiledGrammar(rules, vocabulary: vocabulary, budget: budget, maskComputation: masks.value)
@@ -475,13 +482,17 @@ struct CompilationBudgetOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: "The most memory, in MiB, the grammar compiler may hold.")
     var compileMemory: Int = CompilationBudget().bytes >> 20
 
+    @Option(parsing: .unconditional, help: "Threads that may determinize a large grammar's rules at once.")
+    var compileThreads: Int = CompilationBudget().threads
+
     func validate() throws {
         try validateNumber(compileSeconds, "--compile-seconds", above: 0)
         guard compileMemory > 0 else { throw ValidationError("--compile-memory must be a positive number of MiB") }
+        guard compileThreads > 0 else { throw ValidationError("--compile-threads must be a positive number") }
     }
 
     var budget: CompilationBudget {
-        CompilationBudget(seconds: compileSeconds, bytes: compileMemory << 20)
+        CompilationBudget(seconds: compileSeconds, bytes: compileMemory << 20, threads: compileThreads)
     }
 
 }

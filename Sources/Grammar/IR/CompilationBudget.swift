@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 /// What compiling one schema, regular expression or grammar text may spend before it fails
@@ -25,13 +26,22 @@ public struct CompilationBudget: Sendable, Hashable {
     /// Wall-clock seconds for precomputing the token masks, after the automaton. Default 30
     /// (large vocabularies over large automata take seconds; see docs/grammar.md).
     public var maskSeconds: Double
+    /// Threads that may determinize a large grammar's rules at once (small grammars use one).
+    /// Default: the machine's active processors, at most 4. A server that keeps its cores for
+    /// decoding sets 1.
+    public var threads: Int
 
-    public init(seconds: Double = 2, bytes: Int = 512 << 20, automatonStates: Int = 1 << 16, maskSeconds: Double = 30) {
+    public init(seconds: Double = 2, bytes: Int = 512 << 20, automatonStates: Int = 1 << 16, maskSeconds: Double = 30,
+                threads: Int = CompilationBudget.defaultThreads) {
         self.seconds = seconds
         self.bytes = bytes
         self.automatonStates = automatonStates
         self.maskSeconds = maskSeconds
+        self.threads = max(1, threads)
     }
+
+    /// The machine's active processors, at most 4.
+    public static let defaultThreads = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
 }
 
 extension CompilationBudget {

@@ -94,7 +94,7 @@ public final class CompiledGrammar: Sendable {
     ) throws(GrammarError) {
         let started = DispatchTime.now().uptimeNanoseconds
         let (automaton, completionDistances) = try CompilationMeter.metering(budget) { () throws(GrammarError) in
-            let automaton = try PushdownAutomaton(grammar, stateLimit: budget.automatonStates)
+            let automaton = try PushdownAutomaton(grammar, stateLimit: budget.automatonStates, threads: budget.threads)
             return (automaton, try CompletionDistances(automaton))
         }
         let automatonSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9

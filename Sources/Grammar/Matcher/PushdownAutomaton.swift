@@ -1,3 +1,6 @@
+import Dispatch
+import Synchronization
+
 /// The pushdown automaton of a grammar: one `DFA` per rule plus the facts about rules the
 /// matcher and the mask precomputation use (which rules can match nothing, which bytes can
 /// start or follow each rule).
@@ -43,26 +46,14 @@ struct PushdownAutomaton: Sendable {
         hasCounters = counters.contains { $0 != nil }
     }
 
-    init(_ grammar: Grammar, stateLimit: Int) throws(GrammarError) {
+    /// - Parameter threads: how many threads may determinize rules at once (a grammar of a
+    ///   few thousand states uses one).
+    init(_ grammar: Grammar, stateLimit: Int, threads: Int = 1) throws(GrammarError) {
         names = grammar.rules.map(\.name)
         root = grammar.root
-        var compiled: [DFA] = []
-        var total = 0
+        var compiled = try Self.determinize(grammar, stateLimit: stateLimit, threads: threads)
         let meter = CompilationMeter.current
-        // One reading of the rules' shared automaton for all of them.
-        var closure = EpsilonClosure(ReachableNFA(everythingIn: grammar.automaton))
-        for rule in grammar.rules {
-            do throws(DFA.TooLarge) {
-                let dfa: DFA
-                if let automaton = rule.automaton { dfa = automaton } else { dfa = try DFA(rule.body, closure: &closure, stateLimit: stateLimit) }
-                total += dfa.stateCount
-                guard total <= stateLimit else { throw DFA.TooLarge() }
-                compiled.append(dfa)
-                try meter?.checkConstruction(bytes: total * CompilationMeter.bytesPerDFAState, "determinizing rule '\(rule.name)'")
-            } catch {
-                throw error.budgetError ?? .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
-            }
-        }
+        let total = compiled.reduce(0) { $0 + $1.stateCount }
         // Counters of the rules with length bounds. A counted rule is terminal, so its trimmed,
         // minimal automaton is final here and the counter's states stay its states; one whose
         // bounds leave no string is unproductive like any empty rule.
@@ -395,5 +386,77 @@ extension PushdownAutomaton {
             return accepts(bytes, from: index, frame: store.frame(frame.parent), store: &store, emptyMoves: emptyMoves + 1)
         }
         return false
+    }
+}
+
+// MARK: Determinizing the rules
+
+extension PushdownAutomaton {
+    /// Grammars from this many NFA states on determinize their rules on several threads
+    /// (below it, starting a thread costs more than it saves).
+    static let parallelStateThreshold = 4096
+
+    /// Each rule's automaton: the one it was defined by, or its body determinized, trimmed and
+    /// minimised. With `threads` > 1 and a large grammar, rules are taken one at a time by
+    /// that many threads, each with its own ε-closure over the shared automaton; the
+    /// automata are the same whichever thread builds them. Past a limit, the rules are
+    /// determinized again one by one, so the error names the rule a single thread would.
+    static func determinize(_ grammar: Grammar, stateLimit: Int, threads: Int) throws(GrammarError) -> [DFA] {
+        // One reading of the rules' shared automaton for all of them.
+        let reachable = ReachableNFA(everythingIn: grammar.automaton)
+        if threads > 1, reachable.stateCount >= parallelStateThreshold,
+           let built = determinizeInParallel(grammar, reachable: reachable, stateLimit: stateLimit, threads: threads) {
+            return built
+        }
+        var compiled: [DFA] = []
+        var total = 0
+        let meter = CompilationMeter.current
+        var closure = EpsilonClosure(reachable)
+        for rule in grammar.rules {
+            do throws(DFA.TooLarge) {
+                let dfa: DFA
+                if let automaton = rule.automaton { dfa = automaton } else { dfa = try DFA(rule.body, closure: &closure, stateLimit: stateLimit) }
+                total += dfa.stateCount
+                guard total <= stateLimit else { throw DFA.TooLarge() }
+                compiled.append(dfa)
+                try meter?.checkConstruction(bytes: total * CompilationMeter.bytesPerDFAState, "determinizing rule '\(rule.name)'")
+            } catch {
+                throw error.budgetError ?? .budgetExceeded(what: "automaton states (rule '\(rule.name)')", limit: stateLimit)
+            }
+        }
+        return compiled
+    }
+
+    /// ``determinize(_:stateLimit:threads:)`` on `threads` threads; `nil` when a rule went
+    /// past a limit (the caller then finds which, on one thread).
+    private static func determinizeInParallel(_ grammar: Grammar, reachable: ReachableNFA<ByteLabel>, stateLimit: Int, threads: Int) -> [DFA]? {
+        let meter = CompilationMeter.current
+        let rules = grammar.rules
+        let pending = rules.indices.filter { rules[$0].automaton == nil }
+        let built = Mutex([DFA?](repeating: nil, count: rules.count))
+        let next = Atomic<Int>(0), total = Atomic<Int>(rules.reduce(0) { $0 + ($1.automaton?.stateCount ?? 0) })
+        let failed = Atomic<Bool>(false)
+        DispatchQueue.concurrentPerform(iterations: min(threads, pending.count)) { _ in
+            // The meter is a task-local: bound again on each thread.
+            CompilationMeter.$current.withValue(meter) {
+                var closure = EpsilonClosure(reachable)
+                while !failed.load(ordering: .relaxed) {
+                    let taken = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                    guard taken < pending.count else { return }
+                    let rule = pending[taken]
+                    do {
+                        let dfa = try DFA(rules[rule].body, closure: &closure, stateLimit: stateLimit)
+                        let states = total.wrappingAdd(dfa.stateCount, ordering: .relaxed).newValue
+                        guard states <= stateLimit else { throw DFA.TooLarge() }
+                        try meter?.checkConstruction(bytes: states * CompilationMeter.bytesPerDFAState, "determinizing rule '\(rules[rule].name)'")
+                        built.withLock { $0[rule] = dfa }
+                    } catch {
+                        failed.store(true, ordering: .relaxed)
+                    }
+                }
+            }
+        }
+        guard !failed.load(ordering: .relaxed) else { return nil }
+        return built.withLock { automata in rules.indices.map { automata[$0] ?? rules[$0].automaton! } }
     }
 }

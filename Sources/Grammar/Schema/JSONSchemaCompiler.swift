@@ -66,6 +66,13 @@ struct SchemaCompiler {
     /// Every quoted key but the given names (sorted, without duplicates): objects with the
     /// same names, or the same object met again, share one product.
     var keysOtherThan: [[String]: DFA] = [:]
+    /// Nodes resolved so far (``resolvedNode(_:depth:)``), by the subschema's pointer and
+    /// order, with its value (compared on a hit: a subschema the compiler builds, such as an
+    /// `allOf` of parts, shares its first part's pointer) and the deepest nesting it was
+    /// resolved at (a hit is good at that depth or shallower). An `anyOf`'s alternatives are
+    /// resolved to compare them, then again to compile them; a class hierarchy's bases, at
+    /// every use.
+    var resolvedNodes: [ResolvedNodeKey: (value: JSONValue, depth: Int, node: SchemaNode?)] = [:]
     /// The targets of the references resolved so far (a document's definitions are found by
     /// a walk that reads each object's members in turn: hundreds per `$ref` in a large one).
     var resolvedReferences: [String: Subschema] = [:]
@@ -183,30 +190,39 @@ struct SchemaCompiler {
         case .bool(true): return SchemaNode(pointer: schema.pointer)
         case .bool(false): return nil
         case .object(let written):
-            let members = assertingMembers(written)
-            var reports: [(String, String, String)] = []
-            var node = try SchemaNode(parsing: members, pointer: schema.pointer, order: schema.order) { keyword, pointer, reason throws(GrammarError) in
-                reports.append((keyword, pointer, reason))
-            }
-            for (keyword, pointer, reason) in reports { try report(keyword, pointer, reason) }
-            if let reference = node.reference {
-                node.reference = nil
-                var target = try resolve(reference.target, at: reference.pointer)
-                target.order = schema.order + [written.firstIndex { $0.0 == "$ref" } ?? 0]
-                guard let targetNode = try resolvedNode(target, depth: depth + 1) else { return nil }
-                node = node.merged(with: targetNode)
-            }
-            let parts = node.allOf
-            node.allOf = []
-            for part in parts {
-                guard let partNode = try resolvedNode(part, depth: depth + 1) else { return nil }
-                node = node.merged(with: partNode)
-            }
-            try applyUnevaluated(&node)
+            let key = ResolvedNodeKey(pointer: schema.pointer, order: schema.order)
+            if let known = resolvedNodes[key], depth <= known.depth, known.value == schema.value { return known.node }
+            let node = try resolvedObject(written, schema, depth: depth)
+            resolvedNodes[key] = (schema.value, depth, node)
             return node
         default:
             throw .invalidSchema(pointer: schema.pointer, message: "a schema must be an object or a boolean")
         }
+    }
+
+    /// ``resolvedNode(_:depth:)`` of an object schema whose members are `written`.
+    private mutating func resolvedObject(_ written: [(String, JSONValue)], _ schema: Subschema, depth: Int) throws(GrammarError) -> SchemaNode? {
+        let members = assertingMembers(written)
+        var reports: [(String, String, String)] = []
+        var node = try SchemaNode(parsing: members, pointer: schema.pointer, order: schema.order) { keyword, pointer, reason throws(GrammarError) in
+            reports.append((keyword, pointer, reason))
+        }
+        for (keyword, pointer, reason) in reports { try report(keyword, pointer, reason) }
+        if let reference = node.reference {
+            node.reference = nil
+            var target = try resolve(reference.target, at: reference.pointer)
+            target.order = schema.order + [written.firstIndex { $0.0 == "$ref" } ?? 0]
+            guard let targetNode = try resolvedNode(target, depth: depth + 1) else { return nil }
+            node = node.merged(with: targetNode)
+        }
+        let parts = node.allOf
+        node.allOf = []
+        for part in parts {
+            guard let partNode = try resolvedNode(part, depth: depth + 1) else { return nil }
+            node = node.merged(with: partNode)
+        }
+        try applyUnevaluated(&node)
+        return node
     }
 
     /// `unevaluatedProperties` and `unevaluatedItems` of a node whose `$ref` and `allOf` are
@@ -547,4 +563,11 @@ extension SchemaNode {
             && excludedValues.isEmpty && excludedPatterns.isEmpty && excludedMultiples.isEmpty && forbiddenProperties.isEmpty
             && requiredMembers.isEmpty && requiredItems.isEmpty
     }
+}
+
+/// Where a subschema stands: its pointer and its order (`Subschema.order`), which with its
+/// value decide what it resolves to.
+struct ResolvedNodeKey: Hashable {
+    var pointer: String
+    var order: [Int]
 }
