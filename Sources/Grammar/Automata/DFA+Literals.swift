@@ -52,7 +52,7 @@ extension DFA {
                 try meter.checkConstruction(bytes: representatives.count * CompilationMeter.bytesPerDFAState, "subtracting literals")
             }
             let state = Int(trie.states[node])
-            let isFinal = self.isFinal[state] && !trie.endsLiteral[node]
+            let isFinal = classIsFinal(stateCount + node, trie: trie)
             var hash = stateHashes[state] &- (self.isFinal[state] ? LiteralTrie.finalTerm : 0) &+ (isFinal ? LiteralTrie.finalTerm : 0)
             var movesLeft = moveCounts[state]
             var child = trie.firstChild[node]

@@ -208,43 +208,7 @@ struct DFA: Sendable, Hashable {
         }
     }
 
-    // MARK: Trimming and minimisation
-
-    /// Keeps the states reachable from the start and from which a final state is reachable,
-    /// renumbered in breadth-first order (the automaton itself when it keeps every state and
-    /// edge); edges to rules `r` where `productiveRules[r]` is false (when given) are dropped
-    /// first. The result of an empty language is `DFA.empty`. O(states + runs): rows are read
-    /// by runs, sixteen entries at a time.
-    func trimmed(productiveRules: [Bool]?) -> DFA {
-        keeping(statesThatCanFinish { productiveRules?[Int($0.rule)] ?? true }, productiveRules: productiveRules)
-    }
-
-    /// ``trimmed(productiveRules:)`` when which states can finish is known already: keeps the
-    /// states reachable from the start where `alive` (computed with the same rule edges).
-    func keeping(_ alive: [Bool], productiveRules: [Bool]? = nil) -> DFA {
-        let count = stateCount
-        func keeps(_ edge: RuleEdge) -> Bool { productiveRules?[Int(edge.rule)] ?? true }
-        guard count > 0, alive[0] else { return .empty }
-        let (order, renumber) = breadthFirstOrder(keeping: alive, through: keeps)
-        if order.count == count, productiveRules == nil { return self }
-        var newTransitions = [Int32](repeating: -1, count: order.count << 8)
-        var newRules = [[RuleEdge]](repeating: [], count: order.count)
-        var newFinal = [Bool](repeating: false, count: order.count)
-        for (newState, old) in order.enumerated() {
-            let oldState = Int(old)
-            newFinal[newState] = isFinal[oldState]
-            forEachRun(of: oldState) { bytes, target in
-                let renumbered = renumber[Int(target)]
-                if renumbered >= 0 { newTransitions.fill(newState << 8 + bytes.lowerBound ..< newState << 8 + bytes.upperBound, with: renumbered) }
-            }
-            if !ruleEdges[oldState].isEmpty {
-                newRules[newState] = ruleEdges[oldState].compactMap {
-                    keeps($0) && renumber[Int($0.target)] >= 0 ? RuleEdge(rule: $0.rule, target: renumber[Int($0.target)]) : nil
-                }
-            }
-        }
-        return DFA(transitions: newTransitions, ruleEdges: newRules, isFinal: newFinal)
-    }
+    // MARK: Reachability
 
     /// Whether a final state is reachable from the start through byte edges and edges to
     /// rules `r` where `callable[r]`. O(states + runs), without building an automaton.

@@ -51,6 +51,11 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
         lastEdge[Int(source)] = index
     }
 
+    /// The edge `stored` in `edgeList` stands for, its label read from `labels`.
+    fileprivate static func edge(_ stored: (label: Int32, target: Int32, next: Int32), labels: [Label]) -> Edge {
+        Edge(label: stored.label < 0 ? nil : labels[Int(stored.label)], target: stored.target)
+    }
+
     /// `state`'s edges in the order they were added.
     func edges(of state: Int32) -> Edges { Edges(list: edgeList, labels: labels, cursor: firstEdge[Int(state)]) }
 
@@ -75,9 +80,9 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
 
         mutating func next() -> Edge? {
             guard cursor >= 0 else { return nil }
-            let edge = list[Int(cursor)]
-            cursor = edge.next
-            return Edge(label: edge.label < 0 ? nil : labels[Int(edge.label)], target: edge.target)
+            let stored = list[Int(cursor)]
+            cursor = stored.next
+            return NFA.edge(stored, labels: labels)
         }
     }
 
@@ -86,9 +91,8 @@ struct NFA<Label: Hashable>: Sendable where Label: Sendable {
     private mutating func forEachEdge(of state: Int32, _ body: (inout NFA, Edge) -> Void) {
         var cursor = firstEdge[Int(state)]
         while cursor >= 0 {
-            let edge = edgeList[Int(cursor)]
-            body(&self, Edge(label: edge.label < 0 ? nil : labels[Int(edge.label)], target: edge.target))
-            cursor = edgeList[Int(cursor)].next
+            body(&self, Self.edge(edgeList[Int(cursor)], labels: labels))
+            cursor = edgeList[Int(cursor)].next  // read after `body`, which may add edges here
         }
     }
 
