@@ -22,6 +22,10 @@ public struct Grammar: Sendable {
         /// without rule edges): the automaton, which the pushdown automaton takes as it is
         /// instead of determinizing `body` (then empty).
         var automaton: DFA? = nil
+        /// Whether the rule is one item of a `uniqueItems` array: called only from the array's
+        /// own rule, whose frame holds the items written so far; it may complete only with a
+        /// value unequal to each of them (see `SchemaCompiler.distinctItems(_:itemSchemas:)`).
+        var isDistinctItem = false
     }
 
     var automaton = ByteNFA()

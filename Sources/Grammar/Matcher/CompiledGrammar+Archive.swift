@@ -36,14 +36,15 @@ public enum GrammarArchiveError: Error, Equatable, CustomStringConvertible {
 ///     └────────────┴─────────┴──────────────┴────────────┴──────────────────────────────┘
 ///     payload: vocabulary fingerprint · key text · rules (name, byte runs, rule edges,
 ///              final states, length bounds) · root · nullable/first/follow/terminal/
-///              reachable · shortest completions · the masks computed so far, per slot
+///              reachable/distinct-item · shortest completions · the masks computed so
+///              far, per slot
 ///
 /// The key text (what the grammar was compiled from: schema and options) is stored whole and
 /// compared on load, so two keys whose file names collide cannot mix.
 enum GrammarArchive {
     static let magic = Array("TSGRAMMR".utf8)
     /// Bumped whenever the payload or the meaning of what it stores changes.
-    static let formatVersion = 1
+    static let formatVersion = 2
 
     /// FNV-1a of `bytes`, byte by byte: a stable hash (Swift's `Hasher` is seeded per process).
     static func fnv1a(_ bytes: some Sequence<UInt8>) -> UInt64 {
@@ -203,6 +204,7 @@ extension CompiledGrammar {
         payload.flags(automaton.nullable)
         payload.flags(automaton.isTerminal)
         payload.flags(automaton.reachable)
+        payload.flags(automaton.distinctItems)
         for set in automaton.first { payload.byteSet(set) }
         for set in automaton.follow { payload.byteSet(set) }
         // The distinct masks computed so far, then each slot's (−1: not computed).
@@ -300,7 +302,10 @@ extension CompiledGrammar {
         let root: Int32 = try reader.integer()
         guard (0 ..< Int32(ruleCount)).contains(root) else { throw reader.corrupt("root rule") }
         let nullable = try reader.flags(), isTerminal = try reader.flags(), reachable = try reader.flags()
-        guard nullable.count == ruleCount, isTerminal.count == ruleCount, reachable.count == ruleCount else { throw reader.corrupt("rule facts") }
+        let distinctItems = try reader.flags()
+        guard nullable.count == ruleCount, isTerminal.count == ruleCount, reachable.count == ruleCount, distinctItems.count == ruleCount else {
+            throw reader.corrupt("rule facts")
+        }
         var first: [ByteSet] = [], follow: [ByteSet] = []
         for _ in 0 ..< ruleCount { first.append(try reader.byteSet()) }
         for _ in 0 ..< ruleCount { follow.append(try reader.byteSet()) }
@@ -314,7 +319,7 @@ extension CompiledGrammar {
         }
         let automaton = PushdownAutomaton(
             rules: rules, names: names, root: root, nullable: nullable, first: first, follow: follow, isTerminal: isTerminal,
-            reachable: reachable, counters: counters)
+            reachable: reachable, counters: counters, distinctItems: distinctItems)
         let masks = PositionMasks(automaton: automaton, vocabulary: vocabulary)
         let distinctCount = try reader.count(of: 1)
         var list: [PositionMask] = []

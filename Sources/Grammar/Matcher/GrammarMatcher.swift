@@ -21,7 +21,7 @@ public struct GrammarMatcher: Sendable {
     private var completed: Bool
     private var terminated = false
     /// Earlier states, for `rollback`.
-    private var history: [(configurations: [PushdownFrame], roots: [Bool], completed: Bool, terminated: Bool, frameCount: Int)] = []
+    private var history: [(configurations: [PushdownFrame], roots: [Bool], completed: Bool, terminated: Bool, frameCount: Int, textCount: Int)] = []
 
     /// A matcher at the start of the grammar.
     public init(_ grammar: CompiledGrammar) {
@@ -110,15 +110,23 @@ public struct GrammarMatcher: Sendable {
     @discardableResult
     public mutating func accept(bytes: [UInt8]) -> Bool {
         guard !terminated else { return false }
-        let frameCount = frames.frames.count
+        let frameCount = frames.frames.count, textCount = frames.written.text.count
         var current = configurations, currentRoots = roots, currentCompleted = completed
+        let automaton = grammar.automaton
         for byte in bytes {
+            // Items of `uniqueItems` arrays are read from the output as they complete.
+            if automaton.hasDistinctItems { frames.written.text.append(byte) }
             guard step(&current, &currentRoots, &currentCompleted, byte) else {
-                discardFrames(after: frameCount)
+                discardFrames(after: frameCount, text: textCount)
                 return false
             }
         }
-        history.append((configurations, roots, completed, terminated, frameCount))
+        // Only a repeated item can leave a configuration with no way on.
+        if automaton.hasDistinctItems, !currentCompleted, !current.contains(where: { automaton.canGoOn($0, store: &frames) }) {
+            discardFrames(after: frameCount, text: textCount)
+            return false
+        }
+        history.append((configurations, roots, completed, terminated, frameCount, textCount))
         configurations = current
         roots = currentRoots
         completed = currentCompleted
@@ -150,10 +158,11 @@ public struct GrammarMatcher: Sendable {
     }
 
     private mutating func saveState() {
-        history.append((configurations, roots, completed, terminated, frames.frames.count))
+        history.append((configurations, roots, completed, terminated, frames.frames.count, frames.written.text.count))
     }
 
-    private mutating func discardFrames(after count: Int) {
+    private mutating func discardFrames(after count: Int, text textCount: Int) {
+        frames.written.text.removeSubrange(textCount...)
         guard frames.frames.count > count else { return }
         for frame in frames.frames[count...] { frames.index[frame] = nil }
         frames.frames.removeSubrange(count...)
@@ -171,7 +180,7 @@ public struct GrammarMatcher: Sendable {
         roots = target.roots
         completed = target.completed
         terminated = target.terminated
-        discardFrames(after: target.frameCount)
+        discardFrames(after: target.frameCount, text: target.textCount)
     }
 
     /// Back to the start of the grammar.
@@ -194,7 +203,7 @@ public struct GrammarMatcher: Sendable {
         mask._words.withUnsafeMutableBufferPointer { words in
             for index in words.indices { words[index] = 0 }
             guard !terminated else { return }
-            var store = ScratchFrames(base: frames.frames)
+            var store = ScratchFrames(base: frames.frames, written: automaton.hasDistinctItems ? frames.written : nil)
             var seen: [PushdownFrame] = []
             for (index, configuration) in configurations.enumerated() where roots[index] {
                 guard !seen.contains(configuration), let position = grammar.masks.mask(of: configuration) else { continue }
@@ -221,7 +230,9 @@ public struct GrammarMatcher: Sendable {
                 for token in position.undecided {
                     let bit: UInt32 = 1 << UInt32(token & 31)
                     if words[Int(token) >> 5] & bit != 0 { continue }
-                    let found = vocabulary.tokenBytes[Int(token)].withUnsafeBufferPointer { bytes in
+                    let tokenBytes = vocabulary.tokenBytes[Int(token)]
+                    if automaton.hasDistinctItems { store.token = tokenBytes }
+                    let found = tokenBytes.withUnsafeBufferPointer { bytes in
                         automaton.accepts(bytes, from: 0, frame: configuration, store: &store)
                     }
                     store.truncate(to: store.base.count)

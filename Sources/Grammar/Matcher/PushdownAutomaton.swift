@@ -30,10 +30,20 @@ struct PushdownAutomaton: Sendable {
     var counters: [LengthCounter?]
     /// Whether any rule counts (so the hot loops can skip asking).
     var hasCounters: Bool
+    /// Per rule, whether it is one item of a `uniqueItems` array (`Grammar.Rule.isDistinctItem`):
+    /// its frame's count is where the item began, its caller's the items written so far, and
+    /// it pops only with an item unequal to them (``FrameStore/adding(itemFrom:to:)``).
+    var distinctItems: [Bool]
+    /// Whether any rule is an item of a `uniqueItems` array.
+    var hasDistinctItems: Bool
+    /// Per rule, whether its completion can complete such an item (it is one, or is called
+    /// by one at an edge into a final state): where a position's tokens that end the rule
+    /// depend on the items written below it.
+    var endsDistinctItem: [Bool]
 
     /// An automaton as ``CompiledGrammar/archive(key:)`` stored it.
     init(rules: [DFA], names: [String], root: Int32, nullable: [Bool], first: [ByteSet], follow: [ByteSet], isTerminal: [Bool],
-         reachable: [Bool], counters: [LengthCounter?]) {
+         reachable: [Bool], counters: [LengthCounter?], distinctItems: [Bool]) {
         self.rules = rules
         self.names = names
         self.root = root
@@ -44,6 +54,28 @@ struct PushdownAutomaton: Sendable {
         self.reachable = reachable
         self.counters = counters
         hasCounters = counters.contains { $0 != nil }
+        self.distinctItems = distinctItems
+        hasDistinctItems = distinctItems.contains(true)
+        endsDistinctItem = Self.rulesEndingDistinctItems(rules, distinctItems: distinctItems)
+    }
+
+    /// ``endsDistinctItem``: the item rules, and what they (or such a rule) call at an edge
+    /// into a final state, to a fixpoint.
+    static func rulesEndingDistinctItems(_ rules: [DFA], distinctItems: [Bool]) -> [Bool] {
+        var ends = distinctItems
+        var changed = distinctItems.contains(true)
+        while changed {
+            changed = false
+            for (caller, dfa) in rules.enumerated() where ends[caller] {
+                for edges in dfa.ruleEdges {
+                    for edge in edges where dfa.isFinal[Int(edge.target)] && !ends[Int(edge.rule)] {
+                        ends[Int(edge.rule)] = true
+                        changed = true
+                    }
+                }
+            }
+        }
+        return ends
     }
 
     /// - Parameter threads: how many threads may determinize rules at once (a grammar of a
@@ -169,6 +201,9 @@ struct PushdownAutomaton: Sendable {
         self.nullable = nullable
         self.first = first
         self.follow = follow
+        distinctItems = grammar.rules.map(\.isDistinctItem)
+        hasDistinctItems = distinctItems.contains(true)
+        endsDistinctItem = Self.rulesEndingDistinctItems(rules, distinctItems: distinctItems)
         isTerminal = rules.map { !$0.hasRuleEdges }
         reachable = [Bool](repeating: false, count: count)
         var stack = [root]
@@ -249,14 +284,32 @@ struct PushdownFrame: Hashable, Sendable {
 /// Where frames live while configurations are stepped: interned for the matcher (equal
 /// stacks share one index, so sets of configurations deduplicate), or a scratch stack for
 /// mask precomputation and one-token checks (truncated when the walk backs up).
+///
+/// A store also knows what the items of `uniqueItems` arrays are: where the reading stands
+/// (an item frame's count is where its item began), and which items an array's frame holds.
 protocol FrameStore {
     mutating func push(_ frame: PushdownFrame) -> Int32
     func frame(_ index: Int32) -> PushdownFrame
+    /// Bytes read so far: where an item called now begins.
+    var position: Int32 { get }
+    /// The items `items` (a set numbered in this store; 0 is the empty set) with the item
+    /// read from `start` up to ``position`` added; `nil` when it equals one of them, or when
+    /// the store cannot tell (the mask precomputation, which leaves such tokens undecided).
+    mutating func adding(itemFrom start: Int32, to items: Int32) -> Int32?
 }
 
 struct InternedFrames: FrameStore, Sendable {
     var frames: [PushdownFrame] = []
     var index: [PushdownFrame: Int32] = [:]
+    /// The output read so far, and the sets of items written.
+    var written = WrittenItems()
+
+    var position: Int32 { Int32(written.text.count) }
+
+    mutating func adding(itemFrom start: Int32, to items: Int32) -> Int32? {
+        guard let key = WrittenItems.key(of: written.text[Int(start)...]) else { return nil }
+        return written.adding(key, to: items)
+    }
 
     mutating func push(_ frame: PushdownFrame) -> Int32 {
         if let known = index[frame] { return known }
@@ -274,8 +327,41 @@ struct InternedFrames: FrameStore, Sendable {
 struct ScratchFrames: FrameStore {
     let base: [PushdownFrame]
     private(set) var pushed: [PushdownFrame] = []
+    /// The matcher's output and items, when a token is checked against them; `nil` in the
+    /// mask precomputation, where no item can be told new or not.
+    let written: WrittenItems?
+    /// The token being checked, and how many of its bytes were read.
+    var token: [UInt8] = []
+    var consumed = 0
+    /// Sets of items made during the walk, numbered after `written`'s.
+    private var addedSets: [WrittenItems.Link] = []
+    /// Whether the precomputation met an item's end it could not decide.
+    var metItemEnd = false
 
-    init(base: [PushdownFrame] = []) { self.base = base }
+    init(base: [PushdownFrame] = [], written: WrittenItems? = nil) {
+        self.base = base
+        self.written = written
+    }
+
+    var position: Int32 { Int32((written?.text.count ?? 0) + consumed) }
+
+    mutating func adding(itemFrom start: Int32, to items: Int32) -> Int32? {
+        guard let written else {
+            metItemEnd = true
+            return nil
+        }
+        let start = Int(start), textCount = written.text.count
+        let item = start >= textCount ? Array(token[(start - textCount) ..< consumed]) : Array(written.text[start...]) + token[..<consumed]
+        guard let key = WrittenItems.key(of: item) else { return nil }
+        // Sets made here are numbered after the matcher's.
+        let added = addedSets
+        let held = WrittenItems.set(items, holds: key) { number in
+            Int(number) >= written.sets.count ? added[Int(number) - written.sets.count] : written.sets[Int(number)]
+        }
+        if held { return nil }
+        addedSets.append(WrittenItems.Link(parent: items, value: key))
+        return Int32(written.sets.count + addedSets.count - 1)
+    }
 
     /// Frames in the store, `base` included: the index the next push gets.
     var count: Int { base.count + pushed.count }
@@ -315,18 +401,15 @@ extension PushdownAutomaton {
             if dfa.isFinal[Int(configuration.state)] {
                 if configuration.parent < 0 {
                     completed = true
-                } else {
-                    let below = store.frame(configuration.parent)
-                    if !configurations[start...].contains(below), configurations.count < limit {
-                        configurations.append(below)
-                        isRoot.append(true)
-                    }
+                } else if let below = popped(configuration, store: &store), !configurations[start...].contains(below), configurations.count < limit {
+                    configurations.append(below)
+                    isRoot.append(true)
                 }
             }
             for edge in dfa.ruleEdges[Int(configuration.state)] {
                 guard configurations.count < limit else { break }
-                let returnFrame = store.push(PushdownFrame(rule: configuration.rule, state: edge.target, parent: configuration.parent))
-                let called = PushdownFrame(rule: edge.rule, state: 0, parent: returnFrame)
+                let returnFrame = store.push(PushdownFrame(rule: configuration.rule, state: edge.target, count: configuration.count, parent: configuration.parent))
+                let called = calledFrame(edge.rule, returningTo: returnFrame, store: store)
                 if !configurations[start...].contains(called) {
                     configurations.append(called)
                     isRoot.append(false)
@@ -334,6 +417,39 @@ extension PushdownAutomaton {
             }
         }
         return completed
+    }
+
+    /// The frame below `frame` (complete, `parent >= 0`) once `frame`'s rule returns into it:
+    /// an item of a `uniqueItems` array joins the items its array's frame holds, and `nil`
+    /// when it equals one of them.
+    @inline(__always)
+    func popped<Store: FrameStore>(_ frame: PushdownFrame, store: inout Store) -> PushdownFrame? {
+        var below = store.frame(frame.parent)
+        if hasDistinctItems, distinctItems[Int(frame.rule)] {
+            guard let items = store.adding(itemFrom: frame.count, to: below.count) else { return nil }
+            below.count = items
+        }
+        return below
+    }
+
+    /// The frame at the start of `rule`, called with `returnFrame` below it: an item of a
+    /// `uniqueItems` array counts where it begins.
+    @inline(__always)
+    func calledFrame<Store: FrameStore>(_ rule: Int32, returningTo returnFrame: Int32, store: Store) -> PushdownFrame {
+        PushdownFrame(rule: rule, state: 0, count: hasDistinctItems && distinctItems[Int(rule)] ? store.position : 0, parent: returnFrame)
+    }
+
+    /// Whether `frame` can go on: read a byte, call a rule, or complete into a frame that can
+    /// (items of `uniqueItems` arrays checked on the way), or complete the whole output.
+    /// Only items can make a configuration a dead end: elsewhere every frame can go on.
+    func canGoOn<Store: FrameStore>(_ frame: PushdownFrame, store: inout Store) -> Bool {
+        var frame = frame
+        while true {
+            let dfa = rules[Int(frame.rule)]
+            if dfa.callsRules[Int(frame.state)] || !dfa.outgoingBytes(frame.state).isEmpty || frame.parent < 0 { return true }
+            guard dfa.isFinal[Int(frame.state)], let below = popped(frame, store: &store) else { return false }
+            frame = below
+        }
     }
 
     /// The frame after `frame` reads `byte` along a byte edge of its rule (`dfa`), its count
@@ -367,23 +483,29 @@ extension PushdownAutomaton {
 
     /// Whether `bytes[index...]` can be consumed starting from `frame` (its `parent` the rest
     /// of the stack; depth-first, scratch frames).
+    /// With items of `uniqueItems` arrays, the store's `token` must be `bytes`: it reads the
+    /// items' text there, and the walk must end where the output can go on.
     func accepts(_ bytes: UnsafeBufferPointer<UInt8>, from index: Int, frame: PushdownFrame,
                  store: inout ScratchFrames, emptyMoves: Int = 0) -> Bool {
-        if index == bytes.count { return true }
+        store.consumed = index
+        if index == bytes.count { return !hasDistinctItems || canGoOn(frame, store: &store) }
         guard emptyMoves < 256 else { return false }
         let byte = bytes[index]
         let dfa = rules[Int(frame.rule)]
         if let moved = step(frame, byte, in: dfa), accepts(bytes, from: index + 1, frame: moved, store: &store) { return true }
         for edge in dfa.ruleEdges[Int(frame.state)] where first[Int(edge.rule)].contains(byte) || nullable[Int(edge.rule)] {
             let mark = store.count
-            let returnFrame = store.push(PushdownFrame(rule: frame.rule, state: edge.target, parent: frame.parent))
-            let found = accepts(bytes, from: index, frame: PushdownFrame(rule: edge.rule, state: 0, parent: returnFrame),
+            store.consumed = index
+            let returnFrame = store.push(PushdownFrame(rule: frame.rule, state: edge.target, count: frame.count, parent: frame.parent))
+            let found = accepts(bytes, from: index, frame: calledFrame(edge.rule, returningTo: returnFrame, store: store),
                                 store: &store, emptyMoves: emptyMoves + 1)
             store.truncate(to: mark)
             if found { return true }
         }
         if dfa.isFinal[Int(frame.state)], frame.parent >= 0 {
-            return accepts(bytes, from: index, frame: store.frame(frame.parent), store: &store, emptyMoves: emptyMoves + 1)
+            store.consumed = index
+            guard let below = popped(frame, store: &store) else { return false }
+            return accepts(bytes, from: index, frame: below, store: &store, emptyMoves: emptyMoves + 1)
         }
         return false
     }

@@ -85,6 +85,13 @@ extension PositionMask {
         let follow = automaton.follow[Int(rule)]
         let nodeCount = trie.nodeCount
         let depthLimit = trie.maximumDepth + 1
+        // Where the rule's completion can complete an item of a `uniqueItems` array, a token
+        // that ends where only that completion goes on is undecided: the item may repeat one
+        // written before.
+        let endsItem = automaton.hasDistinctItems && automaton.endsDistinctItem[Int(rule)]
+        func stops(_ dfa: DFA, _ state: Int32) -> Bool {
+            dfa.isFinal[Int(state)] && !dfa.callsRules[Int(state)] && dfa.outgoingBytes(state).isEmpty
+        }
         if automaton.isTerminal[Int(rule)] {
             // One deterministic automaton, no stack: one state per depth.
             let dfa = automaton.rules[Int(rule)]
@@ -117,7 +124,11 @@ extension PositionMask {
                         states[depth] = next
                         undecidedBelow[depth] = undecidedHere
                         let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                        if depth <= exactDepth { accepted.append(contentsOf: tokens) } else { undecided.append(contentsOf: tokens) }
+                        if depth <= exactDepth, !(endsItem && stops(dfa, next)) {
+                            accepted.append(contentsOf: tokens)
+                        } else {
+                            undecided.append(contentsOf: tokens)
+                        }
                         node += 1
                     }
                 }
@@ -132,6 +143,7 @@ extension PositionMask {
             var rangeEnd = [Int](repeating: 0, count: depthLimit)
             var frameMark = [Int](repeating: 0, count: depthLimit)
             completed[0] = automaton.close(&configurations, roots: &roots, from: 0, store: &store)
+            undecidedBelow[0] = store.metItemEnd
             rangeEnd[0] = configurations.count
             frameMark[0] = store.count
             var node = 0
@@ -175,7 +187,8 @@ extension PositionMask {
                         rangeEnd[depth] = slot + 1
                         frameMark[depth] = frameMark[depth - 1]
                         undecidedBelow[depth] = undecidedHere
-                        for index in Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1]) { accepted.append(trie.tokenIDs[index]) }
+                        let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
+                        if endsItem, final, stops(dfa, moved.state) { undecided.append(contentsOf: tokens) } else { accepted.append(contentsOf: tokens) }
                         node += 1
                         continue
                     }
@@ -197,12 +210,16 @@ extension PositionMask {
                     node = Int(trie.subtreeEnds[node])
                     continue
                 }
+                store.metItemEnd = false
                 completed[depth] = automaton.close(&configurations, roots: &roots, from: start, store: &store)
                 rangeStart[depth] = start
                 rangeEnd[depth] = configurations.count
                 frameMark[depth] = store.count
-                undecidedBelow[depth] = undecidedHere
-                accepted.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])])
+                // An item ended inside the token: whether it repeats one is for the matcher.
+                let itemEnded = store.metItemEnd
+                undecidedBelow[depth] = undecidedHere || itemEnded
+                let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
+                if itemEnded || (endsItem && completed[depth]) { undecided.append(contentsOf: tokens) } else { accepted.append(contentsOf: tokens) }
                 node += 1
             }
         }

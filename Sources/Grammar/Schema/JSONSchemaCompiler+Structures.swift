@@ -58,13 +58,17 @@ extension SchemaCompiler {
             if index < prefixCount { return node.prefixItems[index] }
             return itemsForbidden || (maximum != nil && index >= states) ? nil : node.items
         }
+        let distinctItems = try distinctItems(node, itemSchemas: (0 ..< max(prefixCount + 1, 2)).compactMap(itemSchemas))
+        if case .amongValues(let values) = distinctItems { return try distinctValuesFragment(node, values: values) }
+        let distinct = distinctItems == .byMatcher
         var itemRules: [Int: Int32] = [:]  // (position, or -1 past the prefix) × requirementSpace + requirements taken
         func itemRule(_ index: Int, _ taken: Int) throws(GrammarError) -> Int32? {
             guard var schemas = itemSchemas(index) else { return nil }
             let key = (index < prefixCount ? index : -1) * Self.requirementSpace + taken
             if let known = itemRules[key] { return known }
             for (bit, requirement) in requirements.enumerated() where taken & (1 << bit) != 0 { schemas += requirement.schemas }
-            let rule = try valueRule(schemas)
+            var rule = try valueRule(schemas)
+            if distinct { rule = distinctItemRule(calling: rule) }
             itemRules[key] = rule
             return rule
         }
@@ -101,7 +105,12 @@ extension SchemaCompiler {
                 work.append((next, found | taken))
             }
         }
-        return Fragment(start: open.start, end: close.end)
+        let array = Fragment(start: open.start, end: close.end)
+        guard distinct else { return array }
+        // A rule of its own, so each array's frame holds its own items written.
+        let rule = grammar.declareRule(grammar.uniqueName("distinct-items"))
+        grammar.define(rule, as: array)
+        return grammar.automaton.rule(rule)
     }
 
     /// `{` members `}`: declared properties in declaration order (required ones mandatory),

@@ -66,6 +66,9 @@ extension SchemaCompiler {
         case .array(let items):
             if items.count < node.minimumItems { return false }
             if let maximum = node.maximumItems, items.count > maximum { return false }
+            if node.uniqueItems {
+                for (index, item) in items.enumerated() where items[..<index].contains(where: { $0.isEqualAsJSON(to: item) }) { return false }
+            }
             for (index, item) in items.enumerated() {
                 let schemas = index < node.prefixItems.count ? node.prefixItems[index] : node.items
                 guard !schemas.isEmpty else { continue }
@@ -139,5 +142,26 @@ extension SchemaCompiler {
         let fragment = try numberFragment(node, integer: integer)
         automaton = grammar.automaton
         return fragment
+    }
+}
+
+extension JSONValue {
+    /// Whether the two values are equal as JSON Schema compares instances (`const`, `enum`,
+    /// `uniqueItems`): numbers by value (`1` equals `1.0`), objects whatever their members'
+    /// order, arrays item by item.
+    func isEqualAsJSON(to other: JSONValue) -> Bool {
+        switch (self, other) {
+        case (.number(let a), .number(let b)):
+            guard let x = DecimalNumber(a), let y = DecimalNumber(b) else { return a == b }
+            return x == y
+        case (.array(let a), .array(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.isEqualAsJSON(to: $1) }
+        case (.object(let a), .object(let b)):
+            let x = JSONValue.object(uniquing: a).members ?? [], y = JSONValue.object(uniquing: b).members ?? []
+            guard x.count == y.count else { return false }
+            return x.allSatisfy { member in y.contains { $0.0 == member.0 && $0.1.isEqualAsJSON(to: member.1) } }
+        default:
+            return self == other
+        }
     }
 }

@@ -78,6 +78,8 @@ struct SchemaCompiler {
     var resolvedReferences: [String: Subschema] = [:]
     /// Rules counting the characters of strings with only length bounds, by bounds.
     var countedStringRules: [LengthBounds: Int32] = [:]
+    /// The rule standing for one item of a `uniqueItems` array, per item rule it calls.
+    var distinctItemRules: [Int32: Int32] = [:]
     /// Alternatives expanded from `not`, `if` and dependencies so far (see `alternativeLimit`).
     var alternativesExpanded = 0
     /// The budget being spent (nil outside ``CompilationMeter/metering(_:_:)``).
@@ -561,7 +563,7 @@ extension SchemaNode {
             && anyOf.isEmpty && oneOf.isEmpty && allOf.isEmpty && reference == nil
             && negations.isEmpty && conditionals.isEmpty && dependencies.isEmpty
             && excludedValues.isEmpty && excludedPatterns.isEmpty && excludedMultiples.isEmpty && forbiddenProperties.isEmpty
-            && requiredMembers.isEmpty && requiredItems.isEmpty
+            && requiredMembers.isEmpty && requiredItems.isEmpty && !uniqueItems
     }
 }
 

@@ -64,6 +64,8 @@ struct SchemaNode: Sendable {
     /// satisfies all of `schemas` (`contains`, and the complement of `items`: "some item
     /// fails").
     var requiredItems: [(schemas: [Subschema], from: Int)] = []
+    /// `uniqueItems: true`: no two items are equal JSON values.
+    var uniqueItems = false
 
     // Objects
     var properties: [(name: String, schemas: [Subschema])] = []
@@ -129,7 +131,6 @@ struct SchemaNode: Sendable {
     static let unsupported: [String: String] = [
         "$dynamicRef": "dynamic references are not supported",
         "$recursiveRef": "recursive references are not supported",
-        "uniqueItems": "unique items cannot be enforced by a context-free grammar",
     ]
 
     /// Parses one schema object. `report` receives each keyword that cannot be enforced;
@@ -302,7 +303,7 @@ struct SchemaNode: Sendable {
             case "minContains", "maxContains":
                 break  // read with `contains`; ignored without it, as the specification says
             case "uniqueItems":
-                if value == .bool(true) { try report(keyword, pointer, Self.unsupported[keyword]!) }
+                uniqueItems = value == .bool(true)
             default:
                 if let reason = Self.unsupported[keyword] { try report(keyword, pointer, reason) }
                 // Anything else is an annotation or an unknown keyword: no effect on validity.
@@ -347,6 +348,7 @@ struct SchemaNode: Sendable {
         result.items = items + other.items
         result.minimumItems = max(minimumItems, other.minimumItems)
         result.maximumItems = [maximumItems, other.maximumItems].compactMap { $0 }.min()
+        result.uniqueItems = uniqueItems || other.uniqueItems
         result.requiredItems += other.requiredItems
         // Objects: each name gets what each node says about that name.
         // (Tables and sets rather than scans: an object may declare a hundred thousand names.)

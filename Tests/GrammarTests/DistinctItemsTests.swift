@@ -1,0 +1,198 @@
+import Foundation
+import Testing
+@testable import Grammar
+
+/// `uniqueItems` enforced by the matcher (`Grammar.Rule.isDistinctItem`, `WrittenItems`):
+/// arrays accepted exactly when their items are distinct values, as Foundation's JSON
+/// parser reads them; masks that never let a repeated item through nor hold back a new
+/// one; and the items the matcher cannot keep apart refused with the reason.
+@Suite struct DistinctItemsTests {
+    /// Tokens that end items inside them (`",`, `a"]`), escapes that spell a character
+    /// another token writes plainly, and a whole item in one token.
+    static let vocabulary: GrammarVocabulary = {
+        let texts = [
+            "[", "[\"", "]", "\"", "\"]", "\",\"", "\",", ",", ",\"", "a", "b", "ab", "abc", "a\"", "b\"", "a\"]", "b\",\"", "\"a\"",
+            "\\u0061", "\\u00", "61", "é", "\\u00e9", "\\/", "/", "1", "12", "-", "0", "2", "1,", "12]", "[1", " ",
+        ]
+        return GrammarVocabulary(tokens: texts.map { Array($0.utf8) } + [[]], endOfGeneration: [texts.count])
+    }()
+
+    static let strings = #"{"type":"array","items":{"type":"string"},"uniqueItems":true}"#
+
+    /// Whether Foundation reads `text` as an array of distinct values (strings by their
+    /// characters, numbers by value): the reference.
+    static func hasDistinctItems(_ text: String) -> Bool? {
+        guard let array = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any] else { return nil }
+        var seen: [String] = []
+        for item in array {
+            let key = item is String ? "s" + (item as! String) : "n\(item)"
+            if seen.contains(key) { return false }
+            seen.append(key)
+        }
+        return true
+    }
+
+    static func accepts(_ compiled: CompiledGrammar, _ text: String) -> Bool {
+        var matcher = GrammarMatcher(compiled)
+        return matcher.accept(bytes: Array(text.utf8)) && matcher.canTerminate
+    }
+
+    @Test func arraysAreAcceptedExactlyWhenTheirItemsDiffer() throws {
+        let compiled = try CompiledGrammar(try Grammar(jsonSchema: Self.strings), vocabulary: Self.vocabulary)
+        // The grammar writes each string one way (raw UTF-8, the escapes JSON requires).
+        let pieces = ["a", "b", "ab", "é", "/", "", "a b", "\\n", "\\\"", "\\u0001", "\u{1F642}"]
+        var generator = SystemRandomNumberGenerator()
+        var repeated = 0, distinct = 0
+        for _ in 0 ..< 400 {
+            let count = Int.random(in: 0 ... 5, using: &generator)
+            let items = (0 ..< count).map { _ in "\"" + pieces.randomElement(using: &generator)! + "\"" }
+            let text = "[" + items.joined(separator: ",") + "]"
+            let expected = try #require(Self.hasDistinctItems(text))
+            if expected { distinct += 1 } else { repeated += 1 }
+            #expect(Self.accepts(compiled, text) == expected, "\(text)")
+        }
+        #expect(repeated > 50 && distinct > 50)
+        // Prefixes of earlier items, and items an earlier one is a prefix of, are new.
+        #expect(Self.accepts(compiled, #"["abc","ab","abcd","a",""]"#))
+        #expect(!Self.accepts(compiled, #"["abc","ab","abc"]"#))
+    }
+
+    @Test func integersAreComparedAsWritten() throws {
+        let schema = #"{"type":"array","items":{"type":["integer","string"]},"uniqueItems":true}"#
+        let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
+        for text in [#"[1,12,"1",-1,0]"#, "[1,12,1]", "[0,-0]", #"["12",12,"12"]"#, "[120,12,1]", "[12,120,12]"] {
+            guard let expected = Self.hasDistinctItems(text) else {
+                // "-0" is not an integer the grammar writes.
+                #expect(!Self.accepts(compiled, text), "\(text)")
+                continue
+            }
+            #expect(Self.accepts(compiled, text) == expected, "\(text)")
+        }
+    }
+
+    /// At every step of many outputs, each token is in the mask exactly when the matcher
+    /// accepts it and can still finish: precomputed, undecided and end-of-item tokens alike.
+    @Test func masksHoldExactlyTheTokensThatKeepTheOutputFinishable() throws {
+        for (schema, outputs) in [
+            (Self.strings, [#"["a","ab","b","aab","é","/"]"#, #"["ab","a","b"]"#]),
+            (#"{"type":"array","items":{"type":"integer"},"uniqueItems":true,"maxItems":4}"#, ["[1,12,2,0]", "[12,1]"]),
+            (#"{"type":"object","properties":{"tags":{"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"string","minLength":1},"uniqueItems":true}}}"#,
+             [#"{"tags":["a","ab","b","abc"]}"#]),
+        ] {
+            let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
+            for output in outputs {
+                let bytes = Array(output.utf8)
+                var matcher = GrammarMatcher(compiled)
+                var mask = TokenBitmask(vocabularySize: Self.vocabulary.size)
+                for end in 0 ... bytes.count {
+                    if end > 0 {
+                        let accepted = matcher.accept(bytes: [bytes[end - 1]])
+                        #expect(accepted, "\(output) at \(end)")
+                    }
+                    matcher.fillNextTokenMask(into: &mask)
+                    for token in 0 ..< Self.vocabulary.size - 1 {
+                        var copy = matcher
+                        let finishable = copy.accept(bytes: Self.vocabulary.tokenBytes[token]) && copy.shortestCompletion() != nil
+                        #expect(mask[token] == finishable,
+                                "\(schema) after \(String(decoding: bytes[..<end], as: UTF8.self)): token \(String(decoding: Self.vocabulary.tokenBytes[token], as: UTF8.self))")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func aRepeatedItemIsNeverWrittenByTheMask() throws {
+        // After ["a","ab" the mask must not offer a closing quote, nor `","` and the like.
+        let compiled = try CompiledGrammar(try Grammar(jsonSchema: Self.strings), vocabulary: Self.vocabulary)
+        var matcher = GrammarMatcher(compiled)
+        let started = matcher.accept(bytes: Array(#"["a","ab","a"#.utf8))
+        #expect(started)
+        var mask = TokenBitmask(vocabularySize: Self.vocabulary.size)
+        matcher.fillNextTokenMask(into: &mask)
+        let allowed = Set((0 ..< Self.vocabulary.size).filter { mask[$0] }.map { String(decoding: Self.vocabulary.tokenBytes[$0], as: UTF8.self) })
+        // "a" and "ab" are written: neither may close again.
+        for closing in ["\"", "\"]", "\",\"", "\",", "b\"", "b\",\""] { #expect(!allowed.contains(closing), "\(closing)") }
+        for going in ["b", "a\"", "abc", "é"] { #expect(allowed.contains(going), "\(going)") }
+        let repeated = matcher.accept(bytes: Array("\"".utf8))
+        #expect(!repeated)
+        let finished = matcher.accept(bytes: Array("abc\"]".utf8))
+        #expect(finished && matcher.canTerminate)
+    }
+
+    @Test func itemsThatCannotBeKeptApartAreRefused() throws {
+        let refused: [(String, String)] = [
+            (#"{"type":"array","items":{"type":"object"},"uniqueItems":true}"#, "type object"),
+            (#"{"type":"array","uniqueItems":true}"#, "any value"),
+            (#"{"type":"array","items":{"type":"string","maxLength":3},"uniqueItems":true}"#, "maxLength"),
+            (#"{"type":"array","items":{"enum":[1,2,3,4,5,6,7,8,9]},"uniqueItems":true}"#, "at most 8 (these have 9)"),
+            (#"{"type":"array","prefixItems":[{"const":"a"}],"items":{"enum":["a","b"]},"uniqueItems":true}"#, "'enum' or 'const'"),
+            (#"{"type":"array","items":{"type":"integer","maximum":9},"uniqueItems":true}"#, "bounded"),
+            (#"{"type":"array","items":{"type":"number"},"uniqueItems":true}"#, "type number"),
+            (#"{"type":"array","items":{"type":"string","pattern":"^(a|b)$"},"uniqueItems":true}"#, "no room to grow"),
+            (#"{"type":"array","items":{"type":"string"},"contains":{"const":"a"},"uniqueItems":true}"#, "contains"),
+        ]
+        for (schema, reason) in refused {
+            #expect {
+                _ = try Grammar(jsonSchema: schema)
+            } throws: { error in
+                guard case .unsupportedKeyword("uniqueItems", "#", let message)? = error as? GrammarError else { return false }
+                return message.contains(reason)
+            }
+        }
+        // Where no two items can be written, or the pattern always leaves room, it compiles.
+        for schema in [#"{"type":"array","items":{"type":"object"},"maxItems":1,"uniqueItems":true}"#,
+                       #"{"type":"array","items":{"type":"string","pattern":"^[a-z]+$"},"uniqueItems":true}"#,
+                       #"{"type":"array","items":{"type":"object"},"uniqueItems":false}"#] {
+            _ = try Grammar(jsonSchema: schema)
+        }
+        // The lenient option drops it, and says so.
+        var options = JSONSchemaOptions()
+        options.lenient = true
+        let lenient = try Grammar(jsonSchema: refused[0].0, options: options)
+        #expect(lenient.droppedKeywords.map(\.keyword) == ["uniqueItems"])
+        // Its negation is refused too.
+        #expect(throws: GrammarError.self) { _ = try Grammar(jsonSchema: #"{"not":{"type":"array","items":{"type":"string"},"uniqueItems":true}}"#) }
+    }
+
+    /// Items from a few values: the automaton tracks the subset written, so every prefix it
+    /// accepts can be finished, even where the values run out.
+    @Test func itemsFromFewValuesAreTrackedByTheAutomaton() throws {
+        let schema = #"{"type":"array","items":{"enum":["a","ab",1,1.0,true,"c"],"not":{"const":"c"}},"uniqueItems":true,"minItems":1}"#
+        let grammar = try Grammar(jsonSchema: schema)
+        #expect(!grammar.ruleNames.contains { $0.hasPrefix("distinct-item") })
+        let compiled = try CompiledGrammar(grammar, vocabulary: Self.vocabulary)
+        // "c" is excluded, 1.0 is 1: four values.
+        let values = [#""a""#, #""ab""#, "1", "true"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0 ..< 200 {
+            let items = (0 ..< Int.random(in: 0 ... 5, using: &generator)).map { _ in values.randomElement(using: &generator)! }
+            let text = "[" + items.joined(separator: ",") + "]"
+            // The four texts are four different values (Foundation reads `true` as 1, so it is no reference here).
+            let expected = Set(items).count == items.count && !items.isEmpty
+            #expect(Self.accepts(compiled, text) == expected, "\(text)")
+        }
+        #expect(!Self.accepts(compiled, #"["c"]"#))
+        // Once all four are written, neither a comma nor a fifth item can follow.
+        var matcher = GrammarMatcher(compiled)
+        let written = matcher.accept(bytes: Array(#"["a",1,true,"ab""#.utf8))
+        #expect(written && !matcher.allows(bytes: Array(",".utf8)) && matcher.allows(bytes: Array("]".utf8)))
+        // Two values for three required items: nothing.
+        #expect(throws: GrammarError.self) { _ = try CompiledGrammar(try Grammar(jsonSchema: #"{"type":"array","items":{"type":"boolean"},"uniqueItems":true,"minItems":3}"#), vocabulary: Self.vocabulary) }
+    }
+
+    @Test func enumeratedArraysAreCheckedForRepeats() throws {
+        // An `enum` of arrays is filtered by the array's own keywords: [1,1.0] repeats 1.
+        let schema = #"{"type":"array","uniqueItems":true,"enum":[[1,1.0],[1,2],["a",{"x":1,"y":2},{"y":2,"x":1}]]}"#
+        let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
+        #expect(Self.accepts(compiled, "[1,2]"))
+        #expect(!Self.accepts(compiled, "[1,1.0]"))
+        #expect(!Self.accepts(compiled, #"["a",{"x":1,"y":2},{"y":2,"x":1}]"#))
+    }
+
+    @Test func archivedGrammarsKeepTheirItems() throws {
+        let compiled = try CompiledGrammar(try Grammar(jsonSchema: Self.strings), vocabulary: Self.vocabulary)
+        let loaded = try CompiledGrammar(archive: compiled.archive(key: "k"), key: "k", vocabulary: Self.vocabulary)
+        #expect(Self.accepts(loaded, #"["a","b"]"#))
+        #expect(!Self.accepts(loaded, #"["a","b","a"]"#))
+    }
+}
