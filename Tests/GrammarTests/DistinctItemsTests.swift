@@ -76,6 +76,7 @@ import Testing
         for (schema, outputs) in [
             (Self.strings, [#"["a","ab","b","aab","é","/"]"#, #"["ab","a","b"]"#]),
             (#"{"type":"array","items":{"type":"integer"},"uniqueItems":true,"maxItems":4}"#, ["[1,12,2,0]", "[12,1]"]),
+            (#"{"type":"array","items":{"type":"string","maxLength":2},"uniqueItems":true}"#, [#"["ab","a","ba","b","","aa","é"]"#, #"["é","ab","ba"]"#]),
             (#"{"type":"object","properties":{"tags":{"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"string","minLength":1},"uniqueItems":true}}}"#,
              [#"{"tags":["a","ab","b","abc"]}"#]),
         ] {
@@ -119,11 +120,35 @@ import Testing
         #expect(finished && matcher.canTerminate)
     }
 
+    /// A bounded string at its maximum length can only close: the matcher looks at what is
+    /// left, not at whether bytes can follow.
+    @Test func boundedStringsAtTheirMaximumDoNotRepeat() throws {
+        let schema = #"{"type":"array","items":{"type":"string","minLength":1,"maxLength":2},"uniqueItems":true}"#
+        let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
+        var matcher = GrammarMatcher(compiled)
+        let started = matcher.accept(bytes: Array(#"["ab","é","#.utf8))
+        #expect(started)
+        #expect(!matcher.allows(bytes: Array(#""ab"#.utf8)) && matcher.allows(bytes: Array(#""a"#.utf8)))
+        // "é" is one character of two bytes: below the maximum, it can still grow into "éa".
+        #expect(matcher.allows(bytes: Array(#""é"#.utf8)) && !matcher.allows(bytes: Array(#""é""#.utf8)))
+        #expect(matcher.allows(bytes: Array(#""aé"#.utf8)) && matcher.allows(bytes: Array(#""aé""#.utf8)))
+        var mask = TokenBitmask(vocabularySize: Self.vocabulary.size)
+        let opened = matcher.accept(bytes: Array("\"".utf8))
+        #expect(opened)
+        matcher.fillNextTokenMask(into: &mask)
+        for token in 0 ..< Self.vocabulary.size - 1 {
+            let text = String(decoding: Self.vocabulary.tokenBytes[token], as: UTF8.self)
+            #expect(mask[token] == matcher.allows(bytes: Self.vocabulary.tokenBytes[token]), "\(text)")
+        }
+        #expect(!mask[Self.vocabulary.tokenBytes.firstIndex(of: Array("ab".utf8))!] && mask[Self.vocabulary.tokenBytes.firstIndex(of: Array("a".utf8))!])
+        #expect(Self.accepts(compiled, #"["ab","é","a","ba"]"#) && !Self.accepts(compiled, #"["ab","é","ab"]"#))
+    }
+
     @Test func itemsThatCannotBeKeptApartAreRefused() throws {
         let refused: [(String, String)] = [
             (#"{"type":"array","items":{"type":"object"},"uniqueItems":true}"#, "type object"),
             (#"{"type":"array","uniqueItems":true}"#, "any value"),
-            (#"{"type":"array","items":{"type":"string","maxLength":3},"uniqueItems":true}"#, "maxLength"),
+            (#"{"type":"array","items":{"type":"string","pattern":"^a","maxLength":3},"uniqueItems":true}"#, "maxLength' beside a pattern"),
             (#"{"type":"array","items":{"enum":[1,2,3,4,5,6,7,8,9]},"uniqueItems":true}"#, "at most 8 (these have 9)"),
             (#"{"type":"array","prefixItems":[{"const":"a"}],"items":{"enum":["a","b"]},"uniqueItems":true}"#, "'enum' or 'const'"),
             (#"{"type":"array","items":{"type":"integer","maximum":9},"uniqueItems":true}"#, "bounded"),

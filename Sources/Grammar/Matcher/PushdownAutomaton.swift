@@ -296,6 +296,10 @@ protocol FrameStore {
     /// read from `start` up to ``position`` added; `nil` when it equals one of them, or when
     /// the store cannot tell (the mask precomputation, which leaves such tokens undecided).
     mutating func adding(itemFrom start: Int32, to items: Int32) -> Int32?
+    /// The bytes read from `start` up to ``position`` (empty where the store keeps none).
+    func text(from start: Int32) -> [UInt8]
+    /// Whether the items `items` hold the item keyed `key` (`WrittenItems.key(of:)`).
+    func items(_ items: Int32, hold key: [UInt8]) -> Bool
 }
 
 struct InternedFrames: FrameStore, Sendable {
@@ -309,6 +313,12 @@ struct InternedFrames: FrameStore, Sendable {
     mutating func adding(itemFrom start: Int32, to items: Int32) -> Int32? {
         guard let key = WrittenItems.key(of: written.text[Int(start)...]) else { return nil }
         return written.adding(key, to: items)
+    }
+
+    func text(from start: Int32) -> [UInt8] { Array(written.text[Int(start)...]) }
+
+    func items(_ items: Int32, hold key: [UInt8]) -> Bool {
+        WrittenItems.set(items, holds: key) { written.sets[Int($0)] }
     }
 
     mutating func push(_ frame: PushdownFrame) -> Int32 {
@@ -350,17 +360,23 @@ struct ScratchFrames: FrameStore {
             metItemEnd = true
             return nil
         }
-        let start = Int(start), textCount = written.text.count
-        let item = start >= textCount ? Array(token[(start - textCount) ..< consumed]) : Array(written.text[start...]) + token[..<consumed]
-        guard let key = WrittenItems.key(of: item) else { return nil }
-        // Sets made here are numbered after the matcher's.
-        let added = addedSets
-        let held = WrittenItems.set(items, holds: key) { number in
-            Int(number) >= written.sets.count ? added[Int(number) - written.sets.count] : written.sets[Int(number)]
-        }
-        if held { return nil }
+        guard let key = WrittenItems.key(of: text(from: start)), !self.items(items, hold: key) else { return nil }
         addedSets.append(WrittenItems.Link(parent: items, value: key))
         return Int32(written.sets.count + addedSets.count - 1)
+    }
+
+    func text(from start: Int32) -> [UInt8] {
+        guard let written else { return [] }
+        let start = Int(start), textCount = written.text.count
+        return start >= textCount ? Array(token[(start - textCount) ..< consumed]) : Array(written.text[start...]) + token[..<consumed]
+    }
+
+    func items(_ items: Int32, hold key: [UInt8]) -> Bool {
+        guard let written else { return true }
+        // Sets made here are numbered after the matcher's.
+        return WrittenItems.set(items, holds: key) { number in
+            Int(number) >= written.sets.count ? addedSets[Int(number) - written.sets.count] : written.sets[Int(number)]
+        }
     }
 
     /// Frames in the store, `base` included: the index the next push gets.
@@ -441,15 +457,59 @@ extension PushdownAutomaton {
 
     /// Whether `frame` can go on: read a byte, call a rule, or complete into a frame that can
     /// (items of `uniqueItems` arrays checked on the way), or complete the whole output.
-    /// Only items can make a configuration a dead end: elsewhere every frame can go on.
+    /// Only items can make a configuration a dead end: elsewhere every frame can go on, and
+    /// so does an item that can still grow (see `SchemaCompiler.distinctItems`), except a
+    /// bounded string at its maximum length.
     func canGoOn<Store: FrameStore>(_ frame: PushdownFrame, store: inout Store) -> Bool {
         var frame = frame
         while true {
+            if standsAtItemMaximum(frame) { return canFinishNewItem(atMaximum: frame, store: &store) }
             let dfa = rules[Int(frame.rule)]
             if dfa.callsRules[Int(frame.state)] || !dfa.outgoingBytes(frame.state).isEmpty || frame.parent < 0 { return true }
             guard dfa.isFinal[Int(frame.state)], let below = popped(frame, store: &store) else { return false }
             frame = below
         }
+    }
+
+    /// Whether `frame` is a bounded string's, within an item of a `uniqueItems` array, at its
+    /// maximum length: only the rest of its last character and the closing quote can follow,
+    /// so the item may have no new value left.
+    @inline(__always)
+    func standsAtItemMaximum(_ frame: PushdownFrame) -> Bool {
+        guard hasDistinctItems, hasCounters, endsDistinctItem[Int(frame.rule)], let maximum = counters[Int(frame.rule)]?.maximum else { return false }
+        return frame.count >= maximum
+    }
+
+    /// Whether some completion of `frame` (a bounded string at its maximum, see
+    /// ``standsAtItemMaximum(_:)``) finishes an item its array does not hold yet. The
+    /// completions are tried in byte order, so at most one more than the items held is read.
+    private func canFinishNewItem<Store: FrameStore>(atMaximum frame: PushdownFrame, store: inout Store) -> Bool {
+        // The item's frame, below frames that can only complete.
+        var item = frame
+        repeat {
+            guard item.parent >= 0 else { return true }
+            item = store.frame(item.parent)
+            if distinctItems[Int(item.rule)] { break }
+            let dfa = rules[Int(item.rule)]
+            guard dfa.isFinal[Int(item.state)], !dfa.callsRules[Int(item.state)], dfa.outgoingBytes(item.state).isEmpty else { return true }
+        } while true
+        guard item.parent >= 0 else { return true }
+        let items = store.frame(item.parent).count
+        var text = store.text(from: item.count)
+        func finishes(_ frame: PushdownFrame) -> Bool {
+            let dfa = rules[Int(frame.rule)]
+            var moved = false
+            for byte in dfa.outgoingBytes(frame.state).bytes {
+                guard let next = step(frame, byte, in: dfa) else { continue }
+                moved = true
+                text.append(byte)
+                defer { text.removeLast() }
+                if finishes(next) { return true }
+            }
+            guard !moved, dfa.isFinal[Int(frame.state)], let key = WrittenItems.key(of: text) else { return false }
+            return !store.items(items, hold: key)
+        }
+        return finishes(frame)
     }
 
     /// The frame after `frame` reads `byte` along a byte edge of its rule (`dfa`), its count

@@ -86,8 +86,8 @@ extension PositionMask {
         let nodeCount = trie.nodeCount
         let depthLimit = trie.maximumDepth + 1
         // Where the rule's completion can complete an item of a `uniqueItems` array, a token
-        // that ends where only that completion goes on is undecided: the item may repeat one
-        // written before.
+        // that ends where only that completion goes on, or at a bounded item's maximum
+        // length, is undecided: the item may repeat one written before.
         let endsItem = automaton.hasDistinctItems && automaton.endsDistinctItem[Int(rule)]
         func stops(_ dfa: DFA, _ state: Int32) -> Bool {
             dfa.isFinal[Int(state)] && !dfa.callsRules[Int(state)] && dfa.outgoingBytes(state).isEmpty
@@ -124,7 +124,7 @@ extension PositionMask {
                         states[depth] = next
                         undecidedBelow[depth] = undecidedHere
                         let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                        if depth <= exactDepth, !(endsItem && stops(dfa, next)) {
+                        if depth <= exactDepth, !(endsItem && (stops(dfa, next) || counter.map { counts[depth] >= $0.maximum ?? .max } == true)) {
                             accepted.append(contentsOf: tokens)
                         } else {
                             undecided.append(contentsOf: tokens)
@@ -188,7 +188,11 @@ extension PositionMask {
                         frameMark[depth] = frameMark[depth - 1]
                         undecidedBelow[depth] = undecidedHere
                         let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                        if endsItem, final, stops(dfa, moved.state) { undecided.append(contentsOf: tokens) } else { accepted.append(contentsOf: tokens) }
+                        if (endsItem && final && stops(dfa, moved.state)) || automaton.standsAtItemMaximum(moved) {
+                            undecided.append(contentsOf: tokens)
+                        } else {
+                            accepted.append(contentsOf: tokens)
+                        }
                         node += 1
                         continue
                     }
@@ -219,7 +223,11 @@ extension PositionMask {
                 let itemEnded = store.metItemEnd
                 undecidedBelow[depth] = undecidedHere || itemEnded
                 let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                if itemEnded || (endsItem && completed[depth]) { undecided.append(contentsOf: tokens) } else { accepted.append(contentsOf: tokens) }
+                if itemEnded || (endsItem && completed[depth]) || configurations[start...].contains(where: automaton.standsAtItemMaximum) {
+                    undecided.append(contentsOf: tokens)
+                } else {
+                    accepted.append(contentsOf: tokens)
+                }
                 node += 1
             }
         }

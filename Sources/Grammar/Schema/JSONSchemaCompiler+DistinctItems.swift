@@ -13,10 +13,12 @@
 ///
 /// A matcher must never stand where every continuation repeats an item: masks would then
 /// allow a prefix that cannot be finished. So uniqueness is enforced only for items whose
-/// every unfinished prefix has endlessly many distinct completions: strings without
-/// `maxLength`, `enum` or `const` whose pattern and format leave them room to grow, and
-/// integers without bounds or `multipleOf`. Other items (objects, arrays, numbers, bounded
-/// or enumerated values) are refused with the reason, or dropped under the lenient option.
+/// every unfinished prefix has endlessly many distinct completions: strings without `enum`
+/// or `const` whose pattern and format leave them room to grow, and integers without bounds
+/// or `multipleOf`; and plain strings with a `maxLength`, whose last completions the matcher
+/// tries against the items written. Other items (objects, arrays, numbers, patterned bounded
+/// strings, bounded integers, more than a few values) are refused with the reason, or
+/// dropped under the lenient option.
 extension SchemaCompiler {
     /// How an array's `uniqueItems` is enforced.
     enum DistinctItems: Equatable {
@@ -130,7 +132,9 @@ extension SchemaCompiler {
             return "\(scope); these items may be of type \(names)"
         }
         if types.contains(.string) {
-            guard item.maximumLength == nil else { return "\(scope); these items have a 'maxLength'" }
+            guard item.maximumLength == nil || Self.hasOnlyLengthBounds(item) else {
+                return "\(scope); these items have a 'maxLength' beside a pattern or format"
+            }
             let language = try quotedStringLanguage(item, boundingLength: false)
             guard language.completionsAreEndlessWhereverItReads else {
                 return "\(scope); the pattern or format of these items leaves some strings no room to grow"
