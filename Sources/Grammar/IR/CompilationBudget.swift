@@ -28,7 +28,7 @@ public struct CompilationBudget: Sendable, Hashable {
     public var maskSeconds: Double
     /// Threads that may determinize a large grammar's rules at once (small grammars use one).
     /// Default: the machine's active processors, at most 4. A server that keeps its cores for
-    /// decoding sets 1.
+    /// decoding sets 1. The initializer takes a count below 1 as 1.
     public var threads: Int
 
     public init(seconds: Double = 2, bytes: Int = 512 << 20, automatonStates: Int = 1 << 16, maskSeconds: Double = 30,

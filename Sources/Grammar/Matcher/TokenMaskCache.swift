@@ -223,7 +223,8 @@ extension PositionMask {
                 let itemEnded = store.metItemEnd
                 undecidedBelow[depth] = undecidedHere || itemEnded
                 let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                if itemEnded || (endsItem && completed[depth]) || configurations[start...].contains(where: automaton.standsAtItemMaximum) {
+                if itemEnded || (endsItem && completed[depth])
+                    || (automaton.hasDistinctItems && configurations[start...].contains(where: automaton.standsAtItemMaximum)) {
                     undecided.append(contentsOf: tokens)
                 } else {
                     accepted.append(contentsOf: tokens)
