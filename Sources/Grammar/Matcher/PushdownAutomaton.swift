@@ -490,8 +490,7 @@ extension PushdownAutomaton {
             guard item.parent >= 0 else { return true }
             item = store.frame(item.parent)
             if distinctItems[Int(item.rule)] { break }
-            let dfa = rules[Int(item.rule)]
-            guard dfa.isFinal[Int(item.state)], !dfa.callsRules[Int(item.state)], dfa.outgoingBytes(item.state).isEmpty else { return true }
+            guard rules[Int(item.rule)].endsWithNoMove(item.state) else { return true }
         } while true
         guard item.parent >= 0 else { return true }
         let items = store.frame(item.parent).count

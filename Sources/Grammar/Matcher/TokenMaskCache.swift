@@ -89,9 +89,6 @@ extension PositionMask {
         // that ends where only that completion goes on, or at a bounded item's maximum
         // length, is undecided: the item may repeat one written before.
         let endsItem = automaton.hasDistinctItems && automaton.endsDistinctItem[Int(rule)]
-        func stops(_ dfa: DFA, _ state: Int32) -> Bool {
-            dfa.isFinal[Int(state)] && !dfa.callsRules[Int(state)] && dfa.outgoingBytes(state).isEmpty
-        }
         if automaton.isTerminal[Int(rule)] {
             // One deterministic automaton, no stack: one state per depth.
             let dfa = automaton.rules[Int(rule)]
@@ -124,7 +121,9 @@ extension PositionMask {
                         states[depth] = next
                         undecidedBelow[depth] = undecidedHere
                         let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                        if depth <= exactDepth, !(endsItem && (stops(dfa, next) || counter.map { counts[depth] >= $0.maximum ?? .max } == true)) {
+                        let atItemEnd = endsItem && (dfa.endsWithNoMove(next)
+                            || automaton.standsAtItemMaximum(PushdownFrame(rule: rule, state: next, count: counts[depth], parent: -1)))
+                        if depth <= exactDepth, !atItemEnd {
                             accepted.append(contentsOf: tokens)
                         } else {
                             undecided.append(contentsOf: tokens)
@@ -188,7 +187,7 @@ extension PositionMask {
                         frameMark[depth] = frameMark[depth - 1]
                         undecidedBelow[depth] = undecidedHere
                         let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                        if (endsItem && final && stops(dfa, moved.state)) || automaton.standsAtItemMaximum(moved) {
+                        if (endsItem && dfa.endsWithNoMove(moved.state)) || automaton.standsAtItemMaximum(moved) {
                             undecided.append(contentsOf: tokens)
                         } else {
                             accepted.append(contentsOf: tokens)

@@ -1,9 +1,10 @@
 // MARK: Unique items
 
 /// `uniqueItems: true` over items drawn from a few known values (`enum`, `const`, booleans) is
-/// enforced by the automaton, a state per subset of values written. Otherwise it is
-/// enforced by the matcher: an array that must hold distinct items is a rule of its own (`distinct-items`) whose frames carry the set of
-/// items written so far, and each item is a call of a rule marked ``Grammar/Rule/isDistinctItem``.
+/// enforced by the automaton, a state per subset of values written. Otherwise it is enforced
+/// by the matcher: an array that must hold distinct items is a rule of its own
+/// (`distinct-items`) whose frames carry the set of items written so far, and each item is a
+/// call of a rule marked ``Grammar/Rule/isDistinctItem``.
 /// When such a rule completes, the matcher reads the item's text, compares its value with
 /// the earlier items' (strings by their characters, whatever the escapes) and pops into the
 /// array only if it is new.
