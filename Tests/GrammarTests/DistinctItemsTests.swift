@@ -37,6 +37,24 @@ import Testing
         return matcher.accept(bytes: Array(text.utf8)) && matcher.canTerminate
     }
 
+    /// Feeds `output` to a matcher of `compiled` a byte at a time and, before each byte and
+    /// after the last, calls `check` for every token (the end of generation aside) with the
+    /// bytes written, the matcher there, the token and whether its mask holds the token.
+    static func forEachMask(along output: String, _ compiled: CompiledGrammar,
+                            _ check: (ArraySlice<UInt8>, GrammarMatcher, Int, Bool) -> Void) {
+        let bytes = Array(output.utf8)
+        var matcher = GrammarMatcher(compiled)
+        var mask = TokenBitmask(vocabularySize: vocabulary.size)
+        for end in 0 ... bytes.count {
+            if end > 0 {
+                let accepted = matcher.accept(bytes: [bytes[end - 1]])
+                #expect(accepted, "\(output) at \(end)")
+            }
+            matcher.fillNextTokenMask(into: &mask)
+            for token in 0 ..< vocabulary.size - 1 { check(bytes[..<end], matcher, token, mask[token]) }
+        }
+    }
+
     @Test func arraysAreAcceptedExactlyWhenTheirItemsDiffer() throws {
         let compiled = try CompiledGrammar(try Grammar(jsonSchema: Self.strings), vocabulary: Self.vocabulary)
         // The grammar writes each string one way (raw UTF-8, the escapes JSON requires).
@@ -82,21 +100,11 @@ import Testing
         ] {
             let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
             for output in outputs {
-                let bytes = Array(output.utf8)
-                var matcher = GrammarMatcher(compiled)
-                var mask = TokenBitmask(vocabularySize: Self.vocabulary.size)
-                for end in 0 ... bytes.count {
-                    if end > 0 {
-                        let accepted = matcher.accept(bytes: [bytes[end - 1]])
-                        #expect(accepted, "\(output) at \(end)")
-                    }
-                    matcher.fillNextTokenMask(into: &mask)
-                    for token in 0 ..< Self.vocabulary.size - 1 {
-                        var copy = matcher
-                        let finishable = copy.accept(bytes: Self.vocabulary.tokenBytes[token]) && copy.shortestCompletion() != nil
-                        #expect(mask[token] == finishable,
-                                "\(schema) after \(String(decoding: bytes[..<end], as: UTF8.self)): token \(String(decoding: Self.vocabulary.tokenBytes[token], as: UTF8.self))")
-                    }
+                Self.forEachMask(along: output, compiled) { written, matcher, token, allowed in
+                    var copy = matcher
+                    let finishable = copy.accept(bytes: Self.vocabulary.tokenBytes[token]) && copy.shortestCompletion() != nil
+                    #expect(allowed == finishable,
+                            "\(schema) after \(String(decoding: written, as: UTF8.self)): token \(String(decoding: Self.vocabulary.tokenBytes[token], as: UTF8.self))")
                 }
             }
         }
@@ -149,11 +157,16 @@ import Testing
             (#"{"type":"array","items":{"type":"object"},"uniqueItems":true}"#, "type object"),
             (#"{"type":"array","uniqueItems":true}"#, "any value"),
             (#"{"type":"array","items":{"type":"string","pattern":"^a","maxLength":3},"uniqueItems":true}"#, "maxLength' beside a pattern"),
-            (#"{"type":"array","items":{"enum":[1,2,3,4,5,6,7,8,9]},"uniqueItems":true}"#, "at most 8 (these have 9)"),
-            (#"{"type":"array","prefixItems":[{"const":"a"}],"items":{"enum":["a","b"]},"uniqueItems":true}"#, "'enum' or 'const'"),
-            (#"{"type":"array","items":{"type":"integer","maximum":9},"uniqueItems":true}"#, "bounded"),
+            (#"{"type":"array","items":{"enum":[1,2,3,4,5,6,7,8,9]},"uniqueItems":true}"#, "numbers, arrays or objects among its values"),
+            (#"{"type":"array","prefixItems":[{"const":"a"}],"items":{"enum":["a","b"]},"uniqueItems":true}"#, "beside 'prefixItems'"),
+            (#"{"type":"array","items":{"type":"integer","minimum":0,"maximum":9},"uniqueItems":true,"minItems":11}"#, "'minItems' 11 needs as many distinct values known, and these items have 10 known"),
+            (#"{"type":"array","items":{"type":["integer","boolean","null"],"minimum":1,"maximum":3},"uniqueItems":true,"minItems":7}"#, "have 6 known"),
+            // -3, 0, 3, 9 and 12.
+            (#"{"type":"array","items":{"type":"integer","minimum":-3,"maximum":12,"multipleOf":3,"not":{"const":6}},"uniqueItems":true,"minItems":6}"#, "have 5 known"),
+            // Of `"""`, `"\"` and `"a"`, only the spelling without escapes is counted.
+            (#"{"type":"array","items":{"type":"string","pattern":"^[\"\\\\a]$"},"uniqueItems":true,"minItems":2}"#, "have 1 known"),
             (#"{"type":"array","items":{"type":"number"},"uniqueItems":true}"#, "type number"),
-            (#"{"type":"array","items":{"type":"string","pattern":"^(a|b)$"},"uniqueItems":true}"#, "no room to grow"),
+            (#"{"type":"array","items":{"type":"string","pattern":"^(a|b)$"},"uniqueItems":true,"minItems":3}"#, "'minItems' 3 needs as many distinct values known, and these items have 2 known"),
             (#"{"type":"array","items":{"type":"string"},"contains":{"const":"a"},"uniqueItems":true}"#, "contains"),
         ]
         for (schema, reason) in refused {
@@ -164,9 +177,13 @@ import Testing
                 return message.contains(reason)
             }
         }
-        // Where no two items can be written, or the pattern always leaves room, it compiles.
+        // Where no two items can be written, or the items cannot get stuck, it compiles.
         for schema in [#"{"type":"array","items":{"type":"object"},"maxItems":1,"uniqueItems":true}"#,
                        #"{"type":"array","items":{"type":"string","pattern":"^[a-z]+$"},"uniqueItems":true}"#,
+                       #"{"type":"array","items":{"type":"string","pattern":"^(a|b)$"},"uniqueItems":true,"minItems":2}"#,
+                       #"{"type":"array","items":{"type":"integer","minimum":0,"maximum":9},"uniqueItems":true,"minItems":10}"#,
+                       #"{"type":"array","items":{"type":["integer","boolean","null"],"minimum":1,"maximum":3},"uniqueItems":true,"minItems":6}"#,
+                       #"{"type":"array","items":{"type":["integer","null"],"maximum":9,"not":{"const":0}},"uniqueItems":true}"#,
                        #"{"type":"array","items":{"type":"object"},"uniqueItems":false}"#] {
             _ = try Grammar(jsonSchema: schema)
         }
@@ -177,6 +194,67 @@ import Testing
         #expect(lenient.droppedKeywords.map(\.keyword) == ["uniqueItems"])
         // Its negation is refused too.
         #expect(throws: GrammarError.self) { _ = try Grammar(jsonSchema: #"{"not":{"type":"array","items":{"type":"string"},"uniqueItems":true}}"#) }
+    }
+
+    /// Items of finitely many values that the automaton does not track (an `enum` of more than
+    /// ``SchemaCompiler/distinctValueLimit`` strings, a bounded integer): at every step of
+    /// several outputs, each token is in the mask exactly when the output with it is still the
+    /// start of some valid array, all of which are listed here as the reference; with a
+    /// `minItems`, an array short of it never writes a value that leaves too few.
+    @Test func finitelyManyValuesAreNeverExhaustedByTheMask() throws {
+        let strings = ["a", "b", "ab", "abc", "é", "", "/", "ba", "aa"]
+        let stringItems = strings.map { "\"\($0)\"" }
+        let quoted = "[" + strings.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+        for (schema, values, minimum, maximum, outputs) in [
+            (#"{"type":"array","items":{"enum":\#(quoted)},"uniqueItems":true,"maxItems":3}"#, stringItems, 0, 3,
+             [#"["ab","a","abc"]"#, #"["","é","/"]"#, #"["aa","ba"]"#]),
+            (#"{"type":"array","items":{"type":"integer","minimum":0,"maximum":12,"not":{"const":2}},"uniqueItems":true,"maxItems":3}"#,
+             (0 ... 12).filter { $0 != 2 }.map(String.init), 0, 3, ["[1,12,10]", "[12,1,0]", "[0]"]),
+            // As many values as items needed: the last item is whichever is left.
+            (#"{"type":"array","items":{"type":"integer","minimum":0,"maximum":2},"uniqueItems":true,"minItems":3}"#,
+             ["0", "1", "2"], 3, 3, ["[1,2,0]", "[0,2,1]", "[2,0,1]"]),
+            (#"{"type":"array","items":{"type":"string","pattern":"^(a|b|ab|ba)$"},"uniqueItems":true,"minItems":3,"maxItems":4}"#,
+             [#""a""#, #""b""#, #""ab""#, #""ba""#], 3, 4, [#"["ab","a","ba","b"]"#, #"["b","ba","a"]"#]),
+        ] {
+            let grammar = try Grammar(jsonSchema: schema)
+            #expect(grammar.ruleNames.contains { $0.hasPrefix("distinct-item") }, "\(schema)")
+            let compiled = try CompiledGrammar(grammar, vocabulary: Self.vocabulary)
+            // Every valid array, compact.
+            var arrays: Set<String> = minimum == 0 ? ["[]"] : []
+            var level = [[String]()]
+            for count in 1 ... maximum {
+                level = level.flatMap { items in values.filter { !items.contains($0) }.map { items + [$0] } }
+                for items in level where count >= minimum { arrays.insert("[" + items.joined(separator: ",") + "]") }
+            }
+            let prefixes = Set(arrays.flatMap { array in (0 ... array.utf8.count).map { String(decoding: Array(array.utf8)[..<$0], as: UTF8.self) } })
+            for array in arrays.shuffled().prefix(40) { #expect(Self.accepts(compiled, array), "\(array)") }
+            for output in outputs {
+                Self.forEachMask(along: output, compiled) { written, _, token, allowed in
+                    let extended = String(decoding: written + Self.vocabulary.tokenBytes[token], as: UTF8.self)
+                    #expect(allowed == prefixes.contains(extended), "\(schema): \(extended)")
+                }
+            }
+        }
+    }
+
+    /// With every value of an `enum` written, no further item can start: the array can only
+    /// close. Without a `maxItems`, only the matcher knows.
+    @Test func anArrayThatHoldsEveryValueCanOnlyClose() throws {
+        let schema = #"{"type":"array","items":{"enum":["a","b","ab","abc","é","","/","ba","aa","x"],"not":{"const":"x"}},"uniqueItems":true,"minItems":9}"#
+        let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
+        var matcher = GrammarMatcher(compiled)
+        let written = matcher.accept(bytes: Array(#"["a","b","ab","abc","é","","/","ba","aa""#.utf8))
+        #expect(written)
+        var mask = TokenBitmask(vocabularySize: Self.vocabulary.size)
+        matcher.fillNextTokenMask(into: &mask)
+        let allowed = (0 ..< Self.vocabulary.size).filter { mask[$0] }.map { String(decoding: Self.vocabulary.tokenBytes[$0], as: UTF8.self) }
+        #expect(allowed == ["]"])
+        #expect(!matcher.allows(bytes: Array(",".utf8)))
+        // Ten values minus "x" leave nine: a tenth item is more than there are.
+        #expect(throws: GrammarError.self) {
+            let grammar = try Grammar(jsonSchema: schema.replacingOccurrences(of: #""minItems":9"#, with: #""minItems":10"#))
+            _ = try CompiledGrammar(grammar, vocabulary: Self.vocabulary)
+        }
     }
 
     /// Items from a few values: the automaton tracks the subset written, so every prefix it

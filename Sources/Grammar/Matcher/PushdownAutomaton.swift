@@ -40,6 +40,11 @@ struct PushdownAutomaton: Sendable {
     /// by one at an edge into a final state): where a position's tokens that end the rule
     /// depend on the items written below it.
     var endsDistinctItem: [Bool]
+    /// Per rule that can run inside such an item (an item rule, or one it calls, to any
+    /// depth), whether each state has only finitely many completions in its rule (no cycle
+    /// ahead, every rule it can call of a finite language); empty for the other rules.
+    /// A frame there may run out of items its array does not hold (``mayRunOutOfItems(_:)``).
+    var itemFiniteStates: [[Bool]]
 
     /// An automaton as ``CompiledGrammar/archive(key:)`` stored it.
     init(rules: [DFA], names: [String], root: Int32, nullable: [Bool], first: [ByteSet], follow: [ByteSet], isTerminal: [Bool],
@@ -57,6 +62,7 @@ struct PushdownAutomaton: Sendable {
         self.distinctItems = distinctItems
         hasDistinctItems = distinctItems.contains(true)
         endsDistinctItem = Self.rulesEndingDistinctItems(rules, distinctItems: distinctItems)
+        itemFiniteStates = Self.finiteStatesInsideItems(rules, distinctItems: distinctItems)
     }
 
     /// ``endsDistinctItem``: the item rules, and what they (or such a rule) call at an edge
@@ -76,6 +82,36 @@ struct PushdownAutomaton: Sendable {
             }
         }
         return ends
+    }
+
+    /// ``itemFiniteStates``: the rules that items reach through rule edges, and per state
+    /// whether its completions are finitely many. A rule's language is finite when its start
+    /// state is, which is found to a fixpoint (a rule that calls itself stays endless).
+    static func finiteStatesInsideItems(_ rules: [DFA], distinctItems: [Bool]) -> [[Bool]] {
+        var inside = distinctItems
+        var work = distinctItems.indices.filter { distinctItems[$0] }
+        while let rule = work.popLast() {
+            for edges in rules[rule].ruleEdges {
+                for edge in edges where !inside[Int(edge.rule)] {
+                    inside[Int(edge.rule)] = true
+                    work.append(Int(edge.rule))
+                }
+            }
+        }
+        var finiteLanguage = [Bool](repeating: false, count: rules.count)
+        var states = [[Bool]](repeating: [], count: rules.count)
+        var changed = true
+        while changed {
+            changed = false
+            for rule in rules.indices where inside[rule] {
+                states[rule] = rules[rule].statesWithFinitelyManyCompletions { finiteLanguage[Int($0)] }
+                if !finiteLanguage[rule], states[rule].first == true {
+                    finiteLanguage[rule] = true
+                    changed = true
+                }
+            }
+        }
+        return states
     }
 
     /// - Parameter threads: how many threads may determinize rules at once (a grammar of a
@@ -204,6 +240,7 @@ struct PushdownAutomaton: Sendable {
         distinctItems = grammar.rules.map(\.isDistinctItem)
         hasDistinctItems = distinctItems.contains(true)
         endsDistinctItem = Self.rulesEndingDistinctItems(rules, distinctItems: distinctItems)
+        itemFiniteStates = Self.finiteStatesInsideItems(rules, distinctItems: distinctItems)
         isTerminal = rules.map { !$0.hasRuleEdges }
         reachable = [Bool](repeating: false, count: count)
         var stack = [root]
@@ -458,57 +495,116 @@ extension PushdownAutomaton {
     /// Whether `frame` can go on: read a byte, call a rule, or complete into a frame that can
     /// (items of `uniqueItems` arrays checked on the way), or complete the whole output.
     /// Only items can make a configuration a dead end: elsewhere every frame can go on, and
-    /// so does an item that can still grow (see `SchemaCompiler.distinctItems`), except a
-    /// bounded string at its maximum length.
+    /// so does an item with endlessly many completions ahead (see `SchemaCompiler.distinctItems`).
+    /// Where the completions are finitely many (``mayRunOutOfItems(_:)``), one that is not
+    /// written yet is looked for.
     func canGoOn<Store: FrameStore>(_ frame: PushdownFrame, store: inout Store) -> Bool {
         var frame = frame
         while true {
-            if standsAtItemMaximum(frame) { return canFinishNewItem(atMaximum: frame, store: &store) }
+            if mayRunOutOfItems(frame) { return canFinishNewItem(frame, store: &store) }
             let dfa = rules[Int(frame.rule)]
-            if dfa.callsRules[Int(frame.state)] || !dfa.outgoingBytes(frame.state).isEmpty || frame.parent < 0 { return true }
+            if !dfa.outgoingBytes(frame.state).isEmpty || frame.parent < 0 { return true }
+            if dfa.callsRules[Int(frame.state)], canCallSomething(frame, store: store) { return true }
             guard dfa.isFinal[Int(frame.state)], let below = popped(frame, store: &store) else { return false }
             frame = below
         }
     }
 
-    /// Whether `frame` is a bounded string's, within an item of a `uniqueItems` array, at its
-    /// maximum length: only the rest of its last character and the closing quote can follow,
-    /// so the item may have no new value left.
+    /// Whether `frame` may stand inside an item of a `uniqueItems` array with only finitely
+    /// many completions ahead, all of which the array may hold already: its state has
+    /// finitely many completions in its rule (``itemFiniteStates``), or it is a bounded
+    /// string's at its maximum length (only the rest of its last character and the closing
+    /// quote can follow). The mask precomputation leaves tokens that end there undecided.
     @inline(__always)
-    func standsAtItemMaximum(_ frame: PushdownFrame) -> Bool {
-        guard hasDistinctItems, hasCounters, endsDistinctItem[Int(frame.rule)], let maximum = counters[Int(frame.rule)]?.maximum else { return false }
+    func mayRunOutOfItems(_ frame: PushdownFrame) -> Bool {
+        guard hasDistinctItems else { return false }
+        let finite = itemFiniteStates[Int(frame.rule)]
+        if !finite.isEmpty, finite[Int(frame.state)] { return true }
+        guard hasCounters, endsDistinctItem[Int(frame.rule)], let maximum = counters[Int(frame.rule)]?.maximum else { return false }
         return frame.count >= maximum
     }
 
-    /// Whether some completion of `frame` (a bounded string at its maximum, see
-    /// ``standsAtItemMaximum(_:)``) finishes an item its array does not hold yet. The
-    /// completions are tried in byte order, so at most one more than the items held is read.
-    private func canFinishNewItem<Store: FrameStore>(atMaximum frame: PushdownFrame, store: inout Store) -> Bool {
-        // The item's frame, below frames that can only complete.
+    /// Whether some completion of `frame` (see ``mayRunOutOfItems(_:)``) finishes an item its
+    /// array does not hold yet. The frames below it up to the item's must have finitely many
+    /// completions too, or there is surely a new one.
+    private func canFinishNewItem<Store: FrameStore>(_ frame: PushdownFrame, store: inout Store) -> Bool {
         var item = frame
-        repeat {
-            guard item.parent >= 0 else { return true }
+        while !distinctItems[Int(item.rule)] {
+            guard item.parent >= 0 else { return true }  // not inside an item
             item = store.frame(item.parent)
-            if distinctItems[Int(item.rule)] { break }
-            guard rules[Int(item.rule)].endsWithNoMove(item.state) else { return true }
-        } while true
-        guard item.parent >= 0 else { return true }
-        let items = store.frame(item.parent).count
-        var text = store.text(from: item.count)
-        func finishes(_ frame: PushdownFrame) -> Bool {
-            let dfa = rules[Int(frame.rule)]
-            var moved = false
-            for byte in dfa.outgoingBytes(frame.state).bytes {
-                guard let next = step(frame, byte, in: dfa) else { continue }
-                moved = true
-                text.append(byte)
-                defer { text.removeLast() }
-                if finishes(next) { return true }
-            }
-            guard !moved, dfa.isFinal[Int(frame.state)], let key = WrittenItems.key(of: text) else { return false }
-            return !store.items(items, hold: key)
+            let finite = itemFiniteStates[Int(item.rule)]
+            guard distinctItems[Int(item.rule)] || (!finite.isEmpty && finite[Int(item.state)]) else { return true }
         }
-        return finishes(frame)
+        guard item.parent >= 0 else { return true }
+        return hasNewCompletion(from: frame, items: store.frame(item.parent).count, text: store.text(from: item.count), store: store)
+    }
+
+    /// Whether `frame`, at a state whose only moves are rule calls, can call a rule that goes
+    /// on: any rule but an item of a `uniqueItems` array whose values are finitely many, and
+    /// such an item when one of its values is not among the items `frame` holds.
+    private func canCallSomething<Store: FrameStore>(_ frame: PushdownFrame, store: Store) -> Bool {
+        for edge in rules[Int(frame.rule)].ruleEdges[Int(frame.state)] {
+            guard hasDistinctItems, distinctItems[Int(edge.rule)], itemFiniteStates[Int(edge.rule)].first == true else { return true }
+            let start = PushdownFrame(rule: edge.rule, state: 0, count: store.position, parent: -1)
+            if hasNewCompletion(from: start, items: frame.count, text: [], store: store) { return true }
+        }
+        return false
+    }
+
+    /// Whether a completion of `frame`, inside an item that began with `text`, makes an item
+    /// that the set `items` does not hold. The frames below `frame` up to the item's (its
+    /// `parent` chain, which ends at an item rule's frame) have finitely many completions.
+    ///
+    /// The completions are walked depth-first in byte order (rule edges after bytes), with
+    /// the rules they call on a stack of their own, so every string explored is a prefix of
+    /// an item held or of the first completion found new.
+    ///
+    /// - Complexity: O((bytes of the items held + the completion found) × 256).
+    private func hasNewCompletion<Store: FrameStore>(from frame: PushdownFrame, items: Int32, text: [UInt8], store: Store) -> Bool {
+        var text = text
+        var returns: [(frame: PushdownFrame, caller: Int)] = []
+        var path = [CompletionWalkPlace(frame: frame, caller: -1, textCount: text.count, move: -1)]
+        while let place = path.last {
+            let top = path.count - 1
+            text.removeSubrange(place.textCount...)
+            let dfa = rules[Int(place.frame.rule)]
+            let state = Int(place.frame.state)
+            if place.move < 0 {
+                path[top].move = 0
+                guard dfa.isFinal[state] else { continue }
+                if distinctItems[Int(place.frame.rule)] {
+                    if let key = WrittenItems.key(of: text), !store.items(items, hold: key) { return true }
+                } else if place.caller >= 0 {
+                    let (caller, below) = returns[place.caller]
+                    path.append(CompletionWalkPlace(frame: caller, caller: below, textCount: text.count, move: -1))
+                } else {
+                    path.append(CompletionWalkPlace(frame: store.frame(place.frame.parent), caller: -1, textCount: text.count, move: -1))
+                }
+                continue
+            }
+            var move = place.move
+            var next: PushdownFrame? = nil
+            while move < 256, next == nil {
+                next = step(place.frame, UInt8(move), in: dfa)
+                move += 1
+            }
+            if let next {
+                path[top].move = move
+                text.append(UInt8(move - 1))
+                path.append(CompletionWalkPlace(frame: next, caller: place.caller, textCount: text.count, move: -1))
+                continue
+            }
+            let edges = dfa.ruleEdges[state]
+            guard move - 256 < edges.count else {
+                path.removeLast()
+                continue
+            }
+            let edge = edges[move - 256]
+            path[top].move = move + 1
+            returns.append((PushdownFrame(rule: place.frame.rule, state: edge.target, count: place.frame.count, parent: place.frame.parent), place.caller))
+            path.append(CompletionWalkPlace(frame: PushdownFrame(rule: edge.rule, state: 0, count: 0, parent: -1), caller: returns.count - 1, textCount: text.count, move: -1))
+        }
+        return false
     }
 
     /// The frame after `frame` reads `byte` along a byte edge of its rule (`dfa`), its count
@@ -640,4 +736,14 @@ extension PushdownAutomaton {
         guard !failed.load(ordering: .relaxed) else { return nil }
         return built.withLock { automata in rules.indices.map { automata[$0] ?? rules[$0].automaton! } }
     }
+}
+
+/// A place on ``PushdownAutomaton``'s walk through an item's completions: a frame, its
+/// callers on the walk's own stack, the text's length there, and the next move to try (−1:
+/// whether it completes; 0–255: bytes; from 256: rule edges).
+private struct CompletionWalkPlace {
+    var frame: PushdownFrame
+    var caller: Int
+    var textCount: Int
+    var move: Int
 }

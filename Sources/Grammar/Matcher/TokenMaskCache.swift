@@ -85,9 +85,10 @@ extension PositionMask {
         let follow = automaton.follow[Int(rule)]
         let nodeCount = trie.nodeCount
         let depthLimit = trie.maximumDepth + 1
-        // Where the rule's completion can complete an item of a `uniqueItems` array, a token
-        // that ends where only that completion goes on, or at a bounded item's maximum
-        // length, is undecided: the item may repeat one written before.
+        // Inside an item of a `uniqueItems` array, a token that ends where only finitely many
+        // completions go on (the item's completion alone, or a bounded item at its maximum
+        // length), is undecided: they may all repeat items written before. So is one that
+        // ends an item, where the rule's completion can complete one.
         let endsItem = automaton.hasDistinctItems && automaton.endsDistinctItem[Int(rule)]
         if automaton.isTerminal[Int(rule)] {
             // One deterministic automaton, no stack: one state per depth.
@@ -121,8 +122,7 @@ extension PositionMask {
                         states[depth] = next
                         undecidedBelow[depth] = undecidedHere
                         let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                        let atItemEnd = endsItem && (dfa.endsWithNoMove(next)
-                            || automaton.standsAtItemMaximum(PushdownFrame(rule: rule, state: next, count: counts[depth], parent: -1)))
+                        let atItemEnd = automaton.mayRunOutOfItems(PushdownFrame(rule: rule, state: next, count: counts[depth], parent: -1))
                         if depth <= exactDepth, !atItemEnd {
                             accepted.append(contentsOf: tokens)
                         } else {
@@ -187,7 +187,7 @@ extension PositionMask {
                         frameMark[depth] = frameMark[depth - 1]
                         undecidedBelow[depth] = undecidedHere
                         let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
-                        if (endsItem && dfa.endsWithNoMove(moved.state)) || automaton.standsAtItemMaximum(moved) {
+                        if automaton.mayRunOutOfItems(moved) {
                             undecided.append(contentsOf: tokens)
                         } else {
                             accepted.append(contentsOf: tokens)
@@ -223,7 +223,7 @@ extension PositionMask {
                 undecidedBelow[depth] = undecidedHere || itemEnded
                 let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
                 if itemEnded || (endsItem && completed[depth])
-                    || (automaton.hasDistinctItems && configurations[start...].contains(where: automaton.standsAtItemMaximum)) {
+                    || (automaton.hasDistinctItems && configurations[start...].contains(where: automaton.mayRunOutOfItems)) {
                     undecided.append(contentsOf: tokens)
                 } else {
                     accepted.append(contentsOf: tokens)

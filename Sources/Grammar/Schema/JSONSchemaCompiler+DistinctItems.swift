@@ -13,13 +13,19 @@
 ///     item           ::= string                               frame count: where the item began
 ///
 /// A matcher must never stand where every continuation repeats an item: masks would then
-/// allow a prefix that cannot be finished. So uniqueness is enforced only for items whose
-/// every unfinished prefix has endlessly many distinct completions: strings without `enum`
-/// or `const` whose pattern and format leave them room to grow, and integers without bounds
-/// or `multipleOf`; and plain strings with a `maxLength`, whose last completions the matcher
-/// tries against the items written. Other items (objects, arrays, numbers, patterned bounded
-/// strings, bounded integers, more than a few values) are refused with the reason, or
-/// dropped under the lenient option.
+/// allow a prefix that cannot be finished. Where an item's completions are endlessly many
+/// (an unbounded string or integer), one of them is new; where they are finitely many (an
+/// `enum` value, a bounded integer, `null`, the end of a string), the matcher looks for a
+/// new one among them (`PushdownAutomaton.mayRunOutOfItems`). So the items must be strings,
+/// integers, booleans or null, whose values the grammar writes one way (strings up to their
+/// escapes), or an `enum` of such. A plain string with a `maxLength` counts as endless below
+/// it (a character more has 1,112,064 ways); a patterned one is refused. Items of finitely
+/// many values must not leave an array stuck: they are refused at `prefixItems` positions,
+/// and beside a `minItems` above 1 unless at least that many values are counted (an
+/// `enum`'s, a bounded integer's, a finite string language's spellings without escapes:
+/// `DFA.stringCount(without:)`). Other items
+/// (objects, arrays, numbers, `anyOf`) are refused with the reason, or dropped under the
+/// lenient option.
 extension SchemaCompiler {
     /// How an array's `uniqueItems` is enforced.
     enum DistinctItems: Equatable {
@@ -38,18 +44,20 @@ extension SchemaCompiler {
 
     /// How `node`'s `uniqueItems` is enforced on the items `itemSchemas` describe (those at
     /// the first positions, the prefix's and the first one past it); refused (or, lenient,
-    /// dropped) when the items are neither a few values nor ones the matcher can keep apart.
+    /// dropped) when the matcher cannot keep them apart.
     mutating func distinctItems(_ node: SchemaNode, itemSchemas: [[Subschema]]) throws(GrammarError) -> DistinctItems {
         guard node.uniqueItems, itemSchemas.count >= 2, (node.maximumItems ?? 2) >= 2 else { return .notEnforced }
         var obstacle: String? = nil
         if !node.requiredItems.isEmpty {
             obstacle = "unique items together with 'contains' or a negated 'items' are not supported"
         } else if node.prefixItems.isEmpty, let values = try finiteValues(of: node.items) {
-            guard values.count > Self.distinctValueLimit else { return .amongValues(values) }
-            obstacle = "unique items are enforced for values drawn from at most \(Self.distinctValueLimit) (these have \(values.count))"
+            // More values than the automaton tracks are the matcher's; beyond `minItems`, the
+            // automaton's fragment is the array that cannot be.
+            guard values.count > Self.distinctValueLimit, node.minimumItems <= values.count else { return .amongValues(values) }
+            obstacle = try distinctItemObstacle(node.items, in: node, valueCount: values.count)
         } else {
             for schemas in itemSchemas {
-                if let found = try distinctItemObstacle(schemas) { obstacle = found; break }
+                if let found = try distinctItemObstacle(schemas, in: node) { obstacle = found; break }
             }
         }
         guard let obstacle else { return .byMatcher }
@@ -117,36 +125,79 @@ extension SchemaCompiler {
         return Fragment(start: open.start, end: close.end)
     }
 
-    /// Why items of `schemas` cannot be kept distinct by the matcher; `nil` when they can.
-    private mutating func distinctItemObstacle(_ schemas: [Subschema]) throws(GrammarError) -> String? {
-        let scope = "unique items are enforced for strings and integers that can always grow"
+    /// Why items of `schemas`, in the array `node`, cannot be kept distinct by the matcher;
+    /// `nil` when they can. `valueCount`: how many values they have, when known.
+    private mutating func distinctItemObstacle(_ schemas: [Subschema], in node: SchemaNode, valueCount: Int? = nil) throws(GrammarError) -> String? {
+        let scope = "unique items are enforced for strings, integers, booleans and null"
         guard !schemas.isEmpty else { return "\(scope); these items may be any value" }
         guard let item = try resolvedNode(Subschema.all(schemas), depth: 1) else { return nil }  // no item at all
-        guard item.values == nil else { return "\(scope); these items are an 'enum' or 'const'" }
-        guard item.anyOf.isEmpty, item.oneOf.isEmpty, item.negations.isEmpty, item.conditionals.isEmpty else {
-            return "\(scope); these items have 'anyOf', 'oneOf', 'not' or 'if'"
+        guard item.anyOf.isEmpty, item.oneOf.isEmpty, item.conditionals.isEmpty else {
+            return "\(scope); these items have 'anyOf', 'oneOf' or 'if'"
         }
-        let types = item.types ?? Set(JSONType.allCases)
-        let others = types.subtracting([.string, .integer])
-        guard others.isEmpty else {
-            let names = JSONType.allCases.filter(others.contains).map(\.rawValue).joined(separator: ", ")
-            return "\(scope); these items may be of type \(names)"
-        }
-        if types.contains(.string) {
-            guard item.maximumLength == nil || Self.hasOnlyLengthBounds(item) else {
+        if let values = item.values {
+            guard values.allSatisfy({ switch $0 { case .string, .bool, .null: true; default: false } }) else {
+                return "\(scope); this 'enum' or 'const' has numbers, arrays or objects among its values"
+            }
+        } else {
+            let types = item.types ?? Set(JSONType.allCases)
+            let others = types.subtracting([.string, .integer, .boolean, .null])
+            guard others.isEmpty else {
+                let names = JSONType.allCases.filter(others.contains).map(\.rawValue).joined(separator: ", ")
+                return "\(scope); these items may be of type \(names)"
+            }
+            if types.contains(.string), item.maximumLength != nil, !Self.hasOnlyLengthBounds(item) {
                 return "\(scope); these items have a 'maxLength' beside a pattern or format"
             }
-            let language = try quotedStringLanguage(item, boundingLength: false)
-            guard language.completionsAreEndlessWhereverItReads else {
-                return "\(scope); the pattern or format of these items leaves some strings no room to grow"
-            }
         }
-        if types.contains(.integer) {
-            guard item.minimum.isEmpty, item.exclusiveMinimum.isEmpty, item.maximum.isEmpty, item.exclusiveMaximum.isEmpty,
-                  item.multipleOf.isEmpty, item.excludedMultiples.isEmpty, !item.excludedValues.contains(where: { if case .number = $0 { true } else { false } })
-            else { return "\(scope); these integers are bounded, excluded or a 'multipleOf'" }
+        let values = try valueCensus(item, valueCount: valueCount, depth: 0)
+        guard values.mayBeFinite else { return nil }
+        guard node.prefixItems.isEmpty else {
+            return "\(scope); items of finitely many values are not enforced beside 'prefixItems'"
+        }
+        // With at least `minItems` values, an array of fewer always has a new one to write
+        // (the matcher finds it, `mayRunOutOfItems`), however far it has come.
+        guard node.minimumItems <= max(values.known, 1) else {
+            let counted = values.known == 0 ? "these items' values are not counted" : "these items have \(values.known) known"
+            return "\(scope); over items of finitely many values, 'minItems' \(node.minimumItems) needs as many distinct values known, and \(counted)"
         }
         return nil
+    }
+
+    /// Whether the values of `item` (strings, integers, booleans, null, or an `enum` of
+    /// `valueCount` values) may be finitely many, which an array may run out of, and how many
+    /// distinct ones they surely have (0 when not counted). A `not` is expanded into its
+    /// alternatives: finite when each is, counted as the largest.
+    private mutating func valueCensus(_ item: SchemaNode, valueCount: Int?, depth: Int) throws(GrammarError) -> (mayBeFinite: Bool, known: Int) {
+        if item.values != nil { return (true, valueCount ?? 0) }
+        if depth < 3, let (rest, alternatives) = try splitConditionalAssertion(item, depth: depth + 1) {
+            guard alternatives.count <= 16 else { return (true, 0) }  // taken to be finite, not counted
+            var census = (mayBeFinite: true, known: 0)
+            for alternative in alternatives {
+                let part = try valueCensus(rest.merged(with: alternative), valueCount: nil, depth: depth + 1)
+                census = (census.mayBeFinite && part.mayBeFinite, max(census.known, part.known))
+            }
+            return census
+        }
+        guard item.negations.isEmpty, item.anyOf.isEmpty, item.oneOf.isEmpty, item.conditionals.isEmpty, item.dependencies.isEmpty else {
+            return (true, 0)
+        }
+        let types = item.types ?? Set(JSONType.allCases)
+        var known = 0
+        if types.contains(.string) {
+            let language = try quotedStringLanguage(item, boundingLength: false)
+            guard language.hasFiniteLanguage else { return (false, 0) }
+            // Spellings without escapes are values apart; those with may repeat one.
+            known.addSaturating(language.stringCount(without: ByteSet([UInt8(ascii: "\\")])) ?? 0)
+        }
+        if types.contains(.integer) {
+            if (item.minimum.isEmpty && item.exclusiveMinimum.isEmpty) || (item.maximum.isEmpty && item.exclusiveMaximum.isEmpty) {
+                return (false, 0)
+            }
+            known.addSaturating(integerCount(item) ?? 0)
+        }
+        if types.contains(.boolean) { known += [JSONValue.bool(true), .bool(false)].count { !item.excludes($0) } }
+        if types.contains(.null), !item.excludes(.null) { known += 1 }
+        return (true, known)
     }
 
     /// The rule of one item of a `uniqueItems` array: a call of `rule`, marked so the
@@ -161,25 +212,77 @@ extension SchemaCompiler {
     }
 }
 
+extension Int {
+    /// Adds `other`, stopping at `Int.max`.
+    fileprivate mutating func addSaturating(_ other: Int) {
+        let (sum, overflow) = addingReportingOverflow(other)
+        self = overflow ? .max : sum
+    }
+}
+
 extension DFA {
-    /// Whether every state with a byte edge has endlessly many completions, that is reaches
-    /// a cycle (the automaton is trimmed, so every cycle leads to a final state): no prefix
-    /// that can go on has only finitely many ways to.
+    /// Whether the language is finite (the automaton is trimmed: no cycle at all).
+    var hasFiniteLanguage: Bool { statesWithFinitelyManyCompletions { _ in false }.first ?? true }
+
+    /// How many strings of the language hold none of the `excluded` bytes, up to `Int.max`;
+    /// `nil` when they are endlessly many or the automaton calls rules.
     ///
     /// - Complexity: O(states × 256).
-    var completionsAreEndlessWhereverItReads: Bool {
+    func stringCount(without excluded: ByteSet = ByteSet()) -> Int? {
+        guard !hasRuleEdges else { return nil }
+        var edges = [[(target: Int, ways: Int)]](repeating: [], count: stateCount)
+        for state in 0 ..< stateCount {
+            forEachRun(of: state) { bytes, target in
+                let ways = bytes.count { !excluded.contains(UInt8($0)) }
+                if ways > 0 { edges[state].append((Int(target), ways)) }
+            }
+        }
+        // Depth first from the start, each state's count once its successors' are known; a
+        // state met again while on the path closes a cycle.
+        var counts = [Int?](repeating: nil, count: stateCount)
+        var isOnPath = [Bool](repeating: false, count: stateCount)
+        var path: [(state: Int, edge: Int)] = [(0, 0)]
+        isOnPath[0] = true
+        while let (state, edge) = path.last {
+            if edge < edges[state].count {
+                path[path.count - 1].edge += 1
+                let target = edges[state][edge].target
+                if isOnPath[target] { return nil }
+                if counts[target] == nil {
+                    isOnPath[target] = true
+                    path.append((target, 0))
+                }
+                continue
+            }
+            var count = isFinal[state] ? 1 : 0
+            for (target, ways) in edges[state] {
+                let (product, overflow) = ways.multipliedReportingOverflow(by: counts[target]!)
+                count.addSaturating(overflow ? .max : product)
+            }
+            counts[state] = count
+            isOnPath[state] = false
+            path.removeLast()
+        }
+        return counts[0]
+    }
+
+    /// Per state, whether it has only finitely many completions: no cycle ahead of it, and
+    /// every rule it can call ahead of it of a finite language (`hasFiniteLanguage(rule)`).
+    ///
+    /// - Complexity: O(states × 256).
+    func statesWithFinitelyManyCompletions(hasFiniteLanguage: (Int32) -> Bool) -> [Bool] {
         // Peel off, from the end, the states whose every successor has finitely many
-        // completions; those left reach a cycle.
+        // completions; those left reach a cycle or a rule of endless language.
         var successors = [Int](repeating: 0, count: stateCount)
         var predecessors = [[Int32]](repeating: [], count: stateCount)
         for state in 0 ..< stateCount {
             var targets = Set<Int32>()
-            for byte in 0 ... 255 {
-                let target = transitions[state << 8 | byte]
-                if target >= 0 { targets.insert(target) }
+            forEachRun(of: state) { _, target in targets.insert(target) }
+            for edge in ruleEdges[state] {
+                targets.insert(edge.target)
+                if !hasFiniteLanguage(edge.rule) { successors[state] += 1 }  // never peeled
             }
-            for edge in ruleEdges[state] { targets.insert(edge.target) }
-            successors[state] = targets.count
+            successors[state] += targets.count
             for target in targets { predecessors[Int(target)].append(Int32(state)) }
         }
         var finite = [Bool](repeating: false, count: stateCount)
@@ -194,6 +297,6 @@ extension DFA {
                 }
             }
         }
-        return (0 ..< stateCount).allSatisfy { state in !finite[state] || outgoingBytes(Int32(state)).isEmpty }
+        return finite
     }
 }

@@ -160,49 +160,16 @@ extension SchemaCompiler {
 
     /// Numbers (or integers) within the node's bounds and `multipleOf`.
     mutating func numberFragment(_ node: SchemaNode, integer: Bool) throws(GrammarError) -> Fragment {
-        func tightest(_ texts: [String], lower: Bool) throws(GrammarError) -> DecimalNumber? {
-            var best: DecimalNumber? = nil
-            for text in texts {
-                guard let value = DecimalNumber(text) else { throw .invalidSchema(pointer: node.pointer, message: "bad number \(text)") }
-                if let current = best { best = lower ? max(current, value) : min(current, value) } else { best = value }
-            }
-            return best
-        }
-        var filters = NumericFilters()
-        var multiple: DecimalNumber? = nil
-        if node.multipleOf.count > 1 {
-            // Several divisors: one that is a multiple of all the others, or all of them.
-            let divisors = node.multipleOf.compactMap { DecimalNumber($0) }
-            multiple = divisors.first { candidate in divisors.allSatisfy { candidate.isMultiple(of: $0) } }
-            if multiple == nil {
-                multiple = divisors.first
-                filters.requiredMultiples = Array(divisors.dropFirst())
-            }
-        } else if let only = node.multipleOf.first {
-            multiple = DecimalNumber(only)
-        }
-        var minimum = try tightest(node.minimum, lower: true), exclusiveMinimum = try tightest(node.exclusiveMinimum, lower: true)
-        var maximum = try tightest(node.maximum, lower: false), exclusiveMaximum = try tightest(node.exclusiveMaximum, lower: false)
-        if integer, options.boundsIntegersToInteroperableRange {
-            let limit = DecimalNumber("9007199254740991")!
-            if minimum == nil, exclusiveMinimum == nil { minimum = -limit }
-            if maximum == nil, exclusiveMaximum == nil { maximum = limit }
-        }
-        for value in node.excludedValues {
-            if case .number(let text) = value, let decimal = DecimalNumber(text) { filters.excludedValues.append(decimal) }
-        }
-        for text in node.excludedMultiples {
-            guard let decimal = DecimalNumber(text), decimal.isPositive else { throw .invalidSchema(pointer: node.pointer, message: "bad multipleOf \(text)") }
-            filters.excludedMultiples.append(decimal)
-        }
+        let keywords = try numericKeywords(node, integer: integer)
         do {
             if integer {
-                return try NumberLanguage.integer(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
-                                                   exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, filters: filters,
-                                                   into: &grammar.automaton)
+                return try NumberLanguage.integer(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
+                                                   maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
+                                                   multipleOf: keywords.multiple, filters: keywords.filters, into: &grammar.automaton)
             }
-            return try NumberLanguage.number(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum,
-                                              exclusiveMaximum: exclusiveMaximum, multipleOf: multiple, filters: filters,
+            return try NumberLanguage.number(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
+                                              maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
+                                              multipleOf: keywords.multiple, filters: keywords.filters,
                                               digitLimits: options.boundsNumberDigits ? .double : nil, into: &grammar.automaton)
         } catch {
             if case .unsupportedKeyword(let keyword, _, let reason) = error {
@@ -212,6 +179,70 @@ extension SchemaCompiler {
             throw error
         }
     }
+
+    /// How many integers `node` admits (its other types aside), when they are finitely many
+    /// and the integer language builds within its limits; `nil` otherwise. Counted on the
+    /// language ``numberFragment(_:integer:)`` writes, which spells each value once.
+    func integerCount(_ node: SchemaNode) -> Int? {
+        guard let keywords = try? numericKeywords(node, integer: true),
+              let language = try? NumberLanguage.integerLanguage(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
+                                                                 maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
+                                                                 multipleOf: keywords.multiple, filters: keywords.filters)
+        else { return nil }
+        return language.stringCount()
+    }
+
+    /// A node's numeric keywords as the number languages take them: the tightest bound of
+    /// each kind, one divisor (the others as filters), the excluded values and multiples.
+    private func numericKeywords(_ node: SchemaNode, integer: Bool) throws(GrammarError) -> NumericKeywords {
+        func tightest(_ texts: [String], lower: Bool) throws(GrammarError) -> DecimalNumber? {
+            var best: DecimalNumber? = nil
+            for text in texts {
+                guard let value = DecimalNumber(text) else { throw .invalidSchema(pointer: node.pointer, message: "bad number \(text)") }
+                if let current = best { best = lower ? max(current, value) : min(current, value) } else { best = value }
+            }
+            return best
+        }
+        var keywords = NumericKeywords()
+        if node.multipleOf.count > 1 {
+            // Several divisors: one that is a multiple of all the others, or all of them.
+            let divisors = node.multipleOf.compactMap { DecimalNumber($0) }
+            keywords.multiple = divisors.first { candidate in divisors.allSatisfy { candidate.isMultiple(of: $0) } }
+            if keywords.multiple == nil {
+                keywords.multiple = divisors.first
+                keywords.filters.requiredMultiples = Array(divisors.dropFirst())
+            }
+        } else if let only = node.multipleOf.first {
+            keywords.multiple = DecimalNumber(only)
+        }
+        keywords.minimum = try tightest(node.minimum, lower: true)
+        keywords.exclusiveMinimum = try tightest(node.exclusiveMinimum, lower: true)
+        keywords.maximum = try tightest(node.maximum, lower: false)
+        keywords.exclusiveMaximum = try tightest(node.exclusiveMaximum, lower: false)
+        if integer, options.boundsIntegersToInteroperableRange {
+            let limit = DecimalNumber("9007199254740991")!
+            if keywords.minimum == nil, keywords.exclusiveMinimum == nil { keywords.minimum = -limit }
+            if keywords.maximum == nil, keywords.exclusiveMaximum == nil { keywords.maximum = limit }
+        }
+        for value in node.excludedValues {
+            if case .number(let text) = value, let decimal = DecimalNumber(text) { keywords.filters.excludedValues.append(decimal) }
+        }
+        for text in node.excludedMultiples {
+            guard let decimal = DecimalNumber(text), decimal.isPositive else { throw .invalidSchema(pointer: node.pointer, message: "bad multipleOf \(text)") }
+            keywords.filters.excludedMultiples.append(decimal)
+        }
+        return keywords
+    }
+}
+
+/// The numeric keywords of a schema node, read for ``NumberLanguage``.
+private struct NumericKeywords {
+    var minimum: DecimalNumber? = nil
+    var exclusiveMinimum: DecimalNumber? = nil
+    var maximum: DecimalNumber? = nil
+    var exclusiveMaximum: DecimalNumber? = nil
+    var multiple: DecimalNumber? = nil
+    var filters = NumericFilters()
 }
 
 /// Regular expressions (whole-match) for the `format`s the compiler enforces. Each accepts

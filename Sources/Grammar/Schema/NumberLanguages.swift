@@ -335,14 +335,25 @@ enum NumberLanguage {
                         maximum: DecimalNumber? = nil, exclusiveMaximum: DecimalNumber? = nil,
                         multipleOf: DecimalNumber? = nil, filters: NumericFilters = NumericFilters(),
                         into automaton: inout ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> Fragment {
+        try integerLanguage(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum, exclusiveMaximum: exclusiveMaximum,
+                            multipleOf: multipleOf, filters: filters, stateLimit: stateLimit).embeddedFragment(into: &automaton)
+    }
+
+    /// The language of ``integer(minimum:exclusiveMinimum:maximum:exclusiveMaximum:multipleOf:filters:into:stateLimit:)``
+    /// as a trimmed, minimal automaton (``DFA/empty`` when no integer qualifies): one
+    /// spelling per value, so its strings count the values.
+    static func integerLanguage(minimum: DecimalNumber? = nil, exclusiveMinimum: DecimalNumber? = nil,
+                                maximum: DecimalNumber? = nil, exclusiveMaximum: DecimalNumber? = nil,
+                                multipleOf: DecimalNumber? = nil, filters: NumericFilters = NumericFilters(),
+                                stateLimit: Int = stateLimit) throws(GrammarError) -> DFA {
         let divisibility = try multipleOf.map { (value) throws(GrammarError) in try Divisibility(integersMultipleOf: value, stateLimit: stateLimit) }
         let range = NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
-        guard !range.isEmpty else { return automaton.nothing() }
+        guard !range.isEmpty else { return .empty }
         var lower: DecimalNumber? = nil, upper: DecimalNumber? = nil
         if let bound = range.lower { lower = try integerBound(bound, side: .lower) }
         if let bound = range.upper { upper = try integerBound(bound, side: .upper) }
-        if let lower, let upper, lower > upper { return automaton.nothing() }
+        if let lower, let upper, lower > upper { return .empty }
 
         var languages = [try determinized(stateLimit: stateLimit) { $0.integerSyntax() }]
         if let lower {
@@ -354,8 +365,7 @@ enum NumberLanguage {
         if let divisibility {
             languages.append(try determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: false, into: &$0) })
         }
-        let language = try filters.applied(to: intersection(of: languages, stateLimit: stateLimit), allowsFraction: false, stateLimit: stateLimit)
-        return language.embeddedFragment(into: &automaton)
+        return try filters.applied(to: intersection(of: languages, stateLimit: stateLimit), allowsFraction: false, stateLimit: stateLimit)
     }
 
     /// JSON numbers whose value satisfies every given keyword, as a fragment of `automaton`.
