@@ -13,6 +13,7 @@ import Testing
         let texts = [
             "[", "[\"", "]", "\"", "\"]", "\",\"", "\",", ",", ",\"", "a", "b", "ab", "abc", "a\"", "b\"", "a\"]", "b\",\"", "\"a\"",
             "\\u0061", "\\u00", "61", "é", "\\u00e9", "\\/", "/", "1", "12", "-", "0", "2", "1,", "12]", "[1", " ",
+            ".", "5", ".5", "0.", "e",
         ]
         return GrammarVocabulary(tokens: texts.map { Array($0.utf8) } + [[]], endOfGeneration: [texts.count])
     }()
@@ -88,12 +89,29 @@ import Testing
         }
     }
 
+    /// Numbers in a `uniqueItems` array are written in their shortest spelling only, so texts
+    /// compare as values; elsewhere, even under the same `$ref`, every spelling stays.
+    @Test func numbersAreWrittenOnceInUniqueArrays() throws {
+        let schema = #"{"type":"array","items":{"type":["integer","number"]},"uniqueItems":true}"#
+        let compiled = try CompiledGrammar(try Grammar(jsonSchema: schema), vocabulary: Self.vocabulary)
+        for text in ["[1,1.5,-0.5,0,0.25,-12]", "[1.5,1.5]", "[1,1]", "[0.5,0.50]", "[1,12,120]"] {
+            #expect(Self.accepts(compiled, text) == Self.hasDistinctItems(text), "\(text)")
+        }
+        // Valid values, other spellings: refused here.
+        for text in ["[1.0]", "[1.50]", "[1e2]", "[-0]", "[0.0]", "[2,1.0]"] { #expect(!Self.accepts(compiled, text), "\(text)") }
+        let shared = ##"{"$defs":{"n":{"type":"number"}},"type":"object","properties":{"a":{"type":"array","items":{"$ref":"#/$defs/n"},"uniqueItems":true},"b":{"type":"array","items":{"$ref":"#/$defs/n"}}}}"##
+        let both = try CompiledGrammar(try Grammar(jsonSchema: shared), vocabulary: Self.vocabulary)
+        #expect(Self.accepts(both, #"{"a":[1.5,2],"b":[1.50,1e2,1.50]}"#))
+        #expect(!Self.accepts(both, #"{"a":[1.50]}"#))
+    }
+
     /// At every step of many outputs, each token is in the mask exactly when the matcher
     /// accepts it and can still finish: precomputed, undecided and end-of-item tokens alike.
     @Test func masksHoldExactlyTheTokensThatKeepTheOutputFinishable() throws {
         for (schema, outputs) in [
             (Self.strings, [#"["a","ab","b","aab","é","/"]"#, #"["ab","a","b"]"#]),
             (#"{"type":"array","items":{"type":"integer"},"uniqueItems":true,"maxItems":4}"#, ["[1,12,2,0]", "[12,1]"]),
+            (#"{"type":"array","items":{"type":"number"},"uniqueItems":true}"#, ["[1.5,12,0.5,-0.5,0,1]", "[0.05,5]"]),
             (#"{"type":"array","items":{"type":"string","maxLength":2},"uniqueItems":true}"#, [#"["ab","a","ba","b","","aa","é"]"#, #"["é","ab","ba"]"#]),
             (#"{"type":"object","properties":{"tags":{"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"string","minLength":1},"uniqueItems":true}}}"#,
              [#"{"tags":["a","ab","b","abc"]}"#]),
@@ -165,8 +183,13 @@ import Testing
             (#"{"type":"array","items":{"type":"integer","minimum":-3,"maximum":12,"multipleOf":3,"not":{"const":6}},"uniqueItems":true,"minItems":6}"#, "have 5 known"),
             // Of `"""`, `"\"` and `"a"`, only the spelling without escapes is counted.
             (#"{"type":"array","items":{"type":"string","pattern":"^[\"\\\\a]$"},"uniqueItems":true,"minItems":2}"#, "have 1 known"),
-            (#"{"type":"array","items":{"type":"number"},"uniqueItems":true}"#, "type number"),
             (#"{"type":"array","items":{"type":"string","pattern":"^(a|b)$"},"uniqueItems":true,"minItems":3}"#, "'minItems' 3 needs as many distinct values known, and these items have 2 known"),
+            // Bounds a `not` adds are seen: a pattern with a `maxLength`, a `minLength` that
+            // leaves fewer values than the pattern has (not counted).
+            (#"{"type":"array","items":{"type":"string","pattern":"^[ab]+$","not":{"minLength":3}},"uniqueItems":true}"#, "maxLength' beside a pattern"),
+            (#"{"type":"array","items":{"type":"string","pattern":"^(a|b|ab|ba)$","minLength":2},"uniqueItems":true,"minItems":3}"#, "values are not counted"),
+            (#"{"type":"array","items":{"type":"string","pattern":"^(a|b|ab|ba)$","not":{"maxLength":1}},"uniqueItems":true,"minItems":3}"#, "values are not counted"),
+            (#"{"type":"array","prefixItems":[{"type":"string","maxLength":0}],"items":{"type":"string","maxLength":0},"uniqueItems":true}"#, "'maxLength' 0"),
             (#"{"type":"array","items":{"type":"string"},"contains":{"const":"a"},"uniqueItems":true}"#, "contains"),
         ]
         for (schema, reason) in refused {
@@ -182,6 +205,7 @@ import Testing
                        #"{"type":"array","items":{"type":"string","pattern":"^[a-z]+$"},"uniqueItems":true}"#,
                        #"{"type":"array","items":{"type":"string","pattern":"^(a|b)$"},"uniqueItems":true,"minItems":2}"#,
                        #"{"type":"array","items":{"type":"integer","minimum":0,"maximum":9},"uniqueItems":true,"minItems":10}"#,
+                       #"{"type":"array","items":{"type":["string","null"],"maxLength":0},"uniqueItems":true}"#,
                        #"{"type":"array","items":{"type":["integer","boolean","null"],"minimum":1,"maximum":3},"uniqueItems":true,"minItems":6}"#,
                        #"{"type":"array","items":{"type":["integer","null"],"maximum":9,"not":{"const":0}},"uniqueItems":true}"#,
                        #"{"type":"array","items":{"type":"object"},"uniqueItems":false}"#] {
@@ -215,6 +239,9 @@ import Testing
              ["0", "1", "2"], 3, 3, ["[1,2,0]", "[0,2,1]", "[2,0,1]"]),
             (#"{"type":"array","items":{"type":"string","pattern":"^(a|b|ab|ba)$"},"uniqueItems":true,"minItems":3,"maxItems":4}"#,
              [#""a""#, #""b""#, #""ab""#, #""ba""#], 3, 4, [#"["ab","a","ba","b"]"#, #"["b","ba","a"]"#]),
+            // Numbers in their shortest spelling: after "1" at the maximum, no ".0".
+            (#"{"type":"array","items":{"type":"number","minimum":0,"maximum":2,"multipleOf":0.5},"uniqueItems":true,"minItems":5}"#,
+             ["0", "0.5", "1", "1.5", "2"], 5, 5, ["[0.5,1,0,2,1.5]", "[2,1.5,1,0.5,0]"]),
         ] {
             let grammar = try Grammar(jsonSchema: schema)
             #expect(grammar.ruleNames.contains { $0.hasPrefix("distinct-item") }, "\(schema)")
@@ -250,6 +277,17 @@ import Testing
         let allowed = (0 ..< Self.vocabulary.size).filter { mask[$0] }.map { String(decoding: Self.vocabulary.tokenBytes[$0], as: UTF8.self) }
         #expect(allowed == ["]"])
         #expect(!matcher.allows(bytes: Array(",".utf8)))
+        // With whitespace between items, neither the comma nor the spaces after it.
+        let spaced = try CompiledGrammar(try Grammar(jsonSchema: schema, options: JSONSchemaOptions(whitespace: .flexible(maximum: 2))),
+                                         vocabulary: Self.vocabulary)
+        var spacedMatcher = GrammarMatcher(spaced)
+        let spacedWritten = spacedMatcher.accept(bytes: Array(#"["a", "b","ab","abc","é","","/","ba", "aa" "#.utf8))
+        #expect(spacedWritten)
+        for refused in [",", ", ", ",  "] { #expect(!spacedMatcher.allows(bytes: Array(refused.utf8)), "\(refused)") }
+        #expect(spacedMatcher.allows(bytes: Array(" ]".utf8)) && spacedMatcher.allows(bytes: Array("]".utf8)))
+        spacedMatcher.fillNextTokenMask(into: &mask)
+        let spacedAllowed = (0 ..< Self.vocabulary.size).filter { mask[$0] }.map { String(decoding: Self.vocabulary.tokenBytes[$0], as: UTF8.self) }
+        #expect(spacedAllowed == ["]", " "])
         // Ten values minus "x" leave nine: a tenth item is more than there are.
         #expect(throws: GrammarError.self) {
             let grammar = try Grammar(jsonSchema: schema.replacingOccurrences(of: #""minItems":9"#, with: #""minItems":10"#))
@@ -297,5 +335,11 @@ import Testing
         let loaded = try CompiledGrammar(archive: compiled.archive(key: "k"), key: "k", vocabulary: Self.vocabulary)
         #expect(Self.accepts(loaded, #"["a","b"]"#))
         #expect(!Self.accepts(loaded, #"["a","b","a"]"#))
+        // Items of finitely many values: with both written, the array can only close.
+        let few = #"{"type":"array","items":{"type":"integer","minimum":1,"maximum":2},"uniqueItems":true}"#
+        let fewCompiled = try CompiledGrammar(try Grammar(jsonSchema: few), vocabulary: Self.vocabulary)
+        var matcher = GrammarMatcher(try CompiledGrammar(archive: fewCompiled.archive(key: "f"), key: "f", vocabulary: Self.vocabulary))
+        let written = matcher.accept(bytes: Array("[2,1".utf8))
+        #expect(written && !matcher.allows(bytes: Array(",".utf8)) && matcher.allows(bytes: Array("]".utf8)))
     }
 }

@@ -571,6 +571,40 @@ private func accepts(_ dfa: DFA, _ text: String) -> Bool { dfa.accepts(Array(tex
         #expect(accepts(three, "12.000") && !accepts(three, "12.0001") && !accepts(three, "13"))
     }
 
+    /// `writesEachValueOnce`: of every spelling of a value, only the shortest (no trailing
+    /// fraction zero, no "-0"), with and without bounds; random spellings against a
+    /// canonical form computed on the text.
+    @Test func shortestSpellingsOnly() throws {
+        func isShortest(_ text: String) -> Bool {
+            let unsigned = text.hasPrefix("-") ? String(text.dropFirst()) : text
+            let parts = unsigned.split(separator: ".", omittingEmptySubsequences: false)
+            if parts.count == 2, parts[1].hasSuffix("0") { return false }
+            let isZero = unsigned.allSatisfy { $0 == "0" || $0 == "." }
+            return !(isZero && text.hasPrefix("-"))
+        }
+        var filters = NumericFilters()
+        filters.writesEachValueOnce = true
+        let free = try automaton { nfa throws(GrammarError) in try NumberLanguage.number(filters: filters, into: &nfa) }
+        let bounded = try automaton { nfa throws(GrammarError) in
+            try NumberLanguage.number(minimum: DecimalNumber("-5"), maximum: DecimalNumber("5"), filters: filters, into: &nfa)
+        }
+        var generator = SystemRandomNumberGenerator()
+        var shortest = 0
+        for _ in 0 ..< 2000 {
+            var text = Bool.random(using: &generator) ? "-" : ""
+            text += Int.random(in: 0 ... 3, using: &generator) == 0 ? "0" : String(Int.random(in: 1 ... 12, using: &generator))
+            if Bool.random(using: &generator) {
+                text += "." + String((0 ..< Int.random(in: 1 ... 3, using: &generator)).map { _ in "0127".randomElement(using: &generator)! })
+            }
+            let expected = isShortest(text)
+            if expected { shortest += 1 }
+            #expect(accepts(free, text) == expected, "\(text)")
+            #expect(accepts(bounded, text) == (expected && abs(Double(text)!) <= 5), "\(text)")
+        }
+        #expect(shortest > 400)
+        for text in ["1e2", "0e0", "1E1"] { #expect(!accepts(free, text), "\(text)") }
+    }
+
     /// Digit limits (what generation uses) widen to the digits a divisor needs: multiples of
     /// 1e300 from 1 on have 301 digits, none of them 16.
     @Test func digitLimitsWidenForLargeDivisors() throws {

@@ -33,11 +33,6 @@ struct DFA: Sendable, Hashable {
         return set
     }
 
-    /// Whether `state` is final and nothing can follow it there: no byte edge, no rule edge.
-    func endsWithNoMove(_ state: Int32) -> Bool {
-        isFinal[Int(state)] && !callsRules[Int(state)] && outgoingBytes(state).isEmpty
-    }
-
     /// A row of 256 entries without a move (-1): appended whole, one copy.
     static let rowWithoutMoves = [Int32](repeating: -1, count: 256)
 

@@ -44,7 +44,7 @@ public enum GrammarArchiveError: Error, Equatable, CustomStringConvertible {
 enum GrammarArchive {
     static let magic = Array("TSGRAMMR".utf8)
     /// Bumped whenever the payload or the meaning of what it stores changes.
-    static let formatVersion = 2
+    static let formatVersion = 3
 
     /// FNV-1a of `bytes`, byte by byte: a stable hash (Swift's `Hasher` is seeded per process).
     static func fnv1a(_ bytes: some Sequence<UInt8>) -> UInt64 {

@@ -45,6 +45,9 @@ struct PushdownAutomaton: Sendable {
     /// ahead, every rule it can call of a finite language); empty for the other rules.
     /// A frame there may run out of items its array does not hold (``mayRunOutOfItems(_:)``).
     var itemFiniteStates: [[Bool]]
+    /// Per rule, whether it calls an item of finitely many values (a `uniqueItems` array's
+    /// rule whose items can run out): ``canGoOn(_:store:)`` then looks past its bytes.
+    var callsItemsOfFewValues: [Bool]
 
     /// An automaton as ``CompiledGrammar/archive(key:)`` stored it.
     init(rules: [DFA], names: [String], root: Int32, nullable: [Bool], first: [ByteSet], follow: [ByteSet], isTerminal: [Bool],
@@ -63,6 +66,7 @@ struct PushdownAutomaton: Sendable {
         hasDistinctItems = distinctItems.contains(true)
         endsDistinctItem = Self.rulesEndingDistinctItems(rules, distinctItems: distinctItems)
         itemFiniteStates = Self.finiteStatesInsideItems(rules, distinctItems: distinctItems)
+        callsItemsOfFewValues = Self.rulesCallingItemsOfFewValues(rules, distinctItems: distinctItems, itemFiniteStates: itemFiniteStates)
     }
 
     /// ``endsDistinctItem``: the item rules, and what they (or such a rule) call at an edge
@@ -112,6 +116,16 @@ struct PushdownAutomaton: Sendable {
             }
         }
         return states
+    }
+
+    /// ``callsItemsOfFewValues``: the rules with an edge to an item rule whose start has
+    /// finitely many completions.
+    static func rulesCallingItemsOfFewValues(_ rules: [DFA], distinctItems: [Bool], itemFiniteStates: [[Bool]]) -> [Bool] {
+        rules.map { dfa in
+            dfa.ruleEdges.contains { edges in
+                edges.contains { distinctItems[Int($0.rule)] && itemFiniteStates[Int($0.rule)].first == true }
+            }
+        }
     }
 
     /// - Parameter threads: how many threads may determinize rules at once (a grammar of a
@@ -241,6 +255,7 @@ struct PushdownAutomaton: Sendable {
         hasDistinctItems = distinctItems.contains(true)
         endsDistinctItem = Self.rulesEndingDistinctItems(rules, distinctItems: distinctItems)
         itemFiniteStates = Self.finiteStatesInsideItems(rules, distinctItems: distinctItems)
+        callsItemsOfFewValues = Self.rulesCallingItemsOfFewValues(rules, distinctItems: distinctItems, itemFiniteStates: itemFiniteStates)
         isTerminal = rules.map { !$0.hasRuleEdges }
         reachable = [Bool](repeating: false, count: count)
         var stack = [root]
@@ -503,8 +518,11 @@ extension PushdownAutomaton {
         while true {
             if mayRunOutOfItems(frame) { return canFinishNewItem(frame, store: &store) }
             let dfa = rules[Int(frame.rule)]
-            if !dfa.outgoingBytes(frame.state).isEmpty || frame.parent < 0 { return true }
-            if dfa.callsRules[Int(frame.state)], canCallSomething(frame, store: store) { return true }
+            if hasDistinctItems, callsItemsOfFewValues[Int(frame.rule)] {
+                if canMoveWithoutRepeating(frame, store: store) || (frame.parent < 0 && dfa.isFinal[Int(frame.state)]) { return true }
+            } else if !dfa.outgoingBytes(frame.state).isEmpty || frame.parent < 0 || dfa.callsRules[Int(frame.state)] {
+                return true
+            }
             guard dfa.isFinal[Int(frame.state)], let below = popped(frame, store: &store) else { return false }
             frame = below
         }
@@ -539,14 +557,30 @@ extension PushdownAutomaton {
         return hasNewCompletion(from: frame, items: store.frame(item.parent).count, text: store.text(from: item.count), store: store)
     }
 
-    /// Whether `frame`, at a state whose only moves are rule calls, can call a rule that goes
-    /// on: any rule but an item of a `uniqueItems` array whose values are finitely many, and
-    /// such an item when one of its values is not among the items `frame` holds.
-    private func canCallSomething<Store: FrameStore>(_ frame: PushdownFrame, store: Store) -> Bool {
-        for edge in rules[Int(frame.rule)].ruleEdges[Int(frame.state)] {
-            guard hasDistinctItems, distinctItems[Int(edge.rule)], itemFiniteStates[Int(edge.rule)].first == true else { return true }
-            let start = PushdownFrame(rule: edge.rule, state: 0, count: store.position, parent: -1)
-            if hasNewCompletion(from: start, items: frame.count, text: [], store: store) { return true }
+    /// Whether `frame`, of a rule that calls items of finitely many values (an array's), can
+    /// move on in its rule without repeating an item: through its bytes (`,`, whitespace,
+    /// `]`) to a final state, or to a call of a rule that goes on — any rule but such an
+    /// item, and such an item when one of its values is not among the items `frame` holds.
+    /// Whitespace between `,` and the item is no way on when every value is written.
+    ///
+    /// - Complexity: O(states of the rule × 256), and one walk of the item's completions.
+    private func canMoveWithoutRepeating<Store: FrameStore>(_ frame: PushdownFrame, store: Store) -> Bool {
+        let dfa = rules[Int(frame.rule)]
+        var itemsChecked: [Int32] = []
+        var seen: Set<Int32> = [frame.state]
+        var work = [frame.state]
+        while let state = work.popLast() {
+            if state != frame.state, dfa.isFinal[Int(state)] { return true }
+            for edge in dfa.ruleEdges[Int(state)] {
+                guard distinctItems[Int(edge.rule)], itemFiniteStates[Int(edge.rule)].first == true else { return true }
+                guard !itemsChecked.contains(edge.rule) else { continue }
+                itemsChecked.append(edge.rule)
+                let start = PushdownFrame(rule: edge.rule, state: 0, count: store.position, parent: -1)
+                if hasNewCompletion(from: start, items: frame.count, text: [], store: store) { return true }
+            }
+            dfa.forEachRun(of: Int(state)) { _, target in
+                if seen.insert(target).inserted { work.append(target) }
+            }
         }
         return false
     }

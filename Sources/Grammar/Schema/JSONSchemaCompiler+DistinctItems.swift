@@ -14,18 +14,18 @@
 ///
 /// A matcher must never stand where every continuation repeats an item: masks would then
 /// allow a prefix that cannot be finished. Where an item's completions are endlessly many
-/// (an unbounded string or integer), one of them is new; where they are finitely many (an
+/// (an unbounded string or number), one of them is new; where they are finitely many (an
 /// `enum` value, a bounded integer, `null`, the end of a string), the matcher looks for a
 /// new one among them (`PushdownAutomaton.mayRunOutOfItems`). So the items must be strings,
-/// integers, booleans or null, whose values the grammar writes one way (strings up to their
-/// escapes), or an `enum` of such. A plain string with a `maxLength` counts as endless below
-/// it (a character more has 1,112,064 ways); a patterned one is refused. Items of finitely
-/// many values must not leave an array stuck: they are refused at `prefixItems` positions,
-/// and beside a `minItems` above 1 unless at least that many values are counted (an
-/// `enum`'s, a bounded integer's, a finite string language's spellings without escapes:
-/// `DFA.stringCount(without:)`). Other items
-/// (objects, arrays, numbers, `anyOf`) are refused with the reason, or dropped under the
-/// lenient option.
+/// numbers, booleans or null, whose values the grammar writes one way (strings up to their
+/// escapes; numbers in their shortest spelling, `writesNumbersOnce`), or an `enum` of
+/// strings, booleans and null. A plain string with a `maxLength` counts as endless below it
+/// (a character more has 1,112,064 ways); a patterned one is refused. Items of finitely many
+/// values must not leave an array stuck: they are refused at `prefixItems` positions, and
+/// beside a `minItems` above 1 unless at least that many values are counted (an `enum`'s, a
+/// bounded number's, a finite string language's spellings without escapes:
+/// `DFA.stringCount(without:)`). Other items (objects, arrays, `anyOf`) are refused with the
+/// reason, or dropped under the lenient option.
 extension SchemaCompiler {
     /// How an array's `uniqueItems` is enforced.
     enum DistinctItems: Equatable {
@@ -66,7 +66,7 @@ extension SchemaCompiler {
     }
 
     /// The values items of `schemas` can take when they are few and known (`enum`, `const`,
-    /// booleans and null), distinct as JSON values; `nil` otherwise, or when a value's
+    /// booleans, null, the string of `maxLength` 0), distinct as JSON values; `nil` otherwise, or when a value's
     /// verdict against the other keywords is not known here.
     private mutating func finiteValues(of schemas: [Subschema]) throws(GrammarError) -> [JSONValue]? {
         guard !schemas.isEmpty, let item = try resolvedNode(Subschema.all(schemas), depth: 1) else { return nil }
@@ -75,8 +75,8 @@ extension SchemaCompiler {
         if let values = item.values {
             candidates = values
             rest.values = nil
-        } else if let types = item.types, types.isSubset(of: [.boolean, .null]) {
-            candidates = [.bool(true), .bool(false), .null]
+        } else if let types = item.types, types.isSubset(of: [.boolean, .null, .string]), !types.contains(.string) || item.maximumLength == 0 {
+            candidates = [.bool(true), .bool(false), .null, .string("")]  // the types' values, filtered below
         } else {
             return nil
         }
@@ -128,7 +128,7 @@ extension SchemaCompiler {
     /// Why items of `schemas`, in the array `node`, cannot be kept distinct by the matcher;
     /// `nil` when they can. `valueCount`: how many values they have, when known.
     private mutating func distinctItemObstacle(_ schemas: [Subschema], in node: SchemaNode, valueCount: Int? = nil) throws(GrammarError) -> String? {
-        let scope = "unique items are enforced for strings, integers, booleans and null"
+        let scope = "unique items are enforced for strings, numbers, booleans and null"
         guard !schemas.isEmpty else { return "\(scope); these items may be any value" }
         guard let item = try resolvedNode(Subschema.all(schemas), depth: 1) else { return nil }  // no item at all
         guard item.anyOf.isEmpty, item.oneOf.isEmpty, item.conditionals.isEmpty else {
@@ -140,64 +140,94 @@ extension SchemaCompiler {
             }
         } else {
             let types = item.types ?? Set(JSONType.allCases)
-            let others = types.subtracting([.string, .integer, .boolean, .null])
+            let others = types.subtracting([.string, .number, .integer, .boolean, .null])
             guard others.isEmpty else {
                 let names = JSONType.allCases.filter(others.contains).map(\.rawValue).joined(separator: ", ")
                 return "\(scope); these items may be of type \(names)"
             }
-            if types.contains(.string), item.maximumLength != nil, !Self.hasOnlyLengthBounds(item) {
-                return "\(scope); these items have a 'maxLength' beside a pattern or format"
-            }
         }
-        let values = try valueCensus(item, valueCount: valueCount, depth: 0)
-        guard values.mayBeFinite else { return nil }
+        let known: Int
+        switch try valueCensus(item, valueCount: valueCount, depth: 0) {
+        case .endless: return nil
+        case .refused(let reason): return "\(scope); \(reason)"
+        case .finite(let count): known = count
+        }
         guard node.prefixItems.isEmpty else {
             return "\(scope); items of finitely many values are not enforced beside 'prefixItems'"
         }
         // With at least `minItems` values, an array of fewer always has a new one to write
         // (the matcher finds it, `mayRunOutOfItems`), however far it has come.
-        guard node.minimumItems <= max(values.known, 1) else {
-            let counted = values.known == 0 ? "these items' values are not counted" : "these items have \(values.known) known"
+        guard node.minimumItems <= max(known, 1) else {
+            let counted = known == 0 ? "these items' values are not counted" : "these items have \(known) known"
             return "\(scope); over items of finitely many values, 'minItems' \(node.minimumItems) needs as many distinct values known, and \(counted)"
         }
         return nil
     }
 
-    /// Whether the values of `item` (strings, integers, booleans, null, or an `enum` of
-    /// `valueCount` values) may be finitely many, which an array may run out of, and how many
-    /// distinct ones they surely have (0 when not counted). A `not` is expanded into its
-    /// alternatives: finite when each is, counted as the largest.
-    private mutating func valueCensus(_ item: SchemaNode, valueCount: Int?, depth: Int) throws(GrammarError) -> (mayBeFinite: Bool, known: Int) {
-        if item.values != nil { return (true, valueCount ?? 0) }
-        if depth < 3, let (rest, alternatives) = try splitConditionalAssertion(item, depth: depth + 1) {
-            guard alternatives.count <= 16 else { return (true, 0) }  // taken to be finite, not counted
-            var census = (mayBeFinite: true, known: 0)
+    /// What ``valueCensus(_:valueCount:depth:)`` finds of an item's values.
+    private enum ValueCensus {
+        /// Endlessly many: the array never runs out.
+        case endless
+        /// Maybe finitely many, of which `known` distinct ones surely (0: not counted).
+        case finite(known: Int)
+        /// Values the matcher cannot keep apart, for this reason.
+        case refused(String)
+    }
+
+    /// The values of `item` (strings, numbers, booleans, null, or an `enum` of `valueCount`
+    /// values): whether they may be finitely many, which an array may run out of, and how
+    /// many distinct ones they surely have. A `not` is expanded into its alternatives
+    /// (finite when each is, counted as the largest), so the bounds it adds are seen.
+    private mutating func valueCensus(_ item: SchemaNode, valueCount: Int?, depth: Int) throws(GrammarError) -> ValueCensus {
+        if item.values != nil { return .finite(known: valueCount ?? 0) }
+        if depth < 2, let (rest, alternatives) = try splitConditionalAssertion(item, depth: depth + 1) {
+            guard alternatives.count <= 16 else { return .finite(known: 0) }  // taken to be finite, not counted
+            var isEndless = false, known = 0
             for alternative in alternatives {
-                let part = try valueCensus(rest.merged(with: alternative), valueCount: nil, depth: depth + 1)
-                census = (census.mayBeFinite && part.mayBeFinite, max(census.known, part.known))
+                switch try valueCensus(rest.merged(with: alternative), valueCount: nil, depth: depth + 1) {
+                case .refused(let reason): return .refused(reason)
+                case .endless: isEndless = true
+                case .finite(let count): known = max(known, count)
+                }
             }
-            return census
+            return isEndless ? .endless : .finite(known: known)
         }
         guard item.negations.isEmpty, item.anyOf.isEmpty, item.oneOf.isEmpty, item.conditionals.isEmpty, item.dependencies.isEmpty else {
-            return (true, 0)
+            return .finite(known: 0)
         }
         let types = item.types ?? Set(JSONType.allCases)
-        var known = 0
+        var isEndless = false, known = 0
         if types.contains(.string) {
-            let language = try quotedStringLanguage(item, boundingLength: false)
-            guard language.hasFiniteLanguage else { return (false, 0) }
-            // Spellings without escapes are values apart; those with may repeat one.
-            known.addSaturating(language.stringCount(without: ByteSet([UInt8(ascii: "\\")])) ?? 0)
-        }
-        if types.contains(.integer) {
-            if (item.minimum.isEmpty && item.exclusiveMinimum.isEmpty) || (item.maximum.isEmpty && item.exclusiveMaximum.isEmpty) {
-                return (false, 0)
+            // A bounded string's counter can leave few completions below its maximum unless
+            // the string is plain; a plain one of `maxLength` 0 is `""` alone.
+            if item.maximumLength != nil, !Self.hasOnlyLengthBounds(item) {
+                return .refused("these items have a 'maxLength' beside a pattern or format")
             }
-            known.addSaturating(integerCount(item) ?? 0)
+            if item.maximumLength == 0 { return .refused("these items may be strings of 'maxLength' 0, whose one value the matcher does not track") }
+            let language = try quotedStringLanguage(item, boundingLength: false)
+            if !language.hasFiniteLanguage {
+                isEndless = true
+            } else if item.minimumLength == 0, item.maximumLength == nil {
+                // The grammar writes each string one way, but the count does not rely on it:
+                // spellings without an escape are surely values apart. Length bounds, which
+                // the matcher counts, may remove some: not counted then.
+                known.addSaturating(language.stringCount(without: ByteSet([UInt8(ascii: "\\")])) ?? 0)
+            }
         }
+        if types.contains(.number) || types.contains(.integer) {
+            // The language the item's rule writes: numbers in their shortest spelling, one
+            // per value (integers among them when both types are allowed).
+            let writesNumbersOnce = self.writesNumbersOnce
+            self.writesNumbersOnce = true
+            defer { self.writesNumbersOnce = writesNumbersOnce }
+            if let language = numberLanguage(item, integer: !types.contains(.number)) {
+                if language.hasFiniteLanguage { known.addSaturating(language.stringCount() ?? 0) } else { isEndless = true }
+            }
+        }
+        if isEndless { return .endless }
         if types.contains(.boolean) { known += [JSONValue.bool(true), .bool(false)].count { !item.excludes($0) } }
         if types.contains(.null), !item.excludes(.null) { known += 1 }
-        return (true, known)
+        return .finite(known: known)
     }
 
     /// The rule of one item of a `uniqueItems` array: a call of `rule`, marked so the

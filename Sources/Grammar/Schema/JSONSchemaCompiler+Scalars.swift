@@ -180,16 +180,19 @@ extension SchemaCompiler {
         }
     }
 
-    /// How many integers `node` admits (its other types aside), when they are finitely many
-    /// and the integer language builds within its limits; `nil` otherwise. Counted on the
-    /// language ``numberFragment(_:integer:)`` writes, which spells each value once.
-    func integerCount(_ node: SchemaNode) -> Int? {
-        guard let keywords = try? numericKeywords(node, integer: true),
-              let language = try? NumberLanguage.integerLanguage(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
-                                                                 maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
-                                                                 multipleOf: keywords.multiple, filters: keywords.filters)
-        else { return nil }
-        return language.stringCount()
+    /// The numbers (or integers) `node` admits, as the language ``numberFragment(_:integer:)``
+    /// writes for it; `nil` when it cannot be built within the limits.
+    func numberLanguage(_ node: SchemaNode, integer: Bool) -> DFA? {
+        guard let keywords = try? numericKeywords(node, integer: integer) else { return nil }
+        if integer {
+            return try? NumberLanguage.integerLanguage(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
+                                                       maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
+                                                       multipleOf: keywords.multiple, filters: keywords.filters)
+        }
+        return try? NumberLanguage.numberLanguage(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
+                                                  maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
+                                                  multipleOf: keywords.multiple, filters: keywords.filters,
+                                                  digitLimits: options.boundsNumberDigits ? .double : nil)
     }
 
     /// A node's numeric keywords as the number languages take them: the tightest bound of
@@ -227,6 +230,7 @@ extension SchemaCompiler {
         for value in node.excludedValues {
             if case .number(let text) = value, let decimal = DecimalNumber(text) { keywords.filters.excludedValues.append(decimal) }
         }
+        keywords.filters.writesEachValueOnce = writesNumbersOnce && !integer
         for text in node.excludedMultiples {
             guard let decimal = DecimalNumber(text), decimal.isPositive else { throw .invalidSchema(pointer: node.pointer, message: "bad multipleOf \(text)") }
             keywords.filters.excludedMultiples.append(decimal)

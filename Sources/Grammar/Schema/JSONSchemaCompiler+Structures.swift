@@ -67,8 +67,16 @@ extension SchemaCompiler {
             let key = (index < prefixCount ? index : -1) * Self.requirementSpace + taken
             if let known = itemRules[key] { return known }
             for (bit, requirement) in requirements.enumerated() where taken & (1 << bit) != 0 { schemas += requirement.schemas }
-            var rule = try valueRule(schemas)
-            if distinct { rule = distinctItemRule(calling: rule) }
+            var rule: Int32
+            if distinct {
+                // One spelling per value, so the matcher's comparison of texts is one of values.
+                let writesNumbersOnce = self.writesNumbersOnce
+                self.writesNumbersOnce = true
+                defer { self.writesNumbersOnce = writesNumbersOnce }
+                rule = distinctItemRule(calling: try valueRule(schemas))
+            } else {
+                rule = try valueRule(schemas)
+            }
             itemRules[key] = rule
             return rule
         }

@@ -51,7 +51,10 @@ struct SchemaCompiler {
     var grammar = Grammar()
     /// Rules by subschema (annotations removed): hashed and compared as values, which costs
     /// no text (the compact text of a large subschema, built at every visit, did).
-    var rulesBySchema: [JSONValue: Int32] = [:]
+    var rulesBySchema: [RuleKey: Int32] = [:]
+    /// Numbers are written in their shortest spelling only (``NumericFilters/writesEachValueOnce``):
+    /// while the items of a `uniqueItems` array are compiled, so a value has one spelling.
+    var writesNumbersOnce = false
     var anyValueRule: Int32?
     var anyStringRule: Int32?
     /// Quoted-string automata of nodes with only length bounds, by (minimum, maximum): every
@@ -140,18 +143,25 @@ struct SchemaCompiler {
     /// The rule matching `schema`'s values (shared by every equal subschema).
     mutating func rule(for schema: Subschema, name: String? = nil) throws(GrammarError) -> Int32 {
         let assertions = Self.withoutAnnotations(schema.value)
-        if let known = rulesBySchema[assertions] { return known }
+        let key = RuleKey(schema: assertions, writesNumbersOnce: writesNumbersOnce)
+        if let known = rulesBySchema[key] { return known }
         if assertions == .bool(true) || assertions == .object([]) { return try anyValue() }
         guard ruleNesting < Self.ruleNestingLimit else {
             throw .budgetExceeded(what: "subschemas nested inside one another (through $ref) at \(schema.pointer)", limit: Self.ruleNestingLimit)
         }
         let rule = grammar.declareRule(grammar.uniqueName(name ?? Self.ruleName(schema.pointer)))
-        rulesBySchema[assertions] = rule
+        rulesBySchema[key] = rule
         ruleNesting += 1
         defer { ruleNesting -= 1 }
         let body = try fragment(for: schema, depth: 0)
         grammar.define(rule, as: body)
         return rule
+    }
+
+    /// What a rule is compiled from: a subschema, and whether its numbers are written once.
+    struct RuleKey: Hashable {
+        var schema: JSONValue
+        var writesNumbersOnce: Bool
     }
 
     /// The schema without its own annotation members (`title`, `description`, `examples`…),

@@ -398,10 +398,21 @@ enum NumberLanguage {
                        multipleOf: DecimalNumber? = nil, filters: NumericFilters = NumericFilters(),
                        digitLimits: NumberDigitLimits? = nil,
                        into automaton: inout ByteNFA, stateLimit: Int = stateLimit) throws(GrammarError) -> Fragment {
+        try numberLanguage(minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum, exclusiveMaximum: exclusiveMaximum,
+                           multipleOf: multipleOf, filters: filters, digitLimits: digitLimits, stateLimit: stateLimit)
+            .embeddedFragment(into: &automaton)
+    }
+
+    /// The language of ``number(minimum:exclusiveMinimum:maximum:exclusiveMaximum:multipleOf:filters:digitLimits:into:stateLimit:)``
+    /// as a trimmed, minimal automaton (``DFA/empty`` when no number qualifies).
+    static func numberLanguage(minimum: DecimalNumber? = nil, exclusiveMinimum: DecimalNumber? = nil,
+                               maximum: DecimalNumber? = nil, exclusiveMaximum: DecimalNumber? = nil,
+                               multipleOf: DecimalNumber? = nil, filters: NumericFilters = NumericFilters(),
+                               digitLimits: NumberDigitLimits? = nil, stateLimit: Int = stateLimit) throws(GrammarError) -> DFA {
         let divisibility = try multipleOf.map { (value) throws(GrammarError) in try Divisibility(numbersMultipleOf: value, stateLimit: stateLimit) }
         let range = NumericRange(minimum: minimum, exclusiveMinimum: exclusiveMinimum,
                                   maximum: maximum, exclusiveMaximum: exclusiveMaximum)
-        guard !range.isEmpty else { return automaton.nothing() }
+        guard !range.isEmpty else { return .empty }
         // Digit limits widen, never narrow, to the integer digits a bound or the divisor
         // needs (`multipleOf: 1e300` has no multiple of 16 digits but 0).
         let limits = digitLimits.map { limits in
@@ -410,10 +421,9 @@ enum NumberLanguage {
         }
         if range.lower == nil, range.upper == nil, divisibility == nil, filters.isEmpty {
             if let limits {
-                return try determinized(stateLimit: stateLimit) { $0.numberSyntax(limits: limits) }.embeddedFragment(into: &automaton)
+                return try determinized(stateLimit: stateLimit) { $0.numberSyntax(limits: limits) }
             }
             return try determinized(stateLimit: stateLimit) { $0.numberSyntax(allowsExponent: true) }
-                .embeddedFragment(into: &automaton)
         }
 
         var languages = [try determinized(stateLimit: stateLimit) { automaton in
@@ -430,8 +440,7 @@ enum NumberLanguage {
         if let divisibility {
             languages.append(try determinized(stateLimit: stateLimit) { divisibility.spellings(allowsFraction: true, into: &$0) })
         }
-        let language = try filters.applied(to: intersection(of: languages, stateLimit: stateLimit), allowsFraction: true, stateLimit: stateLimit)
-        return language.embeddedFragment(into: &automaton)
+        return try filters.applied(to: intersection(of: languages, stateLimit: stateLimit), allowsFraction: true, stateLimit: stateLimit)
     }
 
     // MARK: Bounds
@@ -998,6 +1007,16 @@ extension NFA where Label == ByteLabel {
         return chain
     }
 
+    /// `0|-?[1-9][0-9]*(\.[0-9]*[1-9])?|-?0\.[0-9]*[1-9]`: each value's shortest spelling
+    /// without an exponent.
+    fileprivate mutating func shortestNumberSyntax() -> Fragment {
+        let digit = ByteSet(0x30 ... 0x39), nonzero = ByteSet(0x31 ... 0x39)
+        func fraction() -> Fragment { sequence([literal(".".utf8), star(bytes(digit)), bytes(nonzero)]) }
+        let whole = sequence([optional(literal("-".utf8)), bytes(nonzero), star(bytes(digit)), optional(fraction())])
+        let belowOne = sequence([optional(literal("-".utf8)), literal("0".utf8), fraction()])
+        return union([literal("0".utf8), whole, belowOne])
+    }
+
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?`, then `([eE][+-]?[0-9]+)?` when `allowsExponent`.
     fileprivate mutating func numberSyntax(allowsExponent: Bool) -> Fragment {
         let digit = ByteSet(0x30 ... 0x39)
@@ -1032,8 +1051,11 @@ struct NumericFilters: Sendable {
     var requiredMultiples: [DecimalNumber] = []
     var excludedValues: [DecimalNumber] = []
     var excludedMultiples: [DecimalNumber] = []
+    /// Only each value's shortest spelling: no trailing fraction zeros, no "-0" ("1.5", not
+    /// "1.50"; "0.5", "-0.5", "0"). An integer language has no other.
+    var writesEachValueOnce = false
 
-    var isEmpty: Bool { requiredMultiples.isEmpty && excludedValues.isEmpty && excludedMultiples.isEmpty }
+    var isEmpty: Bool { requiredMultiples.isEmpty && excludedValues.isEmpty && excludedMultiples.isEmpty && !writesEachValueOnce }
 
     /// `language` restricted accordingly. `allowsFraction` is false for integer languages
     /// (whose only spelling of a value is its canonical one).
@@ -1061,6 +1083,9 @@ struct NumericFilters: Sendable {
         }
         for multiple in excludedMultiples where !result.isEmptyLanguage {
             result = try combined(result, try multiples(of: multiple), keep: false)
+        }
+        if writesEachValueOnce, allowsFraction, !result.isEmptyLanguage {
+            result = try combined(result, try NumberLanguage.determinized(stateLimit: stateLimit) { $0.shortestNumberSyntax() }, keep: true)
         }
         return result
     }
