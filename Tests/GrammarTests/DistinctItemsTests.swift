@@ -190,6 +190,12 @@ import Testing
             (#"{"type":"array","items":{"type":"string","pattern":"^(a|b|ab|ba)$","minLength":2},"uniqueItems":true,"minItems":3}"#, "values are not counted"),
             (#"{"type":"array","items":{"type":"string","pattern":"^(a|b|ab|ba)$","not":{"maxLength":1}},"uniqueItems":true,"minItems":3}"#, "values are not counted"),
             (#"{"type":"array","prefixItems":[{"type":"string","maxLength":0}],"items":{"type":"string","maxLength":0},"uniqueItems":true}"#, "'maxLength' 0"),
+            // Number literals reached through a `not` (written as spelled: `1` and `1.0`), and
+            // a `not` that expands further than the census goes.
+            (#"{"type":"array","items":{"type":"number","not":{"not":{"const":1}}},"uniqueItems":true}"#, "numbers, arrays or objects among its values"),
+            (#"{"type":"array","items":{"type":"string","not":{"anyOf":[{"const":"x"},{"const":"y"},{"minLength":1}]}},"uniqueItems":true}"#, "beside a pattern, a format or an excluded string"),
+            (#"{"type":"array","items":{"type":"string","pattern":"^a*$","not":{"minLength":3,"required":["p"]}},"uniqueItems":true}"#, "maxLength' beside a pattern"),
+            (#"{"type":"array","items":{"type":"string","allOf":[\#((0 ..< 300).map { #"{"not":{"const":"w\#($0)"}}"# }.joined(separator: ","))]},"uniqueItems":true}"#, "more alternatives than are checked"),
             (#"{"type":"array","items":{"type":"string"},"contains":{"const":"a"},"uniqueItems":true}"#, "contains"),
         ]
         for (schema, reason) in refused {

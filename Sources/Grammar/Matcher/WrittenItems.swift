@@ -46,7 +46,8 @@ struct WrittenItems: Sendable {
 
     /// The key two items share exactly when they are equal JSON values: a string's characters
     /// (escapes read), a number's text (the grammar writes an item's numbers in their shortest
-    /// spelling only, one per value), other scalars as written. `nil` when `item` is not one JSON value.
+    /// spelling only, and refuses number literals there), other scalars as written. `nil`
+    /// when `item` is not one JSON value.
     static func key(of item: some Collection<UInt8>) -> [UInt8]? {
         guard let first = item.first else { return nil }
         guard first == UInt8(ascii: "\"") else { return [UInt8(ascii: "=")] + item }

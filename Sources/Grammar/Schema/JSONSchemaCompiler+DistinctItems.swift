@@ -134,11 +134,7 @@ extension SchemaCompiler {
         guard item.anyOf.isEmpty, item.oneOf.isEmpty, item.conditionals.isEmpty else {
             return "\(scope); these items have 'anyOf', 'oneOf' or 'if'"
         }
-        if let values = item.values {
-            guard values.allSatisfy({ switch $0 { case .string, .bool, .null: true; default: false } }) else {
-                return "\(scope); this 'enum' or 'const' has numbers, arrays or objects among its values"
-            }
-        } else {
+        if item.values == nil {  // values are checked by the census
             let types = item.types ?? Set(JSONType.allCases)
             let others = types.subtracting([.string, .number, .integer, .boolean, .null])
             guard others.isEmpty else {
@@ -147,7 +143,8 @@ extension SchemaCompiler {
             }
         }
         let known: Int
-        switch try valueCensus(item, valueCount: valueCount, depth: 0) {
+        var budget = Self.censusNodeLimit
+        switch try valueCensus(item, valueCount: valueCount, budget: &budget) {
         case .endless: return nil
         case .refused(let reason): return "\(scope); \(reason)"
         case .finite(let count): known = count
@@ -164,6 +161,11 @@ extension SchemaCompiler {
         return nil
     }
 
+    /// How many nodes ``valueCensus(_:valueCount:budget:)`` may look at while it expands a
+    /// `not` (each alternative a node, and each may hold negations to expand in turn); past
+    /// it, the items are refused.
+    static let censusNodeLimit = 256
+
     /// What ``valueCensus(_:valueCount:depth:)`` finds of an item's values.
     private enum ValueCensus {
         /// Endlessly many: the array never runs out.
@@ -178,13 +180,25 @@ extension SchemaCompiler {
     /// values): whether they may be finitely many, which an array may run out of, and how
     /// many distinct ones they surely have. A `not` is expanded into its alternatives
     /// (finite when each is, counted as the largest), so the bounds it adds are seen.
-    private mutating func valueCensus(_ item: SchemaNode, valueCount: Int?, depth: Int) throws(GrammarError) -> ValueCensus {
-        if item.values != nil { return .finite(known: valueCount ?? 0) }
-        if depth < 2, let (rest, alternatives) = try splitConditionalAssertion(item, depth: depth + 1) {
-            guard alternatives.count <= 16 else { return .finite(known: 0) }  // taken to be finite, not counted
+    private mutating func valueCensus(_ item: SchemaNode, valueCount: Int?, budget: inout Int) throws(GrammarError) -> ValueCensus {
+        let tooDeep = "these items' 'not' expands into more alternatives than are checked here (\(Self.censusNodeLimit))"
+        if let values = item.values {
+            // Literals are written as the schema spells them: a number may have two spellings.
+            guard values.allSatisfy({ switch $0 { case .string, .bool, .null: true; default: false } }) else {
+                return .refused("this 'enum' or 'const' has numbers, arrays or objects among its values")
+            }
+            return .finite(known: valueCount ?? 0)
+        }
+        budget -= 1
+        let hasBranches = !item.negations.isEmpty || !item.conditionals.isEmpty || !item.dependencies.isEmpty
+        if hasBranches, budget <= 0 { return .refused(tooDeep) }
+        if let (rest, alternatives) = try splitConditionalAssertion(item, depth: 1) {
+            // Alternatives of no type the item has (`not` of an object keyword) hold nothing.
+            let merged = alternatives.map { rest.merged(with: $0) }.filter { $0.types?.isEmpty != true }
+            guard merged.count <= budget else { return .refused(tooDeep) }
             var isEndless = false, known = 0
-            for alternative in alternatives {
-                switch try valueCensus(rest.merged(with: alternative), valueCount: nil, depth: depth + 1) {
+            for alternative in merged {
+                switch try valueCensus(alternative, valueCount: nil, budget: &budget) {
                 case .refused(let reason): return .refused(reason)
                 case .endless: isEndless = true
                 case .finite(let count): known = max(known, count)
@@ -192,16 +206,14 @@ extension SchemaCompiler {
             }
             return isEndless ? .endless : .finite(known: known)
         }
-        guard item.negations.isEmpty, item.anyOf.isEmpty, item.oneOf.isEmpty, item.conditionals.isEmpty, item.dependencies.isEmpty else {
-            return .finite(known: 0)
-        }
+        guard item.anyOf.isEmpty, item.oneOf.isEmpty else { return .refused("these items have 'anyOf' or 'oneOf'") }
         let types = item.types ?? Set(JSONType.allCases)
         var isEndless = false, known = 0
         if types.contains(.string) {
             // A bounded string's counter can leave few completions below its maximum unless
             // the string is plain; a plain one of `maxLength` 0 is `""` alone.
             if item.maximumLength != nil, !Self.hasOnlyLengthBounds(item) {
-                return .refused("these items have a 'maxLength' beside a pattern or format")
+                return .refused("these items have a 'maxLength' beside a pattern, a format or an excluded string")
             }
             if item.maximumLength == 0 { return .refused("these items may be strings of 'maxLength' 0, whose one value the matcher does not track") }
             let language = try quotedStringLanguage(item, boundingLength: false)
