@@ -66,8 +66,8 @@ extension SchemaCompiler {
     }
 
     /// The values items of `schemas` can take when they are few and known (`enum`, `const`,
-    /// booleans, null, the string of `maxLength` 0), distinct as JSON values; `nil` otherwise, or when a value's
-    /// verdict against the other keywords is not known here.
+    /// booleans, null, the string of `maxLength` 0), distinct as JSON values; `nil` otherwise,
+    /// or when a value's verdict against the other keywords is not known here.
     private mutating func finiteValues(of schemas: [Subschema]) throws(GrammarError) -> [JSONValue]? {
         guard !schemas.isEmpty, let item = try resolvedNode(Subschema.all(schemas), depth: 1) else { return nil }
         var rest = item
@@ -166,7 +166,7 @@ extension SchemaCompiler {
     /// it, the items are refused.
     static let censusNodeLimit = 256
 
-    /// What ``valueCensus(_:valueCount:depth:)`` finds of an item's values.
+    /// What ``valueCensus(_:valueCount:budget:)`` finds of an item's values.
     private enum ValueCensus {
         /// Endlessly many: the array never runs out.
         case endless
@@ -229,10 +229,7 @@ extension SchemaCompiler {
         if types.contains(.number) || types.contains(.integer) {
             // The language the item's rule writes: numbers in their shortest spelling, one
             // per value (integers among them when both types are allowed).
-            let writesNumbersOnce = self.writesNumbersOnce
-            self.writesNumbersOnce = true
-            defer { self.writesNumbersOnce = writesNumbersOnce }
-            if let language = numberLanguage(item, integer: !types.contains(.number)) {
+            if let language = try? numberLanguage(item, integer: !types.contains(.number), writesEachValueOnce: true) {
                 if language.hasFiniteLanguage { known.addSaturating(language.stringCount() ?? 0) } else { isEndless = true }
             }
         }

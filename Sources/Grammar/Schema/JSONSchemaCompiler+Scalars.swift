@@ -158,19 +158,11 @@ extension SchemaCompiler {
         }
     }
 
-    /// Numbers (or integers) within the node's bounds and `multipleOf`.
+    /// Numbers (or integers) within the node's bounds and `multipleOf`, each value in its
+    /// shortest spelling only while ``writesNumbersOnce`` holds.
     mutating func numberFragment(_ node: SchemaNode, integer: Bool) throws(GrammarError) -> Fragment {
-        let keywords = try numericKeywords(node, integer: integer)
         do {
-            if integer {
-                return try NumberLanguage.integer(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
-                                                   maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
-                                                   multipleOf: keywords.multiple, filters: keywords.filters, into: &grammar.automaton)
-            }
-            return try NumberLanguage.number(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
-                                              maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
-                                              multipleOf: keywords.multiple, filters: keywords.filters,
-                                              digitLimits: options.boundsNumberDigits ? .double : nil, into: &grammar.automaton)
+            return try numberLanguage(node, integer: integer, writesEachValueOnce: writesNumbersOnce).embeddedFragment(into: &grammar.automaton)
         } catch {
             if case .unsupportedKeyword(let keyword, _, let reason) = error {
                 try report(keyword, node.pointer, reason)
@@ -180,19 +172,20 @@ extension SchemaCompiler {
         }
     }
 
-    /// The numbers (or integers) `node` admits, as the language ``numberFragment(_:integer:)``
-    /// writes for it; `nil` when it cannot be built within the limits.
-    func numberLanguage(_ node: SchemaNode, integer: Bool) -> DFA? {
-        guard let keywords = try? numericKeywords(node, integer: integer) else { return nil }
+    /// The numbers (or integers) `node` admits, as a trimmed, minimal automaton: the language
+    /// ``numberFragment(_:integer:)`` writes (with `writesEachValueOnce` for its flag).
+    func numberLanguage(_ node: SchemaNode, integer: Bool, writesEachValueOnce: Bool) throws(GrammarError) -> DFA {
+        var keywords = try numericKeywords(node, integer: integer)
+        keywords.filters.writesEachValueOnce = writesEachValueOnce && !integer
         if integer {
-            return try? NumberLanguage.integerLanguage(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
-                                                       maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
-                                                       multipleOf: keywords.multiple, filters: keywords.filters)
+            return try NumberLanguage.integerLanguage(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
+                                                      maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
+                                                      multipleOf: keywords.multiple, filters: keywords.filters)
         }
-        return try? NumberLanguage.numberLanguage(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
-                                                  maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
-                                                  multipleOf: keywords.multiple, filters: keywords.filters,
-                                                  digitLimits: options.boundsNumberDigits ? .double : nil)
+        return try NumberLanguage.numberLanguage(minimum: keywords.minimum, exclusiveMinimum: keywords.exclusiveMinimum,
+                                                 maximum: keywords.maximum, exclusiveMaximum: keywords.exclusiveMaximum,
+                                                 multipleOf: keywords.multiple, filters: keywords.filters,
+                                                 digitLimits: options.boundsNumberDigits ? .double : nil)
     }
 
     /// A node's numeric keywords as the number languages take them: the tightest bound of
@@ -230,7 +223,6 @@ extension SchemaCompiler {
         for value in node.excludedValues {
             if case .number(let text) = value, let decimal = DecimalNumber(text) { keywords.filters.excludedValues.append(decimal) }
         }
-        keywords.filters.writesEachValueOnce = writesNumbersOnce && !integer
         for text in node.excludedMultiples {
             guard let decimal = DecimalNumber(text), decimal.isPositive else { throw .invalidSchema(pointer: node.pointer, message: "bad multipleOf \(text)") }
             keywords.filters.excludedMultiples.append(decimal)

@@ -1033,7 +1033,7 @@ extension NFA where Label == ByteLabel {
 
 extension DFA {
     /// The language as a fragment of `automaton`: `nothing()` when it is empty.
-    fileprivate func embeddedFragment(into automaton: inout ByteNFA) -> Fragment {
+    func embeddedFragment(into automaton: inout ByteNFA) -> Fragment {
         isEmptyLanguage ? automaton.nothing() : embed(into: &automaton)
     }
 }
