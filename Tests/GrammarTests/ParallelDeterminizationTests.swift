@@ -20,7 +20,7 @@ import TypesetTestSupport
 
     @Test func severalThreadsBuildWhatOneBuilds() throws {
         let grammar = try Grammar(jsonSchema: Self.largeSchema(objects: 30))
-        #expect(ReachableNFA(everythingIn: grammar.automaton).stateCount >= PushdownAutomaton.parallelStateThreshold)
+        #expect(ReachableNFA(everythingIn: grammar.automaton, ends: []).stateCount >= PushdownAutomaton.parallelStateThreshold)
         let one = try PushdownAutomaton(grammar, stateLimit: 1 << 16, threads: 1)
         for threads in [2, 3] {
             let several = try PushdownAutomaton(grammar, stateLimit: 1 << 16, threads: threads)

@@ -129,7 +129,7 @@ import TypesetTestSupport
                 }
                 fragments.append(Fragment(start: states[0], end: states[count - 1]))
             }
-            var shared = EpsilonClosure(ReachableNFA(everythingIn: automaton))
+            var shared = EpsilonClosure(ReachableNFA(everythingIn: automaton, ends: fragments.map(\.end)))
             for fragment in fragments {
                 let alone = try DFA(fragment, of: automaton)
                 let together = try DFA(fragment, closure: &shared)

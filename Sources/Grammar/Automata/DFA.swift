@@ -53,7 +53,7 @@ struct DFA: Sendable, Hashable {
     }
 
     /// ``init(_:of:stateLimit:)`` for one of many fragments of one automaton (a grammar's
-    /// rules): `closure` reads the whole automaton (``ReachableNFA/init(everythingIn:)``), is
+    /// rules): `closure` reads the whole automaton (``ReachableNFA/init(everythingIn:ends:)``), is
     /// built once and serves every fragment, so no fragment pays for renumbering its part.
     init(_ part: Fragment, closure: inout EpsilonClosure<ByteLabel>, stateLimit: Int = 1 << 16) throws(TooLarge) {
         try self.init(from: part.start, to: part.end, closure: &closure, sourceStates: closure.automaton.stateCount, stateLimit: stateLimit)
@@ -496,12 +496,15 @@ struct EpsilonClosure<Label: Hashable & Sendable> {
             generation = 1
         }
         result.removeAll(keepingCapacity: true)
+        var lowest = Int32.max, highest = Int32.min
         for seed in seeds where mark[Int(seed)] != generation {
             mark[Int(seed)] = generation
             stack.append(seed)
         }
         while let state = stack.popLast() {
             result.append(state)
+            lowest = min(lowest, state)
+            highest = max(highest, state)
             for edge in automaton.edges(of: state) where automaton.isEpsilon(edge) {
                 let target = automaton.targets[edge]
                 if mark[Int(target)] != generation {
@@ -511,9 +514,16 @@ struct EpsilonClosure<Label: Hashable & Sendable> {
             }
         }
         // Closures are mostly a handful of states: insertion sort, without the general
-        // sort's merging machinery, unless there are many.
+        // sort's merging machinery, unless there are many. Many states close together (an
+        // object's members, all open at once in any order) are read off their marks in
+        // order instead, one pass over the span they occupy.
         if result.count > 32 {
-            result.sort()
+            if Int(highest - lowest) < result.count * 16 {
+                result.removeAll(keepingCapacity: true)
+                for state in lowest ... highest where mark[Int(state)] == generation { result.append(state) }
+            } else {
+                result.sort()
+            }
         } else {
             result.withUnsafeMutableBufferPointer { states in
                 for index in states.indices.dropFirst() {

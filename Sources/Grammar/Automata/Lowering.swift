@@ -88,8 +88,11 @@ enum Lowering {
     /// The canonical JSON string literal of `text`, quotes included (see `jsonStringCharacter`).
     static func jsonStringLiteral(_ text: String) -> [UInt8] {
         var bytes: [UInt8] = [0x22]
+        bytes.reserveCapacity(text.utf8.count + 2)
         for scalar in text.unicodeScalars {
-            if mustEscape.contains(scalar.value) {
+            if scalar.value >= 0x20, scalar.value < 0x7F, scalar.value != 0x22, scalar.value != 0x5C {
+                bytes.append(UInt8(scalar.value))  // printable ASCII, the usual name: as it is
+            } else if mustEscape.contains(scalar.value) {
                 bytes.append(0x5C)
                 bytes += escapeTail(scalar.value)
             } else {

@@ -271,15 +271,24 @@ struct PushdownAutomaton: Sendable {
     }
 
     /// States of `dfa` reachable from `state` through edges of nullable rules only.
+    /// O(states reached + their rule edges); no hashing while they are few (the usual one
+    /// or two: the fixpoints ask at every call site).
     static func statesReachedWithoutBytes(_ dfa: DFA, from state: Int32, nullable: [Bool]) -> [Int32] {
-        var seen: Set<Int32> = [state]
-        var stack = [state]
-        while let current = stack.popLast() {
-            for edge in dfa.ruleEdges[Int(current)] where nullable[Int(edge.rule)] && seen.insert(edge.target).inserted {
-                stack.append(edge.target)
+        var reached = [state]
+        var seen: Set<Int32>? = nil
+        var cursor = 0
+        while cursor < reached.count {
+            let current = reached[cursor]
+            cursor += 1
+            for edge in dfa.ruleEdges[Int(current)] where nullable[Int(edge.rule)] {
+                if seen == nil, reached.count >= 16 { seen = Set(reached) }
+                let isKnown = seen.map { $0.contains(edge.target) } ?? reached.contains(edge.target)
+                guard !isKnown else { continue }
+                seen?.insert(edge.target)
+                reached.append(edge.target)
             }
         }
-        return Array(seen)
+        return reached
     }
 
     static func firstBytes(_ dfa: DFA, from state: Int32, nullable: [Bool], first: [ByteSet]) -> ByteSet {
@@ -714,7 +723,7 @@ extension PushdownAutomaton {
     /// determinized again one by one, so the error names the rule a single thread would.
     static func determinize(_ grammar: Grammar, stateLimit: Int, threads: Int) throws(GrammarError) -> [DFA] {
         // One reading of the rules' shared automaton for all of them.
-        let reachable = ReachableNFA(everythingIn: grammar.automaton)
+        let reachable = ReachableNFA(everythingIn: grammar.automaton, ends: grammar.rules.map(\.body.end))
         if threads > 1, reachable.stateCount >= parallelStateThreshold,
            let built = determinizeInParallel(grammar, reachable: reachable, stateLimit: stateLimit, threads: threads) {
             return built

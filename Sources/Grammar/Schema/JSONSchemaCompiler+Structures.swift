@@ -366,8 +366,14 @@ extension SchemaCompiler {
             memberRules[key] = rule
             return rule
         }
-        func call(_ rule: Int32, first: Bool) -> Fragment {
-            grammar.automaton.sequence((first ? [] : [punctuation(","), whitespace()]) + [grammar.automaton.rule(rule)])
+        // Where the members from `source` start: `source` itself before the first member,
+        // else past one comma shared by all of them (a comma per member would put every
+        // member's copy of it in each subset the determinization builds).
+        func membersStart(_ source: Int32, first: Bool) -> Int32 {
+            guard !first else { return source }
+            let separator = grammar.automaton.sequence([punctuation(","), whitespace()])
+            grammar.automaton.addEdge(from: source, to: separator.start, label: nil)
+            return separator.end
         }
 
         var work: [(Int, Int, Int)] = [(0, 0, 0)]
@@ -383,19 +389,20 @@ extension SchemaCompiler {
             if anyOrder {
                 // `index`: the required names written so far (or their number).
                 if canAdd {
+                    let start = membersStart(source, first: count == 0)
                     for member in declared.indices {
                         guard let after = anyOrderPosition(after: member, from: index) else { continue }
                         for taken in takings(declaredMeets[member], found) {
-                            let piece = call(try memberRule(declared: member, extra: nil, taking: taken), first: count == 0)
-                            grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                            let piece = grammar.automaton.rule(try memberRule(declared: member, extra: nil, taking: taken))
+                            grammar.automaton.addEdge(from: start, to: piece.start, label: nil)
                             grammar.automaton.addEdge(from: piece.end, to: state(after, nextCount, found | taken), label: nil)
                             work.append((after, nextCount, found | taken))
                         }
                     }
                     for position in extraMembers.indices {
                         for taken in takings(extraMeets[position], found) {
-                            let piece = call(try memberRule(declared: nil, extra: position, taking: taken), first: count == 0)
-                            grammar.automaton.addEdge(from: source, to: piece.start, label: nil)
+                            let piece = grammar.automaton.rule(try memberRule(declared: nil, extra: position, taking: taken))
+                            grammar.automaton.addEdge(from: start, to: piece.start, label: nil)
                             grammar.automaton.addEdge(from: piece.end, to: state(index, nextCount, found | taken), label: nil)
                             work.append((index, nextCount, found | taken))
                         }

@@ -172,12 +172,29 @@ struct SchemaCompiler {
         return .object(members.filter { !SchemaNode.annotations.contains($0.0) })
     }
 
+    /// A rule's name from its schema's pointer: the last two parts that are not the
+    /// structure's own words, letters and digits kept and anything else a `-`
+    /// (`#/$defs/user/properties/e-mail` → `user-e-mail`).
     static func ruleName(_ pointer: String) -> String {
-        let parts = pointer.split(separator: "/").filter { !["#", "properties", "items", "$defs", "definitions", "anyOf", "oneOf", "allOf", "prefixItems"].contains($0) }
-        let name = parts.suffix(2).joined(separator: "-")
-        let cleaned = String(String.UnicodeScalarView(name.unicodeScalars.map { ("0" ... "9").contains($0) || ("A" ... "Z").contains($0) || ("a" ... "z").contains($0) ? $0 : "-" }))
-        return cleaned.isEmpty ? "value" : cleaned
+        var kept: [Substring] = []
+        for part in pointer.split(separator: "/").reversed() where !structuralPointerParts.contains(part) {
+            kept.append(part)
+            if kept.count == 2 { break }
+        }
+        var name = String.UnicodeScalarView()
+        for (index, part) in kept.reversed().enumerated() {
+            if index > 0 { name.append("-") }
+            for scalar in part.unicodeScalars {
+                let value = scalar.value
+                let isLetterOrDigit = (0x30 ... 0x39).contains(value) || (0x41 ... 0x5A).contains(value) || (0x61 ... 0x7A).contains(value)
+                name.append(isLetterOrDigit ? scalar : "-")
+            }
+        }
+        return name.isEmpty ? "value" : String(name)
     }
+
+    /// The words of a pointer that say where in a schema, not what: left out of rule names.
+    private static let structuralPointerParts: Set<Substring> = ["#", "properties", "items", "$defs", "definitions", "anyOf", "oneOf", "allOf", "prefixItems"]
 
     /// Reports a keyword that cannot be enforced: fails, or records it when lenient.
     mutating func report(_ keyword: String, _ pointer: String, _ reason: String) throws(GrammarError) {
