@@ -654,7 +654,19 @@ extension PushdownAutomaton {
     /// moved and checked; `nil` when the rule cannot read it there.
     @inline(__always)
     func step(_ frame: PushdownFrame, _ byte: UInt8, in dfa: DFA) -> PushdownFrame? {
-        let target = dfa.next(frame.state, byte)
+        moved(frame, to: dfa.next(frame.state, byte), reading: byte)
+    }
+
+    /// ``step(_:_:in:)`` in `frame`'s own rule, read in place (no copy of the rule's automaton,
+    /// whose arrays a copy would retain and release on every byte of a hot loop).
+    @inline(__always)
+    func step(_ frame: PushdownFrame, _ byte: UInt8) -> PushdownFrame? {
+        moved(frame, to: rules[Int(frame.rule)].transitions[Int(frame.state) << 8 | Int(byte)], reading: byte)
+    }
+
+    /// `frame` moved to `target` (−1: no move) by reading `byte`, its count moved and checked.
+    @inline(__always)
+    private func moved(_ frame: PushdownFrame, to target: Int32, reading byte: UInt8) -> PushdownFrame? {
         guard target >= 0 else { return nil }
         var moved = frame
         moved.state = target
@@ -663,11 +675,6 @@ extension PushdownAutomaton {
             guard counter.isLive(target, moved.count) else { return nil }
         }
         return moved
-    }
-
-    @inline(__always)
-    func step(_ frame: PushdownFrame, _ byte: UInt8) -> PushdownFrame? {
-        step(frame, byte, in: rules[Int(frame.rule)])
     }
 
     /// The bytes `frame` can read along its rule's byte edges.
@@ -683,29 +690,42 @@ extension PushdownAutomaton {
     /// of the stack; depth-first, scratch frames).
     /// With items of `uniqueItems` arrays, the store's `token` must be `bytes`: it reads the
     /// items' text there, and the walk must end where the output can go on.
-    func accepts(_ bytes: UnsafeBufferPointer<UInt8>, from index: Int, frame: PushdownFrame,
+    func accepts(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, frame: PushdownFrame,
                  store: inout ScratchFrames, emptyMoves: Int = 0) -> Bool {
-        store.consumed = index
-        if index == bytes.count { return !hasDistinctItems || canGoOn(frame, store: &store) }
-        guard emptyMoves < 256 else { return false }
-        let byte = bytes[index]
-        let dfa = rules[Int(frame.rule)]
-        if let moved = step(frame, byte, in: dfa), accepts(bytes, from: index + 1, frame: moved, store: &store) { return true }
-        for edge in dfa.ruleEdges[Int(frame.state)] where first[Int(edge.rule)].contains(byte) || nullable[Int(edge.rule)] {
-            let mark = store.count
+        // A loop while there is one way on (a byte edge alone, or a completion alone), a
+        // recursion where there are several; rules are read in place, not copied.
+        var index = start, frame = frame, emptyMoves = emptyMoves
+        while true {
             store.consumed = index
-            let returnFrame = store.push(PushdownFrame(rule: frame.rule, state: edge.target, count: frame.count, parent: frame.parent))
-            let found = accepts(bytes, from: index, frame: calledFrame(edge.rule, returningTo: returnFrame, store: store),
-                                store: &store, emptyMoves: emptyMoves + 1)
-            store.truncate(to: mark)
-            if found { return true }
-        }
-        if dfa.isFinal[Int(frame.state)], frame.parent >= 0 {
+            if index == bytes.count { return !hasDistinctItems || canGoOn(frame, store: &store) }
+            guard emptyMoves < 256 else { return false }
+            let byte = bytes[index]
+            let rule = Int(frame.rule), state = Int(frame.state)
+            let callCount = rules[rule].ruleEdges[state].count
+            let completes = frame.parent >= 0 && rules[rule].isFinal[state]
+            if let moved = step(frame, byte) {
+                if callCount == 0, !completes {
+                    (frame, index, emptyMoves) = (moved, index + 1, 0)
+                    continue
+                }
+                if accepts(bytes, from: index + 1, frame: moved, store: &store) { return true }
+            }
+            for call in 0 ..< callCount {
+                let edge = rules[rule].ruleEdges[state][call]
+                guard first[Int(edge.rule)].contains(byte) || nullable[Int(edge.rule)] else { continue }
+                let mark = store.count
+                store.consumed = index
+                let returnFrame = store.push(PushdownFrame(rule: frame.rule, state: edge.target, count: frame.count, parent: frame.parent))
+                let found = accepts(bytes, from: index, frame: calledFrame(edge.rule, returningTo: returnFrame, store: store),
+                                    store: &store, emptyMoves: emptyMoves + 1)
+                store.truncate(to: mark)
+                if found { return true }
+            }
+            guard completes else { return false }
             store.consumed = index
             guard let below = popped(frame, store: &store) else { return false }
-            return accepts(bytes, from: index, frame: below, store: &store, emptyMoves: emptyMoves + 1)
+            (frame, emptyMoves) = (below, emptyMoves + 1)
         }
-        return false
     }
 }
 

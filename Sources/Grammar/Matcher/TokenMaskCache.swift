@@ -82,6 +82,11 @@ extension PositionMask {
             let end = Int(trie.subtreeEnds[node])
             list.append(contentsOf: trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[end])])
         }
+        // The tokens ending at `node`: none or one mostly, read one by one (a slice of the
+        // array per node would retain and release it, most of the walk's time in a string).
+        @inline(__always) func appendTokens(endingAt node: Int, to list: inout [Int32]) {
+            for index in Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1]) { list.append(trie.tokenIDs[index]) }
+        }
         let follow = automaton.follow[Int(rule)]
         let nodeCount = trie.nodeCount
         let depthLimit = trie.maximumDepth + 1
@@ -121,12 +126,11 @@ extension PositionMask {
                         }
                         states[depth] = next
                         undecidedBelow[depth] = undecidedHere
-                        let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
                         let atItemEnd = automaton.mayRunOutOfItems(PushdownFrame(rule: rule, state: next, count: counts[depth], parent: -1))
                         if depth <= exactDepth, !atItemEnd {
-                            accepted.append(contentsOf: tokens)
+                            appendTokens(endingAt: node, to: &accepted)
                         } else {
-                            undecided.append(contentsOf: tokens)
+                            appendTokens(endingAt: node, to: &undecided)
                         }
                         node += 1
                     }
@@ -186,11 +190,10 @@ extension PositionMask {
                         rangeEnd[depth] = slot + 1
                         frameMark[depth] = frameMark[depth - 1]
                         undecidedBelow[depth] = undecidedHere
-                        let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
                         if automaton.mayRunOutOfItems(moved) {
-                            undecided.append(contentsOf: tokens)
+                            appendTokens(endingAt: node, to: &undecided)
                         } else {
-                            accepted.append(contentsOf: tokens)
+                            appendTokens(endingAt: node, to: &accepted)
                         }
                         node += 1
                         continue
@@ -221,12 +224,11 @@ extension PositionMask {
                 // An item ended inside the token: whether it repeats one is for the matcher.
                 let itemEnded = store.metItemEnd
                 undecidedBelow[depth] = undecidedHere || itemEnded
-                let tokens = trie.tokenIDs[Int(trie.tokenStarts[node]) ..< Int(trie.tokenStarts[node + 1])]
                 if itemEnded || (endsItem && completed[depth])
                     || (automaton.hasDistinctItems && configurations[start...].contains(where: automaton.mayRunOutOfItems)) {
-                    undecided.append(contentsOf: tokens)
+                    appendTokens(endingAt: node, to: &undecided)
                 } else {
-                    accepted.append(contentsOf: tokens)
+                    appendTokens(endingAt: node, to: &accepted)
                 }
                 node += 1
             }
