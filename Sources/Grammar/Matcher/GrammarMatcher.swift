@@ -194,8 +194,8 @@ public struct GrammarMatcher: Sendable {
     /// cleared. End-of-generation tokens are allowed exactly when `canTerminate`.
     ///
     /// - Precondition: `mask.vocabularySize == grammar.vocabulary.size`.
-    /// - Complexity: O(vocabulary / 32) for the precomputed part, plus one stack check per
-    ///   undecided token of the current positions.
+    /// - Complexity: O(vocabulary / 32) once, plus each current position's list (a bitset:
+    ///   vocabulary / 32 again), plus one stack check per undecided token not allowed already.
     public func fillNextTokenMask(into mask: inout TokenBitmask) {
         let vocabulary = grammar.vocabulary
         precondition(mask.vocabularySize == vocabulary.size, "the mask and the grammar have different vocabularies")
@@ -205,6 +205,10 @@ public struct GrammarMatcher: Sendable {
             guard !terminated else { return }
             var store = ScratchFrames(base: frames.frames, written: automaton.hasDistinctItems ? frames.written : nil)
             var seen: [PushdownFrame] = []
+            var positions: [(configuration: PushdownFrame, undecided: [Int32])] = []
+            // The text tokens every `allExcept` position leaves out: their intersection, so the
+            // whole vocabulary is written once however many such positions there are.
+            var excluded: [Int32]? = nil
             for (index, configuration) in configurations.enumerated() where roots[index] {
                 guard !seen.contains(configuration), let position = grammar.masks.mask(of: configuration) else { continue }
                 seen.append(configuration)
@@ -214,20 +218,26 @@ public struct GrammarMatcher: Sendable {
                 case .bitset(let bits):
                     for index in words.indices { words[index] |= bits[index] }
                 case .allExcept(let tokens):
-                    // text tokens minus `tokens`, merged into what other positions allowed.
-                    var cursor = 0
-                    vocabulary.textTokens._words.withUnsafeBufferPointer { text in
-                        for wordIndex in words.indices {
-                            var word = text[wordIndex]
-                            while cursor < tokens.count, Int(tokens[cursor]) >> 5 == wordIndex {
-                                word &= ~(1 << UInt32(tokens[cursor] & 31))
-                                cursor += 1
-                            }
-                            words[wordIndex] |= word
+                    excluded = excluded.map { Self.intersection($0, tokens) } ?? tokens
+                }
+                if !position.undecided.isEmpty { positions.append((configuration, position.undecided)) }
+            }
+            if let excluded {
+                // Text tokens minus `excluded`, merged into what other positions allowed.
+                var cursor = 0
+                vocabulary.textTokens._words.withUnsafeBufferPointer { text in
+                    for wordIndex in words.indices {
+                        var word = text[wordIndex]
+                        while cursor < excluded.count, Int(excluded[cursor]) >> 5 == wordIndex {
+                            word &= ~(1 << UInt32(excluded[cursor] & 31))
+                            cursor += 1
                         }
+                        words[wordIndex] |= word
                     }
                 }
-                for token in position.undecided {
+            }
+            for (configuration, undecided) in positions {
+                for token in undecided {
                     let bit: UInt32 = 1 << UInt32(token & 31)
                     if words[Int(token) >> 5] & bit != 0 { continue }
                     let tokenBytes = vocabulary.tokenBytes[Int(token)]
@@ -243,6 +253,16 @@ public struct GrammarMatcher: Sendable {
                 for token in vocabulary.endOfGenerationTokens { words[token >> 5] |= 1 << UInt32(token & 31) }
             }
         }
+    }
+
+    /// The tokens in both ascending lists, ascending. O(`a.count` + `b.count`).
+    static func intersection(_ a: [Int32], _ b: [Int32]) -> [Int32] {
+        var result: [Int32] = []
+        var i = 0, j = 0
+        while i < a.count, j < b.count {
+            if a[i] < b[j] { i += 1 } else if b[j] < a[i] { j += 1 } else { result.append(a[i]); i += 1; j += 1 }
+        }
+        return result
     }
 
     /// The bytes every continuation must start with: while exactly one byte can come next
