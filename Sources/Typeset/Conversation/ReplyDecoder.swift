@@ -403,7 +403,8 @@ final class ReplyDecoder: TokenStepper {
             guard matcher.accept(token: token) else { return false }
             guard options.closesWithinMaxTokens else { return true }
             let after = matcher.shortestCompletionLength
-            if after <= budget - 1 || tokensToFinish(matcher, bytes: after) <= budget - 1, distance.map({ after < $0 }) ?? true { return true }
+            // Progress first: one comparison, where the tokenizer's count is an encoding.
+            if distance.map({ after < $0 }) ?? true, after <= budget - 1 || tokensToFinish(matcher, bytes: after) <= budget - 1 { return true }
             matcher.rollback(1)
             return false
         }
@@ -414,23 +415,49 @@ final class ReplyDecoder: TokenStepper {
             if acceptable(token, progressFrom: nil) { return token }
             logits[token] = -.infinity
         }
-        // Closing: the likeliest tokens that shorten the way to a complete value.
+        // Closing: the likeliest tokens that shorten the way to a complete value, up to 8 of
+        // the 256 likeliest, or the first further down when none of those does. (Sorting and
+        // trying every allowed token, 262,144 inside a string with Gemma's vocabulary, cost
+        // 30 ms a step.)
         let distance = matcher.shortestCompletionLength
-        let ranked = logits.indices.filter { logits[$0] > -.infinity }.sorted { logits[$0] > logits[$1] }
+        let allowed = logits.indices.filter { logits[$0] > -.infinity }
+        let likeliest = Self.highest(256, of: allowed, in: logits)
         var candidates: [Int] = []
-        for token in ranked {
-            if acceptable(token, progressFrom: distance) {
+        func collect(_ tokens: [Int], upTo count: Int) {
+            for token in tokens where acceptable(token, progressFrom: distance) {
                 matcher.rollback(1)
                 candidates.append(token)
-                if candidates.count == 8 { break }
+                if candidates.count == count { return }
             }
+        }
+        collect(likeliest, upTo: 8)
+        if candidates.isEmpty, allowed.count > likeliest.count {
+            let tried = Set(likeliest)
+            collect(allowed.filter { !tried.contains($0) }.sorted { logits[$0] > logits[$1] }, upTo: 1)
         }
         guard !candidates.isEmpty else { return nil }
         // Only the candidates stay (in place: the logits are not needed after this step).
         let kept = Set(candidates)
-        for token in ranked where !kept.contains(token) { logits[token] = -.infinity }
+        for token in allowed where !kept.contains(token) { logits[token] = -.infinity }
         guard let token = sampler.draw(from: logits), matcher.accept(token: token) else { return nil }
         return token
+    }
+
+    /// The `count` tokens of `tokens` with the highest logits, highest first (ties in the
+    /// order of `tokens`): one pass keeping a short sorted list. O(tokens × count) at worst,
+    /// about O(tokens) since most tokens fall below the list's last.
+    static func highest(_ count: Int, of tokens: [Int], in logits: [Float]) -> [Int] {
+        var top: [Int] = []
+        top.reserveCapacity(count + 1)
+        for token in tokens {
+            let value = logits[token]
+            if top.count == count, value <= logits[top[count - 1]] { continue }
+            var position = top.count
+            while position > 0, logits[top[position - 1]] < value { position -= 1 }
+            top.insert(token, at: position)
+            if top.count > count { top.removeLast() }
+        }
+        return top
     }
 
     // MARK: Masks
