@@ -46,6 +46,42 @@ import TypesetTestSupport
         }
     }
 
+    /// A function call's forced parts (its keys, the function's name) are appended without a
+    /// pass each, and its arguments still validate against the function's parameters.
+    @Test(arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName])
+    func callsJumpForward(model: String) async throws {
+        guard TestModels.shouldRun(model) else { return }
+        let runner = try ModelRunner(url: URL(fileURLWithPath: TestModels.path(of: model)), options: ModelRunner.Options(contextLength: 1024))
+        let function = try FunctionDefinition(
+            name: "log_brew", description: "Records a coffee brew.",
+            parametersJSON: #"{"type":"object","properties":{"method":{"enum":["pour_over","french_press","espresso"]},"dose_grams":{"type":"integer","minimum":5,"maximum":40},"notes":{"type":"string","maxLength":60}},"required":["method","dose_grams","notes"],"additionalProperties":false}"#)
+        var passes: [Bool: (steps: Int, tokens: Int)] = [:]
+        for jumps in [false, true] {
+            var options = GenerationOptions(temperature: 0, maxTokens: 120, functionCallMode: .required)
+            options.jumpsForward = jumps
+            let conversation = runner.createConversation(systemPrompt: "You log coffee brews with the tool.")
+            try conversation.register(function: function)
+            let before = runner.activity.steps
+            var calls: [FunctionCall] = [], finish: FinishReason?, tokens = 0
+            for try await response in conversation.generateResponse(to: "I just made a pour over with 18 grams. Log it.", options: options) {
+                if case .complete(let message, let reason, let stats) = response {
+                    calls = message.functionCalls
+                    finish = reason
+                    tokens = stats.completionTokens
+                }
+            }
+            #expect(finish == .stop, "\(model)")
+            let call = try #require(calls.first, "\(model): no call")
+            #expect(call.name == "log_brew")
+            #expect(try JSONSchemaValidator(schemaText: function.parameters.compactText).problems(in: call.argumentsText) == [], "\(model): \(call.argumentsText)")
+            passes[jumps] = (runner.activity.steps - before - 1, tokens)
+        }
+        let plain = try #require(passes[false]), jumping = try #require(passes[true])
+        // Tokens without a pass of their own: the closing markup and the end without jumps;
+        // with them, the name and the keys too.
+        #expect(jumping.tokens - jumping.steps >= plain.tokens - plain.steps + 6, "\(model): \(plain) without jumps, \(jumping) with")
+    }
+
     /// The tokens forced after the first sampled token are the tokenizer's own encoding of
     /// the text the grammar forces (less the last token when the model might merge it with
     /// what it writes next).

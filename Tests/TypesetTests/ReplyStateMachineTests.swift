@@ -154,6 +154,25 @@ import Testing
         #expect(run.reply.finishReason == .stop)
     }
 
+    @Test func forcedBytesOfACallGoInWithTheSampledToken() throws {
+        let text = "<tool_call>\n" + Self.call + "\n</tool_call>"
+        let run = try Self.reply(writing: text, functions: [Self.weather])
+        var options = GenerationOptions()
+        options.jumpsForward = false
+        let plain = try Self.reply(writing: text, options: options, functions: [Self.weather])
+        #expect(run.calls == plain.calls && run.calls.count == 1)
+        #expect(run.source.held == plain.source.held)
+        // Whitespace may come between a call's tokens, so only what follows an opening quote
+        // is forced: `name"`, `get_weather"` (the one function), `arguments"` and `city"`,
+        // 32 bytes computed in the passes of the quotes before them.
+        #expect(run.source.evaluations.contains(Array(#""get_weather""#.utf8).map(Int.init)))
+        #expect(plain.source.evaluations.count == run.source.evaluations.count + 32)
+        // Within a budget, the forced bytes leave room for the closing markup.
+        let tight = try Self.reply(writing: text, options: GenerationOptions(maxTokens: 72), functions: [Self.weather])
+        #expect(tight.calls == [FunctionCall(id: "call_1", name: "get_weather", arguments: .object([("city", .string("P"))]))])
+        #expect(tight.reply.stats.completionTokens == 72)
+    }
+
     @Test func nothingButAnotherCallFollowsACall() throws {
         // The model would go on in words after its call: only the end (or another call) may follow.
         let run = try Self.reply(writing: "<tool_call>\n" + Self.call + "\n</tool_call>\nIt is sunny.", functions: [Self.weather])

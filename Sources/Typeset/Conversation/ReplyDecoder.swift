@@ -188,19 +188,13 @@ final class ReplyDecoder: TokenStepper {
             if !text.isEmpty { emit(.chunk(text)) }
             // Complete and nothing but the end may follow: done, without another step.
             if Self.isComplete(matcher) { return .appendAndFinish(token, .stop) }
-            if options.jumpsForward, options.logprobs == nil {
-                let started = clock.now
-                forced = jumpForward(after: token, matcher: &matcher, limit: context.remainingTokens - 1)
-                constraintSeconds += (clock.now - started).seconds
-                if !forced.isEmpty {
-                    phase = .schema(matcher)
-                    for forcedToken in forced {
-                        let piece = (try? detokenizer.append(forcedToken)) ?? ""
-                        content += piece
-                        if !piece.isEmpty { emit(.chunk(piece)) }
-                    }
-                    if Self.isComplete(matcher) { return .appendAndFinish(token, forced: forced, .stop) }
-                }
+            let (tokens, piece) = appendForcedTokens(after: token, matcher: &matcher, limit: context.remainingTokens - 1)
+            if !tokens.isEmpty {
+                forced = tokens
+                phase = .schema(matcher)
+                content += piece
+                if !piece.isEmpty { emit(.chunk(piece)) }
+                if Self.isComplete(matcher) { return .appendAndFinish(token, forced: forced, .stop) }
             }
         case .free:
             let callStart = take(router.route(text))
@@ -223,8 +217,16 @@ final class ReplyDecoder: TokenStepper {
                 break
             }
             phase = .call(matcher, text: json)
-        case .call(let matcher, let soFar):
-            phase = .call(matcher, text: soFar + text)
+        case .call(var matcher, let soFar):
+            var json = soFar + text
+            if !Self.isComplete(matcher) {
+                // The forced keys and punctuation of the call, leaving room for its closing markup.
+                let limit = context.remainingTokens - 1 - (bareCall ? 0 : callClosing.count)
+                let (tokens, piece) = appendForcedTokens(after: token, matcher: &matcher, limit: limit)
+                forced = tokens
+                json += piece
+            }
+            phase = .call(matcher, text: json)
         }
         if case .call(let matcher, let json) = phase, Self.isComplete(matcher) {
             calls += callFormat.calls(in: json + detokenizer.finish(), firstNumber: firstCallNumber + calls.count)
@@ -232,7 +234,7 @@ final class ReplyDecoder: TokenStepper {
             maskIsCurrent = false
             phase = .free
             // A bare call is the whole reply: it ends here, complete (not "cut short").
-            if bareCall { return .appendAndFinish(token, .stop) }
+            if bareCall { return .appendAndFinish(token, forced: forced, .stop) }
             forced += callClosing
             router.resume()
             afterCall = []
@@ -319,6 +321,19 @@ final class ReplyDecoder: TokenStepper {
     }
 
     // MARK: Jump-forward decoding
+
+    /// ``jumpForward(after:matcher:limit:)`` when the options ask for it (not with
+    /// log-probabilities, which forced tokens would not have), timed as the constraint's, with
+    /// the forced tokens' text.
+    private func appendForcedTokens(after token: Int, matcher: inout GrammarMatcher, limit: Int) -> (tokens: [Int], text: String) {
+        guard options.jumpsForward, options.logprobs == nil else { return ([], "") }
+        let started = clock.now
+        let tokens = jumpForward(after: token, matcher: &matcher, limit: limit)
+        constraintSeconds += (clock.now - started).seconds
+        var text = ""
+        for forcedToken in tokens { text += (try? detokenizer.append(forcedToken)) ?? "" }
+        return (tokens, text)
+    }
 
     /// The tokens for the bytes the grammar forces after `token` (a key, its quotes and
     /// colon, the rest of an enum word), accepted into `matcher`, to append without sampling:
@@ -421,7 +436,7 @@ final class ReplyDecoder: TokenStepper {
         // 30 ms a step.)
         let distance = matcher.shortestCompletionLength
         let allowed = logits.indices.filter { logits[$0] > -.infinity }
-        let likeliest = Self.highest(256, of: allowed, in: logits)
+        let likeliest = likeliestTokens(256, of: allowed, in: logits)
         var candidates: [Int] = []
         func collect(_ tokens: [Int], upTo count: Int) {
             for token in tokens where acceptable(token, progressFrom: distance) {
@@ -441,23 +456,6 @@ final class ReplyDecoder: TokenStepper {
         for token in allowed where !kept.contains(token) { logits[token] = -.infinity }
         guard let token = sampler.draw(from: logits), matcher.accept(token: token) else { return nil }
         return token
-    }
-
-    /// The `count` tokens of `tokens` with the highest logits, highest first (ties in the
-    /// order of `tokens`): one pass keeping a short sorted list. O(tokens × count) at worst,
-    /// about O(tokens) since most tokens fall below the list's last.
-    static func highest(_ count: Int, of tokens: [Int], in logits: [Float]) -> [Int] {
-        var top: [Int] = []
-        top.reserveCapacity(count + 1)
-        for token in tokens {
-            let value = logits[token]
-            if top.count == count, value <= logits[top[count - 1]] { continue }
-            var position = top.count
-            while position > 0, logits[top[position - 1]] < value { position -= 1 }
-            top.insert(token, at: position)
-            if top.count > count { top.removeLast() }
-        }
-        return top
     }
 
     // MARK: Masks

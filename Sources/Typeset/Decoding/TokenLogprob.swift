@@ -39,25 +39,16 @@ public struct TokenLogprob: Sendable, Equatable {
     /// The entry for `token` given the model's `logits` (one per vocabulary entry), with the
     /// `alternativeCount` most likely tokens (ties to the lower id).
     ///
-    /// - Complexity: O(vocabulary × (1 + alternativeCount)) at worst, one pass in practice.
+    /// - Complexity: O(vocabulary × (1 + alternativeCount)) at worst, three passes in practice.
     static func entry(for token: Int, logits: [Float], alternativeCount: Int, vocabulary: Vocabulary) -> TokenLogprob {
         let maximum = logits.max() ?? 0
         var total = 0.0
         for logit in logits where logit > -.infinity { total += Double(expf(logit - maximum)) }
         let normalizer = maximum + Float(log(total))
-        // The best `alternativeCount`, kept sorted best first.
-        var best: [(logit: Float, token: Int)] = []
-        if alternativeCount > 0 {
-            best.reserveCapacity(alternativeCount + 1)
-            for (id, logit) in logits.enumerated() where best.count < alternativeCount || logit > best[best.count - 1].logit {
-                let position = best.firstIndex { logit > $0.logit } ?? best.count
-                best.insert((logit, id), at: position)
-                if best.count > alternativeCount { best.removeLast() }
-            }
-        }
         func candidate(_ id: Int, _ logit: Float) -> Candidate {
             Candidate(token: id, bytes: vocabulary.bytes(of: id), logprob: logit - normalizer)
         }
-        return TokenLogprob(chosen: candidate(token, logits[token]), alternatives: best.map { candidate($0.token, $0.logit) })
+        let alternatives = likeliestTokens(alternativeCount, of: logits.indices, in: logits)
+        return TokenLogprob(chosen: candidate(token, logits[token]), alternatives: alternatives.map { candidate($0, logits[$0]) })
     }
 }
