@@ -44,22 +44,23 @@ let targetCPU: String? = {
         #endif
     }
 }()
-// Whether the target CPU has AVX-512 (32 vector registers): "native" on a machine whose
-// /proc/cpuinfo lists avx512f, or a CPU model that has it. The packed prefill kernels then
-// multiply eight activation columns per pass instead of four.
+// Whether the target CPU has AVX-512 with byte and word instructions (32 vector registers,
+// AVX512BW): "native" on a machine whose /proc/cpuinfo lists avx512f and avx512bw, or a CPU
+// model that has them. The packed kernels then run on bytes (Kernels/PackedByteKernels.swift,
+// through the VectorIntrinsics module, which reaches LLVM's intrinsics with `-parse-stdlib`:
+// an unsafe flag, so only in a tuned build, never in a dependency resolved by URL), and the
+// prefill kernels multiply eight activation columns per pass instead of four.
 let avx512Models: Set<String> = [
     "x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client", "icelake-server",
     "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids", "znver4", "znver5",
 ]
 let targetHasAVX512 = targetCPU.map { cpu in
     cpu == "native"
-        ? ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512f") ?? false)
+        ? ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)).map { $0.contains(" avx512f") && $0.contains(" avx512bw") } ?? false)
         : avx512Models.contains(cpu)
 } ?? false
-// Whether the target CPU has AVX512-VNNI (byte dot products): the packed kernels then multiply
-// bytes with `vpdpbusd` (Kernels/PackedByteKernels.swift), through the VectorIntrinsics
-// module, which reaches LLVM's intrinsic with `-parse-stdlib` (an unsafe flag, so only in a
-// tuned build, never in a dependency resolved by URL).
+// Whether the target CPU has AVX512-VNNI (byte dot products): the byte kernels then multiply
+// with `vpdpbusd`, one instruction where AVX512BW takes two (`vpmaddubsw`, then `vpmaddwd`).
 let vnniModels: Set<String> = [
     "cascadelake", "cooperlake", "icelake-client", "icelake-server", "tigerlake", "rocketlake",
     "sapphirerapids", "emeraldrapids", "graniterapids", "znver4", "znver5",
@@ -108,13 +109,14 @@ let package = Package(
             dependencies: [
                 "GGUF",
                 .target(name: "COpenBLAS", condition: .when(platforms: [.linux])),
-            ] + (targetHasVNNI ? ["VectorIntrinsics"] : []),
+            ] + (targetHasAVX512 ? ["VectorIntrinsics"] : []),
             swiftSettings: kernelSettings,
             linkerSettings: [.linkedFramework("Accelerate", .when(platforms: [.macOS, .iOS]))]
         ),
         .target(
             name: "VectorIntrinsics",
             swiftSettings: [.unsafeFlags(["-parse-stdlib"] + (targetCPU.map { ["-target-cpu", $0] } ?? []))]
+                + (targetHasVNNI ? [.define("TYPESET_VNNI")] : [])
         ),
         .target(name: "Tokenizer", dependencies: ["GGUF"]),
         .target(name: "Grammar"),
@@ -210,7 +212,7 @@ if kernelsOnly {
     package.dependencies.removeAll()
 }
 
-if !targetHasVNNI {
+if !targetHasAVX512 {
     // Nothing uses it, and its unsafe flag must not reach a dependency resolved by URL.
     package.targets.removeAll { $0.name == "VectorIntrinsics" }
 }

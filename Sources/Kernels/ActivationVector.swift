@@ -1,5 +1,5 @@
 import GGUF
-#if TYPESET_VNNI
+#if TYPESET_AVX512
 import VectorIntrinsics
 #endif
 
@@ -74,7 +74,8 @@ public struct ActivationVector: Sendable {
     /// Codes two by two as the packed kernels read them (``PackedMatrix``, "Pairs"): for each
     /// quad of elements `4k ..< 4k + 4`, `pairs[2k]` holds codes `4k` (low 16 bits) and
     /// `4k + 2` (high 16 bits), `pairs[2k + 1]` codes `4k + 1` and `4k + 3`, sign-extended.
-    /// Left zero where the byte kernels (AVX512-VNNI) replace the pair kernels.
+    /// Left zero where no pair kernel reads them: with AVX512-VNNI, and with AVX512BW alone
+    /// in every format but q8_0 (Q8_0's products stay on the pair kernels there).
     private(set) var pairs: [UInt32]
 
     /// Elements.
@@ -202,8 +203,13 @@ func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVec
         }
     }
     // Pairs in quad order: (4k, 4k + 2), (4k + 1, 4k + 3). Only the pair kernels read them:
-    // where the byte kernels replace those (AVX512-VNNI), the codes are all they read.
+    // where the byte kernels replace those for every type (AVX512-VNNI), the codes are all
+    // they read; with AVX512BW alone, only Q8_0's products (q8_0 activations) stay on the
+    // pair kernels.
     #if !TYPESET_VNNI
+    #if TYPESET_AVX512
+    guard format == .q8_0 else { return }
+    #endif
     for quad in 0 ..< count / 4 {
         let codes = storage.codes + 4 * quad
         storage.pairs[2 * quad] = _pair(codes[0], codes[2])
@@ -239,7 +245,7 @@ let _infinityBits: UInt32 = 0x7F80_0000
 /// (Swift's generic comparison and blend compiled four lanes at a time there).
 @inline(__always)
 func _largerLanes(_ a: SIMD16<UInt32>, _ b: SIMD16<UInt32>) -> SIMD16<UInt32> {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     largerLanes(a, b)
     #else
     a.replacing(with: b, where: b .> a)
@@ -251,7 +257,7 @@ func _largerLanes(_ a: SIMD16<UInt32>, _ b: SIMD16<UInt32>) -> SIMD16<UInt32> {
 /// lane-by-lane loop).
 @inline(__always)
 func _largestLane(_ lanes: SIMD16<UInt32>) -> UInt32 {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     largestLane(lanes)
     #else
     let eight = lanes.lowHalf.replacing(with: lanes.highHalf, where: lanes.highHalf .> lanes.lowHalf)
@@ -264,7 +270,7 @@ func _largestLane(_ lanes: SIMD16<UInt32>) -> UInt32 {
 /// The lanes' wrapping sum, by halving on AVX-512 targets.
 @inline(__always)
 func _wrappingSum(_ lanes: SIMD16<Int32>) -> Int32 {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     wrappingSum(lanes)
     #else
     lanes.wrappedSum()
@@ -274,7 +280,7 @@ func _wrappingSum(_ lanes: SIMD16<Int32>) -> Int32 {
 /// `min(value, 127)` in every lane, NaNs kept (one `vminps` on AVX-512 targets).
 @inline(__always)
 func _clampedTo127(_ values: SIMD16<Float>) -> SIMD16<Float> {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     smallerLanes(values, SIMD16(repeating: 127))
     #else
     values.replacing(with: 127, where: values .> 127)
@@ -284,7 +290,7 @@ func _clampedTo127(_ values: SIMD16<Float>) -> SIMD16<Float> {
 /// Stores the low byte of each lane at `codes` (`vpmovdb`).
 @inline(__always)
 func _storeLowBytes(_ lanes: SIMD16<Int32>, _ codes: UnsafeMutablePointer<Int8>) {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     let bytes = lowBytes(lanes)
     #else
     let bytes = SIMD16<Int8>(truncatingIfNeeded: lanes)

@@ -1,4 +1,4 @@
-#if TYPESET_VNNI
+#if TYPESET_AVX512
 import VectorIntrinsics
 #endif
 
@@ -9,7 +9,7 @@ import VectorIntrinsics
 /// lane equal to it), elsewhere ``_indexOfLargestScalar(_:)``: the same index either way.
 /// - Complexity: O(n), reading `values` at most twice.
 public func indexOfLargest(_ values: UnsafeBufferPointer<Float>) -> Int? {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     guard let base = values.baseAddress else { return nil }
     let raw = UnsafeRawPointer(base)
     let wholeChunks = values.count / 16

@@ -130,7 +130,7 @@ public enum MatrixMultiplication {
     /// Quantizes the input rows once per activation format the packed matrices among
     /// `products` take (the others are skipped), then splits the groups of 16 rows of all of
     /// them across threads together; each group runs over the batch
-    /// `PackedBatchJob.columnsPerPass` inputs at a time (then four, two, then one for the tail).
+    /// `PackedBatchJob.columnsPerPass` inputs at a time, then the rest in one more pass.
     private static func multiplyPacked(
         _ products: UnsafeBufferPointer<(weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)>,
         inputs: UnsafeBufferPointer<Float>, batch: Int, threadCount: Int
@@ -318,7 +318,9 @@ struct PackedBatchJob: @unchecked Sendable {
     /// Columns multiplied per pass over a group's weights: each unpacked weight vector feeds
     /// this many columns. Eight hold 16 accumulator vectors, which only AVX-512's 32 vector
     /// registers keep out of memory (measured on Zen 4: 5–13% faster than four per product,
-    /// 5–8% on Gemma's prefill); elsewhere four.
+    /// 5–8% on Gemma's prefill); elsewhere four. A batch's last columns, fewer than this,
+    /// go through one more pass together (three as two and one joined, seven as four and
+    /// three): each pass reads and unpacks the group's weights again.
     #if TYPESET_AVX512
     static var columnsPerPass: Int { 8 }
     #else
@@ -326,53 +328,60 @@ struct PackedBatchJob: @unchecked Sendable {
     #endif
 
     func compute(groups: Range<Int>) {
-        let layout = matrix.layout, rowCount = matrix.rowCount
+        let layout = matrix.layout
         let format = ActivationVector.Format(for: layout.type)
         let pairStride = matrix.rowLength / 2, blockStride = layout.blockCount * layout.type.blockSize / format.blockSize
         let sumStride = format == .q8_K ? matrix.rowLength / 16 : matrix.rowLength / 32
-        let base = matrix.bytes
+        @inline(__always) func one(_ item: Int) -> OneColumnSet {
+            OneColumnSet(column(item, pairStride, blockStride, sumStride))
+        }
         @inline(__always) func four(_ item: Int) -> FourColumnSet {
             FourColumnSet(first: column(item, pairStride, blockStride, sumStride),
                            pairStride: pairStride, blockStride: blockStride, sumStride: sumStride)
         }
-        @inline(__always) func store(_ set: FourColumnSet, _ destination: UnsafeMutablePointer<Float>) {
-            self.store(set.results.0, destination)
-            self.store(set.results.1, destination + rowCount)
-            self.store(set.results.2, destination + 2 &* rowCount)
-            self.store(set.results.3, destination + 3 &* rowCount)
+        @inline(__always) func two(_ item: Int) -> JoinedColumnSets<OneColumnSet, OneColumnSet> {
+            JoinedColumnSets(first: one(item), second: one(item &+ 1))
+        }
+        @inline(__always) func three(_ item: Int) -> JoinedColumnSets<JoinedColumnSets<OneColumnSet, OneColumnSet>, OneColumnSet> {
+            JoinedColumnSets(first: two(item), second: one(item &+ 2))
         }
         for group in groups {
-            let packed = base + group &* layout.groupBytes
             var item = 0
-            while Self.columnsPerPass == 8 && item &+ 8 <= batch {
-                var set = JoinedColumnSets(first: four(item), second: four(item &+ 4))
-                _multiplyGroup(packed, layout, &set)
-                let destination = output + (item &* rowCount &+ 16 &* group)
-                store(set.first, destination)
-                store(set.second, destination + 4 &* rowCount)
-                item &+= 8
+            while item &+ Self.columnsPerPass <= batch {
+                #if TYPESET_AVX512
+                multiply(group, item, JoinedColumnSets(first: four(item), second: four(item &+ 4)))
+                #else
+                multiply(group, item, four(item))
+                #endif
+                item &+= Self.columnsPerPass
             }
-            while item &+ 4 <= batch {
-                var set = four(item)
-                _multiplyGroup(packed, layout, &set)
-                store(set, output + (item &* rowCount &+ 16 &* group))
-                item &+= 4
+            // The rest in one pass, so the group's weights are unpacked once for all of it.
+            switch batch &- item {
+            case 0: break
+            case 1: multiply(group, item, one(item))
+            case 2: multiply(group, item, two(item))
+            #if TYPESET_AVX512
+            case 3: multiply(group, item, three(item))
+            case 4: multiply(group, item, four(item))
+            case 5: multiply(group, item, JoinedColumnSets(first: four(item), second: one(item &+ 4)))
+            case 6: multiply(group, item, JoinedColumnSets(first: four(item), second: two(item &+ 4)))
+            default: multiply(group, item, JoinedColumnSets(first: four(item), second: three(item &+ 4)))
+            #else
+            default: multiply(group, item, three(item))
+            #endif
             }
-            while item &+ 2 <= batch {
-                var set = JoinedColumnSets(first: OneColumnSet(column(item, pairStride, blockStride, sumStride)),
-                                           second: OneColumnSet(column(item &+ 1, pairStride, blockStride, sumStride)))
-                _multiplyGroup(packed, layout, &set)
-                let destination = output + (item &* rowCount &+ 16 &* group)
-                self.store(set.first.result, destination)
-                self.store(set.second.result, destination + rowCount)
-                item &+= 2
-            }
-            while item < batch {
-                var set = OneColumnSet(column(item, pairStride, blockStride, sumStride))
-                _multiplyGroup(packed, layout, &set)
-                self.store(set.result, output + (item &* rowCount &+ 16 &* group))
-                item &+= 1
-            }
+        }
+    }
+
+    /// Multiplies group `group` with the columns of `set` (inputs `item` on) and stores their
+    /// rows of the output.
+    @inline(__always) private func multiply<C: PackedColumnSet>(_ group: Int, _ item: Int, _ set: C) {
+        var set = set
+        let layout = matrix.layout, rowCount = matrix.rowCount
+        _multiplyGroup(matrix.bytes + group &* layout.groupBytes, layout, &set)
+        let destination = output + (item &* rowCount &+ 16 &* group)
+        for index in 0 ..< C.count {
+            UnsafeMutableRawPointer(destination + index &* rowCount).storeBytes(of: set.result(index), as: SIMD16<Float>.self)
         }
     }
 
@@ -380,9 +389,5 @@ struct PackedBatchJob: @unchecked Sendable {
         ColumnPointers(pairs: columns.pairs + item &* pairStride, codes: columns.codes + item &* 2 &* pairStride,
                         scales: columns.scales + item &* blockStride,
                         sums: columns.sums + item &* sumStride, offsets: columns.offsets + item &* blockStride)
-    }
-
-    @inline(__always) private func store(_ values: SIMD16<Float>, _ destination: UnsafeMutablePointer<Float>) {
-        UnsafeMutableRawPointer(destination).storeBytes(of: values, as: SIMD16<Float>.self)
     }
 }

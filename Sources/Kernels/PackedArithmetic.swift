@@ -10,10 +10,10 @@
 // often compile to calls of unspecialized per-lane loops, and shifts of 16-bit lanes
 // (`SIMD32<Int16> &>> 8`) to lane-by-lane code. So conversions here are bit tricks, shifts
 // act on 32-bit lanes, and 16-bit lanes only add, subtract, multiply and mask. Where the
-// target has AVX512-VNNI (and so AVX-512 and its F16 conversion), the conversions are the
+// target has AVX-512 (and so its F16 conversion), the conversions are the
 // instructions themselves, reached through VectorIntrinsics: one instruction instead of two
 // to four, with the same results (every conversion here is exact, or rounds as `Float(_:)`).
-#if TYPESET_VNNI
+#if TYPESET_AVX512
 import VectorIntrinsics
 #endif
 
@@ -35,7 +35,7 @@ func _widenPairs(_ sums: SIMD32<Int16>) -> SIMD16<Int32> {
 /// become large finite values in the bit trick (the instruction keeps them).
 @inline(__always)
 func _floatFromHalves(_ bits: SIMD16<UInt32>) -> SIMD16<Float> {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     return floatsFromHalves(lowBitsOf: bits)
     #else
     // (bits & 0x7FFF) << 13 is the half's exponent and mantissa in float position with an
@@ -48,7 +48,7 @@ func _floatFromHalves(_ bits: SIMD16<UInt32>) -> SIMD16<Float> {
 /// Exact conversion of integers with |x| < 2²²: 1.5 × 2²³ + x has x in its mantissa.
 @inline(__always)
 func _floatFromSmallIntegers(_ x: SIMD16<Int32>) -> SIMD16<Float> {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     floatsFromIntegers(x)
     #else
     unsafeBitCast(x &+ 0x4B40_0000, to: SIMD16<Float>.self) - 12_582_912
@@ -59,7 +59,7 @@ func _floatFromSmallIntegers(_ x: SIMD16<Int32>) -> SIMD16<Float> {
 /// converted exactly and combined with one rounding.
 @inline(__always)
 func _floatFromIntegers(_ x: SIMD16<Int32>) -> SIMD16<Float> {
-    #if TYPESET_VNNI
+    #if TYPESET_AVX512
     return floatsFromIntegers(x)
     #else
     // high × 2^16 is exact, so the sum is the only rounding.

@@ -1,18 +1,20 @@
-#if TYPESET_VNNI
+#if TYPESET_AVX512
 import VectorIntrinsics
 
-// The byte kernels: the packed products with AVX512-VNNI's `vpdpbusd`, on targets that have
-// it (TYPESET_VNNI, set by Package.swift). Same packed matrices, same activations, same
-// integer sums, same float scaling as the pair kernels of PackedKernels.swift, so the results
-// are identical bit for bit; what changes is the arithmetic that produces the integer sums.
+// The byte kernels: the packed products on bytes, on AVX-512 targets (TYPESET_AVX512, set by
+// Package.swift for CPUs with AVX512BW). Same packed matrices, same activations, same integer
+// sums, same float scaling as the pair kernels of PackedKernels.swift, so the results are
+// identical bit for bit; what changes is the arithmetic that produces the integer sums.
 //
 // The pair kernels multiply 16-bit lanes, two elements per row per 32-bit lane: a product
 // costs a multiply, an add and a later widening for 32 elements of one row group and one
 // activation column. Here each 32-bit lane holds four consecutive elements of its row as
-// unsigned bytes (a "quad"), and `vpdpbusd` multiplies them with four int8 activation codes
-// and adds the four products into the lane: one instruction for 64 products. Offsets that
-// make a type's codes signed (Q4_0's 8, Q5_0's 16, Q8_0's 128, Q6_K's 32) stay out of the
-// bytes and are taken off with the activations' block sums, as ggml's VNNI path does.
+// unsigned bytes (a "quad"), multiplied with four int8 activation codes: with AVX512-VNNI,
+// `vpdpbusd` adds the four products into the lane, one instruction for 64 products; with
+// AVX512BW alone, `vpmaddubsw` sums them two by two into 16-bit lanes, added up over several
+// quads and widened at the end (`PendingQuadSums`), an instruction and an add for 64. Offsets
+// that make a type's codes signed (Q4_0's 8, Q5_0's 16, Q8_0's 128, Q6_K's 32) stay out of
+// the bytes and are taken off with the activations' block sums, as ggml's VNNI path does.
 //
 // Every layout of PackedMatrix.swift gives quads cheaply: the low nibbles of a packed word
 // are elements 4w ..< 4w + 4 of the block (the high nibbles 16 further), a Q8_0 word is a
@@ -20,11 +22,62 @@ import VectorIntrinsics
 // vectors interleave into a quad (pair 2k holds elements 4k and 4k + 2, pair 2k + 1 the other
 // two).
 
+/// A row group's pending sums against one activation column: the products of the quads
+/// added since the last `take()`.
+///
+/// With AVX512-VNNI they are 32-bit sums from the start. With AVX512BW alone, each quad's
+/// products are summed two by two into 16-bit lanes (`vpmaddubsw`), which hold the products
+/// of several quads before they could overflow: with activation codes of at most 128 in
+/// magnitude, a pair is at most 2 × 128 × the largest weight code, so
+///
+///     weight codes   largest pair   quads between settles
+///     0…15 (4 bits)        3,840    8   (30,720 ≤ 32,767)
+///     0…31 (5 bits)        7,936    4   (31,744)
+///     0…63 (6 bits)       16,128    2   (32,256)
+///     0…255 (8 bits)      65,280    none: one pair saturates, so Q8_0 stays on the pair
+///                                   kernels there
+///
+/// and the block kernels call `settle()` (`vpmaddwd` by ones, into the 32-bit sums) in time.
+struct PendingQuadSums {
+    #if !TYPESET_VNNI
+    var pairs = SIMD32<Int16>()
+    #endif
+    var sums = SIMD16<Int32>()
+
+    /// Adds the products of `quad` (unsigned bytes) and `codes` (four int8 codes per lane).
+    @inline(__always) mutating func add(_ quad: SIMD16<UInt32>, _ codes: SIMD16<UInt32>) {
+        #if TYPESET_VNNI
+        sums = dotProductOfBytes(sums, unsigned: quad, signed: codes)
+        #else
+        pairs &+= productsOfBytePairs(unsigned: quad, signed: codes)
+        #endif
+    }
+
+    /// Widens the 16-bit sums into the 32-bit ones (nothing to do with VNNI).
+    @inline(__always) mutating func settle() {
+        #if !TYPESET_VNNI
+        sums &+= productsOfWordPairs(pairs, SIMD32(repeating: 1))
+        pairs = SIMD32()
+        #endif
+    }
+
+    /// The sums of every quad added, leaving none pending.
+    @inline(__always) mutating func take() -> SIMD16<Int32> {
+        settle()
+        let taken = sums
+        sums = SIMD16()
+        return taken
+    }
+}
+
 /// A row group's sums against one or several activation columns, fed quads.
 protocol QuadSink {
     /// Adds `quad` · the column's activation word `word` (four int8 codes; words counted from
     /// the sink's first) to the pending sums.
     mutating func consume(_ quad: SIMD16<UInt32>, word: Int)
+    /// Widens the pending sums where they are held in 16 bits: the block kernels call it
+    /// before more quads than those hold (see `PendingQuadSums`); `flush` does it too.
+    mutating func settle()
     /// Moves the pending sums into the totals.
     mutating func flush()
     /// Moves `(pending − offset × the column's activation sum number `sum`) × scales` into
@@ -51,19 +104,16 @@ func _broadcastQuad(_ codes: UnsafeRawPointer, _ word: Int) -> SIMD16<UInt32> {
 struct OneQuadColumn: QuadSink {
     let codes: UnsafeRawPointer
     let sums: UnsafePointer<Int32>
-    var pending = SIMD16<Int32>()
+    var pending = PendingQuadSums()
     var totals = SIMD16<Int32>()
 
     @inline(__always) mutating func consume(_ quad: SIMD16<UInt32>, word: Int) {
-        pending = dotProductOfBytes(pending, unsigned: quad, signed: _broadcastQuad(codes, word))
+        pending.add(quad, _broadcastQuad(codes, word))
     }
-    @inline(__always) mutating func flush() {
-        totals &+= pending
-        pending = SIMD16<Int32>()
-    }
+    @inline(__always) mutating func settle() { pending.settle() }
+    @inline(__always) mutating func flush() { totals &+= pending.take() }
     @inline(__always) mutating func flush(scaledBy scales: SIMD16<Int32>, offset: Int32, sum: Int) {
-        totals &+= (pending &- SIMD16(repeating: offset &* sums[sum])) &* scales
-        pending = SIMD16<Int32>()
+        totals &+= (pending.take() &- SIMD16(repeating: offset &* sums[sum])) &* scales
     }
 }
 
@@ -73,28 +123,32 @@ struct FourQuadColumns: QuadSink {
     let stride: Int
     let sums: UnsafePointer<Int32>
     let sumStride: Int
-    var pending = (SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>())
+    var pending = (PendingQuadSums(), PendingQuadSums(), PendingQuadSums(), PendingQuadSums())
     var totals = (SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>())
 
     @inline(__always) mutating func consume(_ quad: SIMD16<UInt32>, word: Int) {
-        pending.0 = dotProductOfBytes(pending.0, unsigned: quad, signed: _broadcastQuad(codes, word))
-        pending.1 = dotProductOfBytes(pending.1, unsigned: quad, signed: _broadcastQuad(codes + stride, word))
-        pending.2 = dotProductOfBytes(pending.2, unsigned: quad, signed: _broadcastQuad(codes + 2 &* stride, word))
-        pending.3 = dotProductOfBytes(pending.3, unsigned: quad, signed: _broadcastQuad(codes + 3 &* stride, word))
+        pending.0.add(quad, _broadcastQuad(codes, word))
+        pending.1.add(quad, _broadcastQuad(codes + stride, word))
+        pending.2.add(quad, _broadcastQuad(codes + 2 &* stride, word))
+        pending.3.add(quad, _broadcastQuad(codes + 3 &* stride, word))
+    }
+    @inline(__always) mutating func settle() {
+        pending.0.settle()
+        pending.1.settle()
+        pending.2.settle()
+        pending.3.settle()
     }
     @inline(__always) mutating func flush() {
-        totals.0 &+= pending.0
-        totals.1 &+= pending.1
-        totals.2 &+= pending.2
-        totals.3 &+= pending.3
-        pending = (SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>())
+        totals.0 &+= pending.0.take()
+        totals.1 &+= pending.1.take()
+        totals.2 &+= pending.2.take()
+        totals.3 &+= pending.3.take()
     }
     @inline(__always) mutating func flush(scaledBy scales: SIMD16<Int32>, offset: Int32, sum: Int) {
-        totals.0 &+= (pending.0 &- SIMD16(repeating: offset &* sums[sum])) &* scales
-        totals.1 &+= (pending.1 &- SIMD16(repeating: offset &* sums[sum &+ sumStride])) &* scales
-        totals.2 &+= (pending.2 &- SIMD16(repeating: offset &* sums[sum &+ 2 &* sumStride])) &* scales
-        totals.3 &+= (pending.3 &- SIMD16(repeating: offset &* sums[sum &+ 3 &* sumStride])) &* scales
-        pending = (SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>(), SIMD16<Int32>())
+        totals.0 &+= (pending.0.take() &- SIMD16(repeating: offset &* sums[sum])) &* scales
+        totals.1 &+= (pending.1.take() &- SIMD16(repeating: offset &* sums[sum &+ sumStride])) &* scales
+        totals.2 &+= (pending.2.take() &- SIMD16(repeating: offset &* sums[sum &+ 2 &* sumStride])) &* scales
+        totals.3 &+= (pending.3.take() &- SIMD16(repeating: offset &* sums[sum &+ 3 &* sumStride])) &* scales
     }
 }
 
@@ -106,6 +160,10 @@ struct JoinedQuadSinks<First: QuadSink, Second: QuadSink>: QuadSink {
     @inline(__always) mutating func consume(_ quad: SIMD16<UInt32>, word: Int) {
         first.consume(quad, word: word)
         second.consume(quad, word: word)
+    }
+    @inline(__always) mutating func settle() {
+        first.settle()
+        second.settle()
     }
     @inline(__always) mutating func flush() {
         first.flush()
@@ -173,30 +231,23 @@ func _q5Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
         sink.consume((words & 0x0F0F_0F0F) | spread(fifth &>> lowShift), word: word)
         sink.consume(((words &>> 4) & 0x0F0F_0F0F) | spread(fifth &>> highShift), word: word &+ 4)
     }
-    // Literal shift counts: quad k's bits start at 2k.
+    // Literal shift counts: quad k's bits start at 2k. Four quads of five-bit codes, then the
+    // 16-bit sums are widened (PendingQuadSums).
     word(0, 0, 8)
     word(1, 2, 10)
+    sink.settle()
     word(2, 4, 12)
     word(3, 6, 14)
 }
 
-/// Q8_0: word `c` is quad `c`, stored as code + 128; the driver takes off 128.
+/// Q8_0: word `c` is quad `c`, stored as code + 128; the driver takes off 128. (With
+/// AVX512-VNNI only: see `PendingQuadSums`.)
 @inline(__always)
 func _q8Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     for word in 0..<8 { sink.consume(_words(body, word), word: word) }
 }
 
 // MARK: - Drivers
-
-/// Starts loading block `index`'s share of the group after `group` (the group's bytes over
-/// its block count, from the same relative offset): over a group's blocks, the next group
-/// arrives while this one is computed. Groups follow each other in memory, so this is the
-/// data the thread most likely reads next; past the matrix's end the hint is harmless.
-@inline(__always)
-func _prefetchNextGroup(_ group: UnsafeRawPointer, _ layout: PackedLayout, block index: Int) {
-    let share = layout.groupBytes / layout.blockCount
-    prefetchForReading(group + (layout.groupBytes &+ index &* share), byteCount: share)
-}
 
 /// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8, Q5_0: 16, Q8_0: 128):
 /// result += (Σ q·a − offset·Σ a) × (d × d_a), per block — the integers `_scaledBlocks` sums.
@@ -283,6 +334,7 @@ func _q6_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: P
             let first = 4 &* scaleGroup
             sink.consume(quad(w0 & 0x003F_003F, (w0 &>> 6) & 0x003F_003F), word: first)
             sink.consume(quad(w1 & 0x003F_003F, (w1 &>> 6) & 0x003F_003F), word: first &+ 1)
+            sink.settle()   // two quads of six-bit codes (PendingQuadSums)
             sink.consume(quad(w2 & 0x003F_003F, (w2 &>> 6) & 0x003F_003F), word: first &+ 2)
             sink.consume(quad(((w0 &>> 12) & 0x000F_000F) | ((w2 &>> 8) & 0x0030_0030),
                               ((w1 &>> 12) & 0x000F_000F) | ((w2 &>> 10) & 0x0030_0030)), word: first &+ 3)
@@ -308,7 +360,12 @@ func _productOfGroupOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layou
     switch layout.type {
     case .q4_0: _scaledBlocksOfBytes(group, layout, &columns, offset: 8) { _nibbleQuads($0, &$1) }
     case .q5_0: _scaledBlocksOfBytes(group, layout, &columns, offset: 16) { _q5Quads($0, &$1) }
-    case .q8_0: _scaledBlocksOfBytes(group, layout, &columns, offset: 128) { _q8Quads($0, &$1) }
+    case .q8_0:
+        #if TYPESET_VNNI
+        _scaledBlocksOfBytes(group, layout, &columns, offset: 128) { _q8Quads($0, &$1) }
+        #else
+        _productOfGroup(group, layout, &columns)   // its codes overflow `vpmaddubsw` (PendingQuadSums)
+        #endif
     case .q4_1: _q4_1BlocksOfBytes(group, layout, &columns)
     case .q4_K: _q4_KBlocksOfBytes(group, layout, &columns)
     case .q6_K: _q6_KBlocksOfBytes(group, layout, &columns)

@@ -34,6 +34,8 @@ protocol ColumnSet {
     func sums(_ sink: Sink, _ index: Int) -> SIMD16<Int32>
     /// Adds `value` to column `index`'s 16 row results.
     mutating func accumulate(_ value: SIMD16<Float>, _ index: Int)
+    /// Column `index`'s 16 row results.
+    func result(_ index: Int) -> SIMD16<Float>
 }
 
 struct OneColumnSet: ColumnSet {
@@ -47,6 +49,7 @@ struct OneColumnSet: ColumnSet {
     @inline(__always) func column(_ index: Int) -> ColumnPointers { pointers }
     @inline(__always) func sums(_ sink: OneColumn, _ index: Int) -> SIMD16<Int32> { sink.sums }
     @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) { result += value }
+    @inline(__always) func result(_ index: Int) -> SIMD16<Float> { result }
 }
 
 /// Four columns of an activation batch, `stride` pairs (and `blockStride` blocks) apart.
@@ -80,6 +83,14 @@ struct FourColumnSet: ColumnSet {
         default: results.3 += value
         }
     }
+    @inline(__always) func result(_ index: Int) -> SIMD16<Float> {
+        switch index {
+        case 0: results.0
+        case 1: results.1
+        case 2: results.2
+        default: results.3
+        }
+    }
 }
 
 /// Two column sets multiplied together: their columns are `First`'s then `Second`'s.
@@ -99,6 +110,9 @@ struct JoinedColumnSets<First: ColumnSet, Second: ColumnSet>: ColumnSet {
     }
     @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) {
         if index < First.count { first.accumulate(value, index) } else { second.accumulate(value, index &- First.count) }
+    }
+    @inline(__always) func result(_ index: Int) -> SIMD16<Float> {
+        index < First.count ? first.result(index) : second.result(index &- First.count)
     }
 }
 
@@ -162,6 +176,17 @@ func _q8Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 
 // MARK: - Drivers
 
+/// Starts loading block `index`'s share of the group after `group` (the group's bytes over
+/// its block count, from the same relative offset): over a group's blocks, the next group
+/// arrives while this one is computed. Groups follow each other in memory, so this is the
+/// data the thread most likely reads next; past the matrix's end the hint is harmless. (A
+/// hint on AVX-512 targets only: see `prefetchForReading(_:byteCount:)`.)
+@inline(__always)
+func _prefetchNextGroup(_ group: UnsafeRawPointer, _ layout: PackedLayout, block index: Int) {
+    let share = layout.groupBytes / layout.blockCount
+    prefetchForReading(group + (layout.groupBytes &+ index &* share), byteCount: share)
+}
+
 /// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8; Q5_0 and Q8_0: 0, their
 /// block functions having offset the codes already):
 /// result += (Σ q·a − offset·Σ a) × (d × d_a), per block.
@@ -171,6 +196,7 @@ func _scaledBlocks<C: ColumnSet>(
     _ block: (UnsafeRawPointer, inout C.Sink) -> Void
 ) {
     for index in 0..<layout.blockCount {
+        _prefetchNextGroup(group, layout, block: index)
         let scaleWords = _words(group + layout.headerOffset(index), 0)
         let scales = _floatFromHalves(index & 1 == 0 ? scaleWords : scaleWords &>> 16)
         var sink = columns.sink(atPair: 16 &* index)
@@ -187,6 +213,7 @@ func _scaledBlocks<C: ColumnSet>(
 @inline(__always)
 func _q4_1Blocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     for index in 0..<layout.blockCount {
+        _prefetchNextGroup(group, layout, block: index)
         let header = group + layout.headerOffset(index)
         let scaleWords = _words(header, 0), minimumWords = _words(header, 1)
         let odd = index & 1 == 1
@@ -245,6 +272,7 @@ struct Q4_KHeader {
 @inline(__always)
 func _q4_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
     for index in 0..<layout.blockCount {
+        _prefetchNextGroup(group, layout, block: index)
         let header = Q4_KHeader(group + layout.headerOffset(index))
         let body = group + layout.bodyOffset(index)
         var sink = columns.sink(atPair: 128 &* index)
@@ -274,6 +302,7 @@ func _q6_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
     let bias = SIMD32<Int16>(repeating: 32)
     @inline(__always) func pair(_ words: SIMD16<UInt32>) -> SIMD32<Int16> { unsafeBitCast(words, to: SIMD32<Int16>.self) &- bias }
     for index in 0..<layout.blockCount {
+        _prefetchNextGroup(group, layout, block: index)
         let header = group + layout.headerOffset(index)
         let body = group + layout.bodyOffset(index)
         let d = _floatFromHalves(_words(header, 0))
@@ -300,23 +329,31 @@ func _q6_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
     }
 }
 
-/// The product of one group with `columns`: the byte kernels (PackedByteKernels.swift) on
-/// targets with AVX512-VNNI, the pair kernels below elsewhere. Both give the same results.
-#if TYPESET_VNNI
-@inline(__always)
-func _multiplyGroup<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
-    _productOfGroupOfBytes(group, layout, &columns)
-}
+#if TYPESET_AVX512
+/// The column sets the packed products take: those the byte kernels can run.
+typealias PackedColumnSet = QuadColumnSet
 #else
-@inline(__always)
-func _multiplyGroup<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
-    _productOfGroup(group, layout, &columns)
-}
+/// The column sets the packed products take.
+typealias PackedColumnSet = ColumnSet
 #endif
 
-/// Runs the driver of `layout.type` over one group.
+/// The product of one group with `columns`: the byte kernels (PackedByteKernels.swift) on
+/// AVX-512 targets, the pair kernels above elsewhere. Both give the same results.
 @inline(__always)
-func _productOfGroup<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+func _multiplyGroup<C: PackedColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+    #if TYPESET_AVX512
+    _productOfGroupOfBytes(group, layout, &columns)
+    #else
+    _productOfGroup(group, layout, &columns)
+    #endif
+}
+
+/// Runs the driver of `layout.type` over one group, on a local copy of the column set (as
+/// `_productOfGroupOfBytes` does, so that the running sums stay in registers).
+@inline(__always)
+func _productOfGroup<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ target: inout C) {
+    var columns = target
+    defer { target = columns }
     switch layout.type {
     case .q4_0: _scaledBlocks(group, layout, &columns, offset: 8) { _nibbleBlock($0, &$1) }
     case .q5_0: _scaledBlocks(group, layout, &columns, offset: 0) { _q5Block($0, &$1) }

@@ -3,10 +3,12 @@
 // This module is compiled with `-parse-stdlib` (hence `import Swift`), which makes LLVM's
 // intrinsics callable as `Builtin.int_<name>`; everything here is `@inlinable` and
 // `@inline(__always)`, so it dissolves into the kernels that call it. Declared only for
-// targets that have the instructions (Package.swift: a tuned build on a CPU with
-// AVX512-VNNI), and never in a dependency resolved by URL, where unsafe flags are refused.
+// targets that have the instructions (Package.swift: a tuned build on a CPU with AVX-512 and
+// AVX512BW; `vpdpbusd` only where the CPU also has AVX512-VNNI, TYPESET_VNNI), and never in a
+// dependency resolved by URL, where unsafe flags are refused.
 import Swift
 
+#if TYPESET_VNNI
 /// `accumulator + Σ_{i<4} unsigned.byte(i) × signed.byte(i)` in each of the 16 lanes: 64
 /// products of an unsigned and a signed byte in one instruction (`vpdpbusd`, AVX512-VNNI),
 /// summed four by four into 32-bit lanes without intermediate saturation.
@@ -15,6 +17,29 @@ public func dotProductOfBytes(_ accumulator: SIMD16<Int32>, unsigned: SIMD16<UIn
     var result = SIMD16<Int32>()
     result._storage._value = Builtin.int_x86_avx512_vpdpbusd_512(
         accumulator._storage._value, unsigned._storage._value, signed._storage._value)
+    return result
+}
+#endif
+
+/// `unsigned.byte(2i) × signed.byte(2i) + unsigned.byte(2i + 1) × signed.byte(2i + 1)` in
+/// each of the 32 16-bit lanes, saturated to the Int16 range (`vpmaddubsw`, AVX512BW): 64
+/// products of an unsigned and a signed byte, summed two by two. Exact while every lane's sum
+/// stays within ±32,767 (an unsigned byte below 128 against any signed one, for instance).
+@inlinable @inline(__always)
+public func productsOfBytePairs(unsigned: SIMD16<UInt32>, signed: SIMD16<UInt32>) -> SIMD32<Int16> {
+    let unsignedBytes: Builtin.Vec64xInt8 = Builtin.bitcast_Vec16xInt32_Vec64xInt8(unsigned._storage._value)
+    let signedBytes: Builtin.Vec64xInt8 = Builtin.bitcast_Vec16xInt32_Vec64xInt8(signed._storage._value)
+    var result = SIMD32<Int16>()
+    result._storage._value = Builtin.int_x86_avx512_pmaddubs_w_512(unsignedBytes, signedBytes)
+    return result
+}
+
+/// `lanes(2i) × factors(2i) + lanes(2i + 1) × factors(2i + 1)` in each of the 16 32-bit lanes
+/// (`vpmaddwd`, AVX512BW): with factors of 1, each pair of 16-bit lanes widened and summed.
+@inlinable @inline(__always)
+public func productsOfWordPairs(_ lanes: SIMD32<Int16>, _ factors: SIMD32<Int16>) -> SIMD16<Int32> {
+    var result = SIMD16<Int32>()
+    result._storage._value = Builtin.int_x86_avx512_pmaddw_d_512(lanes._storage._value, factors._storage._value)
     return result
 }
 

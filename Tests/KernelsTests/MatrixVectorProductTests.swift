@@ -76,6 +76,47 @@ import TypesetTestSupport
         }
     }
 
+    /// Weights at their types' largest codes against activations at ±127 (and at half that):
+    /// the sums the byte kernels hold in 16-bit lanes between widenings reach their bounds
+    /// here (PendingQuadSums), and any widening left out would wrap. Checked one column at a
+    /// time against ggml's integer arithmetic, and in batches of one to nine columns (passes
+    /// of eight, four, two and one) against the one-column products, bit for bit.
+    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K])
+    func largestCodesAgainstLargestActivations(type: GGMLType) throws {
+        let rowLength = 512, rows = 32
+        for fill: UInt8 in [0xFF, 0x80, 0x77] {
+            var data = [UInt8](repeating: fill, count: rowLength * rows / type.blockSize * type.blockByteCount)
+            for block in 0 ..< rowLength * rows / type.blockSize {
+                for offset in SyntheticWeights.halfFieldOffsets[type] ?? [] {
+                    let bits = Float16(0.01).bitPattern
+                    data[block * type.blockByteCount + offset] = UInt8(bits & 0xFF)
+                    data[block * type.blockByteCount + offset + 1] = UInt8(bits >> 8)
+                }
+            }
+            let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
+            #expect(PackedMatrix.canPack(weights))
+            let matrix = try WeightMatrix(weights, packing: true)
+            for value: Float in [1, -1, 0.5] {
+                let values = [Float](repeating: value, count: rowLength)
+                try Self.check(weights, values, threads: [1])
+                var single = [Float](repeating: .nan, count: rows)
+                try single.withUnsafeMutableBufferPointer { result in
+                    try MatrixVectorProduct.multiply(matrix, by: ActivationVector(values, for: type), into: result)
+                }
+                for batch in 1 ... 9 {
+                    let inputs = [Float](repeating: value, count: batch * rowLength)
+                    var output = [Float](repeating: .nan, count: batch * rows)
+                    try inputs.withUnsafeBufferPointer { input in
+                        try output.withUnsafeMutableBufferPointer { result in
+                            try MatrixMultiplication.multiply(matrix, inputs: input, batch: batch, into: result, threadCount: 2)
+                        }
+                    }
+                    #expect(output == Array((0 ..< batch).map { _ in single }.joined()), "\(type) fill \(fill) value \(value) batch \(batch)")
+                }
+            }
+        }
+    }
+
     /// Quantizing into a vector's storage gives the vector a fresh quantization gives, and
     /// leaves a copy taken before untouched (value semantics).
     @Test(arguments: ActivationVector.Format.allCases)
