@@ -240,12 +240,14 @@ func _q5Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     word(3, 6, 14)
 }
 
+#if TYPESET_VNNI
 /// Q8_0: word `c` is quad `c`, stored as code + 128; the driver takes off 128. (With
 /// AVX512-VNNI only: see `PendingQuadSums`.)
 @inline(__always)
 func _q8Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     for word in 0..<8 { sink.consume(_words(body, word), word: word) }
 }
+#endif
 
 // MARK: - Drivers
 
