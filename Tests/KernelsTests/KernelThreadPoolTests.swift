@@ -1,4 +1,4 @@
-import Kernels
+@testable import Kernels
 import Synchronization
 import Testing
 
@@ -86,5 +86,32 @@ private struct _Marking: RangeJob {
     let counts: _Counts
     func run(_ range: Range<Int>) {
         for index in range { counts.base[index] += 1 }
+    }
+}
+
+@Suite struct KernelThreadPoolChunkTests {
+    /// The chunks of a range call tile `0 ..< count` in order, shrink (never below the
+    /// smallest size but for the last), and the first is the largest share the schedule gives.
+    @Test(arguments: [1, 2, 3, 7, 16, 100, 304, 4_864, 151_936])
+    func chunksTileTheRangeAndShrink(count: Int) {
+        for parts in 2 ... 5 {
+            var chunks: [Range<Int>] = []
+            var index = 0
+            while true {
+                let chunk = KernelThreadPool.chunk(index, of: count, parts: parts)
+                if chunk.isEmpty { break }
+                chunks.append(chunk)
+                index += 1
+            }
+            #expect(chunks.first?.lowerBound == 0 && chunks.last?.upperBound == count, "count \(count), parts \(parts)")
+            #expect(zip(chunks, chunks.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound })
+            #expect(zip(chunks, chunks.dropFirst()).allSatisfy { $0.count >= $1.count })
+            let smallest = max(1, count / (KernelThreadPool.smallestChunkDivisor * parts))
+            #expect(chunks.dropLast().allSatisfy { $0.count >= smallest })
+            #expect(chunks.first!.count == max(smallest, (count + 2 * parts - 1) / (2 * parts)) || chunks.count == 1)
+            // The threads finish within the smallest chunk of each other.
+            #expect(chunks.count == 1 || chunks.last!.count <= smallest)
+            #expect(chunks.count <= count)
+        }
     }
 }
