@@ -61,11 +61,10 @@ public enum MatrixMultiplication {
         guard batch > 0, info.rowCount > 0 else { return }
 
         switch strategy {
-        case .packed, .automatic where weights.packed != nil:
+        case .automatic where weights.packed != nil, .packed:
             guard weights.packed != nil else { throw .unsupportedType(info.type, operation: "packed multiplication of '\(info.name)'") }
             [(weights: weights, output: output)].withUnsafeBufferPointer { multiplyPacked($0, inputs: inputs, batch: batch, threadCount: threadCount) }
-        case .integerRows,
-             .automatic where batch <= integerBatchLimit && info.rowLength % 32 == 0:
+        case .automatic where batch <= integerBatchLimit && info.rowLength % 32 == 0, .integerRows:
             var column = [Float](repeating: 0, count: info.rowCount)
             for item in 0..<batch {
                 let input = ActivationVector(Array(inputs[item * info.rowLength ..< (item + 1) * info.rowLength]), for: info.type)

@@ -101,7 +101,7 @@ struct CharacterDFA: Sendable {
         if atoms.ranges.count <= 256 {
             var table = [Int32](repeating: -1, count: rows.count << 8)
             for (state, row) in rows.enumerated() {
-                for (atom, target) in row { table[state << 8 | Int(atom)] = target }
+                for (atom, target) in row { table[DFA.transitionIndex(state, Int(atom))] = target }
             }
             let minimal = DFA(transitions: table, ruleEdges: [[DFA.RuleEdge]](repeating: [], count: rows.count), isFinal: isFinal)
                 .trimmedAndMinimized(productiveRules: nil)

@@ -23,8 +23,13 @@ struct DFA: Sendable, Hashable {
 
     @inline(__always)
     func next(_ state: Int32, _ byte: UInt8) -> Int32 {
-        transitions[Int(state) << 8 | Int(byte)]
+        transitions[Self.transitionIndex(Int(state), Int(byte))]
     }
+
+    /// Where `state`'s entry for `byte` is in a transition table of 256-entry rows (this
+    /// automaton's `transitions`, and the tables built alongside it).
+    @inline(__always)
+    static func transitionIndex(_ state: Int, _ byte: Int) -> Int { state << 8 | byte }
 
     /// The bytes with an edge out of `state`: its row's runs, a range at a time.
     func outgoingBytes(_ state: Int32) -> ByteSet {
@@ -253,7 +258,7 @@ struct DFA: Sendable, Hashable {
             }
             var state = 0
             for byte in literal {
-                let entry = state << 8 | Int(byte)
+                let entry = Self.transitionIndex(state, Int(byte))
                 if transitions[entry] < 0 {
                     guard isFinal.count < stateLimit else { throw TooLarge() }
                     transitions[entry] = Int32(isFinal.count)

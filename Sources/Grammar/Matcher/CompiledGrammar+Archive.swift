@@ -185,9 +185,9 @@ extension CompiledGrammar {
             for state in 0 ..< dfa.stateCount {
                 var byte = 0
                 while byte < 256 {
-                    let target = dfa.transitions[state << 8 | byte]
+                    let target = dfa.transitions[DFA.transitionIndex(state, byte)]
                     var end = byte
-                    while end + 1 < 256, dfa.transitions[state << 8 | (end + 1)] == target { end += 1 }
+                    while end + 1 < 256, dfa.transitions[DFA.transitionIndex(state, end + 1)] == target { end += 1 }
                     if target >= 0 { runs += [Int32(state), Int32(byte), Int32(end), target] }
                     byte = end + 1
                 }
@@ -277,7 +277,7 @@ extension CompiledGrammar {
                 guard (0 ..< states).contains(state), 0 <= first, first <= last, last < 256, (0 ..< Int32(states)).contains(target) else {
                     throw reader.corrupt("byte run out of range")
                 }
-                for byte in first ... last { transitions[state << 8 | byte] = target }
+                for byte in first ... last { transitions[DFA.transitionIndex(state, byte)] = target }
             }
             let edgeTriples: [Int32] = try reader.integers()
             guard edgeTriples.count % 3 == 0 else { throw reader.corrupt("rule edges") }

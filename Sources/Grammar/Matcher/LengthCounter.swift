@@ -84,7 +84,7 @@ struct LengthCounter: Sendable, Hashable {
         for state in 0 ..< dfa.stateCount {
             var seen = Set<Int64>()
             for byte in 0 ..< 256 {
-                let target = dfa.transitions[state << 8 | byte]
+                let target = dfa.transitions[DFA.transitionIndex(state, byte)]
                 guard target >= 0 else { continue }
                 let counts = atBoundary[state] && byte != 0x22
                 if seen.insert(Int64(target) << 1 | (counts ? 1 : 0)).inserted {

@@ -661,7 +661,7 @@ extension PushdownAutomaton {
     /// whose arrays a copy would retain and release on every byte of a hot loop).
     @inline(__always)
     func step(_ frame: PushdownFrame, _ byte: UInt8) -> PushdownFrame? {
-        moved(frame, to: rules[Int(frame.rule)].transitions[Int(frame.state) << 8 | Int(byte)], reading: byte)
+        moved(frame, to: rules[Int(frame.rule)].transitions[DFA.transitionIndex(Int(frame.state), Int(byte))], reading: byte)
     }
 
     /// `frame` moved to `target` (−1: no move) by reading `byte`, its count moved and checked.

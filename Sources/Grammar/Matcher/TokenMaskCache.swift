@@ -114,7 +114,7 @@ extension PositionMask {
                         let parentState = states[depth - 1]
                         let byte = trie.nodeBytes[node]
                         let undecidedHere = undecidedBelow[depth - 1] || (isFinal[Int(parentState)] && follow.contains(byte))
-                        var next = transitions[Int(parentState) << 8 | Int(byte)]
+                        var next = transitions[DFA.transitionIndex(Int(parentState), Int(byte))]
                         if next >= 0, let counter, depth <= exactDepth {
                             let moved = counter.count(after: counts[depth - 1], at: parentState, reading: byte)
                             if counter.isLive(next, moved) { counts[depth] = moved } else { next = -1 }

@@ -59,7 +59,7 @@ enum QuotedStringLength {
                     }
                 }
                 let id = try intern(target, next)
-                transitions[cursor << 8 | byte] = id
+                transitions[DFA.transitionIndex(cursor, byte)] = id
             }
             cursor += 1
         }
