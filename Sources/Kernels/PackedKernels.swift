@@ -170,12 +170,14 @@ func _q8Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     let bias = SIMD32<Int16>(repeating: 128)
     for word in 0..<8 {
         let words = _words(body, word)
+        let even = _pairVector(words, shift: 0, mask: 0x00FF_00FF) &- bias
+        let odd = _pairVector(words, shift: 8, mask: 0x00FF_00FF) &- bias
         #if TYPESET_AVX512
-        sink.consumeWidening(_pairVector(words, shift: 0, mask: 0x00FF_00FF) &- bias, index: 2 &* word)
-        sink.consumeWidening(_pairVector(words, shift: 8, mask: 0x00FF_00FF) &- bias, index: 2 &* word &+ 1)
+        sink.consumeWidening(even, index: 2 &* word)
+        sink.consumeWidening(odd, index: 2 &* word &+ 1)
         #else
-        sink.consume(_pairVector(words, shift: 0, mask: 0x00FF_00FF) &- bias, index: 2 &* word)
-        sink.consume(_pairVector(words, shift: 8, mask: 0x00FF_00FF) &- bias, index: 2 &* word &+ 1)
+        sink.consume(even, index: 2 &* word)
+        sink.consume(odd, index: 2 &* word &+ 1)
         sink.flush()
         #endif
     }
