@@ -91,7 +91,7 @@ protocol QuadColumnSet: ColumnSet {
     /// A sink reading the activation codes from word `word` of each column on (and its sums).
     func quadSink(atWord word: Int) -> Quads
     /// The totals `sink` holds for column `index`.
-    func quadTotals(_ sink: Quads, _ index: Int) -> SIMD16<Int32>
+    static func quadTotals(_ sink: Quads, _ index: Int) -> SIMD16<Int32>
 }
 
 /// The activation word `word` (four codes) of `codes`, in every lane.
@@ -179,14 +179,14 @@ extension OneColumnSet: QuadColumnSet {
     @inline(__always) func quadSink(atWord word: Int) -> OneQuadColumn {
         OneQuadColumn(codes: pointers.codes + 4 &* word, sums: pointers.sums)
     }
-    @inline(__always) func quadTotals(_ sink: OneQuadColumn, _ index: Int) -> SIMD16<Int32> { sink.totals }
+    @inline(__always) static func quadTotals(_ sink: OneQuadColumn, _ index: Int) -> SIMD16<Int32> { sink.totals }
 }
 
 extension FourColumnSet: QuadColumnSet {
     @inline(__always) func quadSink(atWord word: Int) -> FourQuadColumns {
         FourQuadColumns(codes: first.codes + 4 &* word, stride: 2 &* pairStride, sums: first.sums, sumStride: sumStride)
     }
-    @inline(__always) func quadTotals(_ sink: FourQuadColumns, _ index: Int) -> SIMD16<Int32> {
+    @inline(__always) static func quadTotals(_ sink: FourQuadColumns, _ index: Int) -> SIMD16<Int32> {
         switch index {
         case 0: sink.totals.0
         case 1: sink.totals.1
@@ -200,8 +200,8 @@ extension JoinedColumnSets: QuadColumnSet where First: QuadColumnSet, Second: Qu
     @inline(__always) func quadSink(atWord word: Int) -> JoinedQuadSinks<First.Quads, Second.Quads> {
         JoinedQuadSinks(first: first.quadSink(atWord: word), second: second.quadSink(atWord: word))
     }
-    @inline(__always) func quadTotals(_ sink: JoinedQuadSinks<First.Quads, Second.Quads>, _ index: Int) -> SIMD16<Int32> {
-        index < First.count ? first.quadTotals(sink.first, index) : second.quadTotals(sink.second, index &- First.count)
+    @inline(__always) static func quadTotals(_ sink: JoinedQuadSinks<First.Quads, Second.Quads>, _ index: Int) -> SIMD16<Int32> {
+        index < First.count ? First.quadTotals(sink.first, index) : Second.quadTotals(sink.second, index &- First.count)
     }
 }
 
@@ -265,10 +265,9 @@ func _scaledBlocksOfBytes<C: QuadColumnSet>(
         var sink = columns.quadSink(atWord: 8 &* index)
         block(group + layout.bodyOffset(index), &sink)
         sink.flush()
-        for c in 0..<C.count {
-            let column = columns.column(c)
-            let sums = columns.quadTotals(sink, c) &- SIMD16(repeating: offset &* column.sums[index])
-            columns.accumulate(_floatFromSmallIntegers(sums) * (scales * column.scales[index]), c)
+        columns.updateEachColumn { column, c, result in
+            let sums = C.quadTotals(sink, c) &- SIMD16(repeating: offset &* column.sums[index])
+            result = result.addingProductWhereFused(_floatFromSmallIntegers(sums), scales * column.scales[index])
         }
     }
 }
@@ -286,10 +285,9 @@ func _q4_1BlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: P
         var sink = columns.quadSink(atWord: 8 &* index)
         _nibbleQuads(group + layout.bodyOffset(index), &sink)
         sink.flush()
-        for c in 0..<C.count {
-            let column = columns.column(c)
-            let scaled = _floatFromSmallIntegers(columns.quadTotals(sink, c)) * (scales * column.scales[index])
-            columns.accumulate(scaled.addingProductWhereFused(minimums, SIMD16(repeating: column.offsets[index])), c)
+        columns.updateEachColumn { column, c, result in
+            result = result.addingProductWhereFused(minimums, SIMD16(repeating: column.offsets[index]))
+            result = result.addingProductWhereFused(_floatFromSmallIntegers(C.quadTotals(sink, c)), scales * column.scales[index])
         }
     }
 }
@@ -312,8 +310,8 @@ func _q4_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: P
             }
             sink.flush(scaledBy: header.scale(subBlock), offset: 0, sum: 0)
         }
-        for c in 0..<C.count {
-            columns.accumulate(header.value(sums: columns.quadTotals(sink, c), column: columns.column(c), index: index), c)
+        columns.updateEachColumn { column, c, result in
+            header.accumulate(sums: C.quadTotals(sink, c), column: column, index: index, into: &result)
         }
     }
 }
@@ -343,8 +341,8 @@ func _q6_KBlocksOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layout: P
             let scaleWords = unsafeBitCast(_words(header, 1 &+ (scaleGroup &>> 2)), to: SIMD16<Int32>.self)
             sink.flush(scaledBy: (scaleWords &<< Int32(24 &- 8 &* (scaleGroup & 3))) &>> 24, offset: 32, sum: 16 &* index &+ scaleGroup)
         }
-        for c in 0..<C.count {
-            columns.accumulate(_floatFromIntegers(columns.quadTotals(sink, c)) * (d * columns.column(c).scales[index]), c)
+        columns.updateEachColumn { column, c, result in
+            result = result.addingProductWhereFused(_floatFromIntegers(C.quadTotals(sink, c)), d * column.scales[index])
         }
     }
 }
@@ -366,7 +364,10 @@ func _productOfGroupOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layou
         #if TYPESET_VNNI
         _scaledBlocksOfBytes(group, layout, &columns, offset: 128) { _q8Quads($0, &$1) }
         #else
-        _productOfGroup(group, layout, &columns)   // its codes overflow `vpmaddubsw` (PendingQuadSums)
+        // Its codes overflow `vpmaddubsw` (PendingQuadSums): the pair kernel's driver, inlined
+        // here. (Through `_productOfGroup`, a call, the set's address escaped, and every
+        // driver's loop then stored the running results to memory twice per block.)
+        _scaledBlocks(group, layout, &columns, offset: 0) { _q8Block($0, &$1) }
         #endif
     case .q4_1: _q4_1BlocksOfBytes(group, layout, &columns)
     case .q4_K: _q4_KBlocksOfBytes(group, layout, &columns)

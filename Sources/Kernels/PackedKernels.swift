@@ -29,11 +29,17 @@ protocol ColumnSet {
     static var count: Int { get }
     /// A sink reading the activation pairs from pair `pair` of each column on.
     func sink(atPair pair: Int) -> Sink
-    func column(_ index: Int) -> ColumnPointers
     /// The 32-bit sums `sink` holds for column `index`.
-    func sums(_ sink: Sink, _ index: Int) -> SIMD16<Int32>
-    /// Adds `value` to column `index`'s 16 row results.
-    mutating func accumulate(_ value: SIMD16<Float>, _ index: Int)
+    static func sums(_ sink: Sink, _ index: Int) -> SIMD16<Int32>
+    /// Calls `body` once for each column, in order, with its pointers, its number and its 16
+    /// running row results to update.
+    ///
+    /// The conformances spell the calls out one by one, so that where a driver inlines this,
+    /// each call's column number is a constant: `sums(_:_:)` then picks its vector without a
+    /// branch, and the compiler keeps every running result in a register across the blocks.
+    /// (With a loop over the column numbers, the four-column Q4_1 loop kept one of them in
+    /// memory: a store and a reload per block.)
+    mutating func updateEachColumn(_ body: (ColumnPointers, Int, inout SIMD16<Float>) -> Void)
     /// Column `index`'s 16 row results.
     func result(_ index: Int) -> SIMD16<Float>
 }
@@ -46,9 +52,10 @@ struct OneColumnSet: ColumnSet {
 
     static var count: Int { 1 }
     @inline(__always) func sink(atPair pair: Int) -> OneColumn { OneColumn(pairs: pointers.pairs + pair) }
-    @inline(__always) func column(_ index: Int) -> ColumnPointers { pointers }
-    @inline(__always) func sums(_ sink: OneColumn, _ index: Int) -> SIMD16<Int32> { sink.sums }
-    @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) { result += value }
+    @inline(__always) static func sums(_ sink: OneColumn, _ index: Int) -> SIMD16<Int32> { sink.sums }
+    @inline(__always) mutating func updateEachColumn(_ body: (ColumnPointers, Int, inout SIMD16<Float>) -> Void) {
+        body(pointers, 0, &result)
+    }
     @inline(__always) func result(_ index: Int) -> SIMD16<Float> { result }
 }
 
@@ -62,12 +69,12 @@ struct FourColumnSet: ColumnSet {
 
     static var count: Int { 4 }
     @inline(__always) func sink(atPair pair: Int) -> FourColumns { FourColumns(pairs: first.pairs + pair, stride: pairStride) }
-    @inline(__always) func column(_ index: Int) -> ColumnPointers {
+    @inline(__always) private func column(_ index: Int) -> ColumnPointers {
         ColumnPointers(pairs: first.pairs + index &* pairStride, codes: first.codes + index &* 2 &* pairStride,
                         scales: first.scales + index &* blockStride,
                         sums: first.sums + index &* sumStride, offsets: first.offsets + index &* blockStride)
     }
-    @inline(__always) func sums(_ sink: FourColumns, _ index: Int) -> SIMD16<Int32> {
+    @inline(__always) static func sums(_ sink: FourColumns, _ index: Int) -> SIMD16<Int32> {
         switch index {
         case 0: sink.sums.0
         case 1: sink.sums.1
@@ -75,13 +82,11 @@ struct FourColumnSet: ColumnSet {
         default: sink.sums.3
         }
     }
-    @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) {
-        switch index {
-        case 0: results.0 += value
-        case 1: results.1 += value
-        case 2: results.2 += value
-        default: results.3 += value
-        }
+    @inline(__always) mutating func updateEachColumn(_ body: (ColumnPointers, Int, inout SIMD16<Float>) -> Void) {
+        body(column(0), 0, &results.0)
+        body(column(1), 1, &results.1)
+        body(column(2), 2, &results.2)
+        body(column(3), 3, &results.3)
     }
     @inline(__always) func result(_ index: Int) -> SIMD16<Float> {
         switch index {
@@ -102,14 +107,12 @@ struct JoinedColumnSets<First: ColumnSet, Second: ColumnSet>: ColumnSet {
     @inline(__always) func sink(atPair pair: Int) -> JoinedSinks<First.Sink, Second.Sink> {
         JoinedSinks(first: first.sink(atPair: pair), second: second.sink(atPair: pair))
     }
-    @inline(__always) func column(_ index: Int) -> ColumnPointers {
-        index < First.count ? first.column(index) : second.column(index &- First.count)
+    @inline(__always) static func sums(_ sink: JoinedSinks<First.Sink, Second.Sink>, _ index: Int) -> SIMD16<Int32> {
+        index < First.count ? First.sums(sink.first, index) : Second.sums(sink.second, index &- First.count)
     }
-    @inline(__always) func sums(_ sink: JoinedSinks<First.Sink, Second.Sink>, _ index: Int) -> SIMD16<Int32> {
-        index < First.count ? first.sums(sink.first, index) : second.sums(sink.second, index &- First.count)
-    }
-    @inline(__always) mutating func accumulate(_ value: SIMD16<Float>, _ index: Int) {
-        if index < First.count { first.accumulate(value, index) } else { second.accumulate(value, index &- First.count) }
+    @inline(__always) mutating func updateEachColumn(_ body: (ColumnPointers, Int, inout SIMD16<Float>) -> Void) {
+        first.updateEachColumn(body)
+        second.updateEachColumn { body($0, $1 &+ First.count, &$2) }
     }
     @inline(__always) func result(_ index: Int) -> SIMD16<Float> {
         index < First.count ? first.result(index) : second.result(index &- First.count)
@@ -210,10 +213,9 @@ func _scaledBlocks<C: ColumnSet>(
         let scales = _floatFromHalves(index & 1 == 0 ? scaleWords : scaleWords &>> 16)
         var sink = columns.sink(atPair: 16 &* index)
         block(group + layout.bodyOffset(index), &sink)
-        for c in 0..<C.count {
-            let column = columns.column(c)
-            let sums = columns.sums(sink, c) &- SIMD16(repeating: offset &* column.sums[index])
-            columns.accumulate(_floatFromSmallIntegers(sums) * (scales * column.scales[index]), c)
+        columns.updateEachColumn { column, c, result in
+            let sums = C.sums(sink, c) &- SIMD16(repeating: offset &* column.sums[index])
+            result = result.addingProductWhereFused(_floatFromSmallIntegers(sums), scales * column.scales[index])
         }
     }
 }
@@ -230,10 +232,9 @@ func _q4_1Blocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
         let minimums = _floatFromHalves(odd ? minimumWords &>> 16 : minimumWords)
         var sink = columns.sink(atPair: 16 &* index)
         _nibbleBlock(group + layout.bodyOffset(index), &sink)
-        for c in 0..<C.count {
-            let column = columns.column(c)
-            let scaled = _floatFromSmallIntegers(columns.sums(sink, c)) * (scales * column.scales[index])
-            columns.accumulate(scaled.addingProductWhereFused(minimums, SIMD16(repeating: column.offsets[index])), c)
+        columns.updateEachColumn { column, c, result in
+            result = result.addingProductWhereFused(minimums, SIMD16(repeating: column.offsets[index]))
+            result = result.addingProductWhereFused(_floatFromSmallIntegers(C.sums(sink, c)), scales * column.scales[index])
         }
     }
 }
@@ -262,9 +263,9 @@ struct Q4_KHeader {
         unsafeBitCast((words &>> UInt32(8 &* index)) & 0xFF, to: SIMD16<Int32>.self)
     }
 
-    /// What a super-block (number `index`) adds to a column whose scaled integer sums are
+    /// Adds to `result` what super-block `index` gives a column whose scaled integer sums are
     /// `sums`: `sums × d × d_a − Σ over sub-blocks of min × Σ a × dmin × d_a`.
-    @inline(__always) func value(sums: SIMD16<Int32>, column: ColumnPointers, index: Int) -> SIMD16<Float> {
+    @inline(__always) func accumulate(sums: SIMD16<Int32>, column: ColumnPointers, index: Int, into result: inout SIMD16<Float>) {
         let activationSums = column.sums + 16 &* index
         var minimumSum = SIMD16<Int32>()
         for subBlock in 0..<8 {
@@ -272,7 +273,8 @@ struct Q4_KHeader {
             minimumSum &+= Self.byte(subBlock < 4 ? minimumsLow : minimumsHigh, subBlock & 3) &* SIMD16(repeating: activationSum)
         }
         let scale = column.scales[index]
-        return _floatFromIntegers(sums) * (d * scale) - _floatFromSmallIntegers(minimumSum) * (dmin * scale)
+        result = result.addingProductWhereFused(_floatFromSmallIntegers(minimumSum), -(dmin * scale))
+        result = result.addingProductWhereFused(_floatFromIntegers(sums), d * scale)
     }
 }
 
@@ -296,8 +298,8 @@ func _q4_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
             }
             sink.flush(scaledBy: header.scale(subBlock))
         }
-        for c in 0..<C.count {
-            columns.accumulate(header.value(sums: columns.sums(sink, c), column: columns.column(c), index: index), c)
+        columns.updateEachColumn { column, c, result in
+            header.accumulate(sums: C.sums(sink, c), column: column, index: index, into: &result)
         }
     }
 }
@@ -332,8 +334,8 @@ func _q6_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
             let scaleWords = unsafeBitCast(_words(header, 1 &+ (scaleGroup &>> 2)), to: SIMD16<Int32>.self)
             sink.flush(scaledBy: (scaleWords &<< Int32(24 &- 8 &* (scaleGroup & 3))) &>> 24)
         }
-        for c in 0..<C.count {
-            columns.accumulate(_floatFromIntegers(columns.sums(sink, c)) * (d * columns.column(c).scales[index]), c)
+        columns.updateEachColumn { column, c, result in
+            result = result.addingProductWhereFused(_floatFromIntegers(C.sums(sink, c)), d * column.scales[index])
         }
     }
 }
