@@ -367,7 +367,7 @@ func _productOfGroupOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layou
         // Its codes overflow `vpmaddubsw` (PendingQuadSums): the pair kernel's driver, inlined
         // here. (Through `_productOfGroup`, a call, the set's address escaped, and every
         // driver's loop then stored the running results to memory twice per block.)
-        _scaledBlocks(group, layout, &columns, offset: 0) { _q8Block($0, &$1) }
+        _q8_0Blocks(group, layout, &columns)
         #endif
     case .q4_1: _q4_1BlocksOfBytes(group, layout, &columns)
     case .q4_K: _q4_KBlocksOfBytes(group, layout, &columns)

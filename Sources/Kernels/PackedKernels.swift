@@ -220,6 +220,12 @@ func _scaledBlocks<C: ColumnSet>(
     }
 }
 
+/// Q8_0 on the pair kernels: `_scaledBlocks` with `_q8Block`, whose codes are offset already.
+@inline(__always)
+func _q8_0Blocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
+    _scaledBlocks(group, layout, &columns, offset: 0) { _q8Block($0, &$1) }
+}
+
 /// Q4_1: result += (Σ q·a) × (d × d_a) + m × s, per block.
 @inline(__always)
 func _q4_1Blocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
@@ -368,7 +374,7 @@ func _productOfGroup<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLa
     switch layout.type {
     case .q4_0: _scaledBlocks(group, layout, &columns, offset: 8) { _nibbleBlock($0, &$1) }
     case .q5_0: _scaledBlocks(group, layout, &columns, offset: 0) { _q5Block($0, &$1) }
-    case .q8_0: _scaledBlocks(group, layout, &columns, offset: 0) { _q8Block($0, &$1) }
+    case .q8_0: _q8_0Blocks(group, layout, &columns)
     case .q4_1: _q4_1Blocks(group, layout, &columns)
     case .q4_K: _q4_KBlocks(group, layout, &columns)
     case .q6_K: _q6_KBlocks(group, layout, &columns)
