@@ -44,20 +44,34 @@ let targetCPU: String? = {
         #endif
     }
 }()
-// Whether the target CPU has AVX-512 with byte and word instructions (32 vector registers,
-// AVX512BW): "native" on a machine whose /proc/cpuinfo lists avx512f and avx512bw, or a CPU
-// model that has them. The packed kernels then run on bytes (Kernels/PackedByteKernels.swift,
-// through the VectorIntrinsics module, which reaches LLVM's intrinsics with `-parse-stdlib`:
-// an unsafe flag, so only in a tuned build, never in a dependency resolved by URL), and the
-// prefill kernels multiply eight activation columns per pass instead of four.
+let cpuFlags: Set<Substring> = {
+    guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+          let line = text.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) else { return [] }
+    return Set(line.split(separator: " "))
+}()
+// Whether the target CPU has AVX2 with FMA and F16C (every x86-64 CPU since Haswell and Zen
+// 1): "native" on a machine whose /proc/cpuinfo lists the three, or a CPU model that has
+// them. The packed kernels then run on bytes (Kernels/PackedByteKernels.swift: `vpmaddubsw`
+// on 256-bit halves) through the VectorIntrinsics module, which reaches LLVM's intrinsics with
+// `-parse-stdlib`: an unsafe flag, so only in a tuned build, never in a dependency resolved by
+// URL.
 let avx512Models: Set<String> = [
     "x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client", "icelake-server",
     "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids", "znver4", "znver5",
 ]
+let avx2Models: Set<String> = avx512Models.union([
+    "haswell", "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake", "arrowlake", "lunarlake",
+    "znver1", "znver2", "znver3",
+])
+let targetHasAVX2 = targetCPU.map { cpu in
+    cpu == "native" ? ["avx2", "fma", "f16c"].allSatisfy { cpuFlags.contains($0) } : avx2Models.contains(cpu)
+} ?? false
+// Whether the target CPU has AVX-512 with byte and word instructions (32 vector registers,
+// AVX512BW): "native" on a machine whose /proc/cpuinfo lists avx512f and avx512bw, or a CPU
+// model that has them. The byte kernels then use 512-bit vectors, and the prefill kernels
+// multiply eight activation columns per pass instead of four.
 let targetHasAVX512 = targetCPU.map { cpu in
-    cpu == "native"
-        ? ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)).map { $0.contains(" avx512f") && $0.contains(" avx512bw") } ?? false)
-        : avx512Models.contains(cpu)
+    cpu == "native" ? cpuFlags.contains("avx512f") && cpuFlags.contains("avx512bw") : avx512Models.contains(cpu)
 } ?? false
 // Whether the target CPU has AVX512-VNNI (byte dot products): the byte kernels then multiply
 // with `vpdpbusd`, one instruction where AVX512BW takes two (`vpmaddubsw`, then `vpmaddwd`).
@@ -66,13 +80,13 @@ let vnniModels: Set<String> = [
     "sapphirerapids", "emeraldrapids", "graniterapids", "znver4", "znver5",
 ]
 let targetHasVNNI = targetCPU.map { cpu in
-    cpu == "native"
-        ? ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_vnni") ?? false)
-        : vnniModels.contains(cpu)
+    cpu == "native" ? cpuFlags.contains("avx512_vnni") : vnniModels.contains(cpu)
 } ?? false
+/// The defines that tell the kernels what the target CPU has (each implies the ones before).
+let vectorDefines: [SwiftSetting] = (targetHasAVX2 ? [.define("TYPESET_AVX2")] : [])
+    + (targetHasAVX512 ? [.define("TYPESET_AVX512")] : []) + (targetHasVNNI ? [.define("TYPESET_VNNI")] : [])
 let kernelSettings: [SwiftSetting] = targetCPU.map {
-    [.unsafeFlags(["-target-cpu", $0]), .define("TYPESET_TUNED_CPU")] + (targetHasAVX512 ? [.define("TYPESET_AVX512")] : [])
-        + (targetHasVNNI ? [.define("TYPESET_VNNI")] : [])
+    [.unsafeFlags(["-target-cpu", $0]), .define("TYPESET_TUNED_CPU")] + vectorDefines
 } ?? []
 let kernelsOnly = ProcessInfo.processInfo.environment["TYPESET_KERNELS_ONLY"].map { !$0.isEmpty && $0 != "0" } ?? false
 let withMacros = !kernelsOnly && (ProcessInfo.processInfo.environment["TYPESET_WITHOUT_MACROS"].map { $0.isEmpty || $0 == "0" } ?? true)
@@ -109,14 +123,13 @@ let package = Package(
             dependencies: [
                 "GGUF",
                 .target(name: "COpenBLAS", condition: .when(platforms: [.linux])),
-            ] + (targetHasAVX512 ? ["VectorIntrinsics"] : []),
+            ] + (targetHasAVX2 ? ["VectorIntrinsics"] : []),
             swiftSettings: kernelSettings,
             linkerSettings: [.linkedFramework("Accelerate", .when(platforms: [.macOS, .iOS]))]
         ),
         .target(
             name: "VectorIntrinsics",
-            swiftSettings: [.unsafeFlags(["-parse-stdlib"] + (targetCPU.map { ["-target-cpu", $0] } ?? []))]
-                + (targetHasVNNI ? [.define("TYPESET_VNNI")] : [])
+            swiftSettings: [.unsafeFlags(["-parse-stdlib"] + (targetCPU.map { ["-target-cpu", $0] } ?? []))] + vectorDefines
         ),
         .target(name: "Tokenizer", dependencies: ["GGUF"]),
         .target(name: "Grammar"),
@@ -212,7 +225,7 @@ if kernelsOnly {
     package.dependencies.removeAll()
 }
 
-if !targetHasAVX512 {
+if !targetHasAVX2 {
     // Nothing uses it, and its unsafe flag must not reach a dependency resolved by URL.
     package.targets.removeAll { $0.name == "VectorIntrinsics" }
 }

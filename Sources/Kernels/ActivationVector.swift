@@ -1,5 +1,5 @@
 import GGUF
-#if TYPESET_AVX512
+#if TYPESET_AVX2
 import VectorIntrinsics
 #endif
 
@@ -74,8 +74,8 @@ public struct ActivationVector: Sendable {
     /// Codes two by two as the packed kernels read them (``PackedMatrix``, "Pairs"): for each
     /// quad of elements `4k ..< 4k + 4`, `pairs[2k]` holds codes `4k` (low 16 bits) and
     /// `4k + 2` (high 16 bits), `pairs[2k + 1]` codes `4k + 1` and `4k + 3`, sign-extended.
-    /// Left zero where no pair kernel reads them: with AVX512-VNNI, and with AVX512BW alone
-    /// in every format but q8_0 (Q8_0's products stay on the pair kernels there).
+    /// Left zero where no pair kernel reads them: with AVX512-VNNI, and with AVX2 or AVX512BW
+    /// alone in every format but q8_0 (Q8_0's products stay on the pair kernels there).
     private(set) var pairs: [UInt32]
 
     /// Elements.
@@ -204,10 +204,10 @@ func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVec
     }
     // Pairs in quad order: (4k, 4k + 2), (4k + 1, 4k + 3). Only the pair kernels read them:
     // where the byte kernels replace those for every type (AVX512-VNNI), the codes are all
-    // they read; with AVX512BW alone, only Q8_0's products (q8_0 activations) stay on the
-    // pair kernels.
+    // they read; with AVX2 or AVX512BW alone, only Q8_0's products (q8_0 activations) stay on
+    // the pair kernels.
     #if !TYPESET_VNNI
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     guard format == .q8_0 else { return }
     #endif
     for quad in 0 ..< count / 4 {
@@ -241,11 +241,11 @@ func _magnitudeBits(_ values: SIMD16<Float>) -> SIMD16<UInt32> {
 /// The bit pattern of a float's positive infinity: magnitude bits above it are NaNs.
 let _infinityBits: UInt32 = 0x7F80_0000
 
-/// The larger of each pair of lanes: `vpmaxud` through VectorIntrinsics on AVX-512 targets
+/// The larger of each pair of lanes: `vpmaxud` through VectorIntrinsics on AVX2 targets
 /// (Swift's generic comparison and blend compiled four lanes at a time there).
 @inline(__always)
 func _largerLanes(_ a: SIMD16<UInt32>, _ b: SIMD16<UInt32>) -> SIMD16<UInt32> {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     largerLanes(a, b)
     #else
     a.replacing(with: b, where: b .> a)
@@ -253,11 +253,11 @@ func _largerLanes(_ a: SIMD16<UInt32>, _ b: SIMD16<UInt32>) -> SIMD16<UInt32> {
 }
 
 /// The largest of sixteen lanes: a reduction on halving widths through VectorIntrinsics on
-/// AVX-512 targets, elsewhere the halving spelled out (the standard library's `max()` is a
+/// AVX2 targets, elsewhere the halving spelled out (the standard library's `max()` is a
 /// lane-by-lane loop).
 @inline(__always)
 func _largestLane(_ lanes: SIMD16<UInt32>) -> UInt32 {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     largestLane(lanes)
     #else
     let eight = lanes.lowHalf.replacing(with: lanes.highHalf, where: lanes.highHalf .> lanes.lowHalf)
@@ -267,20 +267,21 @@ func _largestLane(_ lanes: SIMD16<UInt32>) -> UInt32 {
     #endif
 }
 
-/// The lanes' wrapping sum, by halving on AVX-512 targets.
+/// The lanes' wrapping sum, by halving on AVX2 targets.
 @inline(__always)
 func _wrappingSum(_ lanes: SIMD16<Int32>) -> Int32 {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     wrappingSum(lanes)
     #else
     lanes.wrappedSum()
     #endif
 }
 
-/// `min(value, 127)` in every lane, NaNs kept (one `vminps` on AVX-512 targets).
+/// `min(value, 127)` in every lane, NaNs kept (`vminps`, once on AVX-512 targets and per
+/// 256-bit half on AVX2 ones).
 @inline(__always)
 func _clampedTo127(_ values: SIMD16<Float>) -> SIMD16<Float> {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     smallerLanes(values, SIMD16(repeating: 127))
     #else
     values.replacing(with: 127, where: values .> 127)
@@ -290,7 +291,7 @@ func _clampedTo127(_ values: SIMD16<Float>) -> SIMD16<Float> {
 /// Stores the low byte of each lane at `codes` (`vpmovdb`).
 @inline(__always)
 func _storeLowBytes(_ lanes: SIMD16<Int32>, _ codes: UnsafeMutablePointer<Int8>) {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     let bytes = lowBytes(lanes)
     #else
     let bytes = SIMD16<Int8>(truncatingIfNeeded: lanes)

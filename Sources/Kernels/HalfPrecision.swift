@@ -1,7 +1,7 @@
 /// Conversions from the 16-bit float formats GGUF stores, written out so they behave the same
 /// on every platform (Swift's `Float16` is unavailable on Intel Macs).
 
-#if TYPESET_AVX512
+#if TYPESET_AVX2
 import VectorIntrinsics
 #endif
 
@@ -142,14 +142,14 @@ public func roundedToHalfPrecision(_ value: Float) -> Float {
 }
 
 /// Sixteen IEEE halves as floats, exact for every finite half. For reading half-precision
-/// storage (the KV cache) where the float it stands for is wanted. One 512-bit `vcvtph2ps` on
-/// AVX-512 targets (through VectorIntrinsics: the standard library's conversion of
-/// `SIMD16<Float16>` is a call that converts four lanes at a time), two F16C conversions on
-/// other tuned x86-64 builds and two `fcvtl` pairs on arm64, ``floatsFromHalves(_:)`` of
-/// eight lanes at a time elsewhere.
+/// storage (the KV cache) where the float it stands for is wanted. Through VectorIntrinsics
+/// on AVX2 targets (the standard library's conversion of `SIMD16<Float16>` is a call that
+/// converts four lanes at a time): one 512-bit `vcvtph2ps` on AVX-512, two 256-bit ones on
+/// AVX2; two F16C conversions of eight lanes on other tuned x86-64 builds and two `fcvtl`
+/// pairs on arm64, ``floatsFromHalves(_:)`` of eight lanes at a time elsewhere.
 @inlinable @inline(__always)
 public func floatsFromHalves(_ halves: SIMD16<UInt16>) -> SIMD16<Float> {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     floatsFromHalves(bitPatterns: halves)
     #elseif (TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)) || arch(arm64)
     SIMD16(lowHalf: SIMD8<Float>(unsafeBitCast(halves.lowHalf, to: SIMD8<Float16>.self)),

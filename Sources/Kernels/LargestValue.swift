@@ -1,15 +1,15 @@
-#if TYPESET_AVX512
+#if TYPESET_AVX2
 import VectorIntrinsics
 #endif
 
 /// The index of the largest value, the lowest index among equals; NaNs are skipped, and `nil`
 /// when no value is above −∞ (every one is −∞ or NaN). Greedy decoding's choice of token.
 ///
-/// On AVX-512 targets two passes sixteen lanes at a time (the running maximum, then the first
+/// On AVX2 targets two passes sixteen lanes at a time (the running maximum, then the first
 /// lane equal to it), elsewhere ``_indexOfLargestScalar(_:)``: the same index either way.
 /// - Complexity: O(n), reading `values` at most twice.
 public func indexOfLargest(_ values: UnsafeBufferPointer<Float>) -> Int? {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     guard let base = values.baseAddress else { return nil }
     let raw = UnsafeRawPointer(base)
     let wholeChunks = values.count / 16

@@ -10,10 +10,10 @@
 // often compile to calls of unspecialized per-lane loops, and shifts of 16-bit lanes
 // (`SIMD32<Int16> &>> 8`) to lane-by-lane code. So conversions here are bit tricks, shifts
 // act on 32-bit lanes, and 16-bit lanes only add, subtract, multiply and mask. Where the
-// target has AVX-512 (and so its F16 conversion), the conversions are the
-// instructions themselves, reached through VectorIntrinsics: one instruction instead of two
-// to four, with the same results (every conversion here is exact, or rounds as `Float(_:)`).
-#if TYPESET_AVX512
+// target has AVX2 (and so F16C), the conversions are the instructions themselves, reached
+// through VectorIntrinsics: one instruction (per 256-bit half on AVX2) instead of two to
+// four, with the same results (every conversion here is exact, or rounds as `Float(_:)`).
+#if TYPESET_AVX2
 import VectorIntrinsics
 #endif
 
@@ -35,7 +35,7 @@ func _widenPairs(_ sums: SIMD32<Int16>) -> SIMD16<Int32> {
 /// become large finite values in the bit trick (the instruction keeps them).
 @inline(__always)
 func _floatFromHalves(_ bits: SIMD16<UInt32>) -> SIMD16<Float> {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     return floatsFromHalves(lowBitsOf: bits)
     #else
     // (bits & 0x7FFF) << 13 is the half's exponent and mantissa in float position with an
@@ -48,7 +48,7 @@ func _floatFromHalves(_ bits: SIMD16<UInt32>) -> SIMD16<Float> {
 /// Exact conversion of integers with |x| < 2²²: 1.5 × 2²³ + x has x in its mantissa.
 @inline(__always)
 func _floatFromSmallIntegers(_ x: SIMD16<Int32>) -> SIMD16<Float> {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     floatsFromIntegers(x)
     #else
     unsafeBitCast(x &+ 0x4B40_0000, to: SIMD16<Float>.self) - 12_582_912
@@ -59,7 +59,7 @@ func _floatFromSmallIntegers(_ x: SIMD16<Int32>) -> SIMD16<Float> {
 /// converted exactly and combined with one rounding.
 @inline(__always)
 func _floatFromIntegers(_ x: SIMD16<Int32>) -> SIMD16<Float> {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     return floatsFromIntegers(x)
     #else
     // high × 2^16 is exact, so the sum is the only rounding.
@@ -96,7 +96,7 @@ protocol ColumnSink {
     mutating func flush()
     /// Moves the 16-bit sums into the 32-bit sums, multiplied per row by `scales`.
     mutating func flush(scaledBy scales: SIMD16<Int32>)
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     /// Adds `pair` × the columns' activation pair `index` straight into the 32-bit sums
     /// (`vpmaddwd`: both products of a lane pair, summed and widened in one instruction), for
     /// codes whose 16-bit products would need a flush every other pair (Q8_0's).
@@ -124,7 +124,7 @@ struct OneColumn: ColumnSink {
         sums &+= _widenPairs(partial) &* scales
         partial = SIMD32<Int16>()
     }
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     @inline(__always) mutating func consumeWidening(_ pair: SIMD32<Int16>, index: Int) {
         sums &+= productsOfWordPairs(pair, _broadcastPair(pairs[index]))
     }
@@ -164,7 +164,7 @@ struct FourColumns: ColumnSink {
         sums.3 &+= _widenPairs(partial.3) &* scales
         partial = (SIMD32<Int16>(), SIMD32<Int16>(), SIMD32<Int16>(), SIMD32<Int16>())
     }
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     @inline(__always) mutating func consumeWidening(_ pair: SIMD32<Int16>, index: Int) {
         let first = pairs + index
         sums.0 &+= productsOfWordPairs(pair, _broadcastPair(first[0]))
@@ -192,7 +192,7 @@ struct JoinedSinks<First: ColumnSink, Second: ColumnSink>: ColumnSink {
         first.flush(scaledBy: scales)
         second.flush(scaledBy: scales)
     }
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     @inline(__always) mutating func consumeWidening(_ pair: SIMD32<Int16>, index: Int) {
         first.consumeWidening(pair, index: index)
         second.consumeWidening(pair, index: index)

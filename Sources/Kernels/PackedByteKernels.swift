@@ -1,8 +1,9 @@
-#if TYPESET_AVX512
+#if TYPESET_AVX2
 import VectorIntrinsics
 
-// The byte kernels: the packed products on bytes, on AVX-512 targets (TYPESET_AVX512, set by
-// Package.swift for CPUs with AVX512BW). Same packed matrices, same activations, same integer
+// The byte kernels: the packed products on bytes, on AVX2 targets (TYPESET_AVX2, set by
+// Package.swift for CPUs with AVX2, FMA and F16C; AVX-512 ones included). Same packed
+// matrices, same activations, same integer
 // sums, same float scaling as the pair kernels of PackedKernels.swift, so the results are
 // identical bit for bit; what changes is the arithmetic that produces the integer sums.
 //
@@ -12,7 +13,8 @@ import VectorIntrinsics
 // unsigned bytes (a "quad"), multiplied with four int8 activation codes: with AVX512-VNNI,
 // `vpdpbusd` adds the four products into the lane, one instruction for 64 products; with
 // AVX512BW alone, `vpmaddubsw` sums them two by two into 16-bit lanes, added up over several
-// quads and widened at the end (`PendingQuadSums`), an instruction and an add for 64. Offsets
+// quads and widened at the end (`PendingQuadSums`), an instruction and an add for 64; with
+// AVX2, the same two instructions on each 256-bit half of the 16 rows. Offsets
 // that make a type's codes signed (Q4_0's 8, Q5_0's 16, Q8_0's 128, Q6_K's 32) stay out of
 // the bytes and are taken off with the activations' block sums, as ggml's VNNI path does.
 //
@@ -25,7 +27,7 @@ import VectorIntrinsics
 /// A row group's pending sums against one activation column: the products of the quads
 /// added since the last `take()`.
 ///
-/// With AVX512-VNNI they are 32-bit sums from the start. With AVX512BW alone, each quad's
+/// With AVX512-VNNI they are 32-bit sums from the start. Without it, each quad's
 /// products are summed two by two into 16-bit lanes (`vpmaddubsw`), which hold the products
 /// of several quads before they could overflow: with activation codes of at most 128 in
 /// magnitude, a pair is at most 2 × 128 × the largest weight code, so
@@ -218,26 +220,24 @@ func _nibbleQuads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 }
 
 /// Q5_0: the nibbles as Q4_0, with each element's fifth bit put in bit 4 of its byte. The
-/// packed fifth-bit word has quad `k`'s bits at `2k`, `2k + 1` (elements 4k, 4k + 1) and
-/// `16 + 2k`, `17 + 2k` (elements 4k + 2, 4k + 3). Codes 0…31; the driver takes off 16.
+/// packed fifth-bit word is laid out for this (`_fifthBitsForQuads`): quad `k`'s bits, one
+/// per byte, sit `k` above bit 4 for `k` < 4 and `k − 3` below it for the others, so one
+/// shift and one mask put them in place. Codes 0…31; the driver takes off 16.
 @inline(__always)
 func _q5Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     let fifth = _words(body, 0)
-    @inline(__always) func spread(_ bits: SIMD16<UInt32>) -> SIMD16<UInt32> {
-        ((bits & 0x0001_0001) &<< 4) | ((bits & 0x0002_0002) &<< 11)
-    }
     @inline(__always) func word(_ word: Int, _ lowShift: UInt32, _ highShift: UInt32) {
         let words = _words(body, 1 &+ word)
-        sink.consume((words & 0x0F0F_0F0F) | spread(fifth &>> lowShift), word: word)
-        sink.consume(((words &>> 4) & 0x0F0F_0F0F) | spread(fifth &>> highShift), word: word &+ 4)
+        sink.consume((words & 0x0F0F_0F0F) | ((fifth &>> lowShift) & 0x1010_1010), word: word)
+        sink.consume(((words &>> 4) & 0x0F0F_0F0F) | ((fifth &<< highShift) & 0x1010_1010), word: word &+ 4)
     }
-    // Literal shift counts: quad k's bits start at 2k. Four quads of five-bit codes, then the
-    // 16-bit sums are widened (PendingQuadSums).
-    word(0, 0, 8)
-    word(1, 2, 10)
+    // Literal shift counts (quads w and w + 4). Four quads of five-bit codes, then the 16-bit
+    // sums are widened (PendingQuadSums).
+    word(0, 0, 1)
+    word(1, 1, 2)
     sink.settle()
-    word(2, 4, 12)
-    word(3, 6, 14)
+    word(2, 2, 3)
+    word(3, 3, 4)
 }
 
 #if TYPESET_VNNI

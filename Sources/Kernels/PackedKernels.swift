@@ -165,7 +165,7 @@ func _q5Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 }
 
 /// Q8_0: 8 words of codes + 128; word `c` is quad `c`. Values −128…127 after the offset:
-/// a flush every 2 pairs, or on AVX-512 (which runs Q8_0 here when it lacks VNNI) each pair
+/// a flush every 2 pairs, or on AVX2 targets (which run Q8_0 here unless they have VNNI) each pair
 /// multiplied and widened by one `vpmaddwd`: two multiplies and two adds per quad and column
 /// instead of three and three.
 @inline(__always)
@@ -175,7 +175,7 @@ func _q8Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
         let words = _words(body, word)
         let even = _pairVector(words, shift: 0, mask: 0x00FF_00FF) &- bias
         let odd = _pairVector(words, shift: 8, mask: 0x00FF_00FF) &- bias
-        #if TYPESET_AVX512
+        #if TYPESET_AVX2
         sink.consumeWidening(even, index: 2 &* word)
         sink.consumeWidening(odd, index: 2 &* word &+ 1)
         #else
@@ -192,7 +192,7 @@ func _q8Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 /// its block count, from the same relative offset): over a group's blocks, the next group
 /// arrives while this one is computed. Groups follow each other in memory, so this is the
 /// data the thread most likely reads next; past the matrix's end the hint is harmless. (A
-/// hint on AVX-512 targets only: see `prefetchForReading(_:byteCount:)`.)
+/// hint on AVX2 targets only: see `prefetchForReading(_:byteCount:)`.)
 @inline(__always)
 func _prefetchNextGroup(_ group: UnsafeRawPointer, _ layout: PackedLayout, block index: Int) {
     let share = layout.groupBytes / layout.blockCount
@@ -346,7 +346,7 @@ func _q6_KBlocks<C: ColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout
     }
 }
 
-#if TYPESET_AVX512
+#if TYPESET_AVX2
 /// The column sets the packed products take: those the byte kernels can run.
 typealias PackedColumnSet = QuadColumnSet
 #else
@@ -355,10 +355,11 @@ typealias PackedColumnSet = ColumnSet
 #endif
 
 /// The product of one group with `columns`: the byte kernels (PackedByteKernels.swift) on
-/// AVX-512 targets, the pair kernels above elsewhere. Both give the same results.
+/// AVX2 targets (AVX-512 ones included), the pair kernels above elsewhere. Both give the
+/// same results.
 @inline(__always)
 func _multiplyGroup<C: PackedColumnSet>(_ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C) {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     _productOfGroupOfBytes(group, layout, &columns)
     #else
     _productOfGroup(group, layout, &columns)

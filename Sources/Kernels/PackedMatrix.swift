@@ -38,8 +38,9 @@ import Darwin
 /// Q6_K's codes are rearranged (same bits, other places): three vectors per scale group of 16
 /// elements, each 16-bit half holding whole six-bit codes where ggml splits them between `ql`
 /// nibbles and `qh` bit pairs (`_packQ6_KCodes`). Q8_0 bytes are stored as `code + 128`
-/// (unsigned), and each Q5_0 `qh` word is re-spread so that the fifth bits of activation pair
-/// `q` (below) sit at bits `q` and `16 + q`.
+/// (unsigned), and each Q5_0 `qh` word is re-spread: for the pair kernels so that the fifth
+/// bits of activation pair `q` (below) sit at bits `q` and `16 + q`, for the byte kernels
+/// (AVX2 targets) so that one shift and a mask bring a quad's to bit 4 of its bytes.
 ///
 /// ## Pairs
 ///
@@ -239,7 +240,7 @@ struct RepackJob: @unchecked Sendable {
             each(groups) { source, header, body, row, half in
                 _copyHalf(source, BlockLayout.Q5_0.scale, to: header, row, half)
                 let fifthBits = UInt32(littleEndian: source.loadUnaligned(fromByteOffset: BlockLayout.Q5_0.fifthBits, as: UInt32.self))
-                body.storeBytes(of: _spreadFifthBits(fifthBits).littleEndian, toByteOffset: 4 &* row, as: UInt32.self)
+                body.storeBytes(of: _packedFifthBits(fifthBits).littleEndian, toByteOffset: 4 &* row, as: UInt32.self)
                 _transpose(source + BlockLayout.Q5_0.codes, words: 4, to: body + 64, row)
             }
         case .q8_0:
@@ -344,10 +345,40 @@ func _packQ6_KCodes(_ source: UnsafeRawPointer, to body: UnsafeMutableRawPointer
     }
 }
 
-/// Q5_0's fifth bits (bit `i` for element `i`) re-spread for the kernel: the bits of pair
-/// `q`'s two elements at bits `q` and `16 + q`, pairs numbered as in ``PackedMatrix``.
+/// Q5_0's fifth bits (bit `i` for element `i`) laid out for the target's kernels: for the
+/// byte kernels on AVX2 targets (`_fifthBitsForQuads`), for the pair kernels elsewhere.
 @inline(__always)
-func _spreadFifthBits(_ bits: UInt32) -> UInt32 {
+func _packedFifthBits(_ bits: UInt32) -> UInt32 {
+    #if TYPESET_AVX2
+    _fifthBitsForQuads(bits)
+    #else
+    _fifthBitsForPairs(bits)
+    #endif
+}
+
+/// Q5_0's fifth bits (bit `i` for element `i`) for the byte kernels: quad `k`'s elements
+/// `4k + j` (`j` < 4, one byte each in the kernel's quad) at bit `8j + 4 + k` for `k` < 4 and
+/// `8j + 7 − k` for the others, so that `(bits >> k) & 0x1010_1010` (or `(bits << (k − 3)) &
+/// 0x1010_1010`) puts them at bit 4 of their bytes:
+///
+///     bit in each byte   7   6   5   4   3   2   1   0
+///     quad               3   2   1   0   4   5   6   7
+@inline(__always)
+func _fifthBitsForQuads(_ bits: UInt32) -> UInt32 {
+    var packed: UInt32 = 0
+    for quad in 0..<8 {
+        let position = quad < 4 ? 4 + quad : 7 - quad
+        for element in 0..<4 {
+            packed |= ((bits >> UInt32(4 * quad + element)) & 1) << UInt32(8 * element + position)
+        }
+    }
+    return packed
+}
+
+/// Q5_0's fifth bits (bit `i` for element `i`) for the pair kernels: the bits of pair `q`'s
+/// two elements at bits `q` and `16 + q`, pairs numbered as in ``PackedMatrix``.
+@inline(__always)
+func _fifthBitsForPairs(_ bits: UInt32) -> UInt32 {
     var spread: UInt32 = 0
     for pair in 0..<16 {
         let (first, second) = _q5PairElements(pair)

@@ -1,4 +1,4 @@
-#if TYPESET_AVX512
+#if TYPESET_AVX2
 import VectorIntrinsics
 #endif
 
@@ -6,10 +6,10 @@ import VectorIntrinsics
 /// 64-byte line, for a read soon: for a loop that walks memory the hardware prefetchers would
 /// reach too late (a run that starts a new page every few iterations, many runs at once).
 /// Only a hint: it never faults, whatever the address. Reached through VectorIntrinsics, so
-/// on AVX-512 targets; elsewhere it does nothing.
+/// on AVX2 targets; elsewhere it does nothing.
 @inlinable @inline(__always)
 public func prefetchForReading(_ address: UnsafeRawPointer, byteCount: Int) {
-    #if TYPESET_AVX512
+    #if TYPESET_AVX2
     var offset = 0
     while offset < byteCount {
         prefetchForReading(address + offset)

@@ -3,10 +3,34 @@
 // This module is compiled with `-parse-stdlib` (hence `import Swift`), which makes LLVM's
 // intrinsics callable as `Builtin.int_<name>`; everything here is `@inlinable` and
 // `@inline(__always)`, so it dissolves into the kernels that call it. Declared only for
-// targets that have the instructions (Package.swift: a tuned build on a CPU with AVX-512 and
-// AVX512BW; `vpdpbusd` only where the CPU also has AVX512-VNNI, TYPESET_VNNI), and never in a
-// dependency resolved by URL, where unsafe flags are refused.
+// targets that have the instructions (Package.swift: a tuned build on a CPU with AVX2, FMA
+// and F16C, TYPESET_AVX2; the 512-bit forms where the CPU also has AVX512BW, TYPESET_AVX512;
+// `vpdpbusd` only where it has AVX512-VNNI, TYPESET_VNNI), and never in a dependency resolved
+// by URL, where unsafe flags are refused.
+//
+// The functions take 16 32-bit lanes (or 32 16-bit ones), 512 bits, whatever the target: one
+// instruction on AVX-512, the same instruction on each 256-bit half on AVX2 (a register
+// pair there, so the split is free):
+//
+//     SIMD16<UInt32>  [ lanes 0 … 7 | lanes 8 … 15 ]
+//                      \_ ymm, low _/ \_ ymm, high _/    (one zmm on AVX-512)
 import Swift
+
+/// The two 256-bit halves of 16 floats.
+@inlinable @inline(__always)
+func halves(_ lanes: SIMD16<Float>) -> (low: Builtin.Vec8xFPIEEE32, high: Builtin.Vec8xFPIEEE32) {
+    let pair = unsafeBitCast(lanes, to: (SIMD8<Float>, SIMD8<Float>).self)
+    return (pair.0._storage._value, pair.1._storage._value)
+}
+
+/// 16 floats from two halves of 8.
+@inlinable @inline(__always)
+func joined(_ low: Builtin.Vec8xFPIEEE32, _ high: Builtin.Vec8xFPIEEE32) -> SIMD16<Float> {
+    var first = SIMD8<Float>(), second = SIMD8<Float>()
+    first._storage._value = low
+    second._storage._value = high
+    return unsafeBitCast((first, second), to: SIMD16<Float>.self)
+}
 
 #if TYPESET_VNNI
 /// `accumulator + Σ_{i<4} unsigned.byte(i) × signed.byte(i)` in each of the 16 lanes: 64
@@ -22,28 +46,61 @@ public func dotProductOfBytes(_ accumulator: SIMD16<Int32>, unsigned: SIMD16<UIn
 #endif
 
 /// `unsigned.byte(2i) × signed.byte(2i) + unsigned.byte(2i + 1) × signed.byte(2i + 1)` in
-/// each of the 32 16-bit lanes, saturated to the Int16 range (`vpmaddubsw`, AVX512BW): 64
-/// products of an unsigned and a signed byte, summed two by two. Exact while every lane's sum
-/// stays within ±32,767 (an unsigned byte below 128 against any signed one, for instance).
+/// each of the 32 16-bit lanes, saturated to the Int16 range (`vpmaddubsw`: one on AVX512BW,
+/// one per 256-bit half on AVX2): 64 products of an unsigned and a signed byte, summed two by
+/// two. Exact while every lane's sum stays within ±32,767 (an unsigned byte below 128 against
+/// any signed one, for instance).
 @inlinable @inline(__always)
 public func productsOfBytePairs(unsigned: SIMD16<UInt32>, signed: SIMD16<UInt32>) -> SIMD32<Int16> {
+    #if TYPESET_AVX512
     let unsignedBytes: Builtin.Vec64xInt8 = Builtin.bitcast_Vec16xInt32_Vec64xInt8(unsigned._storage._value)
     let signedBytes: Builtin.Vec64xInt8 = Builtin.bitcast_Vec16xInt32_Vec64xInt8(signed._storage._value)
     var result = SIMD32<Int16>()
     result._storage._value = Builtin.int_x86_avx512_pmaddubs_w_512(unsignedBytes, signedBytes)
     return result
+    #else
+    let u = unsafeBitCast(unsigned, to: (SIMD8<UInt32>, SIMD8<UInt32>).self)
+    let s = unsafeBitCast(signed, to: (SIMD8<UInt32>, SIMD8<UInt32>).self)
+    return unsafeBitCast((productsOfBytePairs(unsigned: u.0, signed: s.0), productsOfBytePairs(unsigned: u.1, signed: s.1)),
+                         to: SIMD32<Int16>.self)
+    #endif
 }
 
 /// `lanes(2i) × factors(2i) + lanes(2i + 1) × factors(2i + 1)` in each of the 16 32-bit lanes
-/// (`vpmaddwd`, AVX512BW): with factors of 1, each pair of 16-bit lanes widened and summed.
+/// (`vpmaddwd`: one on AVX512BW, one per 256-bit half on AVX2): with factors of 1, each pair
+/// of 16-bit lanes widened and summed.
 @inlinable @inline(__always)
 public func productsOfWordPairs(_ lanes: SIMD32<Int16>, _ factors: SIMD32<Int16>) -> SIMD16<Int32> {
+    #if TYPESET_AVX512
     var result = SIMD16<Int32>()
     result._storage._value = Builtin.int_x86_avx512_pmaddw_d_512(lanes._storage._value, factors._storage._value)
     return result
+    #else
+    let l = unsafeBitCast(lanes, to: (SIMD16<Int16>, SIMD16<Int16>).self)
+    let f = unsafeBitCast(factors, to: (SIMD16<Int16>, SIMD16<Int16>).self)
+    return unsafeBitCast((productsOfWordPairs(l.0, f.0), productsOfWordPairs(l.1, f.1)), to: SIMD16<Int32>.self)
+    #endif
 }
 
-/// Each lane converted to the nearest float (`vcvtdq2ps`, one instruction for 16 lanes):
+/// ``productsOfBytePairs(unsigned:signed:)`` on 256-bit vectors (`vpmaddubsw`, AVX2): 32
+/// products summed two by two into 16 lanes.
+@inlinable @inline(__always)
+func productsOfBytePairs(unsigned: SIMD8<UInt32>, signed: SIMD8<UInt32>) -> SIMD16<Int16> {
+    var result = SIMD16<Int16>()
+    result._storage._value = Builtin.int_x86_avx2_pmadd_ub_sw(
+        Builtin.bitcast_Vec8xInt32_Vec32xInt8(unsigned._storage._value), Builtin.bitcast_Vec8xInt32_Vec32xInt8(signed._storage._value))
+    return result
+}
+
+/// ``productsOfWordPairs(_:_:)`` on 256-bit vectors (`vpmaddwd`, AVX2): 8 lanes.
+@inlinable @inline(__always)
+func productsOfWordPairs(_ lanes: SIMD16<Int16>, _ factors: SIMD16<Int16>) -> SIMD8<Int32> {
+    var result = SIMD8<Int32>()
+    result._storage._value = Builtin.int_x86_avx2_pmadd_wd(lanes._storage._value, factors._storage._value)
+    return result
+}
+
+/// Each lane converted to the nearest float (`vcvtdq2ps`, one instruction for 16 lanes, two on AVX2):
 /// exact below 2²⁴ in magnitude, rounded to nearest even above, as `Float(_:)` rounds.
 @inlinable @inline(__always)
 public func floatsFromIntegers(_ integers: SIMD16<Int32>) -> SIMD16<Float> {
@@ -53,7 +110,8 @@ public func floatsFromIntegers(_ integers: SIMD16<Int32>) -> SIMD16<Float> {
 }
 
 /// The low 16 bits of each lane, read as an IEEE half, as a float (`vpmovdw` then
-/// `vcvtph2ps`): exact for every half.
+/// `vcvtph2ps` on AVX-512; on AVX2 the halves are packed together with `vpblendw`,
+/// `vpackusdw` and `vpermq`, then two `vcvtph2ps`): exact for every half.
 @inlinable @inline(__always)
 public func floatsFromHalves(lowBitsOf bits: SIMD16<UInt32>) -> SIMD16<Float> {
     let halves: Builtin.Vec16xInt16 = Builtin.trunc_Vec16xInt32_Vec16xInt16(bits._storage._value)
@@ -62,8 +120,8 @@ public func floatsFromHalves(lowBitsOf bits: SIMD16<UInt32>) -> SIMD16<Float> {
     return result
 }
 
-/// Sixteen IEEE halves as floats (`vcvtph2ps` from memory or a 256-bit register): exact for
-/// every half.
+/// Sixteen IEEE halves as floats (`vcvtph2ps` from memory or a 256-bit register, two 128-bit
+/// ones on AVX2): exact for every half.
 @inlinable @inline(__always)
 public func floatsFromHalves(bitPatterns bits: SIMD16<UInt16>) -> SIMD16<Float> {
     var result = SIMD16<Float>()
@@ -111,12 +169,18 @@ public func wrappingSum(_ lanes: SIMD16<Int32>) -> Int32 {
 /// NaN value stays NaN.
 @inlinable @inline(__always)
 public func smallerLanes(_ values: SIMD16<Float>, _ limit: SIMD16<Float>) -> SIMD16<Float> {
+    #if TYPESET_AVX512
     var result = SIMD16<Float>()
     result._storage._value = Builtin.int_x86_avx512_min_ps_512(limit._storage._value, values._storage._value, Int32(4)._value)
     return result
+    #else
+    let l = halves(limit), v = halves(values)
+    return joined(Builtin.int_x86_avx_min_ps_256(l.low, v.low), Builtin.int_x86_avx_min_ps_256(l.high, v.high))
+    #endif
 }
 
-/// Each lane's low byte (`vpmovdb`): the 16 lanes truncated to bytes, in order.
+/// Each lane's low byte (`vpmovdb` on AVX-512, byte shuffles on AVX2): the 16 lanes
+/// truncated to bytes, in order.
 @inlinable @inline(__always)
 public func lowBytes(_ lanes: SIMD16<Int32>) -> SIMD16<Int8> {
     var result = SIMD16<Int8>()
@@ -128,9 +192,14 @@ public func lowBytes(_ lanes: SIMD16<Int32>) -> SIMD16<Int8> {
 /// value leaves unchanged.
 @inlinable @inline(__always)
 public func largerLanes(_ values: SIMD16<Float>, keeping running: SIMD16<Float>) -> SIMD16<Float> {
+    #if TYPESET_AVX512
     var result = SIMD16<Float>()
     result._storage._value = Builtin.int_x86_avx512_max_ps_512(values._storage._value, running._storage._value, Int32(4)._value)
     return result
+    #else
+    let v = halves(values), r = halves(running)
+    return joined(Builtin.int_x86_avx_max_ps_256(v.low, r.low), Builtin.int_x86_avx_max_ps_256(v.high, r.high))
+    #endif
 }
 
 /// A bit per lane, lane 0 lowest: set where `a` and `b` are equal (`vcmpeqps` into a mask
