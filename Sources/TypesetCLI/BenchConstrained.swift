@@ -11,7 +11,9 @@ struct BenchConstrained: AsyncParsableCommand {
         Alternates free and constrained replies (greedy, --max-tokens each) to the same prompt \
         (the request followed by the schema instruction `injectSchemaIntoPrompt` would add) through the \
         Conversation API, each in a fresh conversation, and reports the median decode tokens/s \
-        of each, their ratio, and the time the grammar itself took per constrained token (masks, \
+        of each, their ratio, the forward passes each kind of reply took after the prompt's (with \
+        jump-forward decoding, the tokens the grammar forces are computed in the pass of the token \
+        before them), and the time the grammar itself took per constrained token (masks, \
         acceptance, steering), which does not depend on how long each reply happened to be. The schema's compilation happens once, before the first timed \
         run (repeated schemas are cached).
         """
@@ -66,11 +68,13 @@ struct BenchConstrained: AsyncParsableCommand {
         _ = try await measure(free)          // warm-up (page faults, caches)
         _ = try await measure(constrained)   // warm-up and the schema's compilation
         var freeRates: [Double] = [], constrainedRates: [Double] = []
-        var freeTokens = 0, constrainedTokens = 0
+        var freeTokens = 0, constrainedTokens = 0, freePasses = 0, constrainedPasses = 0
         var grammarShares: [Double] = [], grammarMicrosecondsPerToken: [Double] = []
         for _ in 0 ..< runs {
             let a = try await measure(free)
             let b = try await measure(constrained)
+            freePasses = a.decodePasses
+            constrainedPasses = b.decodePasses
             freeRates.append(a.tokensPerSecond)
             constrainedRates.append(b.tokensPerSecond)
             freeTokens = a.completionTokens
@@ -84,6 +88,7 @@ struct BenchConstrained: AsyncParsableCommand {
             let report: JSONValue = .object([
                 ("model", .string(runner.modelID)), ("threads", JSONValue(threads)), ("runs", JSONValue(runs)),
                 ("free_tokens", JSONValue(freeTokens)), ("constrained_tokens", JSONValue(constrainedTokens)),
+                ("free_passes", JSONValue(freePasses)), ("constrained_passes", JSONValue(constrainedPasses)),
                 ("free_tokens_per_second", JSONValue(median(freeRates))),
                 ("constrained_tokens_per_second", JSONValue(median(constrainedRates))),
                 ("ratio", JSONValue(ratio)),
@@ -93,8 +98,9 @@ struct BenchConstrained: AsyncParsableCommand {
             print(report.compactText)
         } else {
             print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema)")
-            print(String(format: "free          %6.1f tok/s (median; %d tokens per reply)", median(freeRates), freeTokens))
-            print(String(format: "constrained   %6.1f tok/s (median; %d tokens per reply)", median(constrainedRates), constrainedTokens))
+            print(String(format: "free          %6.1f tok/s (median; %d tokens per reply in %d passes)", median(freeRates), freeTokens, freePasses))
+            print(String(format: "constrained   %6.1f tok/s (median; %d tokens per reply in %d passes)", median(constrainedRates),
+                         constrainedTokens, constrainedPasses))
             print(String(format: "ratio         %.3f", ratio))
             print(String(format: "grammar       %.1f µs per token, %.2f%% of constrained decoding (median)",
                          median(grammarMicrosecondsPerToken), 100 * median(grammarShares)))

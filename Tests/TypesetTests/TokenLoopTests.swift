@@ -26,6 +26,7 @@ import Testing
         // The prompt in one call, then one call per token; the end of generation is not run.
         #expect(source.evaluations == [[1, 2], [3], [4], [5], [6]])
         #expect(outcome.stats.promptTokens == 2 && outcome.stats.completionTokens == 4 && outcome.stats.cachedPromptTokens == 0)
+        #expect(outcome.stats.decodePasses == 4)
     }
 
     @Test func reusesTheHeldPrefix() throws {
@@ -60,6 +61,9 @@ import Testing
         progress = []
         _ = try loop.run(prompt: [1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1], onPrefill: { progress.append([$0, $1]) }, step: Self.greedy)
         #expect(progress == [[3, 4], [4, 4]])
+        // Prefill chunks are not decode passes: one token, none after it.
+        let outcome = try loop.run(prompt: [0, 0, 0, 0, 0, 0, 0], step: Self.greedy)
+        #expect(source.evaluations.suffix(3).map(\.count) == [3, 3, 1] && outcome.stats.decodePasses == 0)
     }
 
     @Test func maxTokensEndsWithoutComputingTheLastToken() throws {
@@ -83,6 +87,7 @@ import Testing
         // [1, 5, 5] in one evaluation, then 6, then the end of generation (7).
         #expect(source.evaluations == [[0], [1, 5, 5], [6]])
         #expect(outcome.tokens == [1, 5, 5, 6])
+        #expect(outcome.stats.decodePasses == 2)
         #expect(remaining == [5, 2, 1])
         #expect(outcome.finishReason == .stop)
     }

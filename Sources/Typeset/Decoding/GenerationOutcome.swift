@@ -34,10 +34,14 @@ public struct GenerationStats: Sendable, Equatable {
     public var decodeSeconds: Double
     /// Seconds of decoding spent in the constraint (masks, acceptance, steering); 0 for free text.
     public var constraintSeconds: Double
+    /// Forward passes after the prompt's: one per step after the first token's. Tokens a step
+    /// appends together (forced markup, the tokens jump-forward decoding appends for what a
+    /// grammar forces) share one, so a constrained reply can take fewer passes than tokens.
+    public var decodePasses: Int
 
     public init(
         promptTokens: Int = 0, cachedPromptTokens: Int = 0, completionTokens: Int = 0, timeToFirstToken: Double = 0,
-        prefillSeconds: Double = 0, decodeSeconds: Double = 0, constraintSeconds: Double = 0
+        prefillSeconds: Double = 0, decodeSeconds: Double = 0, constraintSeconds: Double = 0, decodePasses: Int = 0
     ) {
         self.promptTokens = promptTokens
         self.cachedPromptTokens = cachedPromptTokens
@@ -46,6 +50,7 @@ public struct GenerationStats: Sendable, Equatable {
         self.prefillSeconds = prefillSeconds
         self.decodeSeconds = decodeSeconds
         self.constraintSeconds = constraintSeconds
+        self.decodePasses = decodePasses
     }
 
     /// Completion tokens per second of decoding (0 before any).

@@ -119,6 +119,8 @@ struct TokenLoop<Source: LogitsSource> {
     private var decodeStart: ContinuousClock.Instant?
     private var firstToken: ContinuousClock.Instant?
     private var end: ContinuousClock.Instant?
+    /// Forward passes evaluated after the prompt's.
+    private var decodePasses = 0
 
     init(source: Source, maxTokens: Int, isEndOfGeneration: @escaping (Int) -> Bool) {
         self.source = source
@@ -187,6 +189,7 @@ struct TokenLoop<Source: LogitsSource> {
         decodeStart = nil
         firstToken = nil
         end = nil
+        decodePasses = 0
         prefillStart = clock.now
     }
 
@@ -222,6 +225,8 @@ struct TokenLoop<Source: LogitsSource> {
             onPrefill?(computed - reused, start.count - reused)
             if isPrefilling { return }
             decodeStart = clock.now
+        } else {
+            decodePasses += 1
         }
         if isCancelled() { return finish(.interrupted) }
         if output.count >= maxTokens { return finish(reasonAtLimit()) }
@@ -276,7 +281,8 @@ struct TokenLoop<Source: LogitsSource> {
         let stats = GenerationStats(
             promptTokens: promptCount, cachedPromptTokens: min(reused, promptCount), completionTokens: output.count,
             timeToFirstToken: ((firstToken ?? end) - requested).seconds,
-            prefillSeconds: (decodeStart - prefillStart).seconds, decodeSeconds: (end - decodeStart).seconds)
+            prefillSeconds: (decodeStart - prefillStart).seconds, decodeSeconds: (end - decodeStart).seconds,
+            decodePasses: decodePasses)
         return Outcome(tokens: output, finishReason: finishReason ?? .interrupted, stats: stats)
     }
 }
