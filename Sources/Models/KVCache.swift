@@ -61,6 +61,14 @@ public final class KVCache {
     /// Tokens stored.
     public var count: Int { tokens.count }
 
+    /// The most tokens the cache has stored at once: truncating it does not return the pages
+    /// those positions committed.
+    public private(set) var highWaterCount = 0
+
+    /// Bytes of storage the system has committed for the cache, to within a page per head's run
+    /// of positions: ``highWaterCount`` positions of every slot.
+    public var committedByteCount: Int { highWaterCount * (byteCount / max(1, contextLength)) }
+
     /// Bytes of key, value and convolution storage.
     public var byteCount: Int {
         keyValueHeads.reduce(0) { $0 + 2 * contextLength * $1 * headWidth * MemoryLayout<UInt16>.size }
@@ -125,7 +133,38 @@ public final class KVCache {
     /// Forgets everything.
     public func clear() { tokens.removeAll(keepingCapacity: true) }
 
-    func append(_ token: Int) { tokens.append(token) }
+    /// Replaces what the cache holds with the first `count` positions of `other` (keys, values,
+    /// convolution inputs and tokens), as if it had evaluated them: a new generation starts
+    /// from another's prefix and leaves that cache as it was.
+    ///
+    /// - Precondition: the caches are of one model and context length; `count <= other.count`.
+    /// - Complexity: O(`count`) positions copied, each `byteCount / contextLength` bytes.
+    public func copyPrefix(_ count: Int, of other: KVCache) {
+        precondition(
+            other.contextLength == contextLength && other.keyValueHeads == keyValueHeads && other.headWidth == headWidth
+                && other.convolutionStorage.count == convolutionStorage.count && other.convolutionWidth == convolutionWidth,
+            "copying between caches of different shapes")
+        precondition(count >= 0 && count <= other.count, "copying \(count) positions of a cache holding \(other.count)")
+        let run = contextLength * headWidth
+        for slot in keys.indices {
+            for head in 0 ..< keyValueHeads[slot] {
+                let offset = head * run
+                (keys[slot].baseAddress! + offset).update(from: other.keys[slot].baseAddress! + offset, count: count * headWidth)
+                (values[slot].baseAddress! + offset).update(from: other.values[slot].baseAddress! + offset, count: count * headWidth)
+            }
+        }
+        for slot in convolutionStorage.indices {
+            convolutionStorage[slot].baseAddress!.update(from: other.convolutionStorage[slot].baseAddress!, count: count * convolutionWidth)
+        }
+        tokens.removeAll(keepingCapacity: true)
+        tokens.append(contentsOf: other.tokens.prefix(count))
+        highWaterCount = max(highWaterCount, count)
+    }
+
+    func append(_ token: Int) {
+        tokens.append(token)
+        highWaterCount = max(highWaterCount, tokens.count)
+    }
 
     /// Rounds `rows` (one row per position, from `position` on, each its heads in order) to
     /// half precision, ties to even (``halfBitPatterns(_:)``, as llama.cpp's F16 cache rounds

@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Context length in tokens per request (prompt plus reply).")
     var context = 4096
 
+    @Option(help: "MiB of KV cache that finished requests may keep, so that a later request starting the same way (a system prompt, a conversation's next turn) computes only what follows (0: none).")
+    var promptCacheMib = ModelRunner.Options.defaultIdleCacheByteLimit >> 20
+
     @Option(help: "Require 'Authorization: Bearer <key>' (also read from $TYPESET_API_KEY).")
     var apiKey: String?
 
@@ -62,6 +65,7 @@ struct Serve: AsyncParsableCommand {
         guard queue >= 0 else { throw ValidationError("--queue must not be negative") }
         try validateThreads(threads)
         guard context > 0 else { throw ValidationError("--context must be positive") }
+        guard (0 ... 1 << 20).contains(promptCacheMib) else { throw ValidationError("--prompt-cache-mib must be between 0 and 1048576") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
     }
@@ -73,7 +77,7 @@ struct Serve: AsyncParsableCommand {
             modelURL: URL(fileURLWithPath: path),
             runnerOptions: ModelRunner.Options(
                 contextLength: context, threadCount: threads, maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget,
-                grammarCacheDirectory: grammarCache),
+                grammarCacheDirectory: grammarCache, idleCacheByteLimit: promptCacheMib << 20),
             configuration: TypesetServer.Configuration(
                 host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
                 requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias))

@@ -140,6 +140,30 @@ import TypesetTestSupport
         #expect(worst < 1e-3, "largest difference \(worst)")
         #expect(cache.tokens == tokens)
     }
+
+    /// A cache given another's prefix (`copyPrefix`) resumes exactly as the one that computed
+    /// it, attention and convolution state alike, and leaves the other as it was.
+    @Test(.enabled(if: TestModels.shouldRunSynthetic), arguments: ["lfm2", "qwen2"])
+    func aCopiedPrefixResumesExactly(family: String) throws {
+        let model = try TransformerModel(contentsOf: TestModels.syntheticPath(of: family))
+        let vocabulary = model.configuration.vocabularySize
+        let tokens = (0 ..< 40).map { ($0 * 7919 + 13) % vocabulary }
+        let whole = try model.evaluate(tokens, cache: model.makeCache(contextLength: 64), threadCount: 2, logits: .all)
+
+        let original = model.makeCache(contextLength: 64)
+        _ = try model.evaluate(Array(tokens[..<30]) + [1, 2, 3], cache: original, threadCount: 2)
+        let copy = model.makeCache(contextLength: 64)
+        _ = try model.evaluate([5, 6, 7, 8], cache: copy, threadCount: 2)
+        copy.copyPrefix(30, of: original)
+        #expect(copy.tokens == Array(tokens[..<30]) && copy.highWaterCount == 30)
+        let resumed = try model.evaluate(Array(tokens[30...]), cache: copy, threadCount: 2, logits: .all)
+        #expect(resumed == Array(whole[30 * vocabulary ..< 40 * vocabulary]))
+
+        // The original still holds its own branch.
+        #expect(original.count == 33)
+        original.truncate(to: 30)
+        #expect(try model.evaluate(Array(tokens[30...]), cache: original, threadCount: 2, logits: .all) == resumed)
+    }
 }
 
 /// Prefill in chunks (as a long prompt is computed) gives the logits of one batch, bit for

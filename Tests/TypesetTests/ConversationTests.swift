@@ -251,6 +251,47 @@ struct ConversationTests {
         #expect(later.text == earlier?.text)
     }
 
+    /// Finished conversations' caches stay in the runner's pool within its byte limit, however
+    /// many replies it decodes at once: a server's returning prompt finds its opening computed
+    /// even after other requests took every place in between.
+    @Test func finishedConversationsKeepTheirCachesWithinTheByteLimit() async throws {
+        let openings = ["You are a ship's navigator", "You are a pastry chef", "You are a patent clerk"].map {
+            "\($0). " + String(repeating: "Answer in one short sentence, and never use lists. ", count: 8)
+        }
+        let roomy = try ModelRunner(
+            url: URL(fileURLWithPath: TestModels.smolLM2Path), options: ModelRunner.Options(contextLength: 1024, maximumConcurrentGenerations: 1))
+        for system in openings { _ = try await finishedReply(of: roomy, system: system) }
+        let opening = try roomy.promptTokenCount(for: [.system(openings[0])])
+        #expect(opening * 23_040 > 1 << 20, "the opening should take more than a MiB of SmolLM2's cache")
+        // Three caches are idle though one reply is decoded at a time: the first opening's is
+        // among them.
+        let returning = try await finishedReply(of: roomy, system: openings[0])
+        #expect(returning.cachedPromptTokens >= opening, "\(returning)")
+
+        // A cache larger than the limit is not kept.
+        let tight = try ModelRunner(
+            url: URL(fileURLWithPath: TestModels.smolLM2Path),
+            options: ModelRunner.Options(contextLength: 1024, maximumConcurrentGenerations: 1, idleCacheByteLimit: 1 << 20))
+        _ = try await finishedReply(of: tight, system: openings[0])
+        #expect(try await finishedReply(of: tight, system: openings[0]).cachedPromptTokens == 0)
+    }
+
+    /// A short reply of a new conversation with `system`, once the conversation has gone (and so
+    /// returned its cache to the runner).
+    private func finishedReply(of runner: ModelRunner, system: String) async throws -> GenerationStats {
+        weak var gone: Conversation?
+        var stats: GenerationStats?
+        do {
+            let conversation = runner.createConversation(systemPrompt: system)
+            gone = conversation
+            stats = try await collect(conversation.generateResponse(to: "Where are we?", options: GenerationOptions(maxTokens: 4))).stats
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while gone != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(gone == nil)
+        return try #require(stats)
+    }
+
     @Test func reachingTheEndOfTheContextIsADistinctReason() async throws {
         let small = try ModelRunner(url: URL(fileURLWithPath: TestModels.smolLM2Path), options: ModelRunner.Options(contextLength: 48))
         let conversation = small.createConversation()

@@ -262,7 +262,7 @@ public final class Conversation: Sendable {
         if cache == nil {
             try runner.state.withLock { state throws(ConversationError) in
                 guard state.model != nil else { throw .runnerUnloaded }
-                cache = state.reusableCache(for: prompt) ?? model.makeCache(contextLength: runner.contextLength)
+                cache = state.cache(for: prompt, of: model, contextLength: runner.contextLength)
                 state.caches[identifier] = CacheBox(cache: cache)
             }
         }

@@ -59,7 +59,7 @@ extension ModelRunner {
                 if let schema { constraint = try compiledGrammar(schema: schema, options: options.schemaOptions) }
                 let (model, scheduler, cache) = try state.withLock { state throws(ConversationError) in
                     guard let model = state.model, let scheduler = state.scheduler else { throw .runnerUnloaded }
-                    return (model, scheduler, state.reusableCache(for: prompt) ?? model.makeCache(contextLength: contextLength))
+                    return (model, scheduler, state.cache(for: prompt, of: model, contextLength: contextLength))
                 }
                 let decoder = ReplyDecoder(
                     tokenizer: tokenizer, options: options, constraint: constraint, callGrammar: nil, callFormat: .hermes,

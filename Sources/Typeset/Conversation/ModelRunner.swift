@@ -33,8 +33,9 @@ import Tokenizer
 ///
 /// **Memory.** The weights stay memory-mapped; each conversation allocates its KV cache
 /// (`contextLength` positions) when it first generates and keeps it for the next turn, so a new
-/// turn recomputes only what follows the shared prefix. `unload()` releases the model and every
-/// cache; existing conversations become read-only.
+/// turn recomputes only what follows the shared prefix. A finished conversation's cache is kept
+/// for later ones that start the same way, within ``Options/idleCacheByteLimit``. `unload()`
+/// releases the model and every cache; existing conversations become read-only.
 public final class ModelRunner: Sendable {
     /// How to load a model and size its conversations.
     public struct Options: Sendable, Equatable {
@@ -65,11 +66,21 @@ public final class ModelRunner: Sendable {
         /// (``CompiledGrammarCache``'s `directory`; a file that is not a valid archive is
         /// ignored and rebuilt). `nil`: grammars are kept in memory only.
         public var grammarCacheDirectory: String?
+        /// Bytes of KV cache that finished conversations may keep, so that a later one whose
+        /// prompt starts as theirs did (a server's next request with the same system prompt, a
+        /// client's next turn after others took its place) computes only what follows the
+        /// shared prefix. The most recently finished are kept, up to 64 caches; a cache counts
+        /// the positions it has committed, about 22.5 KB per token for SmolLM2-135M and 12 KB
+        /// for Qwen2.5-0.5B. 0 keeps none.
+        public var idleCacheByteLimit: Int
+
+        /// 256 MiB.
+        public static let defaultIdleCacheByteLimit = 256 << 20
 
         public init(contextLength: Int? = nil, threadCount: Int = 2, chatTemplate: String? = nil,
                     defaultGenerationOptions: GenerationOptions? = nil, maximumConcurrentGenerations: Int = 4,
                     grammarBudget: CompilationBudget = CompilationBudget(), maskComputation: MaskComputation = .onFirstUseAndInBackground,
-                    grammarCacheDirectory: String? = nil) {
+                    grammarCacheDirectory: String? = nil, idleCacheByteLimit: Int = Options.defaultIdleCacheByteLimit) {
             self.contextLength = contextLength
             self.threadCount = threadCount
             self.chatTemplate = chatTemplate
@@ -78,6 +89,7 @@ public final class ModelRunner: Sendable {
             self.grammarBudget = grammarBudget
             self.maskComputation = maskComputation
             self.grammarCacheDirectory = grammarCacheDirectory
+            self.idleCacheByteLimit = idleCacheByteLimit
         }
     }
 
@@ -185,7 +197,7 @@ public final class ModelRunner: Sendable {
             evaluator: ModelBatchEvaluator(model: model, threadCount: self.threadCount),
             maximumSequences: max(1, options.maximumConcurrentGenerations))
         var state = RunnerState(model: model, scheduler: scheduler)
-        state.idleCacheLimit = max(1, options.maximumConcurrentGenerations)
+        state.idleCacheByteLimit = max(0, options.idleCacheByteLimit)
         self.state = Mutex(state)
         self.preparation = DispatchQueue(label: "typeset.model-runner.preparation", qos: .userInitiated)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
@@ -367,26 +379,67 @@ struct RunnerState: Sendable {
     /// Each conversation's KV cache, by conversation identifier.
     var caches: [Int: CacheBox] = [:]
     /// Caches of conversations that are gone, most recent last, kept for new conversations
-    /// whose prompt starts as theirs did (at most `idleCacheLimit`).
+    /// whose prompt starts as theirs did: the most recent whose committed bytes fit in
+    /// `idleCacheByteLimit`, at most ``maximumIdleCaches`` of them.
     var idleCaches: [CacheBox] = []
-    var idleCacheLimit = 4
+    var idleCacheByteLimit = ModelRunner.Options.defaultIdleCacheByteLimit
     var nextConversation = 0
 
-    /// Keeps `cache` for a later conversation (dropping the oldest beyond the limit).
+    /// The most idle caches kept whatever their size: each is a mapping of its whole context,
+    /// and a new conversation compares its prompt with every one.
+    static let maximumIdleCaches = 64
+
+    /// Keeps `cache` for a later conversation, dropping the least recently kept beyond the
+    /// limits.
     mutating func recycle(_ cache: KVCache) {
         guard model != nil else { return }
         idleCaches.append(CacheBox(cache: cache))
-        if idleCaches.count > idleCacheLimit { idleCaches.removeFirst(idleCaches.count - idleCacheLimit) }
+        var bytes = 0
+        var kept = 0
+        for box in idleCaches.reversed() {
+            bytes += box.cache.committedByteCount
+            guard bytes <= idleCacheByteLimit, kept < Self.maximumIdleCaches else { break }
+            kept += 1
+        }
+        idleCaches.removeFirst(idleCaches.count - kept)
     }
 
-    /// The idle cache sharing the longest prefix with `prompt` (taken out of the pool), if any
-    /// shares one; else the oldest idle cache when the pool is full (its memory is reused).
-    mutating func reusableCache(for prompt: [Int]) -> KVCache? {
+    /// A cache for a generation of `prompt`, starting from the idle cache that shares the
+    /// longest prefix with it (of equals, the least recently kept):
+    ///
+    /// - that cache itself (taken out of the pool) when all it holds is a prefix of `prompt`
+    ///   (a conversation's next turn), or it shares nearly all of it;
+    /// - else a cache holding a copy of the shared prefix, the idle one kept for later prompts
+    ///   that share more of it (a server's next request with the same system prompt must not
+    ///   take, and overwrite, the cache of another that may return);
+    /// - a new cache when none shares a token.
+    ///
+    /// A new cache reuses the least recently kept when the pool holds its most caches.
+    ///
+    /// - Complexity: O(*n* × *p*) for *n* idle caches and a shared prefix of *p* tokens, plus
+    ///   the copy of the prefix.
+    mutating func cache(for prompt: [Int], of model: TransformerModel, contextLength: Int) -> KVCache {
         let shared = idleCaches.map { $0.cache.reusablePrefixLength(for: prompt) }
+        var source: KVCache?
         if let best = shared.indices.max(by: { shared[$0] < shared[$1] }), shared[best] > 0 {
-            return idleCaches.remove(at: best).cache
+            let candidate = idleCaches[best].cache
+            if candidate.count - shared[best] <= max(8, candidate.count / 8) {
+                return idleCaches.remove(at: best).cache
+            }
+            source = candidate
         }
-        return idleCaches.count >= idleCacheLimit ? idleCaches.removeFirst().cache : nil
+        let cache: KVCache
+        if idleCaches.count >= Self.maximumIdleCaches, let oldest = idleCaches.firstIndex(where: { $0.cache !== source }) {
+            cache = idleCaches.remove(at: oldest).cache
+        } else {
+            cache = model.makeCache(contextLength: contextLength)
+        }
+        if let source {
+            cache.copyPrefix(source.reusablePrefixLength(for: prompt), of: source)
+        } else {
+            cache.clear()
+        }
+        return cache
     }
 }
 
