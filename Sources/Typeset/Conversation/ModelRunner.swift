@@ -407,8 +407,8 @@ struct RunnerState: Sendable {
     /// A cache for a generation of `prompt`, starting from the idle cache that shares the
     /// longest prefix with it (of equals, the least recently kept):
     ///
-    /// - that cache itself (taken out of the pool) when all it holds is a prefix of `prompt`
-    ///   (a conversation's next turn), or it shares nearly all of it;
+    /// - that cache itself (taken out of the pool) when all it holds but at most
+    ///   max(8, an eighth of its tokens) is a prefix of `prompt` (a conversation's next turn);
     /// - else a cache holding a copy of the shared prefix, the idle one kept for later prompts
     ///   that share more of it (a server's next request with the same system prompt must not
     ///   take, and overwrite, the cache of another that may return);
@@ -420,22 +420,22 @@ struct RunnerState: Sendable {
     ///   the copy of the prefix.
     mutating func cache(for prompt: [Int], of model: TransformerModel, contextLength: Int) -> KVCache {
         let shared = idleCaches.map { $0.cache.reusablePrefixLength(for: prompt) }
-        var source: KVCache?
+        var source: (cache: KVCache, sharedCount: Int)?
         if let best = shared.indices.max(by: { shared[$0] < shared[$1] }), shared[best] > 0 {
             let candidate = idleCaches[best].cache
             if candidate.count - shared[best] <= max(8, candidate.count / 8) {
                 return idleCaches.remove(at: best).cache
             }
-            source = candidate
+            source = (candidate, shared[best])
         }
         let cache: KVCache
-        if idleCaches.count >= Self.maximumIdleCaches, let oldest = idleCaches.firstIndex(where: { $0.cache !== source }) {
+        if idleCaches.count >= Self.maximumIdleCaches, let oldest = idleCaches.firstIndex(where: { $0.cache !== source?.cache }) {
             cache = idleCaches.remove(at: oldest).cache
         } else {
             cache = model.makeCache(contextLength: contextLength)
         }
         if let source {
-            cache.copyPrefix(source.reusablePrefixLength(for: prompt), of: source)
+            cache.copyPrefix(source.sharedCount, of: source.cache)
         } else {
             cache.clear()
         }
