@@ -160,6 +160,20 @@ public func floatsFromHalves(_ halves: SIMD16<UInt16>) -> SIMD16<Float> {
     #endif
 }
 
+/// Eight IEEE halves as floats, exact for every finite half: ``floatsFromHalves(_:)-(SIMD16<UInt16>)``
+/// eight lanes at a time (one `vcvtph2ps` on AVX2 targets and other tuned x86-64 builds, an
+/// `fcvtl` pair on arm64).
+@inlinable @inline(__always)
+public func floatsFromHalves(_ halves: SIMD8<UInt16>) -> SIMD8<Float> {
+    #if TYPESET_AVX2
+    floatsFromHalves(bitPatterns: halves)
+    #elseif (TYPESET_TUNED_CPU && arch(x86_64) && os(Linux)) || arch(arm64)
+    SIMD8<Float>(unsafeBitCast(halves, to: SIMD8<Float16>.self))
+    #else
+    floatsFromHalves(SIMD8<UInt32>(truncatingIfNeeded: halves))
+    #endif
+}
+
 /// Each lane rounded to an IEEE half (ties to even), as its 16 bits: the low halves of what
 /// ``halvesFromFloats(_:)`` returns, for every value below 65,520 in magnitude, through F16C's
 /// `vcvtps2ph` on tuned x86-64 builds. For table lookups indexed by a half.

@@ -48,7 +48,7 @@ struct AttentionJob: @unchecked Sendable {
         let headOffset = (head / groupSize) * headStride
         let groups = headWidth / 16
 
-        // Scores: lane l of the accumulator sums the dimensions ≡ l (mod 16); sixteen positions
+        // Scores: lane l of the accumulator sums the dimensions ≡ l (mod 16); four positions
         // at a time, their lane sums reduced together (the same additions, position for
         // position, as `_sumInHalves`), the rest one by one.
         var maximum = -Float.infinity
@@ -63,14 +63,13 @@ struct AttentionJob: @unchecked Sendable {
             }
             return lanes
         }
-        // Sixteen positions' lanes at once, group by group: each lane's chain of fused
+        // Four positions' lanes at once, group by group: each lane's chain of fused
         // multiply-adds in the order `lanes` makes it, with the query's group loaded once for
-        // the sixteen and the sixteen chains independent of one another.
-        @inline(__always) func sixteenLanes(_ past: Int) -> SIMD16<Float> {
+        // the four and their chains independent of one another. (Four, not sixteen: sixteen
+        // positions' 16-lane sums would not stay in sixteen 256-bit registers.)
+        @inline(__always) func fourScores(_ past: Int) -> SIMD4<Float> {
             let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
-            prefetchForReading(key + 32 &* rowBytes, byteCount: 16 &* rowBytes)
-            var l0 = SIMD16<Float>(), l1 = l0, l2 = l0, l3 = l0, l4 = l0, l5 = l0, l6 = l0, l7 = l0
-            var l8 = l0, l9 = l0, l10 = l0, l11 = l0, l12 = l0, l13 = l0, l14 = l0, l15 = l0
+            var l0 = SIMD16<Float>(), l1 = l0, l2 = l0, l3 = l0
             for group in 0..<groups {
                 let queryGroup = q.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self)
                 let column = key + 32 &* group
@@ -78,18 +77,21 @@ struct AttentionJob: @unchecked Sendable {
                     lanes = lanes.addingProductWhereFused(
                         floatsFromHalves(column.loadUnaligned(fromByteOffset: index &* rowBytes, as: SIMD16<UInt16>.self)), queryGroup)
                 }
-                add(&l0, 0); add(&l1, 1); add(&l2, 2); add(&l3, 3); add(&l4, 4); add(&l5, 5); add(&l6, 6); add(&l7, 7)
-                add(&l8, 8); add(&l9, 9); add(&l10, 10); add(&l11, 11); add(&l12, 12); add(&l13, 13); add(&l14, 14); add(&l15, 15)
+                add(&l0, 0); add(&l1, 1); add(&l2, 2); add(&l3, 3)
             }
-            return _sumsInHalves((l0, l1, l2, l3, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15))
+            return _sumsInHalves((l0, l1, l2, l3))
         }
         var past = first
-        var maxima = SIMD16<Float>(repeating: -.infinity)
-        while past &+ 16 <= position &+ 1 {
-            let scores = sixteenLanes(past) * scale
-            UnsafeMutableRawPointer(scratch.scores + past).storeBytes(of: scores, as: SIMD16<Float>.self)
+        var maxima = SIMD4<Float>(repeating: -.infinity)
+        while past &+ 4 <= position &+ 1 {
+            if past & 15 == 0 {
+                let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
+                prefetchForReading(key + 32 &* rowBytes, byteCount: 16 &* rowBytes)
+            }
+            let scores = fourScores(past) * scale
+            UnsafeMutableRawPointer(scratch.scores + past).storeBytes(of: scores, as: SIMD4<Float>.self)
             maxima.replace(with: scores, where: scores .> maxima)
-            past += 16
+            past += 4
         }
         maximum = maxima.max()
         while past <= position {
@@ -103,9 +105,18 @@ struct AttentionJob: @unchecked Sendable {
         var total: Double = 0
         var chunk = first & ~15
         while chunk <= position {
-            var lanes = SIMD16<Float>(repeating: -.infinity)
-            for lane in 0..<16 where chunk + lane >= first && chunk + lane <= position {
-                lanes[lane] = scratch.scores[chunk + lane] - maximum
+            let lanes: SIMD16<Float>
+            if chunk >= first && chunk &+ 15 <= position {
+                lanes = UnsafeRawPointer(scratch.scores + chunk).loadUnaligned(as: SIMD16<Float>.self) - maximum
+            } else {
+                // The first and last chunks, put together where their probabilities will go:
+                // positions outside first ... position are -∞.
+                let staging = scratch.probabilities + chunk
+                for lane in 0..<16 {
+                    let past = chunk &+ lane
+                    staging[lane] = past >= first && past <= position ? scratch.scores[past] - maximum : -.infinity
+                }
+                lanes = UnsafeRawPointer(staging).loadUnaligned(as: SIMD16<Float>.self)
             }
             let exponentials = _ggmlExponential(lanes)
             UnsafeMutableRawPointer(scratch.probabilities + chunk).storeBytes(of: exponentials, as: SIMD16<Float>.self)
@@ -121,33 +132,34 @@ struct AttentionJob: @unchecked Sendable {
             index += 8
         }
 
-        // Output: lane p % 16 accumulates position p; the lanes are summed in halves. Sixteen
-        // dimensions at a time, their 16 lane accumulators in registers across the positions.
+        // Output: lane p % 16 accumulates position p; the lanes are summed in halves. Eight
+        // dimensions at a time (each dimension's sums are its own), so that the 16 lane
+        // accumulators stay in registers across the positions.
         let destination = output + (row * headCount + head) * headWidth
         let probabilities = scratch.probabilities
-        for group in 0..<groups {
-            let column = values + headOffset + 16 * group
-            var a0 = SIMD16<Float>(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0
+        for slice in 0..<(headWidth / 8) {
+            let column = values + headOffset + 8 * slice
+            var a0 = SIMD8<Float>(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0
             var a8 = a0, a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0
             var chunk = first & ~15
             while chunk <= position {
                 if chunk >= first && chunk &+ 15 <= position {
                     // A whole chunk inside first ... position.
                     let rows = UnsafeRawPointer(column + chunk &* headWidth), weights = probabilities + chunk
-                    if group == 0 { prefetchForReading(rows + 32 &* rowBytes, byteCount: 16 &* rowBytes) }
-                    @inline(__always) func add(_ accumulator: inout SIMD16<Float>, _ lane: Int) {
-                        let value = floatsFromHalves(rows.loadUnaligned(fromByteOffset: lane &* rowBytes, as: SIMD16<UInt16>.self))
-                        accumulator = accumulator.addingProductWhereFused(value, SIMD16(repeating: weights[lane]))
+                    if slice == 0 { prefetchForReading(rows + 32 &* rowBytes, byteCount: 16 &* rowBytes) }
+                    @inline(__always) func add(_ accumulator: inout SIMD8<Float>, _ lane: Int) {
+                        let value = floatsFromHalves(rows.loadUnaligned(fromByteOffset: lane &* rowBytes, as: SIMD8<UInt16>.self))
+                        accumulator = accumulator.addingProductWhereFused(value, SIMD8(repeating: weights[lane]))
                     }
                     add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)
                     add(&a8, 8); add(&a9, 9); add(&a10, 10); add(&a11, 11); add(&a12, 12); add(&a13, 13); add(&a14, 14); add(&a15, 15)
                 } else {
                     // Positions outside first ... position are skipped, as their lanes would be.
-                    @inline(__always) func add(_ accumulator: inout SIMD16<Float>, _ lane: Int) {
+                    @inline(__always) func add(_ accumulator: inout SIMD8<Float>, _ lane: Int) {
                         let past = chunk &+ lane
                         guard past >= first, past <= position else { return }
-                        let value = floatsFromHalves(UnsafeRawPointer(column + past &* headWidth).loadUnaligned(as: SIMD16<UInt16>.self))
-                        accumulator = accumulator.addingProductWhereFused(value, SIMD16(repeating: probabilities[past]))
+                        let value = floatsFromHalves(UnsafeRawPointer(column + past &* headWidth).loadUnaligned(as: SIMD8<UInt16>.self))
+                        accumulator = accumulator.addingProductWhereFused(value, SIMD8(repeating: probabilities[past]))
                     }
                     add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)
                     add(&a8, 8); add(&a9, 9); add(&a10, 10); add(&a11, 11); add(&a12, 12); add(&a13, 13); add(&a14, 14); add(&a15, 15)
@@ -157,7 +169,7 @@ struct AttentionJob: @unchecked Sendable {
             let halves = (a0 + a8, a1 + a9, a2 + a10, a3 + a11, a4 + a12, a5 + a13, a6 + a14, a7 + a15)
             let quarters = (halves.0 + halves.4, halves.1 + halves.5, halves.2 + halves.6, halves.3 + halves.7)
             let sum = (quarters.0 + quarters.2) + (quarters.1 + quarters.3)
-            UnsafeMutableRawPointer(destination + 16 * group).storeBytes(of: sum, as: SIMD16<Float>.self)
+            UnsafeMutableRawPointer(destination + 8 * slice).storeBytes(of: sum, as: SIMD8<Float>.self)
         }
     }
 }

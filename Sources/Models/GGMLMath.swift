@@ -39,6 +39,39 @@ func _sumInHalves(_ x: SIMD16<Float>) -> Float {
     _sumInHalves(x.lowHalf + x.highHalf)
 }
 
+// The steps of `_sumInHalves` for several vectors at once, each adding the even groups of
+// lanes to the odd ones.
+
+/// Halves: a.low + a.high, b.low + b.high → [a8, b8].
+@inline(__always)
+private func _eights(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> {
+    SIMD16(lowHalf: a.lowHalf, highHalf: b.lowHalf) + SIMD16(lowHalf: a.highHalf, highHalf: b.highHalf)
+}
+
+/// [a8, b8], [c8, d8] → [a4, b4, c4, d4]: each 8 folded to 4.
+@inline(__always)
+private func _fours(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> {
+    SIMD16(lowHalf: SIMD8(lowHalf: x.lowHalf.lowHalf, highHalf: x.highHalf.lowHalf),
+           highHalf: SIMD8(lowHalf: y.lowHalf.lowHalf, highHalf: y.highHalf.lowHalf))
+        + SIMD16(lowHalf: SIMD8(lowHalf: x.lowHalf.highHalf, highHalf: x.highHalf.highHalf),
+                 highHalf: SIMD8(lowHalf: y.lowHalf.highHalf, highHalf: y.highHalf.highHalf))
+}
+
+/// Each 4 folded to 2: lanes (0, 1) + (2, 3) of every quad.
+@inline(__always)
+private func _twos(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> {
+    // A pair of floats is one 64-bit lane: the even lanes then the odd ones.
+    let x = unsafeBitCast(x, to: SIMD8<UInt64>.self), y = unsafeBitCast(y, to: SIMD8<UInt64>.self)
+    return unsafeBitCast(SIMD8(lowHalf: x.evenHalf, highHalf: y.evenHalf), to: SIMD16<Float>.self)
+        + unsafeBitCast(SIMD8(lowHalf: x.oddHalf, highHalf: y.oddHalf), to: SIMD16<Float>.self)
+}
+
+/// Each 2 folded to 1: lane 0 + lane 1 of every pair.
+@inline(__always)
+private func _ones(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> {
+    SIMD16(lowHalf: x.evenHalf, highHalf: y.evenHalf) + SIMD16(lowHalf: x.oddHalf, highHalf: y.oddHalf)
+}
+
 /// ``_sumInHalves(_:)-(SIMD16<Float>)`` of sixteen vectors at once: lane `i` of the result
 /// is the sum of `vectors.i`, by the same additions in the same order, done for all sixteen
 /// together (each step adds the even groups of lanes to the odd ones: 8, then 4, 2 and 1).
@@ -47,32 +80,19 @@ func _sumsInHalves(
     _ v: (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>,
           SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>)
 ) -> SIMD16<Float> {
-    // Halves: a.low + a.high, b.low + b.high → [a8, b8].
-    @inline(__always) func eights(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> {
-        SIMD16(lowHalf: a.lowHalf, highHalf: b.lowHalf) + SIMD16(lowHalf: a.highHalf, highHalf: b.highHalf)
-    }
-    // [a8, b8], [c8, d8] → [a4, b4, c4, d4]: each 8 folded to 4.
-    @inline(__always) func fours(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> {
-        SIMD16(lowHalf: SIMD8(lowHalf: x.lowHalf.lowHalf, highHalf: x.highHalf.lowHalf),
-               highHalf: SIMD8(lowHalf: y.lowHalf.lowHalf, highHalf: y.highHalf.lowHalf))
-            + SIMD16(lowHalf: SIMD8(lowHalf: x.lowHalf.highHalf, highHalf: x.highHalf.highHalf),
-                     highHalf: SIMD8(lowHalf: y.lowHalf.highHalf, highHalf: y.highHalf.highHalf))
-    }
-    // Each 4 folded to 2: lanes (0, 1) + (2, 3) of every quad.
-    @inline(__always) func twos(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> {
-        // A pair of floats is one 64-bit lane: the even lanes then the odd ones.
-        let x = unsafeBitCast(x, to: SIMD8<UInt64>.self), y = unsafeBitCast(y, to: SIMD8<UInt64>.self)
-        return unsafeBitCast(SIMD8(lowHalf: x.evenHalf, highHalf: y.evenHalf), to: SIMD16<Float>.self)
-            + unsafeBitCast(SIMD8(lowHalf: x.oddHalf, highHalf: y.oddHalf), to: SIMD16<Float>.self)
-    }
-    // Each 2 folded to 1: lane 0 + lane 1 of every pair.
-    @inline(__always) func ones(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> {
-        SIMD16(lowHalf: x.evenHalf, highHalf: y.evenHalf) + SIMD16(lowHalf: x.oddHalf, highHalf: y.oddHalf)
-    }
-    let e0 = eights(v.0, v.1), e1 = eights(v.2, v.3), e2 = eights(v.4, v.5), e3 = eights(v.6, v.7)
-    let e4 = eights(v.8, v.9), e5 = eights(v.10, v.11), e6 = eights(v.12, v.13), e7 = eights(v.14, v.15)
-    let f0 = fours(e0, e1), f1 = fours(e2, e3), f2 = fours(e4, e5), f3 = fours(e6, e7)
-    return ones(twos(f0, f1), twos(f2, f3))
+    let e0 = _eights(v.0, v.1), e1 = _eights(v.2, v.3), e2 = _eights(v.4, v.5), e3 = _eights(v.6, v.7)
+    let e4 = _eights(v.8, v.9), e5 = _eights(v.10, v.11), e6 = _eights(v.12, v.13), e7 = _eights(v.14, v.15)
+    let f0 = _fours(e0, e1), f1 = _fours(e2, e3), f2 = _fours(e4, e5), f3 = _fours(e6, e7)
+    return _ones(_twos(f0, f1), _twos(f2, f3))
+}
+
+/// ``_sumInHalves(_:)-(SIMD16<Float>)`` of four vectors at once, by the same additions: lane
+/// `i` of the result is the sum of `vectors.i`.
+@inline(__always)
+func _sumsInHalves(_ v: (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>)) -> SIMD4<Float> {
+    let quarters = _fours(_eights(v.0, v.1), _eights(v.2, v.3))   // [a4, b4, c4, d4]
+    let pairs = _twos(quarters, quarters)                          // [a2, b2, c2, d2] twice
+    return _ones(pairs, pairs).lowHalf.lowHalf
 }
 
 @inline(__always)

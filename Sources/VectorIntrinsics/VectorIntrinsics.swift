@@ -129,6 +129,15 @@ public func floatsFromHalves(bitPatterns bits: SIMD16<UInt16>) -> SIMD16<Float> 
     return result
 }
 
+/// Eight IEEE halves as floats (one 256-bit `vcvtph2ps`, from memory or a 128-bit
+/// register): exact for every half.
+@inlinable @inline(__always)
+public func floatsFromHalves(bitPatterns bits: SIMD8<UInt16>) -> SIMD8<Float> {
+    var result = SIMD8<Float>()
+    result._storage._value = Builtin.fpext_Vec8xFPIEEE16_Vec8xFPIEEE32(Builtin.bitcast_Vec8xInt16_Vec8xFPIEEE16(bits._storage._value))
+    return result
+}
+
 /// A hint that the thread is spinning on a memory location (`pause`): the core slows the
 /// loop down and gives its execution resources to the sibling hyperthread, which is often
 /// the thread being waited for.

@@ -142,6 +142,38 @@ import TypesetTestSupport
         }
     }
 
+    /// `AttentionJob.attend` for every row and head: the output, `rows × heads × headWidth`
+    /// floats (NaN where nothing was written). Keys and values are IEEE halves, head-major,
+    /// `positions` per key-value head.
+    static func attention(
+        queries: [Float], keys: [UInt16], values: [UInt16], start: Int, rows: Int, heads: Int, groupSize: Int,
+        headWidth: Int, positions: Int, window: Int, scale: Float
+    ) -> [Float] {
+        var output = [Float](repeating: .nan, count: rows * heads * headWidth)
+        let capacity = (positions + 15) / 16 * 16 + 16
+        var scores = [Float](repeating: .nan, count: capacity), probabilities = scores
+        queries.withUnsafeBufferPointer { q in
+            keys.withUnsafeBufferPointer { k in
+                values.withUnsafeBufferPointer { v in
+                    output.withUnsafeMutableBufferPointer { o in
+                        let job = AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
+                                                start: start, headCount: heads, headWidth: headWidth, groupSize: groupSize,
+                                                headStride: positions * headWidth, window: window, scale: scale)
+                        scores.withUnsafeMutableBufferPointer { s in
+                            probabilities.withUnsafeMutableBufferPointer { p in
+                                let scratch = AttentionJob.Scratch(scores: s.baseAddress!, probabilities: p.baseAddress!)
+                                for row in 0 ..< rows {
+                                    for head in 0 ..< heads { job.attend(row: row, head: head, scratch: scratch) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return output
+    }
+
     /// Causal attention (two query heads sharing one key head) against softmax attention in
     /// double precision with the same half-precision probabilities.
     @Test func attentionMatchesSoftmaxAttention() {
@@ -150,28 +182,9 @@ import TypesetTestSupport
         let queries = Self.randomFloats(positions * heads * headWidth, in: -1 ... 1, seed: 10).map(half)
         let keys = Self.randomFloats(positions * headWidth, in: -1 ... 1, seed: 11).map(half)
         let values = Self.randomFloats(positions * headWidth, in: -1 ... 1, seed: 12).map(half)
-        var output = [Float](repeating: 0, count: positions * heads * headWidth)
-        let capacity = (positions + 15) / 16 * 16 + 16
-        var scores = [Float](repeating: 0, count: capacity), probabilities = scores
-        let keyHalves = keys.map(halfFromFloat), valueHalves = values.map(halfFromFloat)
-        queries.withUnsafeBufferPointer { q in
-            keyHalves.withUnsafeBufferPointer { k in
-                valueHalves.withUnsafeBufferPointer { v in
-                    output.withUnsafeMutableBufferPointer { o in
-                        let job = AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
-                                                start: 0, headCount: heads, headWidth: headWidth, groupSize: heads, headStride: positions * headWidth,
-                                                window: Int.max, scale: scale)
-                        scores.withUnsafeMutableBufferPointer { s in
-                            probabilities.withUnsafeMutableBufferPointer { p in
-                                for row in 0 ..< positions {
-                                    for head in 0 ..< heads { job.attend(row: row, head: head, scratch: .init(scores: s.baseAddress!, probabilities: p.baseAddress!)) }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        let output = Self.attention(
+            queries: queries, keys: keys.map(halfFromFloat), values: values.map(halfFromFloat), start: 0, rows: positions,
+            heads: heads, groupSize: heads, headWidth: headWidth, positions: positions, window: .max, scale: scale)
         var worst = 0.0
         for row in 0 ..< positions {
             for head in 0 ..< heads {
@@ -191,5 +204,82 @@ import TypesetTestSupport
         }
         // Half-precision probabilities can round one way or the other at a boundary.
         #expect(worst < 2e-3, "largest difference \(worst)")
+    }
+    /// Attention's documented order (the type's comment), one scalar operation at a time: each
+    /// score's 16 lane chains of fused multiply-adds summed in halves, the softmax by 16-lane
+    /// chunks aligned at position 0 with the sum in `Double`, probabilities rounded to half,
+    /// and each output dimension's 16 lane accumulators (lane p % 16 for position p) summed in
+    /// halves.
+    static func attentionInGGMLOrder(
+        query: ArraySlice<Float>, keys: [UInt16], values: [UInt16], keyOffset: Int, headWidth: Int,
+        first: Int, position: Int, scale: Float
+    ) -> [Float] {
+        func sumInHalves(_ lanes: [Float]) -> Float {
+            let halves = (0 ..< 8).map { lanes[$0] + lanes[$0 + 8] }
+            let quarters = (0 ..< 4).map { halves[$0] + halves[$0 + 4] }
+            return (quarters[0] + quarters[2]) + (quarters[1] + quarters[3])
+        }
+        let q = Array(query)
+        var scores = [Float](repeating: -.infinity, count: position + 1)
+        for past in first ... position {
+            var lanes = [Float](repeating: 0, count: 16)
+            for dimension in 0 ..< headWidth {
+                let key = floatFromHalf(keys[keyOffset + past * headWidth + dimension])
+                lanes[dimension % 16] = lanes[dimension % 16].addingProduct(key, q[dimension])
+            }
+            scores[past] = sumInHalves(lanes) * scale
+        }
+        let maximum = scores[first ... position].max()!
+        var exponentials = [Float](repeating: 0, count: (position / 16 + 1) * 16)
+        var total = 0.0
+        for chunk in stride(from: first & ~15, through: position, by: 16) {
+            var lanes = SIMD16<Float>(repeating: -.infinity)
+            for lane in 0 ..< 16 where (first ... position).contains(chunk + lane) { lanes[lane] = scores[chunk + lane] - maximum }
+            let chunkExponentials = _ggmlExponential(lanes)
+            for lane in 0 ..< 16 { exponentials[chunk + lane] = chunkExponentials[lane] }
+            total += Double(sumInHalves((0 ..< 16).map { chunkExponentials[$0] }))
+        }
+        let inverse = Float(1 / total)
+        return (0 ..< headWidth).map { dimension in
+            var lanes = [Float](repeating: 0, count: 16)
+            for past in first ... position {
+                let probability = roundedToHalfPrecision(exponentials[past] * inverse)
+                let value = floatFromHalf(values[keyOffset + past * headWidth + dimension])
+                lanes[past % 16] = lanes[past % 16].addingProduct(value, probability)
+            }
+            return sumInHalves(lanes)
+        }
+    }
+
+    /// The attention the forward pass runs gives, bit for bit, what the documented order gives
+    /// (``attentionInGGMLOrder``): rows of every length around the 4- and 16-position steps,
+    /// grouped query heads, and a sliding window that starts positions mid-chunk.
+    @Test(arguments: [(headWidth: 64, window: Int.max), (headWidth: 32, window: 11), (headWidth: 128, window: 16)])
+    func attentionFollowsTheGGMLOrderBitForBit(headWidth: Int, window: Int) {
+        let heads = 4, groupSize = 2, keyValueHeads = heads / groupSize, positions = 53, start = 2, rows = positions - start
+        let scale = 1 / Float(headWidth).squareRoot()
+        let half = { (x: Float) in floatFromHalf(halfFromFloat(x)) }
+        let queries = Self.randomFloats(rows * heads * headWidth, in: -2 ... 2, seed: 21).map(half)
+        let keys = Self.randomFloats(keyValueHeads * positions * headWidth, in: -2 ... 2, seed: 22).map(halfFromFloat)
+        let values = Self.randomFloats(keyValueHeads * positions * headWidth, in: -1 ... 1, seed: 23).map(halfFromFloat)
+        let output = Self.attention(
+            queries: queries, keys: keys, values: values, start: start, rows: rows, heads: heads, groupSize: groupSize,
+            headWidth: headWidth, positions: positions, window: window, scale: scale)
+        var mismatches = 0
+        for row in 0 ..< rows {
+            let position = start + row
+            let first = window == Int.max ? 0 : max(0, position - window + 1)
+            for head in 0 ..< heads {
+                let base = (row * heads + head) * headWidth
+                let expected = Self.attentionInGGMLOrder(
+                    query: queries[base ..< base + headWidth], keys: keys, values: values,
+                    keyOffset: (head / groupSize) * positions * headWidth, headWidth: headWidth,
+                    first: first, position: position, scale: scale)
+                for dimension in 0 ..< headWidth where output[base + dimension].bitPattern != expected[dimension].bitPattern {
+                    mismatches += 1
+                }
+            }
+        }
+        #expect(mismatches == 0, "\(mismatches) of \(output.count) outputs differ from the documented order")
     }
 }
