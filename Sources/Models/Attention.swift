@@ -67,8 +67,7 @@ struct AttentionJob: @unchecked Sendable {
         // multiply-adds in the order `lanes` makes it, with the query's group loaded once for
         // the four and their chains independent of one another. (Four, not sixteen: sixteen
         // positions' 16-lane sums would not stay in sixteen 256-bit registers.)
-        @inline(__always) func fourScores(_ past: Int) -> SIMD4<Float> {
-            let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
+        @inline(__always) func fourScores(_ key: UnsafeRawPointer) -> SIMD4<Float> {
             var l0 = SIMD16<Float>(), l1 = l0, l2 = l0, l3 = l0
             for group in 0..<groups {
                 let queryGroup = q.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self)
@@ -84,11 +83,9 @@ struct AttentionJob: @unchecked Sendable {
         var past = first
         var maxima = SIMD4<Float>(repeating: -.infinity)
         while past &+ 4 <= position &+ 1 {
-            if past & 15 == 0 {
-                let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
-                prefetchForReading(key + 32 &* rowBytes, byteCount: 16 &* rowBytes)
-            }
-            let scores = fourScores(past) * scale
+            let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
+            if past & 15 == 0 { prefetchForReading(key + 32 &* rowBytes, byteCount: 16 &* rowBytes) }
+            let scores = fourScores(key) * scale
             UnsafeMutableRawPointer(scratch.scores + past).storeBytes(of: scores, as: SIMD4<Float>.self)
             maxima.replace(with: scores, where: scores .> maxima)
             past += 4

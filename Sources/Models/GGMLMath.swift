@@ -40,7 +40,7 @@ func _sumInHalves(_ x: SIMD16<Float>) -> Float {
 }
 
 // The steps of `_sumInHalves` for several vectors at once, each adding the even groups of
-// lanes to the odd ones.
+// lanes to the odd ones: 8, then 4, 2 and 1.
 
 /// Halves: a.low + a.high, b.low + b.high → [a8, b8].
 @inline(__always)
@@ -70,20 +70,6 @@ private func _twos(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> {
 @inline(__always)
 private func _ones(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> {
     SIMD16(lowHalf: x.evenHalf, highHalf: y.evenHalf) + SIMD16(lowHalf: x.oddHalf, highHalf: y.oddHalf)
-}
-
-/// ``_sumInHalves(_:)-(SIMD16<Float>)`` of sixteen vectors at once: lane `i` of the result
-/// is the sum of `vectors.i`, by the same additions in the same order, done for all sixteen
-/// together (each step adds the even groups of lanes to the odd ones: 8, then 4, 2 and 1).
-@inline(__always)
-func _sumsInHalves(
-    _ v: (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>,
-          SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>)
-) -> SIMD16<Float> {
-    let e0 = _eights(v.0, v.1), e1 = _eights(v.2, v.3), e2 = _eights(v.4, v.5), e3 = _eights(v.6, v.7)
-    let e4 = _eights(v.8, v.9), e5 = _eights(v.10, v.11), e6 = _eights(v.12, v.13), e7 = _eights(v.14, v.15)
-    let f0 = _fours(e0, e1), f1 = _fours(e2, e3), f2 = _fours(e4, e5), f3 = _fours(e6, e7)
-    return _ones(_twos(f0, f1), _twos(f2, f3))
 }
 
 /// ``_sumInHalves(_:)-(SIMD16<Float>)`` of four vectors at once, by the same additions: lane

@@ -205,6 +205,7 @@ import TypesetTestSupport
         // Half-precision probabilities can round one way or the other at a boundary.
         #expect(worst < 2e-3, "largest difference \(worst)")
     }
+
     /// Attention's documented order (the type's comment), one scalar operation at a time: each
     /// score's 16 lane chains of fused multiply-adds summed in halves, the softmax by 16-lane
     /// chunks aligned at position 0 with the sum in `Double`, probabilities rounded to half,
@@ -240,10 +241,11 @@ import TypesetTestSupport
             total += Double(sumInHalves((0 ..< 16).map { chunkExponentials[$0] }))
         }
         let inverse = Float(1 / total)
+        let probabilities = exponentials.map { roundedToHalfPrecision($0 * inverse) }
         return (0 ..< headWidth).map { dimension in
             var lanes = [Float](repeating: 0, count: 16)
             for past in first ... position {
-                let probability = roundedToHalfPrecision(exponentials[past] * inverse)
+                let probability = probabilities[past]
                 let value = floatFromHalf(values[keyOffset + past * headWidth + dimension])
                 lanes[past % 16] = lanes[past % 16].addingProduct(value, probability)
             }
