@@ -224,16 +224,40 @@ public struct GGUFArray: Sendable, Sequence {
 
     /// The elements as `Int`, or `nil` when the element type is not an integer type or a
     /// value does not fit.
+    ///
+    /// Complexity: O(`count`); a file-backed array is read in place, one load per element.
     public func integers() -> [Int]? {
-        switch elementType {
-        case .uint8, .int8, .uint16, .int16, .uint32, .int32, .uint64, .int64: break
-        default: return nil
+        if case let .file(owner, range) = storage {
+            switch elementType {
+            case .uint8: return Self.integers(UInt8.self, count, owner.bytes, range.lowerBound)
+            case .int8: return Self.integers(Int8.self, count, owner.bytes, range.lowerBound)
+            case .uint16: return Self.integers(UInt16.self, count, owner.bytes, range.lowerBound)
+            case .int16: return Self.integers(Int16.self, count, owner.bytes, range.lowerBound)
+            case .uint32: return Self.integers(UInt32.self, count, owner.bytes, range.lowerBound)
+            case .int32: return Self.integers(Int32.self, count, owner.bytes, range.lowerBound)
+            case .uint64: return Self.integers(UInt64.self, count, owner.bytes, range.lowerBound)
+            case .int64: return Self.integers(Int64.self, count, owner.bytes, range.lowerBound)
+            default: return nil
+            }
         }
         var result: [Int] = []
         result.reserveCapacity(count)
         for element in self {
             guard let value = element.integerValue else { return nil }
             result.append(value)
+        }
+        return result
+    }
+
+    /// `count` little-endian `T`s from `start` in `bytes` (validated by the parser), or `nil`
+    /// when one does not fit in `Int`.
+    private static func integers<T: FixedWidthInteger>(_: T.Type, _ count: Int, _ bytes: UnsafeRawBufferPointer, _ start: Int) -> [Int]? {
+        var result: [Int] = []
+        result.reserveCapacity(count)
+        for index in 0 ..< count {
+            let value = T(littleEndian: bytes.loadUnaligned(fromByteOffset: start + index * MemoryLayout<T>.size, as: T.self))
+            guard let integer = Int(exactly: value) else { return nil }
+            result.append(integer)
         }
         return result
     }

@@ -57,6 +57,36 @@ import TypesetTestSupport
         #expect(types == Set(GGUFValueType.allCases))
     }
 
+    /// A file-backed integer array is read in place by `integers()`: the same values as its
+    /// elements one by one (and as written), every width and signedness at its extremes, and
+    /// `nil` for a `uint64` past `Int.max` as element by element.
+    @Test func integerArraysReadInPlaceMatchTheirElements() throws {
+        func entry<T: FixedWidthInteger>(_: T.Type, _ type: GGUFValueType, _ make: (T) -> GGUFValue) throws -> (String, GGUFValue, [Int]?) {
+            let values: [T] = [T.min, T.max, 0, 1, T.max / 3, T.min / 5, T.max - 1]
+            let exact = values.map { Int(exactly: $0) }
+            return ("t.\(type)", .array(try GGUFArray(elementType: type, elements: values.map(make))),
+                    exact.contains(nil) ? nil : exact.map { $0! })
+        }
+        let entries = [
+            try entry(UInt8.self, .uint8, GGUFValue.uint8), try entry(Int8.self, .int8, GGUFValue.int8),
+            try entry(UInt16.self, .uint16, GGUFValue.uint16), try entry(Int16.self, .int16, GGUFValue.int16),
+            try entry(UInt32.self, .uint32, GGUFValue.uint32), try entry(Int32.self, .int32, GGUFValue.int32),
+            try entry(UInt64.self, .uint64, GGUFValue.uint64), try entry(Int64.self, .int64, GGUFValue.int64),
+        ]
+        var writer = GGUFWriter(version: 3)
+        for (key, value, _) in entries { writer.setValue(value, forKey: key) }
+        let file = try GGUFFile(bytes: try writer.encoded())
+        for (key, _, expected) in entries {
+            guard case let .array(array)? = file.metadata[key] else { Issue.record("\(key) is missing"); continue }
+            #expect(array.fileByteRange != nil, "\(key) is read in place")
+            let oneByOne = array.map(\.integerValue)
+            #expect(array.integers() == expected, "\(key)")
+            #expect(array.integers() == (oneByOne.contains(nil) ? nil : oneByOne.map { $0! }), "\(key)")
+        }
+        // Both outcomes are exercised: only uint64's maximum does not fit.
+        #expect(entries.filter { $0.2 == nil }.map(\.0) == ["t.uint64"])
+    }
+
     @Test func typedAccessors() throws {
         var writer = GGUFWriter()
         writer.setValue(.string("llama"), forKey: "general.architecture")
