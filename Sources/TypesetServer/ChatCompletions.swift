@@ -87,7 +87,7 @@ struct ChatPlan {
         }
         // Small models loop on phrases in values and arguments; DRY keeps them from it, as
         // `respond(to:generating:)` does, unless the request sets its own penalties.
-        if request.schema != nil || !functions.isEmpty, request.sampling.repetitionPenalty == nil { options.dry = .standard }
+        if request.schema != nil || !functions.isEmpty, request.sampling.repetitionPenalty == nil { options.dry = .json }
     }
 }
 

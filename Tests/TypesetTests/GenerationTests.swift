@@ -181,6 +181,29 @@ extension Sampler {
         #expect(breakers == expected)
         #expect(breakers.filter { $0 }.count > 100)
     }
+
+    /// In a JSON array of strings that repeats an item, the JSON setting penalizes the next
+    /// copy's words from its start on (the repeat spans the quotes between the items), where
+    /// the standard one, whose breakers include `"`, lets the copy's first two words through.
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func theJSONSettingSeesRepeatsAcrossArrayItems() throws {
+        let file = try GGUFFile(contentsOf: TestModels.smolLM2Path)
+        let vocabulary = try Vocabulary(metadata: file.metadata)
+        let tokenizer = try Tokenizer(metadata: file.metadata)
+        let item = tokenizer.encode("She leaves the village.", addingSpecialTokens: false)
+        let history = tokenizer.encode(#"{"plot":["She leaves the village.", "She leaves the village.", "She"#, addingSpecialTokens: false)
+        // The history ends with the third copy's first word; the copies tokenize alike.
+        #expect(history.suffix(item.count * 2 + 3).contains(item[1]))
+        func penalty(_ dry: DRYPenalty, after history: [Int]) -> Float? {
+            let breakers = dry.breakerTokens(in: vocabulary)
+            return dry.penalties(after: history, isBreaker: { breakers[$0] })[item[1]]
+        }
+        // The repeat: `She` then, across `.", "`, the whole item before it — well past the
+        // allowed length, so the penalty is large.
+        let json = try #require(penalty(.json, after: history))
+        #expect(json > 5)
+        #expect(penalty(.standard, after: history) == nil)
+    }
 }
 
 @Suite struct TextGeneratorTests {

@@ -16,7 +16,7 @@ public struct GenerationOptions: Sendable, Equatable {
     public var repetitionPenalty: Float?
     /// Lowers tokens that would extend a sequence already in the context (prompt included),
     /// the more the longer the repeat; see ``DRYPenalty``. `nil`: off for free text, and
-    /// ``DRYPenalty/standard`` for typed values and tool calls (`respond(to:generating:)`,
+    /// ``DRYPenalty/json`` for typed values and tool calls (`respond(to:generating:)`,
     /// `streamResponse`, replies with tools), where small models otherwise loop on a phrase;
     /// a multiplier of 0: off everywhere.
     public var dry: DRYPenalty?

@@ -9,7 +9,8 @@ import Tokenizer
 /// least `allowedLength`, `t`'s logit drops by `multiplier × base^(n − allowedLength)`.
 /// Matching never crosses a *sequence breaker*, a token whose text contains one of
 /// `sequenceBreakers` (by default a newline, `:`, `"` and `*`), so the repeated scaffolding of
-/// JSON (`","`, `":"`) and of chat markup is not penalized while a copied phrase is.
+/// JSON (`","`, `":"`) and of chat markup is not penalized while a copied phrase is
+/// (``json`` keeps `"` out, so that a repeat spans a JSON array's items).
 ///
 /// Small models asked for a typed value tend to copy the schema's descriptions (which the
 /// prompt shows them) into string values, and to loop on a sentence until the token budget
@@ -47,6 +48,14 @@ public struct DRYPenalty: Sendable, Equatable {
     /// llama.cpp's suggested setting (multiplier 0.8, base 1.75, allowed length 2, the whole
     /// context, breakers newline, `:`, `"` and `*`).
     public static let standard = DRYPenalty()
+
+    /// ``standard`` without `"` among the breakers: the setting for JSON values (typed
+    /// replies, tool arguments). There the quotes delimit every string, so with `"` a breaker
+    /// a repeat could never span two items of an array, and a model looping on one item
+    /// (`"She leaves the village.", "She leaves the village.", …`) would meet the penalty only
+    /// a few tokens into each copy. `:` still breaks the keys' scaffolding (`","key":"`),
+    /// which the grammar forces anyway.
+    public static let json = DRYPenalty(sequenceBreakers: ["\n", ":", "*"])
 
     /// The amount to subtract from each token's logit after `history`, as `(token, amount)`
     /// pairs (a token appears once, with its longest repeat). `isBreaker` says whether a token

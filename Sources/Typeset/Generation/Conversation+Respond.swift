@@ -202,7 +202,7 @@ extension Conversation {
             if !tools.isEmpty, !callsAllowed, valueSchema == nil { roundOptions.forbidsCallOpening = true }
             // Typed values and tool arguments are where small models loop ("1.1.1.1…") or copy
             // the schema's descriptions: DRY is on for them unless the caller set it.
-            if valueSchema != nil || callsAllowed, roundOptions.dry == nil { roundOptions.dry = .standard }
+            if valueSchema != nil || callsAllowed, roundOptions.dry == nil { roundOptions.dry = .json }
             if let valueSchema {
                 roundOptions.injectSchemaIntoPrompt = includeSchemaInPrompt
                 roundOptions.functionCallMode = .disabled
