@@ -227,37 +227,37 @@ public struct GGUFArray: Sendable, Sequence {
     ///
     /// Complexity: O(`count`); a file-backed array is read in place, one load per element.
     public func integers() -> [Int]? {
-        if case let .file(owner, range) = storage {
-            switch elementType {
-            case .uint8: return Self.integers(UInt8.self, count, owner.bytes, range.lowerBound)
-            case .int8: return Self.integers(Int8.self, count, owner.bytes, range.lowerBound)
-            case .uint16: return Self.integers(UInt16.self, count, owner.bytes, range.lowerBound)
-            case .int16: return Self.integers(Int16.self, count, owner.bytes, range.lowerBound)
-            case .uint32: return Self.integers(UInt32.self, count, owner.bytes, range.lowerBound)
-            case .int32: return Self.integers(Int32.self, count, owner.bytes, range.lowerBound)
-            case .uint64: return Self.integers(UInt64.self, count, owner.bytes, range.lowerBound)
-            case .int64: return Self.integers(Int64.self, count, owner.bytes, range.lowerBound)
-            default: return nil
-            }
+        switch elementType {
+        case .uint8: integers(UInt8.self)
+        case .int8: integers(Int8.self)
+        case .uint16: integers(UInt16.self)
+        case .int16: integers(Int16.self)
+        case .uint32: integers(UInt32.self)
+        case .int32: integers(Int32.self)
+        case .uint64: integers(UInt64.self)
+        case .int64: integers(Int64.self)
+        default: nil
         }
-        var result: [Int] = []
-        result.reserveCapacity(count)
-        for element in self {
-            guard let value = element.integerValue else { return nil }
-            result.append(value)
-        }
-        return result
     }
 
-    /// `count` little-endian `T`s from `start` in `bytes` (validated by the parser), or `nil`
-    /// when one does not fit in `Int`.
-    private static func integers<T: FixedWidthInteger>(_: T.Type, _ count: Int, _ bytes: UnsafeRawBufferPointer, _ start: Int) -> [Int]? {
+    /// ``integers()`` of an array whose elements are `T`s: read in place, little-endian, from a
+    /// file (whose range the parser validated), or converted one by one when built in memory.
+    private func integers<T: FixedWidthInteger>(_: T.Type) -> [Int]? {
         var result: [Int] = []
         result.reserveCapacity(count)
-        for index in 0 ..< count {
-            let value = T(littleEndian: bytes.loadUnaligned(fromByteOffset: start + index * MemoryLayout<T>.size, as: T.self))
-            guard let integer = Int(exactly: value) else { return nil }
-            result.append(integer)
+        switch storage {
+        case let .file(owner, range):
+            for index in 0 ..< count {
+                let value = T(littleEndian: owner.bytes.loadUnaligned(
+                    fromByteOffset: range.lowerBound + index * MemoryLayout<T>.size, as: T.self))
+                guard let integer = Int(exactly: value) else { return nil }
+                result.append(integer)
+            }
+        case let .elements(elements):
+            for element in elements {
+                guard let integer = element.integerValue else { return nil }
+                result.append(integer)
+            }
         }
         return result
     }

@@ -85,6 +85,9 @@ import TypesetTestSupport
         }
         // Both outcomes are exercised: only uint64's maximum does not fit.
         #expect(entries.filter { $0.2 == nil }.map(\.0) == ["t.uint64"])
+        // Not integers, even with no element to say so.
+        #expect(try GGUFArray(elementType: .float32, elements: []).integers() == nil)
+        #expect(try GGUFArray(elementType: .int16, elements: []).integers() == [])
     }
 
     @Test func typedAccessors() throws {

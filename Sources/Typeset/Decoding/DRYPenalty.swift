@@ -55,7 +55,7 @@ public struct DRYPenalty: Sendable, Equatable {
     /// (`"She leaves the village.", "She leaves the village.", …`) would meet the penalty only
     /// a few tokens into each copy. `:` still breaks the keys' scaffolding (`","key":"`),
     /// which the grammar forces anyway.
-    public static let json = DRYPenalty(sequenceBreakers: ["\n", ":", "*"])
+    public static let json = DRYPenalty(sequenceBreakers: standard.sequenceBreakers.filter { $0 != "\"" })
 
     /// The amount to subtract from each token's logit after `history`, as `(token, amount)`
     /// pairs (a token appears once, with its longest repeat). `isBreaker` says whether a token
