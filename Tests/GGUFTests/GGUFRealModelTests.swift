@@ -149,11 +149,13 @@ import Glibc
     /// whose every array, accessor and tensor view can be used safely.
     ///
     /// The header region is all of it (magic, counts, every metadata key, type and value,
-    /// every array header, every tensor info), except the middle of arrays longer than
+    /// every array header, the tensor infos), except the middle of arrays longer than
     /// `2 * MutationPlan.arrayEdge` elements: there, the first and last `arrayEdge` elements
     /// and a seeded sample of `MutationPlan.sampledElements` others are mutated byte by byte
     /// (length fields included). The elements of such an array are interchangeable to the
-    /// parser, so this covers every distinct structural situation.
+    /// parser, so this covers every distinct structural situation. Tensor infos are sampled
+    /// the same way, keeping also the first of each kind (`MutationPlan.sampleTensorInfos`):
+    /// Gemma's 236 are three quarters of its header's positions.
     ///
     /// SmolLM2's and Gemma's files only: Qwen's header has the same structure as SmolLM2's
     /// (byte-level BPE, token and merge arrays, a chat template) at three times the size, and
@@ -185,7 +187,35 @@ import Glibc
         }
         #expect(outcomes.accepted + outcomes.rejected >= plan.positions.count / MutationPlan.shardCount)
         #expect(outcomes.rejected > 0)
-        print("mutation shard \(shard) of \(fileName): \(plan.positions.count) positions in the plan, \(outcomes.accepted) mutations accepted, \(outcomes.rejected) rejected")
+        print("mutation shard \(shard) of \(fileName): \(plan.positions.count) positions in the plan (\(plan.tensorInfosLeftOut) tensor infos left out), \(outcomes.accepted) mutations accepted, \(outcomes.rejected) rejected")
+    }
+
+    /// The plan finds the tensor-info records where gguf-py does and leaves most of them out
+    /// on both real models (if it could not line them up it would keep every byte, slowly).
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName) && TestModels.shouldRun(TestModels.gemma3FileName)),
+          arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName])
+    func mutationPlanSamplesTensorInfos(fileName: String) throws {
+        let mapping = try PrivateMapping(path: TestModels.path(of: fileName))
+        let plan = try MutationPlan(mapping.bytes)
+        let tensorCount = try Self.expected(for: fileName).tensor_count
+        #expect(plan.tensorInfosLeftOut > tensorCount / 3)
+        #expect(plan.tensorInfosLeftOut < tensorCount - 2 * MutationPlan.arrayEdge)
+        // The header's last record (the last tensor info) is kept: its final byte is in the plan.
+        let file = try GGUFFile(contentsOf: TestModels.path(of: fileName))
+        let lastName = try #require(file.tensorInfos.last?.name)
+        let lastRecordEnd = try #require(Self.lastRecordEnd(in: UnsafeRawBufferPointer(mapping.bytes).prefix(file.dataSectionOffset),
+                                                            name: lastName, dimensions: file.tensorInfos.last!.shape.count))
+        #expect(plan.positions.contains(lastRecordEnd - 1))
+    }
+
+    /// The end of the record of the tensor named `name` with `dimensions` dimensions: the
+    /// last occurrence of its length-prefixed name in `header`, searched from the end.
+    static func lastRecordEnd(in header: Slice<UnsafeRawBufferPointer>, name: String, dimensions: Int) -> Int? {
+        let needle = withUnsafeBytes(of: UInt64(name.utf8.count).littleEndian) { Array($0) } + Array(name.utf8)
+        guard let start = (0 ... header.count - needle.count).reversed().first(where: {
+            header[$0 ..< $0 + needle.count].elementsEqual(needle)
+        }) else { return nil }
+        return start + needle.count + 4 + 8 * dimensions + 4 + 8
     }
 }
 
@@ -197,6 +227,8 @@ struct MutationPlan {
 
     let positions: [Int]
     let dataSectionOffset: Int
+    /// How many tensor infos the plan does not mutate (see `sampleTensorInfos`).
+    let tensorInfosLeftOut: Int
 
     /// The values tried at each position: all bits flipped, and zero (or one when the byte is zero).
     static func replacements(of byte: UInt8) -> [UInt8] {
@@ -206,6 +238,7 @@ struct MutationPlan {
     /// Plans the positions for the file in `bytes` (which must parse).
     init(_ bytes: UnsafeMutableRawBufferPointer) throws {
         var covered: [Bool] = []
+        var leftOut = 0
         let dataSectionOffset = try GGUFFile.withBorrowedBytes(UnsafeRawBufferPointer(bytes)) { file in
             covered = Array(repeating: true, count: file.dataSectionOffset)
             for entry in file.metadata {
@@ -233,10 +266,59 @@ struct MutationPlan {
                     for position in starts[element] ..< starts[element + 1] { covered[position] = true }
                 }
             }
+            leftOut = Self.sampleTensorInfos(of: file, in: UnsafeRawBufferPointer(bytes), covered: &covered)
             return file.dataSectionOffset
         }
         self.dataSectionOffset = dataSectionOffset
+        self.tensorInfosLeftOut = leftOut
         self.positions = covered.indices.filter { covered[$0] }
+    }
+}
+
+extension MutationPlan {
+    /// Tensor infos that the plan mutates byte by byte: the first and last `arrayEdge`, the
+    /// first of each kind (element type and dimension count), and a seeded sample of
+    /// `sampledTensorInfos` others. The rest are structurally the same records (a name, its
+    /// dimensions, a type, an offset) and are left out, as the middle of a long array is.
+    static let sampledTensorInfos = 32
+
+    /// Unmarks, in `covered`, the tensor infos of `file` the plan leaves out, and returns how
+    /// many.
+    ///
+    /// The records' positions are found from the parsed values: the first record is the
+    /// first tensor's name (its `uint64` length, then its bytes) after the last metadata
+    /// array, and each record is `8 + name + 4 + 8 × dimensions + 4 + 8` bytes. Every record's
+    /// name is checked where it is expected; a header that does not line up keeps every byte.
+    static func sampleTensorInfos(of file: GGUFFile, in bytes: UnsafeRawBufferPointer, covered: inout [Bool]) -> Int {
+        let infos = file.tensorInfos
+        guard infos.count > 2 * arrayEdge + sampledTensorInfos else { return 0 }
+        let searchStart = file.metadata.compactMap { entry -> Int? in
+            if case let .array(array) = entry.value { array.fileByteRange?.upperBound } else { nil }
+        }.max() ?? 0
+        func record(of info: GGUFTensorInfo) -> [UInt8] {
+            withUnsafeBytes(of: UInt64(info.name.utf8.count).littleEndian) { Array($0) } + Array(info.name.utf8)
+        }
+        func matches(_ expected: [UInt8], at position: Int) -> Bool {
+            position + expected.count <= bytes.count && expected.indices.allSatisfy { bytes[position + $0] == expected[$0] }
+        }
+        let first = record(of: infos[0])
+        guard let start = (searchStart ..< file.dataSectionOffset).first(where: { matches(first, at: $0) }) else { return 0 }
+        var starts = [start]
+        for info in infos {
+            guard matches(record(of: info), at: starts.last!) else { return 0 }
+            starts.append(starts.last! + 8 + info.name.utf8.count + 4 + 8 * info.shape.count + 4 + 8)
+        }
+        var kept = Set(0 ..< arrayEdge).union(infos.count - arrayEdge ..< infos.count)
+        var kinds: Set<String> = []
+        for (index, info) in infos.enumerated() where kinds.insert("\(info.type.name) \(info.shape.count)").inserted {
+            kept.insert(index)
+        }
+        var generator = SplitMix64(seed: UInt64(start))
+        for _ in 0 ..< sampledTensorInfos { kept.insert(Int.random(in: 0 ..< infos.count, using: &generator)) }
+        for index in infos.indices where !kept.contains(index) {
+            for position in starts[index] ..< starts[index + 1] { covered[position] = false }
+        }
+        return infos.count - kept.count
     }
 }
 
