@@ -107,6 +107,39 @@ import TypesetTestSupport
         Self.expectError(value, .invalidUTF8(what: "value of 'k'", offset: 45))
     }
 
+    /// Short array strings, as token strings are (the validator reads 8 bytes at a time where
+    /// it can): every length to 9, one byte of each kind at each position, with the string
+    /// followed by another or last in the file (fewer than 8 bytes after its start). Each array parses
+    /// exactly when the standard library's validation accepts its bytes, and a bad one is
+    /// reported at its first byte.
+    @Test func shortArrayStringsAreValidatedLikeTheStandardLibrary() throws {
+        let arrayHeader = Self.header(tensors: 0, entries: 1) + Self.string("k") + Self.le(UInt32(9)) + Self.le(UInt32(8))
+        var invalid = 0
+        for length in 0 ... 9 {
+            for position in 0 ..< max(length, 1) {
+                for byte: UInt8 in [0x41, 0x7F, 0x80, 0xBF, 0xC3, 0xE2, 0xF0, 0xFF] {
+                    var element = [UInt8](repeating: 0x61, count: length)
+                    if length > 0 { element[position] = byte }
+                    let valid = String(validating: element, as: UTF8.self) != nil
+                    for isLast in [false, true] {
+                        let trailing = isLast ? [] : Self.string("after the string")
+                        let bytes = arrayHeader + Self.le(UInt64(isLast ? 1 : 2)) + Self.le(UInt64(length)) + element + trailing
+                        let start = arrayHeader.count + 8 + 8
+                        if valid {
+                            let file = try GGUFFile(bytes: bytes)
+                            guard case let .array(array)? = file.metadata["k"] else { Issue.record("no array"); continue }
+                            #expect(array.strings()?.first.map { Array($0.utf8) } == element)
+                        } else {
+                            invalid += 1
+                            Self.expectError(bytes, .invalidUTF8(what: "element 0 of value of 'k'", offset: start))
+                        }
+                    }
+                }
+            }
+        }
+        #expect(invalid > 100)
+    }
+
     @Test func duplicates() throws {
         let entry = Self.string("k") + Self.le(UInt32(0)) + [1]
         Self.expectError(Self.header(tensors: 0, entries: 2) + entry + entry, .duplicateKey("k", offset: 38))
