@@ -190,32 +190,22 @@ import Glibc
         print("mutation shard \(shard) of \(fileName): \(plan.positions.count) positions in the plan (\(plan.tensorInfosLeftOut) tensor infos left out), \(outcomes.accepted) mutations accepted, \(outcomes.rejected) rejected")
     }
 
-    /// The plan finds the tensor-info records where gguf-py does and leaves most of them out
-    /// on both real models (if it could not line them up it would keep every byte, slowly).
+    /// The plan lines up every tensor-info record, ending where gguf-py's data section begins
+    /// (less its alignment padding), and leaves most of them out on both real models (if it
+    /// could not line them up it would keep every byte, slowly).
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName) && TestModels.shouldRun(TestModels.gemma3FileName)),
           arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName])
     func mutationPlanSamplesTensorInfos(fileName: String) throws {
         let mapping = try PrivateMapping(path: TestModels.path(of: fileName))
         let plan = try MutationPlan(mapping.bytes)
-        let tensorCount = try Self.expected(for: fileName).tensor_count
-        #expect(plan.tensorInfosLeftOut > tensorCount / 2)
-        #expect(plan.tensorInfosLeftOut < tensorCount - 2 * MutationPlan.tensorInfoEdge)
-        // The header's last record (the last tensor info) is kept: its final byte is in the plan.
-        let file = try GGUFFile(contentsOf: TestModels.path(of: fileName))
-        let lastName = try #require(file.tensorInfos.last?.name)
-        let lastRecordEnd = try #require(Self.lastRecordEnd(in: UnsafeRawBufferPointer(mapping.bytes).prefix(file.dataSectionOffset),
-                                                            name: lastName, dimensions: file.tensorInfos.last!.shape.count))
-        #expect(plan.positions.contains(lastRecordEnd - 1))
-    }
-
-    /// The end of the record of the tensor named `name` with `dimensions` dimensions: the
-    /// last occurrence of its length-prefixed name in `header`, searched from the end.
-    static func lastRecordEnd(in header: Slice<UnsafeRawBufferPointer>, name: String, dimensions: Int) -> Int? {
-        let needle = withUnsafeBytes(of: UInt64(name.utf8.count).littleEndian) { Array($0) } + Array(name.utf8)
-        guard let start = (0 ... header.count - needle.count).reversed().first(where: {
-            header[$0 ..< $0 + needle.count].elementsEqual(needle)
-        }) else { return nil }
-        return start + needle.count + 4 + 8 * dimensions + 4 + 8
+        let expected = try Self.expected(for: fileName)
+        #expect(plan.tensorInfoRecords.count == expected.tensor_count)
+        let headerEnd = try #require(plan.tensorInfoRecords.last?.upperBound)
+        #expect(headerEnd <= expected.data_offset && expected.data_offset - headerEnd < expected.alignment)
+        #expect(plan.tensorInfosLeftOut > expected.tensor_count / 2)
+        #expect(plan.tensorInfosLeftOut < expected.tensor_count - 2 * MutationPlan.tensorInfoEdge)
+        // The last record is kept: its final byte is in the plan.
+        #expect(plan.positions.contains(headerEnd - 1))
     }
 }
 
@@ -227,6 +217,9 @@ struct MutationPlan {
 
     let positions: [Int]
     let dataSectionOffset: Int
+    /// Where each tensor info lies in the header, in order; empty when they could not be
+    /// lined up (see `tensorInfoRecords(of:in:)`).
+    let tensorInfoRecords: [Range<Int>]
     /// How many tensor infos the plan does not mutate (see `sampleTensorInfos`).
     let tensorInfosLeftOut: Int
 
@@ -238,6 +231,7 @@ struct MutationPlan {
     /// Plans the positions for the file in `bytes` (which must parse).
     init(_ bytes: UnsafeMutableRawBufferPointer) throws {
         var covered: [Bool] = []
+        var records: [Range<Int>] = []
         var leftOut = 0
         let dataSectionOffset = try GGUFFile.withBorrowedBytes(UnsafeRawBufferPointer(bytes)) { file in
             covered = Array(repeating: true, count: file.dataSectionOffset)
@@ -266,10 +260,12 @@ struct MutationPlan {
                     for position in starts[element] ..< starts[element + 1] { covered[position] = true }
                 }
             }
-            leftOut = Self.sampleTensorInfos(of: file, in: UnsafeRawBufferPointer(bytes), covered: &covered)
+            records = Self.tensorInfoRecords(of: file, in: UnsafeRawBufferPointer(bytes)) ?? []
+            leftOut = records.isEmpty ? 0 : Self.sampleTensorInfos(records, of: file.tensorInfos, covered: &covered)
             return file.dataSectionOffset
         }
         self.dataSectionOffset = dataSectionOffset
+        self.tensorInfoRecords = records
         self.tensorInfosLeftOut = leftOut
         self.positions = covered.indices.filter { covered[$0] }
     }
@@ -284,43 +280,45 @@ extension MutationPlan {
     static let tensorInfoEdge = 4
     static let sampledTensorInfos = 8
 
-    /// Unmarks, in `covered`, the tensor infos of `file` the plan leaves out, and returns how
-    /// many.
-    ///
-    /// The records' positions are found from the parsed values: the first record is the
-    /// first tensor's name (its `uint64` length, then its bytes) after the last metadata
-    /// array, and each record is `8 + name + 4 + 8 × dimensions + 4 + 8` bytes. Every record's
-    /// name is checked where it is expected; a header that does not line up keeps every byte.
-    static func sampleTensorInfos(of file: GGUFFile, in bytes: UnsafeRawBufferPointer, covered: inout [Bool]) -> Int {
-        let infos = file.tensorInfos
-        guard infos.count > 2 * tensorInfoEdge + sampledTensorInfos else { return 0 }
+    /// Where each tensor info of `file` lies in `bytes`, found from the parsed values: the
+    /// first record is the first tensor's name (its `uint64` length, then its bytes) after the
+    /// last metadata array, and each record is `8 + name + 4 + 8 × dimensions + 4 + 8` bytes.
+    /// Every record's name is checked where it is expected; `nil` when one is not there.
+    static func tensorInfoRecords(of file: GGUFFile, in bytes: UnsafeRawBufferPointer) -> [Range<Int>]? {
+        guard let first = file.tensorInfos.first else { return [] }
         let searchStart = file.metadata.compactMap { entry -> Int? in
             if case let .array(array) = entry.value { array.fileByteRange?.upperBound } else { nil }
         }.max() ?? 0
-        func record(of info: GGUFTensorInfo) -> [UInt8] {
-            withUnsafeBytes(of: UInt64(info.name.utf8.count).littleEndian) { Array($0) } + Array(info.name.utf8)
+        func startsWithName(of info: GGUFTensorInfo, at position: Int) -> Bool {
+            let name = GGUFHostileInputTests.string(info.name)
+            return position + name.count <= bytes.count && name.indices.allSatisfy { bytes[position + $0] == name[$0] }
         }
-        func matches(_ expected: [UInt8], at position: Int) -> Bool {
-            position + expected.count <= bytes.count && expected.indices.allSatisfy { bytes[position + $0] == expected[$0] }
+        guard var start = (searchStart ..< file.dataSectionOffset).first(where: { startsWithName(of: first, at: $0) }) else { return nil }
+        var records: [Range<Int>] = []
+        for info in file.tensorInfos {
+            guard startsWithName(of: info, at: start) else { return nil }
+            let end = start + 8 + info.name.utf8.count + 4 + 8 * info.shape.count + 4 + 8
+            records.append(start ..< end)
+            start = end
         }
-        let first = record(of: infos[0])
-        guard let start = (searchStart ..< file.dataSectionOffset).first(where: { matches(first, at: $0) }) else { return 0 }
-        var starts = [start]
-        for info in infos {
-            guard matches(record(of: info), at: starts.last!) else { return 0 }
-            starts.append(starts.last! + 8 + info.name.utf8.count + 4 + 8 * info.shape.count + 4 + 8)
-        }
-        var kept = Set(0 ..< tensorInfoEdge).union(infos.count - tensorInfoEdge ..< infos.count)
+        return records
+    }
+
+    /// Unmarks, in `covered`, the tensor-info `records` (of `infos`, in order) the plan
+    /// leaves out, and returns how many.
+    static func sampleTensorInfos(_ records: [Range<Int>], of infos: [GGUFTensorInfo], covered: inout [Bool]) -> Int {
+        guard records.count > 2 * tensorInfoEdge + sampledTensorInfos else { return 0 }
+        var kept = Set(0 ..< tensorInfoEdge).union(records.count - tensorInfoEdge ..< records.count)
         var kinds: Set<String> = []
         for (index, info) in infos.enumerated() where kinds.insert("\(info.type.name) \(info.shape.count)").inserted {
             kept.insert(index)
         }
-        var generator = SplitMix64(seed: UInt64(start))
-        for _ in 0 ..< sampledTensorInfos { kept.insert(Int.random(in: 0 ..< infos.count, using: &generator)) }
-        for index in infos.indices where !kept.contains(index) {
-            for position in starts[index] ..< starts[index + 1] { covered[position] = false }
+        var generator = SplitMix64(seed: UInt64(records[0].lowerBound))
+        for _ in 0 ..< sampledTensorInfos { kept.insert(Int.random(in: 0 ..< records.count, using: &generator)) }
+        for (index, record) in records.enumerated() where !kept.contains(index) {
+            for position in record { covered[position] = false }
         }
-        return infos.count - kept.count
+        return records.count - kept.count
     }
 }
 
