@@ -59,19 +59,78 @@ struct ForwardPass {
 
     /// Runs `tokens` (every sequence's, in row order) and writes the logits asked for into
     /// `result` (resized if needed): with `.last`, each sequence's last row, in sequence order.
+    ///
+    /// With `.last`, the last block computes only the rows whose logits are asked for once it
+    /// has stored every row's keys and values (or convolution inputs): the other rows'
+    /// outputs of that block feed nothing, as in llama.cpp's graphs, which keep only the
+    /// output rows before the last block's attention. A multi-token pass (a prompt, the tokens
+    /// jump-forward decoding appends) then costs one block's worth of products less per extra
+    /// row. The rows kept get the same values as with every row computed.
     func run(_ tokens: ArraySlice<Int>, logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
         try embed(tokens)
-        for block in model.blocks {
-            switch block.mixer {
-            case let .attention(attention): try attend(block, attention)
-            case let .shortConvolution(convolution): try convolve(block, convolution)
-            }
-            try feedForward(block)
-        }
+        var lastRowsOnly = false
+        if case .last = logits, count > sequences.count { lastRowsOnly = true }
+        defer { workspace.lastRows.removeAll(keepingCapacity: true) }
+        try runBlocks(lastRowsOnly: lastRowsOnly, logits: logits, into: &result)
         for sequence in sequences {
             for row in sequence.rows { sequence.cache.append(tokens[tokens.startIndex + row]) }
         }
-        try outputLogits(logits, into: &result)
+    }
+
+    /// The blocks and the output logits; the last block on the pass `narrowedToLastRows`
+    /// returns when `lastRowsOnly`. (Its own function so that the narrowed pass, which holds
+    /// `workspace.lastRows`, is gone before `run` empties that list.)
+    private func runBlocks(lastRowsOnly: Bool, logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
+        var pass = self
+        for (index, block) in model.blocks.enumerated() {
+            let narrows = lastRowsOnly && index == model.blocks.count - 1
+            switch block.mixer {
+            case let .attention(attention): pass = try attend(block, attention, narrowingToLastRows: narrows)
+            case let .shortConvolution(convolution):
+                try convolve(block, convolution)
+                if narrows { pass = narrowedToLastRows() }
+            }
+            try pass.feedForward(block)
+        }
+        try pass.outputLogits(logits, into: &result)
+    }
+
+    /// This pass over each sequence's last row only: those rows of the residual (and of
+    /// `carried`, a buffer of `carried.width`-float rows, when given) move to rows
+    /// `0 ..< sequences.count`, in sequence order, and each sequence becomes one row at its
+    /// last position. Every step after it then reads and writes those rows.
+    ///
+    ///     rows before:  A0 A1 A2 | B0 | C0 C1      sequences A (3 rows), B (1), C (2)
+    ///     rows after:   A2 B0 C1                    one row each, at A's, B's, C's last position
+    ///
+    /// Row `last` of a sequence moves to row `index` ≤ `last`, in increasing order, so a move
+    /// never overwrites a row still to be moved.
+    private func narrowedToLastRows(carrying carried: (buffer: UnsafeMutableBufferPointer<Float>, width: Int)? = nil) -> ForwardPass {
+        workspace.lastRows.removeAll(keepingCapacity: true)
+        for (index, sequence) in sequences.enumerated() {
+            let last = sequence.rows.upperBound - 1
+            if last != index {
+                (workspace.residual.baseAddress! + index * width).update(from: workspace.residual.baseAddress! + last * width, count: width)
+                if let carried {
+                    (carried.buffer.baseAddress! + index * carried.width)
+                        .update(from: carried.buffer.baseAddress! + last * carried.width, count: carried.width)
+                }
+            }
+            workspace.lastRows.append(SequenceRows(cache: sequence.cache, rows: index ..< index + 1, start: sequence.start + sequence.rows.count - 1))
+        }
+        return ForwardPass(model: model, workspace: workspace, sequences: workspace.lastRows, count: sequences.count,
+                           threadCount: threadCount, width: width, epsilon: epsilon)
+    }
+
+    private init(model: TransformerModel, workspace: ForwardWorkspace, sequences: [SequenceRows], count: Int, threadCount: Int,
+                 width: Int, epsilon: Float) {
+        self.model = model
+        self.workspace = workspace
+        self.sequences = sequences
+        self.count = count
+        self.threadCount = threadCount
+        self.width = width
+        self.epsilon = epsilon
     }
 
     // MARK: Steps
@@ -90,7 +149,10 @@ struct ForwardPass {
 
     /// Attention: norm, query/key/value projections, per-head norms, RoPE, the queries'
     /// scaling and rounding to half, the cache, causal attention, output projection, residual.
-    private func attend(_ block: BlockWeights, _ attention: AttentionWeights) throws(KernelError) {
+    /// With `narrowingToLastRows`, every row's keys and values go into the caches, then only
+    /// each sequence's last row goes on, on the pass returned (`narrowedToLastRows`); else
+    /// the pass is this one.
+    private func attend(_ block: BlockWeights, _ attention: AttentionWeights, narrowingToLastRows: Bool) throws(KernelError) -> ForwardPass {
         let configuration = model.configuration
         let headCount = configuration.headCount, headWidth = configuration.headDimension
         let keyValueHeads = attention.keyValueHeadCount
@@ -143,11 +205,13 @@ struct ForwardPass {
             sequence.cache.store(UnsafeBufferPointer(rows(keys, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: true)
             sequence.cache.store(UnsafeBufferPointer(rows(values, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: false)
         }
-        attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max,
-                       keyValueHeads: keyValueHeads, scale: scalesQueries ? 1 : scale)
-        try project((attention.output, rows(workspace.projected, 0 ..< count, width: width)),
-                    input: rows(workspace.attended, 0 ..< count, width: queryWidth))
-        addToResidual(postNorm: block.postMixerNorm)
+        let pass = narrowingToLastRows ? narrowedToLastRows(carrying: (queries, queryWidth)) : self
+        pass.attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max,
+                            keyValueHeads: keyValueHeads, scale: scalesQueries ? 1 : scale)
+        try pass.project((attention.output, rows(workspace.projected, 0 ..< pass.count, width: width)),
+                         input: rows(workspace.attended, 0 ..< pass.count, width: queryWidth))
+        pass.addToResidual(postNorm: block.postMixerNorm)
+        return pass
     }
 
     /// Causal attention of every row to its own sequence's cache (slot `slot`, which holds

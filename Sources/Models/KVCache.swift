@@ -239,6 +239,9 @@ public final class ForwardWorkspace {
     var rotaryAngles: [RotaryAngles] = []
     /// The sequences of the current call (emptied after it, so the workspace holds no cache).
     var sequences: [SequenceRows] = []
+    /// The current call's sequences narrowed to their last rows, for the last block when only
+    /// those rows' logits are asked for (emptied after the call, as `sequences`).
+    var lastRows: [SequenceRows] = []
     /// A batched call's tokens, every sequence's in row order.
     var tokens: [Int] = []
     /// The widths the buffers were sized for.

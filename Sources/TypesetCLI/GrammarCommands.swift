@@ -13,6 +13,16 @@ struct GrammarCommand: ParsableCommand {
 }
 
 /// Where a constraint comes from: a JSON Schema file, a regular expression or a GBNF text.
+/// `--whitespace`'s value: `compact`, or `flexible[:N]` (at most N bytes in a row, default 4).
+func parseWhitespace(_ text: String) throws -> JSONSchemaOptions.Whitespace {
+    if text == "compact" { return .compact }
+    let parts = text.split(separator: ":")
+    guard parts.first == "flexible", parts.count <= 2, let maximum = parts.count == 2 ? Int(parts[1]) : 4, maximum >= 0 else {
+        throw ValidationError("--whitespace must be compact or flexible[:N]")
+    }
+    return .flexible(maximum: maximum)
+}
+
 struct ConstraintOptions: ParsableArguments {
     @Option(help: "A JSON Schema file.")
     var schema: String?
@@ -44,12 +54,7 @@ struct ConstraintOptions: ParsableArguments {
         get throws {
             var options = validation ? JSONSchemaOptions.validation : JSONSchemaOptions()
             options.lenient = lenient
-            if whitespace == "compact" { return options }
-            let parts = whitespace.split(separator: ":")
-            guard parts.first == "flexible", parts.count <= 2, let maximum = parts.count == 2 ? Int(parts[1]) : 4 else {
-                throw ValidationError("--whitespace must be compact or flexible[:N]")
-            }
-            options.whitespace = .flexible(maximum: maximum)
+            options.whitespace = try parseWhitespace(whitespace)
             return options
         }
     }

@@ -33,6 +33,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "A JSON Schema file the reply must satisfy.")
     var schema: String?
 
+    @Option(help: "With --schema, whitespace in the JSON: compact, or flexible[:N] (the model places up to N bytes in a row, default 4).")
+    var whitespace = "compact"
+
     @Flag(help: "With --schema, do not append the schema to the prompt.")
     var noSchemaInPrompt = false
 
@@ -81,6 +84,7 @@ struct Run: AsyncParsableCommand {
         try validateCount(maxTokens, "--max-tokens")
         try validateThreads(threads)
         try validateCount(context, "--context")
+        _ = try parseWhitespace(whitespace)
         try validateNumber(temperature, "--temperature", atLeast: 0)
         try validateCount(topK, "--top-k", atLeast: 0)
         try validateNumber(topP, "--top-p", above: 0, atMost: 1)
@@ -100,10 +104,11 @@ struct Run: AsyncParsableCommand {
             progress: reporter.loadingProgress)
         reporter.clear()
         let schemaText = try schema.map { try readText($0, what: "schema") }
-        let options = GenerationOptions(
+        var options = GenerationOptions(
             temperature: temperature, topP: topP, minP: minP, topK: topK, repetitionPenalty: repetitionPenalty,
             dry: dryMultiplier.map { DRYPenalty(multiplier: $0, base: dryBase, allowedLength: dryAllowedLength) },
             seed: seed, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: !noSchemaInPrompt)
+        options.schemaOptions.whitespace = try parseWhitespace(whitespace)
         let conversation = runner.createConversation(systemPrompt: system)
         conversation.prefillProgress = { computed, total in
             reporter.report("reading the prompt (\(total) tokens)", fraction: Double(computed) / Double(total))

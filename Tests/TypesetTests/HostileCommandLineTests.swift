@@ -38,7 +38,8 @@ import TypesetTestSupport
         }
         for (flag, value) in [("--temperature", "-1"), ("--temperature", "nan"), ("--top-p", "0"), ("--top-p", "1.5"),
                               ("--top-k", "-3"), ("--min-p", "2"), ("--repetition-penalty", "nan"), ("--repetition-penalty", "0"),
-                              ("--dry-base", "1"), ("--compile-seconds", "nan"), ("--compile-memory", "0")] {
+                              ("--dry-base", "1"), ("--compile-seconds", "nan"), ("--compile-memory", "0"),
+                              ("--whitespace", "loose"), ("--whitespace", "flexible:-1"), ("--whitespace", "flexible:x")] {
             Self.expectUsageError(try CLI.run(["run", flag, value, "hi"]), naming: flag)
         }
         Self.expectUsageError(try CLI.run(["demo", "--temperature", "inf"]), naming: "--temperature")
