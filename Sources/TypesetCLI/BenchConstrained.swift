@@ -9,7 +9,7 @@ struct BenchConstrained: AsyncParsableCommand {
         abstract: "Decode tokens/s with and without a JSON Schema constraint, on the same prompt and model.",
         discussion: """
         Alternates free and constrained replies (greedy, --max-tokens each) to the same prompt \
-        (the request followed by the schema instruction `injectSchemaIntoPrompt` would add) through the \
+        (the request with the schema instruction `injectSchemaIntoPrompt` would add) through the \
         Conversation API, each in a fresh conversation, and reports the median decode tokens/s \
         of each, their ratio, the forward passes each kind of reply took after the prompt's (with \
         jump-forward decoding, the tokens the grammar forces are computed in the pass of the token \
@@ -54,7 +54,7 @@ struct BenchConstrained: AsyncParsableCommand {
         let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: ModelRunner.Options(threadCount: threads))
         let schemaText = try readText(schema, what: "schema")
         // The same prompt for both: the schema instruction is written into it, not injected.
-        let prompt = self.prompt + Conversation.schemaInstruction(schemaText)
+        let prompt = Conversation.instructedRequest(self.prompt, schema: schemaText)
         let free = GenerationOptions(temperature: 0, maxTokens: maxTokens)
         var constrained = GenerationOptions(temperature: 0, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: false)
         constrained.jumpsForward = jumpForward

@@ -36,7 +36,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: "With --schema, whitespace in the JSON: compact, or flexible[:N] (the model places up to N bytes in a row, default 4).")
     var whitespace = "compact"
 
-    @Flag(help: "With --schema, do not append the schema to the prompt.")
+    @Flag(help: "With --schema, do not put the schema in the prompt.")
     var noSchemaInPrompt = false
 
     @Option(help: "The most tokens to generate.")

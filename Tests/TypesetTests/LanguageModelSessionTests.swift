@@ -44,8 +44,10 @@ struct LanguageModelSessionTests {
               case .response(let response) = entries[2]
         else { Issue.record("unexpected entries: \(entries)"); return }
         #expect(instructions.segments.first?.description == "You describe cities.")
-        // The request as the model read it: the schema follows the prompt (includeSchemaInPrompt).
-        #expect(prompt.segments.first?.description.hasPrefix("Describe Paris.\n") == true)
+        // The request as the model read it: the schema, then the prompt (includeSchemaInPrompt).
+        let read = prompt.segments.first?.description ?? ""
+        #expect(read.hasPrefix("Answer with a JSON value that conforms to this JSON Schema:\n{"))
+        #expect(read.hasSuffix("}\n\nDescribe Paris."))
         #expect(prompt.responseFormat?.name == "SessionCity")
         guard case .structure(let value)? = response.segments.first else { Issue.record("the value is no structure"); return }
         #expect(try SessionCity(value.content) == city.content)

@@ -239,7 +239,8 @@ public final class Conversation: Sendable {
                 guard needed <= maxTokens else { throw .maxTokensTooSmall(shortestValueTokens: needed, maxTokens: maxTokens) }
             }
             if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
-                promptHistory[last].content += Self.schemaInstruction(options.promptSchema ?? options.jsonSchema ?? document.compactText)
+                promptHistory[last].content = Self.instructedRequest(
+                    promptHistory[last].content, schema: options.promptSchema ?? options.jsonSchema ?? document.compactText)
                 // The instruction is part of what the model was asked: keep it in the history,
                 // so later turns render the same prompt (and reuse the cache).
                 let instructed = promptHistory[last]
@@ -294,10 +295,16 @@ public final class Conversation: Sendable {
         }
     }
 
-    /// What `injectSchemaIntoPrompt` appends to the request: a paragraph asking for a value of
-    /// `schema`, followed by the schema itself.
-    public static func schemaInstruction(_ schema: String) -> String {
-        "\n\nAnswer with a JSON value that conforms to this JSON Schema:\n" + schema.trimmingWhitespace
+    /// The request as `injectSchemaIntoPrompt` writes it: a paragraph asking for a value of
+    /// `schema` and the schema itself, then a blank line and `request`.
+    ///
+    /// The schema comes first. Read last, right before the answer, it is what small models
+    /// copy: its title into a `title` or `name` field, its descriptions into strings. On the
+    /// extraction cases of `Benchmarks/value_quality.py` (16 prompts whose answers they state,
+    /// 47 fields), greedy, the fields right with the schema after the request and before it:
+    /// SmolLM2 15 and 20, Gemma 3 21 and 25, Qwen2.5-Coder 0.5B 36 and 44 (docs/conversation.md).
+    public static func instructedRequest(_ request: String, schema: String) -> String {
+        "Answer with a JSON value that conforms to this JSON Schema:\n" + schema.trimmingWhitespace + "\n\n" + request
     }
 }
 

@@ -36,8 +36,9 @@ public struct GenerationOptions: Sendable, Equatable {
     /// A JSON Schema (as JSON text) the reply must satisfy. The reply then always parses and
     /// validates, or finishes with ``FinishReason/constraint`` when `maxTokens` cuts it.
     public var jsonSchema: String?
-    /// Whether to append the schema and an instruction to follow it to the user's message
-    /// (the model writes better values when it knows the shape it is held to).
+    /// Whether to put the schema and an instruction to follow it before the user's message
+    /// (``Conversation/instructedRequest(_:schema:)``; the model writes better values when it
+    /// knows the shape it is held to and what each field means).
     public var injectSchemaIntoPrompt: Bool
     /// Whether a reply held to a grammar (a JSON Schema or a function call) is steered to
     /// finish within `maxTokens` (and the context): each token must leave a completion short

@@ -74,7 +74,7 @@ extension Conversation {
     /// and the next one answers; `.disabled`, no tool is called.
     ///
     /// - Parameters:
-    ///   - includeSchemaInPrompt: append the schema to the request (small models need it).
+    ///   - includeSchemaInPrompt: put the schema before the request (small models need it).
     ///   - options: sampling and limits; `jsonSchema` is set from `type`.
     /// - Throws: ``ConversationError`` when the reply cannot start or fails,
     ///   ``GenerationError`` when it ends early, does not decode, or a tool fails.
