@@ -99,8 +99,9 @@ def main():
             scored = right = 0
             for schema, prompt, expected in CASES:
                 command = [args.typeset, "run", "--model", model, "--schema", str(SCHEMAS / schema), "--max-tokens", "160"]
-                text = (SCHEMAS / schema).read_text()
-                compact = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+                # The other variants place Conversation.instructedRequest's paragraph themselves
+                # (with the schema as compact JSON; the engine shows the file's text).
+                compact = json.dumps(json.loads((SCHEMAS / schema).read_text()), separators=(",", ":"), ensure_ascii=False)
                 instruction = "Answer with a JSON value that conforms to this JSON Schema:\n" + compact
                 if variant == "no-schema":
                     command += ["--no-schema-in-prompt"]

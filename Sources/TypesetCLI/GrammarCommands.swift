@@ -12,7 +12,6 @@ struct GrammarCommand: ParsableCommand {
     )
 }
 
-/// Where a constraint comes from: a JSON Schema file, a regular expression or a GBNF text.
 /// `--whitespace`'s value: `compact`, or `flexible[:N]` (at most N bytes in a row, default 4).
 func parseWhitespace(_ text: String) throws -> JSONSchemaOptions.Whitespace {
     if text == "compact" { return .compact }
@@ -23,6 +22,7 @@ func parseWhitespace(_ text: String) throws -> JSONSchemaOptions.Whitespace {
     return .flexible(maximum: maximum)
 }
 
+/// Where a constraint comes from: a JSON Schema file, a regular expression or a GBNF text.
 struct ConstraintOptions: ParsableArguments {
     @Option(help: "A JSON Schema file.")
     var schema: String?

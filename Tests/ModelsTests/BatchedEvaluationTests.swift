@@ -92,25 +92,27 @@ import TypesetTestSupport
         }
     }
 
+    /// How many of the logits differ in any bit.
+    static func differing(_ a: ArraySlice<Float>, _ b: ArraySlice<Float>) -> Int {
+        zip(a, b).filter { $0.0.bitPattern != $0.1.bitPattern }.count
+    }
+
     /// Asking for the last row's logits only, where the last block computes only that row
     /// (`ForwardPass.run`), gives that row of every row's logits bit for bit, and leaves the
     /// same cache behind: the next token's logits agree too.
     static func checkLastRowsOnly(_ model: TransformerModel, _ scripts: [Script]) throws {
         let vocabulary = model.configuration.vocabularySize
-        func differing(_ a: ArraySlice<Float>, _ b: ArraySlice<Float>) -> Int {
-            zip(a, b).filter { $0.0.bitPattern != $0.1.bitPattern }.count
-        }
         for (index, script) in scripts.enumerated() {
             let narrowed = model.makeCache(contextLength: Self.contextLength(scripts))
             let full = model.makeCache(contextLength: Self.contextLength(scripts))
             let last = try model.evaluate(script.prompt, cache: narrowed, threadCount: 2)
             let all = try model.evaluate(script.prompt, cache: full, threadCount: 2, logits: .all)
             #expect(all.count == script.prompt.count * vocabulary && last.count == vocabulary)
-            #expect(differing(last[...], all.suffix(vocabulary)) == 0, "sequence \(index): the last row's logits differ")
+            #expect(Self.differing(last[...], all.suffix(vocabulary)) == 0, "sequence \(index): the last row's logits differ")
             let next = [Self.argmax(last[...])]
             let after = try model.evaluate(next, cache: narrowed, threadCount: 2)
             let expected = try model.evaluate(next, cache: full, threadCount: 2)
-            #expect(differing(after[...], expected[...]) == 0, "sequence \(index): the next token's logits differ")
+            #expect(Self.differing(after[...], expected[...]) == 0, "sequence \(index): the next token's logits differ")
         }
     }
 
@@ -123,7 +125,7 @@ import TypesetTestSupport
         for (index, script) in scripts.enumerated() {
             #expect(actual[index].count == script.chunks.count + script.steps)
             for (call, (a, b)) in zip(actual[index], expected[index]).enumerated() {
-                let differing = zip(a, b).filter { $0.0.bitPattern != $0.1.bitPattern }.count
+                let differing = Self.differing(a[...], b[...])
                 #expect(differing == 0, "sequence \(index), call \(call): \(differing) logits differ")
             }
         }
