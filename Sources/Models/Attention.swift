@@ -1,7 +1,8 @@
 import Kernels
 
-/// Causal attention for one (row, head) pair at a time, as llama.cpp's CPU backend computes it
-/// without flash attention, shared by the threads that split the pairs:
+/// Causal attention for one row's query heads that share a key-value head, as llama.cpp's CPU
+/// backend computes it without flash attention, shared by the threads that split the rows and
+/// groups:
 ///
 ///     score[p] = Σ_d k[p][d]·q[d]           K in half precision (the cache), Q rounded to half
 ///     w[p]     = score[p] · scale            (Gemma scales Q instead, before the rounding)
@@ -10,8 +11,15 @@ import Kernels
 ///
 /// Dot products and sums run in the order of ggml's AVX-512 F16 GEMM (tinyBLAS): 16 lanes,
 /// lane `l` a chain of fused multiply-adds over indices ≡ l (mod 16), the lanes summed in
-/// halves. The cache holds its keys and values in half precision (`KVCache`), converted to
-/// floats sixteen at a time as they are read (exactly), so the products are those of the halves.
+/// halves. For a score the indices are dimensions; for an output dimension they are positions.
+///
+/// The cache holds its keys and values in half precision (`KVCache`). They are converted to
+/// floats (exactly) a tile of positions at a time, once for all the query heads of the call,
+/// which then read the tile: converting per head would cost one conversion per multiply-add,
+/// and the conversions, not the multiply-adds, would bound the loops.
+///
+///     keys of positions from ..< end ──convert──▶ tile ──▶ head 0's scores, head 1's, …
+///     values, likewise              ──convert──▶ tile ──▶ head 0's 16 lane sums, head 1's, …
 ///
 /// `@unchecked Sendable` is sound because the buffers outlive the synchronous
 /// `KernelThreadPool.run` call that uses the job, queries, keys and values are only read, and
@@ -26,6 +34,7 @@ struct AttentionJob: @unchecked Sendable {
     let output: UnsafeMutablePointer<Float>
     let start: Int
     let headCount: Int
+    /// Floats per head: a positive multiple of 16 (`TransformerModel` checks it).
     let headWidth: Int
     let groupSize: Int
     /// Halves from one key-value head's run of positions to the next (the cache's
@@ -34,139 +43,255 @@ struct AttentionJob: @unchecked Sendable {
     let window: Int
     let scale: Float
 
-    /// Scratch for one thread: scores and probabilities (room for every position rounded up
-    /// to 16, plus 16).
+    /// Positions per tile: 16 KiB of floats, and a multiple of 16, so that a position's lane
+    /// is the same counted from the tile's start as from position 0.
+    var tilePositions: Int { max(16, (4096 / headWidth) & ~15) }
+
+    /// Scratch for one thread, for up to `groupSize` query heads per call.
     struct Scratch {
+        /// Head `i` of a call's scores at `scores + i × positionCapacity + p` for position
+        /// `p`, its probabilities likewise.
         let scores: UnsafeMutablePointer<Float>
         let probabilities: UnsafeMutablePointer<Float>
+        /// Floats per head in `scores` and `probabilities`: every position rounded up to 16,
+        /// plus 16.
+        let positionCapacity: Int
+        /// `tilePositions × headWidth` floats: the tile's positions, each `headWidth` floats.
+        let tile: UnsafeMutablePointer<Float>
+        /// Head `i`'s accumulator of lane `l` for dimension `d` at `(i × 16 + l) × headWidth + d`.
+        let laneSums: UnsafeMutablePointer<Float>
     }
 
-    func attend(row: Int, head: Int, scratch: Scratch) {
+    /// Calls `body` with scratch for attending to up to `positionCapacity − 16` positions.
+    func withScratch(positionCapacity: Int, _ body: (Scratch) -> Void) {
+        let lists = groupSize * positionCapacity, tile = tilePositions * headWidth
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * lists + tile + groupSize * 16 * headWidth) { buffer in
+            let base = buffer.baseAddress!
+            body(Scratch(scores: base, probabilities: base + lists, positionCapacity: positionCapacity,
+                         tile: base + 2 * lists, laneSums: base + 2 * lists + tile))
+        }
+    }
+
+    /// Attends row `row`'s query heads `heads`, which must share one key-value head.
+    func attend(row: Int, heads: Range<Int>, scratch: Scratch) {
+        precondition(heads.count <= groupSize && heads.lowerBound / groupSize == (heads.upperBound - 1) / groupSize,
+                     "query heads \(heads) do not share one key-value head")
         let position = start + row
         let first = window == Int.max ? 0 : max(0, position - window + 1)
-        let query = queries + (row * headCount + head) * headWidth
-        let headOffset = (head / groupSize) * headStride
-        let groups = headWidth / 16
+        let headOffset = (heads.lowerBound / groupSize) * headStride
+        let capacity = scratch.positionCapacity
 
-        // Scores: lane l of the accumulator sums the dimensions ≡ l (mod 16); four positions
-        // at a time, their lane sums reduced together (the same additions, position for
-        // position, as `_sumInHalves`), the rest one by one.
-        var maximum = -Float.infinity
-        let q = UnsafeRawPointer(query)
-        let rowBytes = 2 &* headWidth
-        @inline(__always) func lanes(_ past: Int) -> SIMD16<Float> {
-            let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
-            var lanes = SIMD16<Float>()
-            for group in 0..<groups {
-                lanes = lanes.addingProductWhereFused(floatsFromHalves(key.loadUnaligned(fromByteOffset: 32 &* group, as: SIMD16<UInt16>.self)),
-                                                      q.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self))
+        // Scores, tile by tile. The first tile starts at `first`'s chunk, so that each tile
+        // after it starts a chunk.
+        var tileStart = first & ~15
+        while tileStart <= position {
+            let from = max(tileStart, first), end = min(tileStart &+ tilePositions, position &+ 1)
+            convertHalves(keys + headOffset + from &* headWidth, count: (end &- from) &* headWidth, into: scratch.tile)
+            for (index, head) in heads.enumerated() {
+                scoreTile(query: queries + (row &* headCount &+ head) &* headWidth, positions: from ..< end,
+                          tile: scratch.tile, into: scratch.scores + index &* capacity)
             }
-            return lanes
+            tileStart &+= tilePositions
         }
+        for index in 0 ..< heads.count {
+            softmax(scores: scratch.scores + index &* capacity, probabilities: scratch.probabilities + index &* capacity,
+                    positions: first ... position)
+        }
+
+        // Output: the 16 lane sums of every dimension, tile by tile, then summed in halves.
+        tileStart = first & ~15
+        while tileStart <= position {
+            let from = max(tileStart, first), end = min(tileStart &+ tilePositions, position &+ 1)
+            convertHalves(values + headOffset + from &* headWidth, count: (end &- from) &* headWidth, into: scratch.tile)
+            for index in 0 ..< heads.count {
+                accumulateTile(probabilities: scratch.probabilities + index &* capacity, positions: from ..< end,
+                               chunk: tileStart, continuing: tileStart > first & ~15, tile: scratch.tile,
+                               into: scratch.laneSums + index &* 16 &* headWidth)
+            }
+            tileStart &+= tilePositions
+        }
+        for (index, head) in heads.enumerated() {
+            let laneSums = UnsafeRawPointer(scratch.laneSums + index &* 16 &* headWidth)
+            let destination = UnsafeMutableRawPointer(output + (row &* headCount &+ head) &* headWidth)
+            for dimension in stride(from: 0, to: headWidth, by: 8) {
+                @inline(__always) func lane(_ l: Int) -> SIMD8<Float> {
+                    laneSums.loadUnaligned(fromByteOffset: 4 &* (l &* headWidth &+ dimension), as: SIMD8<Float>.self)
+                }
+                let halves = (lane(0) + lane(8), lane(1) + lane(9), lane(2) + lane(10), lane(3) + lane(11),
+                              lane(4) + lane(12), lane(5) + lane(13), lane(6) + lane(14), lane(7) + lane(15))
+                let quarters = (halves.0 + halves.4, halves.1 + halves.5, halves.2 + halves.6, halves.3 + halves.7)
+                let sum = (quarters.0 + quarters.2) + (quarters.1 + quarters.3)
+                destination.storeBytes(of: sum, toByteOffset: 4 &* dimension, as: SIMD8<Float>.self)
+            }
+        }
+    }
+
+    /// `count` halves (a multiple of 16) as floats.
+    @inline(__always)
+    private func convertHalves(_ halves: UnsafePointer<UInt16>, count: Int, into floats: UnsafeMutablePointer<Float>) {
+        let source = UnsafeRawPointer(halves), target = UnsafeMutableRawPointer(floats)
+        var index = 0
+        while index < count {
+            target.storeBytes(of: floatsFromHalves(source.loadUnaligned(fromByteOffset: 2 &* index, as: SIMD16<UInt16>.self)),
+                              toByteOffset: 4 &* index, as: SIMD16<Float>.self)
+            index &+= 16
+        }
+    }
+
+    /// The scaled scores of `positions`, whose keys are the tile's, from its first row on.
+    /// Lane l of a score's accumulator sums the dimensions ≡ l (mod 16); four positions at a
+    /// time, their lane sums reduced together (the same additions, position for position, as
+    /// `_sumInHalves`), the rest one by one.
+    @inline(__always)
+    private func scoreTile(query: UnsafePointer<Float>, positions: Range<Int>, tile: UnsafePointer<Float>,
+                           into scores: UnsafeMutablePointer<Float>) {
+        let q = UnsafeRawPointer(query), groups = headWidth / 16, rowBytes = 4 &* headWidth
         // Four positions' lanes at once, group by group: each lane's chain of fused
-        // multiply-adds in the order `lanes` makes it, with the query's group loaded once for
-        // the four and their chains independent of one another. (Four, not sixteen: sixteen
-        // positions' 16-lane sums would not stay in sixteen 256-bit registers.)
-        @inline(__always) func fourScores(_ key: UnsafeRawPointer) -> SIMD4<Float> {
+        // multiply-adds in dimension order, the query's group loaded once for the four and
+        // their chains independent of one another. (Four, not sixteen: sixteen positions'
+        // 16-lane sums would not stay in sixteen 256-bit registers.)
+        var past = positions.lowerBound
+        var key = UnsafeRawPointer(tile)
+        while past &+ 4 <= positions.upperBound {
             var l0 = SIMD16<Float>(), l1 = l0, l2 = l0, l3 = l0
-            for group in 0..<groups {
+            for group in 0 ..< groups {
                 let queryGroup = q.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self)
-                let column = key + 32 &* group
+                let column = key + 64 &* group
                 @inline(__always) func add(_ lanes: inout SIMD16<Float>, _ index: Int) {
                     lanes = lanes.addingProductWhereFused(
-                        floatsFromHalves(column.loadUnaligned(fromByteOffset: index &* rowBytes, as: SIMD16<UInt16>.self)), queryGroup)
+                        column.loadUnaligned(fromByteOffset: index &* rowBytes, as: SIMD16<Float>.self), queryGroup)
                 }
                 add(&l0, 0); add(&l1, 1); add(&l2, 2); add(&l3, 3)
             }
-            return _sumsInHalves((l0, l1, l2, l3))
+            UnsafeMutableRawPointer(scores + past).storeBytes(of: _sumsInHalves((l0, l1, l2, l3)) * scale, as: SIMD4<Float>.self)
+            past &+= 4
+            key += 4 &* rowBytes
         }
-        var past = first
-        var maxima = SIMD4<Float>(repeating: -.infinity)
-        while past &+ 4 <= position &+ 1 {
-            let key = UnsafeRawPointer(keys + (past &* headWidth &+ headOffset))
-            if past & 15 == 0 { prefetchForReading(key + 32 &* rowBytes, byteCount: 16 &* rowBytes) }
-            let scores = fourScores(key) * scale
-            UnsafeMutableRawPointer(scratch.scores + past).storeBytes(of: scores, as: SIMD4<Float>.self)
-            maxima.replace(with: scores, where: scores .> maxima)
-            past += 4
+        while past < positions.upperBound {
+            var lanes = SIMD16<Float>()
+            for group in 0 ..< groups {
+                lanes = lanes.addingProductWhereFused(key.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self),
+                                                      q.loadUnaligned(fromByteOffset: 64 &* group, as: SIMD16<Float>.self))
+            }
+            scores[past] = _sumInHalves(lanes) * scale
+            past &+= 1
+            key += rowBytes
         }
-        maximum = maxima.max()
-        while past <= position {
-            let score = _sumInHalves(lanes(past)) * scale
-            scratch.scores[past] = score
-            maximum = max(maximum, score)
-            past += 1
-        }
+    }
 
-        // Softmax: 16-lane chunks aligned at position 0, masked positions contributing 0.
+    /// Probabilities of `positions` from their scores, rounded to half: 16-lane chunks
+    /// aligned at position 0, positions outside the range contributing 0.
+    @inline(__always)
+    private func softmax(scores: UnsafeMutablePointer<Float>, probabilities: UnsafeMutablePointer<Float>,
+                         positions: ClosedRange<Int>) {
+        let first = positions.lowerBound, position = positions.upperBound
+        var maxima = SIMD16<Float>(repeating: -.infinity)
+        var past = first
+        while past &+ 16 <= position &+ 1 {
+            let chunk = UnsafeRawPointer(scores + past).loadUnaligned(as: SIMD16<Float>.self)
+            maxima.replace(with: chunk, where: chunk .> maxima)
+            past &+= 16
+        }
+        var maximum = maxima.max()
+        while past <= position {
+            maximum = max(maximum, scores[past])
+            past &+= 1
+        }
         var total: Double = 0
         var chunk = first & ~15
         while chunk <= position {
             let lanes: SIMD16<Float>
             if chunk >= first && chunk &+ 15 <= position {
-                lanes = UnsafeRawPointer(scratch.scores + chunk).loadUnaligned(as: SIMD16<Float>.self) - maximum
+                lanes = UnsafeRawPointer(scores + chunk).loadUnaligned(as: SIMD16<Float>.self) - maximum
             } else {
                 // The first and last chunks, put together where their probabilities will go:
                 // positions outside first ... position are -∞.
-                let staging = scratch.probabilities + chunk
-                for lane in 0..<16 {
+                let staging = probabilities + chunk
+                for lane in 0 ..< 16 {
                     let past = chunk &+ lane
-                    staging[lane] = past >= first && past <= position ? scratch.scores[past] - maximum : -.infinity
+                    staging[lane] = positions.contains(past) ? scores[past] - maximum : -.infinity
                 }
                 lanes = UnsafeRawPointer(staging).loadUnaligned(as: SIMD16<Float>.self)
             }
             let exponentials = _ggmlExponential(lanes)
-            UnsafeMutableRawPointer(scratch.probabilities + chunk).storeBytes(of: exponentials, as: SIMD16<Float>.self)
+            UnsafeMutableRawPointer(probabilities + chunk).storeBytes(of: exponentials, as: SIMD16<Float>.self)
             total += Double(_sumInHalves(exponentials))
-            chunk += 16
+            chunk &+= 16
         }
         // ggml scales by the f32 inverse of the double sum; the F16 product then sees them halved.
         let inverse = SIMD8<Float>(repeating: Float(1 / total))
         var index = first & ~15
         while index <= position {
-            let target = UnsafeMutableRawPointer(scratch.probabilities + index)
-            target.storeBytes(of: roundedToHalfPrecision(target.load(as: SIMD8<Float>.self) * inverse), as: SIMD8<Float>.self)
-            index += 8
+            let target = UnsafeMutableRawPointer(probabilities + index)
+            target.storeBytes(of: roundedToHalfPrecision(target.loadUnaligned(as: SIMD8<Float>.self) * inverse), as: SIMD8<Float>.self)
+            index &+= 8
         }
+    }
 
-        // Output: lane p % 16 accumulates position p; the lanes are summed in halves. Eight
-        // dimensions at a time (each dimension's sums are its own), so that the 16 lane
-        // accumulators stay in registers across the positions.
-        let destination = output + (row * headCount + head) * headWidth
-        let probabilities = scratch.probabilities
-        for slice in 0..<(headWidth / 8) {
-            let column = values + headOffset + 8 * slice
-            var a0 = SIMD8<Float>(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0
-            var a8 = a0, a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0
-            var chunk = first & ~15
-            while chunk <= position {
-                if chunk >= first && chunk &+ 15 <= position {
-                    // A whole chunk inside first ... position.
-                    let rows = UnsafeRawPointer(column + chunk &* headWidth), weights = probabilities + chunk
-                    if slice == 0 { prefetchForReading(rows + 32 &* rowBytes, byteCount: 16 &* rowBytes) }
-                    @inline(__always) func add(_ accumulator: inout SIMD8<Float>, _ lane: Int) {
-                        let value = floatsFromHalves(rows.loadUnaligned(fromByteOffset: lane &* rowBytes, as: SIMD8<UInt16>.self))
-                        accumulator = accumulator.addingProductWhereFused(value, SIMD8(repeating: weights[lane]))
-                    }
-                    add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)
-                    add(&a8, 8); add(&a9, 9); add(&a10, 10); add(&a11, 11); add(&a12, 12); add(&a13, 13); add(&a14, 14); add(&a15, 15)
-                } else {
-                    // Positions outside first ... position are skipped, as their lanes would be.
-                    @inline(__always) func add(_ accumulator: inout SIMD8<Float>, _ lane: Int) {
-                        let past = chunk &+ lane
-                        guard past >= first, past <= position else { return }
-                        let value = floatsFromHalves(UnsafeRawPointer(column + past &* headWidth).loadUnaligned(as: SIMD8<UInt16>.self))
-                        accumulator = accumulator.addingProductWhereFused(value, SIMD8(repeating: probabilities[past]))
-                    }
-                    add(&a0, 0); add(&a1, 1); add(&a2, 2); add(&a3, 3); add(&a4, 4); add(&a5, 5); add(&a6, 6); add(&a7, 7)
-                    add(&a8, 8); add(&a9, 9); add(&a10, 10); add(&a11, 11); add(&a12, 12); add(&a13, 13); add(&a14, 14); add(&a15, 15)
+    /// Adds the tile's values of `positions` (its first row is `positions.lowerBound`'s),
+    /// weighted by their probabilities, to the 16 lane sums of every dimension: lane l the
+    /// positions ≡ l (mod 16), in order. `chunk` is the start of the chunk of 16 positions
+    /// that holds the first. Unless `continuing`, the lane sums start from 0.
+    ///
+    /// Lane by lane, so that one lane's sums of 64 dimensions (eight 256-bit registers) stay
+    /// in registers across its positions: position by position, 16 lanes of even 8 dimensions
+    /// would not.
+    @inline(__always)
+    private func accumulateTile(probabilities: UnsafePointer<Float>, positions: Range<Int>, chunk: Int, continuing: Bool,
+                                tile: UnsafePointer<Float>, into laneSums: UnsafeMutablePointer<Float>) {
+        var dimension = 0
+        while dimension &+ 64 <= headWidth {
+            accumulateLanes(wide: true, dimension: dimension, probabilities: probabilities, positions: positions,
+                            chunk: chunk, continuing: continuing, tile: tile, into: laneSums)
+            dimension &+= 64
+        }
+        while dimension < headWidth {
+            accumulateLanes(wide: false, dimension: dimension, probabilities: probabilities, positions: positions,
+                            chunk: chunk, continuing: continuing, tile: tile, into: laneSums)
+            dimension &+= 16
+        }
+    }
+
+    /// ``accumulateTile``'s work for dimensions `dimension ..< dimension + 64` if `wide`, else
+    /// `dimension ..< dimension + 16`. (`wide` is a constant where it is inlined, so each copy
+    /// keeps its one, or four, 16-float sums in registers.)
+    @inline(__always)
+    private func accumulateLanes(
+        wide: Bool, dimension: Int, probabilities: UnsafePointer<Float>, positions: Range<Int>, chunk: Int,
+        continuing: Bool, tile: UnsafePointer<Float>, into laneSums: UnsafeMutablePointer<Float>
+    ) {
+        let rows = UnsafeRawPointer(tile + dimension), firstRow = positions.lowerBound, rowBytes = 4 &* headWidth
+        let sums = UnsafeMutableRawPointer(laneSums + dimension)
+        for lane in 0 ..< 16 {
+            var past = chunk &+ lane
+            if past < firstRow { past &+= 16 }
+            let lanes = sums + lane &* rowBytes
+            var s0 = SIMD16<Float>(), s1 = s0, s2 = s0, s3 = s0
+            if continuing {
+                s0 = lanes.loadUnaligned(as: SIMD16<Float>.self)
+                if wide {
+                    s1 = lanes.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+                    s2 = lanes.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self)
+                    s3 = lanes.loadUnaligned(fromByteOffset: 192, as: SIMD16<Float>.self)
                 }
-                chunk += 16
             }
-            let halves = (a0 + a8, a1 + a9, a2 + a10, a3 + a11, a4 + a12, a5 + a13, a6 + a14, a7 + a15)
-            let quarters = (halves.0 + halves.4, halves.1 + halves.5, halves.2 + halves.6, halves.3 + halves.7)
-            let sum = (quarters.0 + quarters.2) + (quarters.1 + quarters.3)
-            UnsafeMutableRawPointer(destination + 8 * slice).storeBytes(of: sum, as: SIMD8<Float>.self)
+            while past < positions.upperBound {
+                let row = rows + (past &- firstRow) &* rowBytes
+                let weight = SIMD16<Float>(repeating: probabilities[past])
+                s0 = s0.addingProductWhereFused(row.loadUnaligned(as: SIMD16<Float>.self), weight)
+                if wide {
+                    s1 = s1.addingProductWhereFused(row.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self), weight)
+                    s2 = s2.addingProductWhereFused(row.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self), weight)
+                    s3 = s3.addingProductWhereFused(row.loadUnaligned(fromByteOffset: 192, as: SIMD16<Float>.self), weight)
+                }
+                past &+= 16
+            }
+            lanes.storeBytes(of: s0, as: SIMD16<Float>.self)
+            if wide {
+                lanes.storeBytes(of: s1, toByteOffset: 64, as: SIMD16<Float>.self)
+                lanes.storeBytes(of: s2, toByteOffset: 128, as: SIMD16<Float>.self)
+                lanes.storeBytes(of: s3, toByteOffset: 192, as: SIMD16<Float>.self)
+            }
         }
     }
 }
@@ -186,12 +311,13 @@ struct AttentionJob: @unchecked Sendable {
 /// so that neighbouring units, which land in the same chunk, pair an early row (few positions
 /// to attend to) with a late one, and the chunks cost about the same.
 struct AttentionParts: RangeJob, @unchecked Sendable {
-    /// Each sequence's job and the numbers of its units, in order, from 0.
+    /// Each sequence's job and the numbers of its units, in order, from 0. The jobs share
+    /// their head width and group size (one layer's).
     let jobs: UnsafeBufferPointer<(job: AttentionJob, units: Range<Int>)>
     /// Slices each group of query heads is cut into (1 ... groupSize): more than 1 only when
     /// whole groups would be too few units to keep the threads busy.
     let slices: Int
-    /// Floats of scratch per list (scores, probabilities): every position rounded up to 16, plus 16.
+    /// Floats per list of scores or probabilities: every position rounded up to 16, plus 16.
     let positionCapacity: Int
 
     /// Units of `rows` rows of `job`.
@@ -200,8 +326,7 @@ struct AttentionParts: RangeJob, @unchecked Sendable {
     }
 
     func run(_ range: Range<Int>) {
-        withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * positionCapacity) { buffer in
-            let scratch = AttentionJob.Scratch(scores: buffer.baseAddress!, probabilities: buffer.baseAddress! + positionCapacity)
+        jobs[0].job.withScratch(positionCapacity: positionCapacity) { scratch in
             var index = 0
             for unit in range {
                 while !jobs[index].units.contains(unit) { index += 1 }
@@ -211,9 +336,8 @@ struct AttentionParts: RangeJob, @unchecked Sendable {
                 let rows = numbers.count / perRow
                 let order = local / perRow, group = (local % perRow) / slices, slice = local % slices
                 let row = order % 2 == 0 ? order / 2 : rows - 1 - order / 2
-                for head in group * groupSize + slice * groupSize / slices ..< group * groupSize + (slice + 1) * groupSize / slices {
-                    job.attend(row: row, head: head, scratch: scratch)
-                }
+                let heads = group * groupSize + slice * groupSize / slices ..< group * groupSize + (slice + 1) * groupSize / slices
+                job.attend(row: row, heads: heads, scratch: scratch)
             }
         }
     }

@@ -142,16 +142,15 @@ import TypesetTestSupport
         }
     }
 
-    /// `AttentionJob.attend` for every row and head: the output, `rows × heads × headWidth`
-    /// floats (NaN where nothing was written). Keys and values are IEEE halves, head-major,
-    /// `positions` per key-value head.
+    /// `AttentionJob.attend` for every row and head, each group of query heads cut into
+    /// `slices` calls: the output, `rows × heads × headWidth` floats (NaN where nothing was
+    /// written). Keys and values are IEEE halves, head-major, `positions` per key-value head.
     static func attention(
         queries: [Float], keys: [UInt16], values: [UInt16], start: Int, rows: Int, heads: Int, groupSize: Int,
-        headWidth: Int, positions: Int, window: Int, scale: Float
+        headWidth: Int, positions: Int, window: Int, scale: Float, slices: Int = 1
     ) -> [Float] {
         var output = [Float](repeating: .nan, count: rows * heads * headWidth)
         let capacity = (positions + 15) / 16 * 16 + 16
-        var scores = [Float](repeating: .nan, count: capacity), probabilities = scores
         queries.withUnsafeBufferPointer { q in
             keys.withUnsafeBufferPointer { k in
                 values.withUnsafeBufferPointer { v in
@@ -159,11 +158,13 @@ import TypesetTestSupport
                         let job = AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
                                                 start: start, headCount: heads, headWidth: headWidth, groupSize: groupSize,
                                                 headStride: positions * headWidth, window: window, scale: scale)
-                        scores.withUnsafeMutableBufferPointer { s in
-                            probabilities.withUnsafeMutableBufferPointer { p in
-                                let scratch = AttentionJob.Scratch(scores: s.baseAddress!, probabilities: p.baseAddress!)
-                                for row in 0 ..< rows {
-                                    for head in 0 ..< heads { job.attend(row: row, head: head, scratch: scratch) }
+                        job.withScratch(positionCapacity: capacity) { scratch in
+                            for row in 0 ..< rows {
+                                for group in 0 ..< heads / groupSize {
+                                    for slice in 0 ..< slices {
+                                        let heads = group * groupSize + slice * groupSize / slices ..< group * groupSize + (slice + 1) * groupSize / slices
+                                        job.attend(row: row, heads: heads, scratch: scratch)
+                                    }
                                 }
                             }
                         }
@@ -255,10 +256,16 @@ import TypesetTestSupport
 
     /// The attention the forward pass runs gives, bit for bit, what the documented order gives
     /// (``attentionInGGMLOrder``): rows of every length around the 4- and 16-position steps,
-    /// grouped query heads, and a sliding window that starts positions mid-chunk.
-    @Test(arguments: [(headWidth: 64, window: Int.max), (headWidth: 32, window: 11), (headWidth: 128, window: 16)])
-    func attentionFollowsTheGGMLOrderBitForBit(headWidth: Int, window: Int) {
-        let heads = 4, groupSize = 2, keyValueHeads = heads / groupSize, positions = 53, start = 2, rows = positions - start
+    /// grouped query heads attended together and one by one, a sliding window that starts
+    /// positions mid-chunk, and head widths whose tiles (`AttentionJob.tilePositions`) hold
+    /// fewer positions than a row attends to (256: 32 positions) or whose dimensions are not
+    /// a multiple of 64 (96, 32).
+    @Test(arguments: [(headWidth: 64, window: Int.max, slices: 1), (headWidth: 64, window: Int.max, slices: 3),
+                      (headWidth: 32, window: 11, slices: 1), (headWidth: 128, window: 16, slices: 3),
+                      (headWidth: 96, window: Int.max, slices: 1), (headWidth: 256, window: Int.max, slices: 1),
+                      (headWidth: 256, window: 37, slices: 3)])
+    func attentionFollowsTheGGMLOrderBitForBit(headWidth: Int, window: Int, slices: Int) {
+        let heads = 6, groupSize = 3, keyValueHeads = heads / groupSize, positions = 75, start = 2, rows = positions - start
         let scale = 1 / Float(headWidth).squareRoot()
         let half = { (x: Float) in floatFromHalf(halfFromFloat(x)) }
         let queries = Self.randomFloats(rows * heads * headWidth, in: -2 ... 2, seed: 21).map(half)
@@ -266,7 +273,7 @@ import TypesetTestSupport
         let values = Self.randomFloats(keyValueHeads * positions * headWidth, in: -1 ... 1, seed: 23).map(halfFromFloat)
         let output = Self.attention(
             queries: queries, keys: keys, values: values, start: start, rows: rows, heads: heads, groupSize: groupSize,
-            headWidth: headWidth, positions: positions, window: window, scale: scale)
+            headWidth: headWidth, positions: positions, window: window, scale: scale, slices: slices)
         var mismatches = 0
         for row in 0 ..< rows {
             let position = start + row
