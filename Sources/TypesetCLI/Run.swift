@@ -57,7 +57,7 @@ struct Run: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Penalty for repeating recent tokens (1: none).")
     var repetitionPenalty: Float?
 
-    @Option(parsing: .unconditional, help: "DRY penalty on tokens that extend a repeated sequence (0: off; 0.8 is llama.cpp's suggestion).")
+    @Option(parsing: .unconditional, help: "DRY penalty on tokens that extend a repeated sequence (0: off). Default: 0.8 with --schema, on repeats within the reply; off without.")
     var dryMultiplier: Float?
 
     @Option(parsing: .unconditional, help: "DRY: growth of the penalty per further repeated token.")
@@ -106,7 +106,12 @@ struct Run: AsyncParsableCommand {
         let schemaText = try schema.map { try readText($0, what: "schema") }
         var options = GenerationOptions(
             temperature: temperature, topP: topP, minP: minP, topK: topK, repetitionPenalty: repetitionPenalty,
-            dry: dryMultiplier.map { DRYPenalty(multiplier: $0, base: dryBase, allowedLength: dryAllowedLength) },
+            dry: dryMultiplier.map { multiplier in
+                // With a schema, the JSON setting (the reply only, `"` not a breaker) with these numbers.
+                var penalty = schema == nil ? DRYPenalty.standard : .json
+                (penalty.multiplier, penalty.base, penalty.allowedLength) = (multiplier, dryBase, dryAllowedLength)
+                return penalty
+            },
             seed: seed, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: !noSchemaInPrompt)
         options.schemaOptions.whitespace = try parseWhitespace(whitespace)
         let conversation = runner.createConversation(systemPrompt: system)

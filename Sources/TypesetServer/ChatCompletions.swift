@@ -85,9 +85,9 @@ struct ChatPlan {
         } catch {
             throw APIError(error)
         }
-        // Small models loop on phrases in values and arguments; DRY keeps them from it, as
-        // `respond(to:generating:)` does, unless the request sets its own penalties.
-        if request.schema != nil || !functions.isEmpty, request.sampling.repetitionPenalty == nil { options.dry = .json }
+        // Values and arguments get DRY's JSON setting (the engine's default for replies held to
+        // a grammar), unless the request sets its own penalty.
+        if request.sampling.repetitionPenalty != nil { options.dry = .off }
     }
 }
 

@@ -6,9 +6,9 @@ import TypesetTestSupport
 
 extension Sampler {
     /// `sample` on a copy of `logits` (these tests reuse theirs).
-    mutating func sampled(_ logits: [Float], history: [Int]) -> Int? {
+    mutating func sampled(_ logits: [Float], history: [Int], replyStart: Int = 0) -> Int? {
         var copy = logits
-        return sample(&copy, history: history)
+        return sample(&copy, history: history, replyStart: replyStart)
     }
 }
 
@@ -112,15 +112,15 @@ extension Sampler {
 /// length is the longest `n` such that the last `n` tokens, followed by the candidate, occur
 /// earlier in the window, with no breaker among them.
 @Suite struct DRYPenaltyTests {
-    static func referenceLengths(_ history: [Int], window: Int?, breakers: Set<Int>) -> [Int: Int] {
+    static func referenceLengths(_ history: [Int], window: Int?, from replyStart: Int = 0, breakers: Set<Int>) -> [Int: Int] {
         let end = history.count
-        let start = window.map { max(0, end - $0) } ?? 0
+        let start = max(window.map { max(0, end - $0) } ?? 0, replyStart)
         var longest: [Int: Int] = [:]
         guard let last = history.last, !breakers.contains(last) else { return [:] }
         for n in 1 ... min(end - 1, DRYPenalty.maximumMatchLength) {
             let tail = history[(end - n)...]
             if tail.contains(where: breakers.contains) { break }
-            for first in start ..< end - n where first + n <= end - 1 {
+            for first in start ..< max(start, end - n) where first + n <= end - 1 {
                 let candidate = history[first + n]
                 if !breakers.contains(candidate), history[first ..< first + n].elementsEqual(tail) {
                     longest[candidate] = max(longest[candidate] ?? 0, n)
@@ -130,9 +130,10 @@ extension Sampler {
         return longest
     }
 
-    @Test(arguments: 0 ..< 6) func penaltiesMatchTheDefinition(seed: UInt64) {
+    /// Seeds 0–5 search the prompt too, 6–11 the reply only (from a random start).
+    @Test(arguments: 0 ..< 12) func penaltiesMatchTheDefinition(seed: UInt64) {
         var random = SplitMix64(seed: seed)
-        let dry = DRYPenalty(multiplier: 0.8, base: 1.75, allowedLength: 2, window: seed % 2 == 0 ? nil : 40)
+        let dry = DRYPenalty(multiplier: 0.8, base: 1.75, allowedLength: 2, window: seed % 2 == 0 ? nil : 40, searchesPrompt: seed < 6)
         let breakers: Set<Int> = [0]
         for _ in 0 ..< 200 {
             // A small alphabet and pasted copies make long repeats common.
@@ -141,10 +142,11 @@ extension Sampler {
                 let from = Int.random(in: 0 ..< history.count - 3, using: &random)
                 history += history[from ..< min(history.count, from + Int.random(in: 2 ... 60, using: &random))]
             }
-            let expected = Self.referenceLengths(history, window: dry.window, breakers: breakers)
+            let replyStart = Int.random(in: 0 ... history.count, using: &random)
+            let expected = Self.referenceLengths(history, window: dry.window, from: dry.searchesPrompt ? 0 : replyStart, breakers: breakers)
                 .filter { $0.value >= dry.allowedLength }
                 .mapValues { dry.multiplier * pow(dry.base, Float($0 - dry.allowedLength)) }
-            let penalties = dry.penalties(after: history, isBreaker: breakers.contains)
+            let penalties = dry.penalties(after: history, replyStart: replyStart, isBreaker: breakers.contains)
             #expect(Set(penalties.keys) == Set(expected.keys), "\(history)")
             for (token, amount) in expected {
                 #expect(abs((penalties[token] ?? 0) - amount) <= amount * 1e-5, "\(history), token \(token)")
@@ -166,6 +168,28 @@ extension Sampler {
         #expect(dry.sampled(logits, history: [7, 8, 9, 1, 7, 8]) == 9)
         var off = Sampler(options: SamplingOptions(dry: DRYPenalty(multiplier: 0)))
         #expect(off.sampled(logits, history: history) == 9)
+    }
+
+    /// The JSON setting leaves a reply free to restate the prompt (an extracted name is a
+    /// copy of it) and penalizes the reply repeating itself; the standard one penalizes both.
+    @Test func theJSONSettingSearchesTheReplyOnly() {
+        // Prompt: "… 5 6 7 8 …"; reply so far: "5 6 7" — a copy of the prompt, 8 next.
+        let prompt = [1, 5, 6, 7, 8, 2]
+        let copying = prompt + [5, 6, 7]
+        let breakers: (Int) -> Bool = { _ in false }
+        #expect(DRYPenalty.json.penalties(after: copying, replyStart: prompt.count, isBreaker: breakers).isEmpty)
+        #expect(DRYPenalty.standard.penalties(after: copying, replyStart: prompt.count, isBreaker: breakers)[8] != nil)
+        // The reply "5 6 7 9 5 6 7": 9 would repeat the reply's own four tokens.
+        let looping = prompt + [5, 6, 7, 9, 5, 6, 7]
+        let penalties = DRYPenalty.json.penalties(after: looping, replyStart: prompt.count, isBreaker: breakers)
+        #expect(penalties.keys.sorted() == [9])
+        #expect(abs(penalties[9]! - 0.8 * 1.75) < 1e-6)
+        // Through the sampler, greedy: the reply may copy the prompt's 8, not its own 9.
+        var logits = [Float](repeating: 0, count: 10)
+        logits[8] = 1; logits[9] = 1.2; logits[3] = 0.5
+        var sampler = Sampler(options: SamplingOptions(dry: .json))
+        #expect(sampler.sampled(logits, history: looping, replyStart: prompt.count) == 8)
+        #expect(sampler.sampled(logits, history: looping, replyStart: 0) == 3)
     }
 
     /// Breakers come from the vocabulary's text: SmolLM2's tokens containing a newline, a

@@ -14,11 +14,11 @@ public struct GenerationOptions: Sendable, Equatable {
     public var topK: Int?
     /// Divides positive (multiplies negative) logits of recently seen tokens; 1 is none.
     public var repetitionPenalty: Float?
-    /// Lowers tokens that would extend a sequence already in the context (prompt included),
-    /// the more the longer the repeat; see ``DRYPenalty``. `nil`: off for free text, and
-    /// ``DRYPenalty/json`` for typed values and tool calls (`respond(to:generating:)`,
-    /// `streamResponse`, replies with tools), where small models otherwise loop on a phrase;
-    /// a multiplier of 0: off everywhere.
+    /// Lowers tokens that would extend a sequence already in the context, the more the longer
+    /// the repeat; see ``DRYPenalty``. `nil`: off for free text, and ``DRYPenalty/json``
+    /// (repeats within the reply) for replies held to a JSON Schema or able to call functions
+    /// (typed values, tool calls, `jsonSchema`), where small models otherwise loop on a
+    /// phrase; ``DRYPenalty/off``: off everywhere.
     public var dry: DRYPenalty?
     /// Seed of the sampler's random generator: same seed, options, model and prompt, same reply.
     public var seed: UInt64?

@@ -103,7 +103,12 @@ final class ReplyDecoder: TokenStepper {
         opening = startsWithCall ? marker + tokenizer.encode(callFormat.afterOpening, addingSpecialTokens: false) : []
         // A marker that is one control token (LFM's) has no text of its own to route.
         markerToken = marker.count == 1 && !vocabulary.attributes[marker[0]].isDisjoint(with: .special) ? marker[0] : nil
-        sampler = Sampler(options: options.samplingOptions, vocabulary: vocabulary)
+        // Values and calls held to a grammar are where small models loop ("1.1.1.1…", one
+        // plot point again and again): DRY's JSON setting is on for them unless the caller set
+        // a penalty (`DRYPenalty.off` keeps it off).
+        var sampling = options.samplingOptions
+        if options.dry == nil, constraint != nil || callGrammar != nil { sampling.dry = .json }
+        sampler = Sampler(options: sampling, vocabulary: vocabulary)
         detokenizer = tokenizer.makeStreamingDetokenizer()
         router = ReplyTextRouter(
             detectsThinking: constraint == nil && options.enableThinking != false && !options.inlineThinkingTags,
@@ -153,7 +158,7 @@ final class ReplyDecoder: TokenStepper {
             if options.forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
                 Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
             }
-            guard let sampled = sampler.sample(&logits, history: context.history) else { return .finish(.stop) }
+            guard let sampled = sampler.sample(&logits, history: context.history, replyStart: context.replyStart) else { return .finish(.stop) }
             token = sampled
             if afterCall != nil { afterCall! += vocabulary.bytes(of: token) }
         case .schema(var matcher), .call(var matcher, _):
@@ -164,7 +169,7 @@ final class ReplyDecoder: TokenStepper {
             mask.apply(to: &logits)
             var budget = context.remainingTokens
             if case .call = phase, !bareCall { budget -= callClosing.count }
-            guard let chosen = choose(&logits, matcher: &matcher, budget: budget, history: context.history) else {
+            guard let chosen = choose(&logits, matcher: &matcher, budget: budget, context: context) else {
                 // No token keeps the value finishable (or none is allowed at all).
                 return .finish(.constraint)
             }
@@ -411,7 +416,7 @@ final class ReplyDecoder: TokenStepper {
     /// tokenizer writes it, never more than its bytes): the sample is redrawn without the
     /// offending token a few times, then the choice narrows to the most likely tokens that
     /// bring the completion closer.
-    private func choose(_ logits: inout [Float], matcher: inout GrammarMatcher, budget: Int, history: [Int]) -> Int? {
+    private func choose(_ logits: inout [Float], matcher: inout GrammarMatcher, budget: Int, context: TokenStepContext) -> Int? {
         let endOfGeneration = matcher.grammar.vocabulary.endOfGenerationTokens
         func acceptable(_ token: Int, progressFrom distance: Int?) -> Bool {
             if endOfGeneration.contains(token) { return matcher.accept(token: token) }
@@ -424,7 +429,7 @@ final class ReplyDecoder: TokenStepper {
             return false
         }
         // The penalties once, then up to four draws, each without the token rejected before it.
-        sampler.applyPenalties(to: &logits, history: history)
+        sampler.applyPenalties(to: &logits, history: context.history, replyStart: context.replyStart)
         for _ in 0 ..< 4 {
             guard let token = sampler.draw(from: logits) else { return nil }
             if acceptable(token, progressFrom: nil) { return token }

@@ -28,6 +28,10 @@ public struct DRYPenalty: Sendable, Equatable {
     public var allowedLength: Int
     /// How many of the latest tokens (prompt included) are searched for repeats; `nil`: all.
     public var window: Int?
+    /// Whether the prompt is searched for repeats too (llama.cpp's DRY searches the whole
+    /// context) or only the reply so far (``json``: a value restates what the prompt says, by
+    /// design, so only a reply repeating itself is looping).
+    public var searchesPrompt: Bool
     /// Texts that end a sequence: a token containing one of them is never part of a repeat.
     public var sequenceBreakers: [String]
 
@@ -36,12 +40,13 @@ public struct DRYPenalty: Sendable, Equatable {
 
     public init(
         multiplier: Float = 0.8, base: Float = 1.75, allowedLength: Int = 2, window: Int? = nil,
-        sequenceBreakers: [String] = ["\n", ":", "\"", "*"]
+        searchesPrompt: Bool = true, sequenceBreakers: [String] = ["\n", ":", "\"", "*"]
     ) {
         self.multiplier = multiplier
         self.base = base
         self.allowedLength = allowedLength
         self.window = window
+        self.searchesPrompt = searchesPrompt
         self.sequenceBreakers = sequenceBreakers
     }
 
@@ -49,24 +54,34 @@ public struct DRYPenalty: Sendable, Equatable {
     /// context, breakers newline, `:`, `"` and `*`).
     public static let standard = DRYPenalty()
 
-    /// ``standard`` without `"` among the breakers: the setting for JSON values (typed
-    /// replies, tool arguments). There the quotes delimit every string, so with `"` a breaker
-    /// a repeat could never span two items of an array, and a model looping on one item
-    /// (`"She leaves the village.", "She leaves the village.", …`) would meet the penalty only
-    /// a few tokens into each copy. `:` still breaks the keys' scaffolding (`","key":"`),
-    /// which the grammar forces anyway.
-    public static let json = DRYPenalty(sequenceBreakers: standard.sequenceBreakers.filter { $0 != "\"" })
+    /// The setting for JSON values (typed replies, tool arguments, any reply held to a
+    /// schema): ``standard`` searching the reply only, without `"` among the breakers.
+    ///
+    /// - The reply only: a value is mostly what the prompt states (a name, a date, a phrase
+    ///   to extract), and penalizing those copies cost small models a tenth of the fields they
+    ///   got right (`Benchmarks/value_quality.py`); the loops DRY is for repeat the reply's
+    ///   own text (`"…br.br.br.br"`, one plot point again and again).
+    /// - Without `"`: the quotes delimit every string, so with `"` a breaker a repeat could
+    ///   never span two items of an array, and a model looping on one item (`"She leaves the
+    ///   village.", "She leaves the village.", …`) would meet the penalty only a few tokens
+    ///   into each copy. `:` still breaks the keys' scaffolding (`","key":"`), which the
+    ///   grammar forces anyway.
+    public static let json = DRYPenalty(searchesPrompt: false, sequenceBreakers: standard.sequenceBreakers.filter { $0 != "\"" })
+
+    /// No penalty (a multiplier of 0): what a caller sets to keep a default DRY off.
+    public static let off = DRYPenalty(multiplier: 0)
 
     /// The amount to subtract from each token's logit after `history`, as `(token, amount)`
-    /// pairs (a token appears once, with its longest repeat). `isBreaker` says whether a token
-    /// is a sequence breaker.
+    /// pairs (a token appears once, with its longest repeat). `replyStart` is where the reply
+    /// begins in `history` (the prompt before it is searched only when ``searchesPrompt``);
+    /// `isBreaker` says whether a token is a sequence breaker.
     ///
     /// Scans `history` backwards from each earlier occurrence of the latest token's
     /// predecessor chain: O(window × repeat length).
-    public func penalties(after history: [Int], isBreaker: (Int) -> Bool) -> [Int: Float] {
+    public func penalties(after history: [Int], replyStart: Int = 0, isBreaker: (Int) -> Bool) -> [Int: Float] {
         guard multiplier > 0, allowedLength >= 1, let last = history.last, !isBreaker(last) else { return [:] }
         let end = history.count
-        let start = window.map { max(0, end - $0) } ?? 0
+        let start = max(window.map { max(0, end - $0) } ?? 0, searchesPrompt ? 0 : min(max(0, replyStart), end))
         var longest: [Int: Int] = [:]
         // Position `next` holds a candidate: the token that followed an earlier copy of the tail.
         for next in Swift.stride(from: end - 1, to: start, by: -1) {

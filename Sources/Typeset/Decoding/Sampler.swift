@@ -111,18 +111,21 @@ public struct Sampler: Sendable {
     }
 
     /// The next token for `logits` (one per vocabulary entry) after `history` (the tokens so
-    /// far, prompt included): ``applyPenalties(to:history:)`` in place, then
-    /// ``draw(from:)``. Tokens whose logit is −∞ (masked by a constraint) are never chosen;
-    /// returns `nil` only when every logit is −∞ or NaN.
-    public mutating func sample(_ logits: inout [Float], history: [Int]) -> Int? {
-        applyPenalties(to: &logits, history: history)
+    /// far, prompt included, the reply from `replyStart` on):
+    /// ``applyPenalties(to:history:replyStart:)`` in place, then ``draw(from:)``. Tokens whose
+    /// logit is −∞ (masked by a constraint) are never chosen; returns `nil` only when every
+    /// logit is −∞ or NaN.
+    public mutating func sample(_ logits: inout [Float], history: [Int], replyStart: Int = 0) -> Int? {
+        applyPenalties(to: &logits, history: history, replyStart: replyStart)
         return draw(from: logits)
     }
 
-    /// The chain's penalties (repetition, then DRY) on `logits`, in place.
+    /// The chain's penalties (repetition, then DRY) on `logits`, in place; `replyStart` is
+    /// where the reply begins in `history` (a DRY penalty that does not search the prompt
+    /// starts there).
     ///
     /// - Complexity: O(window) for the repetition penalty; DRY's as ``DRYPenalty`` states.
-    public mutating func applyPenalties(to logits: inout [Float], history: [Int]) {
+    public mutating func applyPenalties(to logits: inout [Float], history: [Int], replyStart: Int = 0) {
         for stage in stages {
             switch stage {
             case let .repetitionPenalty(penalty, window):
@@ -132,7 +135,7 @@ public struct Sampler: Sendable {
                 }
             case let .dry(dry):
                 let breakers = self.breakers
-                for (token, amount) in dry.penalties(after: history, isBreaker: { $0 < breakers.count && breakers[$0] })
+                for (token, amount) in dry.penalties(after: history, replyStart: replyStart, isBreaker: { $0 < breakers.count && breakers[$0] })
                 where token >= 0 && token < logits.count {
                     logits[token] -= amount
                 }

@@ -65,7 +65,7 @@ public final class TextGenerator {
             isEndOfGeneration: stopsAtEndOfGeneration ? { vocabulary.isEndOfGeneration($0) } : { _ in false })
         let outcome = try loop.run(prompt: prompt) { logits, context in
             logitsProcessor?(&logits)
-            guard let token = sampler.sample(&logits, history: context.history) else { return .finish(.constraint) }
+            guard let token = sampler.sample(&logits, history: context.history, replyStart: context.replyStart) else { return .finish(.constraint) }
             if stopsAtEndOfGeneration && vocabulary.isEndOfGeneration(token) { return .append(token) }
             return onToken(token) ? .append(token) : .appendAndFinish(token, .interrupted)
         }
@@ -127,7 +127,7 @@ final class SamplingStepper: TokenStepper {
     }
 
     func step(_ logits: inout [Float], _ context: TokenStepContext) -> TokenStepDecision {
-        guard let token = sampler.sample(&logits, history: context.history) else { return .finish(.constraint) }
+        guard let token = sampler.sample(&logits, history: context.history, replyStart: context.replyStart) else { return .finish(.constraint) }
         return .append(token)
     }
 

@@ -21,6 +21,9 @@ struct TokenStepContext {
     let completionTokens: Int
     /// Tokens that may still be appended: within `maxTokens` and the context.
     let remainingTokens: Int
+
+    /// Where the reply (the opening included) begins in `history`.
+    var replyStart: Int { history.count - completionTokens }
 }
 
 /// What a run of a ``TokenLoop`` produced.

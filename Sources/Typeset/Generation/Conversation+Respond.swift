@@ -200,9 +200,6 @@ extension Conversation {
             // After a repeated call, the model answers in words: a call it could not make
             // would otherwise come out as the answer's text.
             if !tools.isEmpty, !callsAllowed, valueSchema == nil { roundOptions.forbidsCallOpening = true }
-            // Typed values and tool arguments are where small models loop ("1.1.1.1…") or copy
-            // the schema's descriptions: DRY is on for them unless the caller set it.
-            if valueSchema != nil || callsAllowed, roundOptions.dry == nil { roundOptions.dry = .json }
             if let valueSchema {
                 roundOptions.injectSchemaIntoPrompt = includeSchemaInPrompt
                 roundOptions.functionCallMode = .disabled
