@@ -58,7 +58,8 @@ struct ForwardPass {
     }
 
     /// Runs `tokens` (every sequence's, in row order) and writes the logits asked for into
-    /// `result` (resized if needed): with `.last`, each sequence's last row, in sequence order.
+    /// `result` (resized if needed): with `.last`, each sequence's last `outputRows` rows, in
+    /// sequence order.
     ///
     /// With `.last`, the last block computes only the rows whose logits are asked for once it
     /// has stored every row's keys and values (or convolution inputs): the other rows'
@@ -66,10 +67,13 @@ struct ForwardPass {
     /// output rows before the last block's attention. A multi-token pass (a prompt, the tokens
     /// jump-forward decoding appends) then costs one block's worth of products less per extra
     /// row. The rows kept get the same values as with every row computed.
+    ///
+    /// - Precondition: unless `.all`, each sequence's `outputRows` is within `1 ... rows.count`
+    ///   (the caller sets it for `.lastRows`).
     func run(_ tokens: ArraySlice<Int>, logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
         try embed(tokens)
         var lastRowsOnly = false
-        if case .last = logits, count > sequences.count { lastRowsOnly = true }
+        if case .all = logits {} else if count > outputRowCount { lastRowsOnly = true }
         defer { workspace.lastRows.removeAll(keepingCapacity: true) }
         try runBlocks(lastRowsOnly: lastRowsOnly, logits: logits, into: &result)
         for sequence in sequences {
@@ -95,30 +99,37 @@ struct ForwardPass {
         try pass.outputLogits(logits, into: &result)
     }
 
-    /// This pass over each sequence's last row only: those rows of the residual (and of
-    /// `carried`, a buffer of `carried.width`-float rows, when given) move to rows
-    /// `0 ..< sequences.count`, in sequence order, and each sequence becomes one row at its
-    /// last position. Every step after it then reads and writes those rows.
+    /// Rows whose logits `.last` asks for: every sequence's `outputRows`.
+    private var outputRowCount: Int { sequences.reduce(0) { $0 + $1.outputRows } }
+
+    /// This pass over each sequence's last `outputRows` rows only: those rows of the residual
+    /// (and of `carried`, a buffer of `carried.width`-float rows, when given) move to the front,
+    /// in sequence order, and each sequence becomes those rows at its last positions. Every
+    /// step after it then reads and writes those rows.
     ///
-    ///     rows before:  A0 A1 A2 | B0 | C0 C1      sequences A (3 rows), B (1), C (2)
-    ///     rows after:   A2 B0 C1                    one row each, at A's, B's, C's last position
+    ///     rows before:  A0 A1 A2 | B0 | C0 C1      sequences A (3 rows), B (1), C (2 rows, 2 output rows)
+    ///     rows after:   A2 B0 C0 C1                 A's and B's last row, C's two
     ///
-    /// Row `last` of a sequence moves to row `index` ≤ `last`, in increasing order, so a move
-    /// never overwrites a row still to be moved.
+    /// A row moves to a row at or before it, in increasing order, so a move never overwrites
+    /// a row still to be moved.
     private func narrowedToLastRows(carrying carried: (buffer: UnsafeMutableBufferPointer<Float>, width: Int)? = nil) -> ForwardPass {
         workspace.lastRows.removeAll(keepingCapacity: true)
-        for (index, sequence) in sequences.enumerated() {
-            let last = sequence.rows.upperBound - 1
-            if last != index {
-                (workspace.residual.baseAddress! + index * width).update(from: workspace.residual.baseAddress! + last * width, count: width)
+        var next = 0
+        for sequence in sequences {
+            let kept = sequence.rows.upperBound - sequence.outputRows ..< sequence.rows.upperBound
+            for (offset, row) in kept.enumerated() where row != next + offset {
+                (workspace.residual.baseAddress! + (next + offset) * width).update(from: workspace.residual.baseAddress! + row * width, count: width)
                 if let carried {
-                    (carried.buffer.baseAddress! + index * carried.width)
-                        .update(from: carried.buffer.baseAddress! + last * carried.width, count: carried.width)
+                    (carried.buffer.baseAddress! + (next + offset) * carried.width)
+                        .update(from: carried.buffer.baseAddress! + row * carried.width, count: carried.width)
                 }
             }
-            workspace.lastRows.append(SequenceRows(cache: sequence.cache, rows: index ..< index + 1, start: sequence.start + sequence.rows.count - 1))
+            workspace.lastRows.append(SequenceRows(
+                cache: sequence.cache, rows: next ..< next + kept.count, start: sequence.start + sequence.rows.count - kept.count,
+                outputRows: kept.count))
+            next += kept.count
         }
-        return ForwardPass(model: model, workspace: workspace, sequences: workspace.lastRows, count: sequences.count,
+        return ForwardPass(model: model, workspace: workspace, sequences: workspace.lastRows, count: next,
                            threadCount: threadCount, width: width, epsilon: epsilon)
     }
 
@@ -333,10 +344,13 @@ struct ForwardPass {
         case .all:
             final = rows(workspace.normalized, 0 ..< count, width: width)
             final.baseAddress!.update(from: workspace.residual.baseAddress!, count: count * width)
-        case .last:
-            final = rows(workspace.normalized, 0 ..< sequences.count, width: width)
-            for (index, sequence) in sequences.enumerated() {
-                (final.baseAddress! + index * width).update(from: workspace.residual.baseAddress! + (sequence.rows.upperBound - 1) * width, count: width)
+        case .last, .lastRows:
+            final = rows(workspace.normalized, 0 ..< outputRowCount, width: width)
+            var next = 0
+            for sequence in sequences {
+                let first = sequence.rows.upperBound - sequence.outputRows
+                (final.baseAddress! + next * width).update(from: workspace.residual.baseAddress! + first * width, count: sequence.outputRows * width)
+                next += sequence.outputRows
             }
         }
         let rowCount = final.count / width
@@ -344,7 +358,11 @@ struct ForwardPass {
             forEachRowRange(rowCount) { range in _rmsNorm(rows(final, range, width: width), width: width, weight: weight, epsilon: epsilon) }
         }
         let vocabulary = model.configuration.vocabularySize
-        if result.count != rowCount * vocabulary { result = [Float](repeating: 0, count: rowCount * vocabulary) }
+        if result.count != rowCount * vocabulary {
+            // In place, so a caller alternating between one row and two allocates once.
+            result.removeAll(keepingCapacity: true)
+            result.append(contentsOf: repeatElement(0, count: rowCount * vocabulary))
+        }
         try result.withUnsafeMutableBufferPointer { (result) throws(KernelError) in
             try project((model.output, result), input: final, rows: rowCount)
         }

@@ -239,8 +239,8 @@ public final class ForwardWorkspace {
     var rotaryAngles: [RotaryAngles] = []
     /// The sequences of the current call (emptied after it, so the workspace holds no cache).
     var sequences: [SequenceRows] = []
-    /// The current call's sequences narrowed to their last rows, for the last block when only
-    /// those rows' logits are asked for (emptied after the call, as `sequences`).
+    /// The current call's sequences narrowed to the rows whose logits are asked for, for the
+    /// last block (emptied after the call, as `sequences`).
     var lastRows: [SequenceRows] = []
     /// A batched call's tokens, every sequence's in row order.
     var tokens: [Int] = []
@@ -305,9 +305,11 @@ public final class ForwardWorkspace {
 }
 
 /// One sequence's rows in a forward call: rows `rows` of the call's batch are its tokens, at
-/// cache positions `start ..< start + rows.count`.
+/// cache positions `start ..< start + rows.count`; the logits of its last `outputRows` rows
+/// are asked for (with `Logits.last`).
 struct SequenceRows {
     let cache: KVCache
     let rows: Range<Int>
     let start: Int
+    var outputRows = 1
 }

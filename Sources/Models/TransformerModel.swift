@@ -245,6 +245,10 @@ public final class TransformerModel: Sendable {
         case last
         /// Every token's, row after row (perplexity, parity checks).
         case all
+        /// The last `n` tokens' (at most as many as are evaluated), row after row: the logits
+        /// before a token appended provisionally, which decide whether it stays, then the
+        /// logits after it.
+        case lastRows(Int)
     }
 
     /// Runs `tokens` at the positions following what `cache` holds, appends their keys and
@@ -289,7 +293,9 @@ public final class TransformerModel: Sendable {
         let workspace = cache.workspace
         // The list lives in the workspace so that a decode step allocates none; it is emptied
         // after the call (once the pass holding it is gone), so the workspace keeps no cache.
-        workspace.sequences.append(SequenceRows(cache: cache, rows: 0 ..< tokens.count, start: cache.count))
+        var rows = SequenceRows(cache: cache, rows: 0 ..< tokens.count, start: cache.count)
+        if case .lastRows(let count) = logits { rows.outputRows = min(max(1, count), tokens.count) }
+        workspace.sequences.append(rows)
         do {
             let pass = ForwardPass(model: self, sequences: workspace.sequences, tokenCount: tokens.count, workspace: workspace,
                                    threadCount: max(1, threadCount))
@@ -301,23 +307,27 @@ public final class TransformerModel: Sendable {
         workspace.sequences.removeAll(keepingCapacity: true)
     }
 
-    /// One sequence's share of a batched evaluation: the tokens that extend its cache.
+    /// One sequence's share of a batched evaluation: the tokens that extend its cache, and how
+    /// many of the last ones give logits.
     public struct SequenceTokens {
         public var cache: KVCache
         public var tokens: ArraySlice<Int>
+        /// The logits of the last `logitRows` tokens are returned (1 ... `tokens.count`).
+        public var logitRows: Int
 
-        public init(cache: KVCache, tokens: ArraySlice<Int>) {
+        public init(cache: KVCache, tokens: ArraySlice<Int>, logitRows: Int = 1) {
             self.cache = cache
             self.tokens = tokens
+            self.logitRows = logitRows
         }
     }
 
     /// Runs several sequences in one forward pass: each entry's tokens at the positions
     /// following what its cache holds (appended to it), all rows through the matrix products
     /// together — the weights are read once per call, not once per sequence — and each row
-    /// attending to its own cache. Writes the logits after each entry's last token into
-    /// `logits`, `vocabularySize` floats per entry, in entry order (replacing what it held,
-    /// its storage reused when it has that size).
+    /// attending to its own cache. Writes the logits after each entry's last `logitRows`
+    /// tokens into `logits`, `vocabularySize` floats per row, row after row in entry order
+    /// (replacing what it held, its storage reused when it has that size).
     ///
     /// Each sequence gets the logits it would get evaluated alone, bit for bit, whatever else
     /// is in the batch (see `ForwardPass`): a server batching its requests answers each as it
@@ -325,7 +335,8 @@ public final class TransformerModel: Sendable {
     ///
     /// - Parameter workspace: scratch memory, kept by the caller from call to call (a call
     ///   with the same or fewer tokens then allocates none).
-    /// - Precondition: every entry has tokens, and no two entries share a cache.
+    /// - Precondition: every entry has tokens and asks for the logits of 1 to all of them; no two
+    ///   entries share a cache.
     /// - Throws: ``ModelError/contextOverflow(needed:available:)`` when an entry's tokens do
     ///   not fit its cache, ``ModelError/tokenOutOfRange(_:position:)``: before any work.
     public func evaluate(
@@ -334,6 +345,7 @@ public final class TransformerModel: Sendable {
         guard !batch.isEmpty else { logits.removeAll(); return }
         for (index, entry) in batch.enumerated() {
             precondition(!entry.tokens.isEmpty, "batch entry \(index) has no tokens")
+            precondition((1 ... entry.tokens.count).contains(entry.logitRows), "batch entry \(index) asks for \(entry.logitRows) rows of logits")
             precondition(!batch[..<index].contains { $0.cache === entry.cache }, "batch entry \(index) shares a cache with an earlier one")
             try check(entry.tokens, for: entry.cache)
         }
@@ -342,7 +354,8 @@ public final class TransformerModel: Sendable {
         var row = 0
         for entry in batch {
             workspace.tokens += entry.tokens
-            workspace.sequences.append(SequenceRows(cache: entry.cache, rows: row ..< row + entry.tokens.count, start: entry.cache.count))
+            workspace.sequences.append(SequenceRows(
+                cache: entry.cache, rows: row ..< row + entry.tokens.count, start: entry.cache.count, outputRows: entry.logitRows))
             row += entry.tokens.count
         }
         do {

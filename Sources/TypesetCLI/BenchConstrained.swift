@@ -40,6 +40,9 @@ struct BenchConstrained: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Jump-forward decoding in the constrained replies (tokens the grammar forces appended without sampling).")
     var jumpForward = true
 
+    @Flag(inversion: .prefixedNo, help: "With jump-forward, the last forced token the model may merge with what follows computed provisionally in the forced tokens' pass (the same replies; fewer passes).")
+    var provisional = true
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -58,23 +61,29 @@ struct BenchConstrained: AsyncParsableCommand {
         let free = GenerationOptions(temperature: 0, maxTokens: maxTokens)
         var constrained = GenerationOptions(temperature: 0, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: false)
         constrained.jumpsForward = jumpForward
+        constrained.computesBoundaryTokensAhead = provisional
+        var constrainedReply = ""
         func measure(_ options: GenerationOptions) async throws -> GenerationStats {
             var last: GenerationStats?
             for try await response in runner.createConversation().generateResponse(to: prompt, options: options) {
-                if case .complete(_, _, let stats) = response { last = stats }
+                if case .complete(let message, _, let stats) = response {
+                    last = stats
+                    if options.jsonSchema != nil { constrainedReply = message.content }
+                }
             }
             return last!
         }
         _ = try await measure(free)          // warm-up (page faults, caches)
         _ = try await measure(constrained)   // warm-up and the schema's compilation
         var freeRates: [Double] = [], constrainedRates: [Double] = []
-        var freeTokens = 0, constrainedTokens = 0, freePasses = 0, constrainedPasses = 0
+        var freeTokens = 0, constrainedTokens = 0, freePasses = 0, constrainedPasses = 0, passesSaved = 0
         var grammarShares: [Double] = [], grammarMicrosecondsPerToken: [Double] = []
         for _ in 0 ..< runs {
             let a = try await measure(free)
             let b = try await measure(constrained)
             freePasses = a.decodePasses
             constrainedPasses = b.decodePasses
+            passesSaved = b.passesSavedByProvisionalTokens
             freeRates.append(a.tokensPerSecond)
             constrainedRates.append(b.tokensPerSecond)
             freeTokens = a.completionTokens
@@ -89,18 +98,20 @@ struct BenchConstrained: AsyncParsableCommand {
                 ("model", .string(runner.modelID)), ("threads", JSONValue(threads)), ("runs", JSONValue(runs)),
                 ("free_tokens", JSONValue(freeTokens)), ("constrained_tokens", JSONValue(constrainedTokens)),
                 ("free_passes", JSONValue(freePasses)), ("constrained_passes", JSONValue(constrainedPasses)),
+                ("constrained_passes_saved_by_provisional_tokens", JSONValue(passesSaved)),
                 ("free_tokens_per_second", JSONValue(median(freeRates))),
                 ("constrained_tokens_per_second", JSONValue(median(constrainedRates))),
                 ("ratio", JSONValue(ratio)),
                 ("grammar_share", JSONValue(median(grammarShares))),
                 ("grammar_microseconds_per_token", JSONValue(median(grammarMicrosecondsPerToken))),
+                ("constrained_reply", .string(constrainedReply)),
             ])
             print(report.compactText)
         } else {
             print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema)")
             print(String(format: "free          %6.1f tok/s (median; %d tokens per reply in %d passes)", median(freeRates), freeTokens, freePasses))
-            print(String(format: "constrained   %6.1f tok/s (median; %d tokens per reply in %d passes)", median(constrainedRates),
-                         constrainedTokens, constrainedPasses))
+            print(String(format: "constrained   %6.1f tok/s (median; %d tokens per reply in %d passes, %d saved by provisional tokens)",
+                         median(constrainedRates), constrainedTokens, constrainedPasses, passesSaved))
             print(String(format: "ratio         %.3f", ratio))
             print(String(format: "grammar       %.1f µs per token, %.2f%% of constrained decoding (median)",
                          median(grammarMicrosecondsPerToken), 100 * median(grammarShares)))

@@ -102,17 +102,41 @@ import TypesetTestSupport
     /// same cache behind: the next token's logits agree too.
     static func checkLastRowsOnly(_ model: TransformerModel, _ scripts: [Script]) throws {
         let vocabulary = model.configuration.vocabularySize
+        var allRows: [[Float]] = []
         for (index, script) in scripts.enumerated() {
             let narrowed = model.makeCache(contextLength: Self.contextLength(scripts))
             let full = model.makeCache(contextLength: Self.contextLength(scripts))
             let last = try model.evaluate(script.prompt, cache: narrowed, threadCount: 2)
             let all = try model.evaluate(script.prompt, cache: full, threadCount: 2, logits: .all)
+            allRows.append(all)
             #expect(all.count == script.prompt.count * vocabulary && last.count == vocabulary)
             #expect(Self.differing(last[...], all.suffix(vocabulary)) == 0, "sequence \(index): the last row's logits differ")
             let next = [Self.argmax(last[...])]
             let after = try model.evaluate(next, cache: narrowed, threadCount: 2)
             let expected = try model.evaluate(next, cache: full, threadCount: 2)
             #expect(Self.differing(after[...], expected[...]) == 0, "sequence \(index): the next token's logits differ")
+            // The last few rows (a provisional token's pass asks for two).
+            for rows in 2 ... 3 where rows <= script.prompt.count {
+                let some = try model.evaluate(script.prompt, cache: model.makeCache(contextLength: Self.contextLength(scripts)),
+                                              threadCount: 2, logits: .lastRows(rows))
+                #expect(some.count == rows * vocabulary && Self.differing(some[...], all.suffix(rows * vocabulary)) == 0,
+                        "sequence \(index): the last \(rows) rows' logits differ")
+            }
+        }
+        // Batched, each sequence asking for its last two rows or one, alternately.
+        let rowCounts = scripts.indices.map { min($0 % 2 == 0 ? 2 : 1, scripts[$0].prompt.count) }
+        let batch = scripts.indices.map {
+            TransformerModel.SequenceTokens(cache: model.makeCache(contextLength: Self.contextLength(scripts)),
+                                            tokens: scripts[$0].prompt[...], logitRows: rowCounts[$0])
+        }
+        var logits: [Float] = []
+        try model.evaluate(batch, workspace: ForwardWorkspace(), threadCount: 2, into: &logits)
+        #expect(logits.count == rowCounts.reduce(0, +) * vocabulary)
+        var offset = 0
+        for (index, rows) in rowCounts.enumerated() where offset + rows * vocabulary <= logits.count {
+            #expect(Self.differing(logits[offset ..< offset + rows * vocabulary], allRows[index].suffix(rows * vocabulary)) == 0,
+                    "sequence \(index) in a batch: its last \(rows) rows' logits differ")
+            offset += rows * vocabulary
         }
     }
 

@@ -11,13 +11,13 @@ final class SequentialEvaluator: BatchEvaluator, @unchecked Sendable {
     /// steps does not depend on how fast the scheduler's thread runs on a loaded machine.
     let firstStep = DispatchSemaphore(value: 0)
 
-    func evaluate(_ batch: [(source: ScriptedSource, tokens: ArraySlice<Int>)], into logits: inout [Float]) throws(ModelError) {
+    func evaluate(_ batch: [BatchEntry<ScriptedSource>], into logits: inout [Float]) throws(ModelError) {
         if steps.isEmpty { firstStep.wait() }
         logits.removeAll(keepingCapacity: true)
-        var row: [Float] = []
-        for (source, tokens) in batch {
-            try source.evaluate(tokens, into: &row)
-            logits += row
+        var rows: [Float] = []
+        for entry in batch {
+            try entry.source.evaluate(entry.tokens, logitRows: entry.logitRows, into: &rows)
+            logits += rows
         }
         steps.append(batch.map { Array($0.tokens) })
     }

@@ -46,6 +46,50 @@ import TypesetTestSupport
         }
     }
 
+    /// Provisional tokens (the last token of a forced text, computed in its pass) change no
+    /// token of a reply, greedy or sampled, alone or decoded beside others; they only save
+    /// passes.
+    @Test(arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName])
+    func provisionalTokensChangeNoToken(model: String) async throws {
+        guard TestModels.shouldRun(model) else { return }
+        let runner = try ModelRunner(
+            url: URL(fileURLWithPath: TestModels.path(of: model)),
+            options: ModelRunner.Options(contextLength: 1024, maximumConcurrentGenerations: Self.schemas.count))
+        let schemas = try Self.schemas.map { try String(contentsOfFile: Fixtures.repositoryRoot + "/../shared/schemas/" + $0, encoding: .utf8) }
+        struct Reply: Equatable { var text: String; var passes: Int; var saved: Int }
+        @Sendable func reply(_ schema: String, provisional: Bool, temperature: Float) async throws -> Reply {
+            var options = GenerationOptions(temperature: temperature, seed: 7, maxTokens: 120, jsonSchema: schema)
+            options.computesBoundaryTokensAhead = provisional
+            for try await response in runner.createConversation().generateResponse(to: "Make up an example.", options: options) {
+                if case .complete(let message, _, let stats) = response {
+                    return Reply(text: message.content, passes: stats.decodePasses, saved: stats.passesSavedByProvisionalTokens)
+                }
+            }
+            throw CancellationError()
+        }
+        var saved = 0
+        for temperature: Float in [0, 0.8] {
+            var plain: [Reply] = []
+            for schema in schemas { plain.append(try await reply(schema, provisional: false, temperature: temperature)) }
+            #expect(plain.allSatisfy { $0.saved == 0 })
+            // All at once: each reply is decoded in the same forward passes as the others.
+            let together = try await withThrowingTaskGroup(of: (Int, Reply).self) { group in
+                for (index, schema) in schemas.enumerated() {
+                    group.addTask { (index, try await reply(schema, provisional: true, temperature: temperature)) }
+                }
+                var replies = [Reply?](repeating: nil, count: schemas.count)
+                for try await (index, reply) in group { replies[index] = reply }
+                return replies.map { $0! }
+            }
+            for (index, (alone, batched)) in zip(plain, together).enumerated() {
+                #expect(batched.text == alone.text, "\(model) \(Self.schemas[index]) at \(temperature)")
+                #expect(batched.passes == alone.passes - batched.saved, "\(model) \(Self.schemas[index]): \(alone) \(batched)")
+                saved += batched.saved
+            }
+        }
+        #expect(saved > 0, "\(model): no provisional token saved a pass")
+    }
+
     /// A function call's forced parts (its keys, the function's name) are appended without a
     /// pass each, and its arguments still validate against the function's parameters.
     @Test(arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName])
@@ -101,10 +145,12 @@ import TypesetTestSupport
         var logits = [Float](repeating: -10, count: tokenizer.vocabulary.count)
         logits[canonical[0]] = 10
         let decision = decoder.step(&logits, TokenStepContext(history: [], completionTokens: 0, remainingTokens: 100))
-        guard case .append(let token, let forced) = decision else { Issue.record("\(decision)"); return }
+        guard case .append(let token, let forced, let provisional) = decision else { Issue.record("\(decision)"); return }
         #expect(token == canonical[0])
-        // All of them, or all but the last when a longer token could start with it.
+        // All of them, or all but the last when a longer token could start with it; that one
+        // is then computed provisionally.
         let all = Array(canonical.dropFirst())
-        #expect(forced == all || forced == all.dropLast(), "\(model): forced \(forced.map { tokenizer.vocabulary.tokens[$0] })")
+        #expect(forced == all && provisional == nil || forced == all.dropLast() && provisional == all.last,
+                "\(model): forced \(forced.map { tokenizer.vocabulary.tokens[$0] }), provisional \(provisional.map { tokenizer.vocabulary.tokens[$0] } ?? "none")")
     }
 }

@@ -26,13 +26,15 @@ final class ScriptedSource: LogitsSource {
 
     func truncate(to count: Int) { held.removeLast(max(0, held.count - count)) }
 
-    func evaluate(_ tokens: ArraySlice<Int>, into logits: inout [Float]) throws(ModelError) {
+    func evaluate(_ tokens: ArraySlice<Int>, logitRows: Int, into logits: inout [Float]) throws(ModelError) {
         guard held.count + tokens.count <= contextLength else {
             throw .contextOverflow(needed: held.count + tokens.count, available: contextLength)
         }
+        precondition((1 ... tokens.count).contains(logitRows))
         held += tokens
         evaluations.append(Array(tokens))
-        logits = self.logits(held)
+        logits.removeAll(keepingCapacity: true)
+        for end in held.count - logitRows + 1 ... held.count { logits += self.logits(Array(held[..<end])) }
     }
 }
 

@@ -92,6 +92,74 @@ import Testing
         #expect(outcome.finishReason == .stop)
     }
 
+    /// A provisional token is computed in the pass of the tokens before it: kept without a
+    /// pass of its own when the next step chooses it, taken out of the source when it does
+    /// not; the tokens are those of the steps alone either way.
+    @Test func provisionalTokensSavePassesAndChangeNoToken() throws {
+        // After 1 the step proposes 2 (what the model chooses next); after 3 it proposes 5
+        // (the model chooses 4); after 5 it proposes 7, the end of generation, which is never
+        // computed.
+        func proposing(_ logits: inout [Float], _ context: TokenLoop<ScriptedSource>.Context) -> TokenStepDecision {
+            let token = logits.indices.max { logits[$0] < logits[$1] }!
+            switch token {
+            case 1: return .append(1, provisional: 2)
+            case 3: return .append(3, provisional: 5)
+            case 5: return .append(5, provisional: 7)
+            default: return .append(token)
+            }
+        }
+        let source = Self.counting()
+        let loop = TokenLoop(source: source, maxTokens: 100, isEndOfGeneration: { $0 == 7 })
+        var logitRows: [Int] = []
+        let outcome = try loop.run(prompt: [0], step: proposing)
+        #expect(outcome.tokens == [1, 2, 3, 4, 5, 6])
+        #expect(outcome.finishReason == .stop)
+        #expect(source.evaluations == [[0], [1, 2], [3, 5], [4], [5], [6]])
+        // The rejected 5 left the source: it holds the prompt and the reply.
+        #expect(source.held == [0, 1, 2, 3, 4, 5, 6])
+        #expect(outcome.stats.decodePasses == 5 && outcome.stats.passesSavedByProvisionalTokens == 1)
+        // Without proposals: a pass per token.
+        let plain = try TokenLoop(source: Self.counting(), maxTokens: 100, isEndOfGeneration: { $0 == 7 }).run(prompt: [0], step: Self.greedy)
+        #expect(plain.tokens == outcome.tokens && plain.stats.decodePasses == 6)
+        // The driver's side: two rows for a pass that ends with a provisional token.
+        var driven = TokenLoop(source: Self.counting(), maxTokens: 100, isEndOfGeneration: { $0 == 7 })
+        try driven.begin(prompt: [0])
+        var logits: [Float] = []
+        while let tokens = driven.nextTokens() {
+            logitRows.append(driven.logitRows)
+            try driven.source.evaluate(tokens, logitRows: driven.logitRows, into: &logits)
+            #expect(logits.count == 8 * driven.logitRows)
+            driven.advance(&logits, isCancelled: { false }, reasonAtLimit: { .maxTokens }, onPrefill: nil, step: proposing)
+        }
+        #expect(logitRows == [1, 2, 2, 1, 1, 1])
+        #expect(driven.outcome.tokens == outcome.tokens)
+    }
+
+    /// A provisional token that the budget or the end would leave out is not computed, and
+    /// one computed when the run ends (cancelled, at its limit) leaves the source.
+    @Test func provisionalTokensRespectTheLimitsAndLeaveWithTheRun() throws {
+        let proposeNext: (inout [Float], TokenLoop<ScriptedSource>.Context) -> TokenStepDecision = { logits, _ in
+            let token = logits.indices.max { logits[$0] < logits[$1] }!
+            return .append(token, provisional: (token + 1) % 8)
+        }
+        // maxTokens 2: after 1 the provisional 2 fits; after 2 (kept), 3 would be the third token.
+        let source = Self.counting()
+        let outcome = try TokenLoop(source: source, maxTokens: 2, isEndOfGeneration: { $0 == 7 }).run(prompt: [0], step: proposeNext)
+        #expect(outcome.tokens == [1, 2] && outcome.finishReason == .maxTokens)
+        #expect(source.evaluations == [[0], [1, 2]])
+        #expect(source.held == [0, 1, 2])
+        // Cancelled after the pass that computed a provisional token: it is taken out.
+        let cancelled = Self.counting()
+        var steps = 0
+        let interrupted = try TokenLoop(source: cancelled, maxTokens: 100, isEndOfGeneration: { $0 == 7 })
+            .run(prompt: [0], isCancelled: { steps == 1 }) { logits, context in
+                steps += 1
+                return proposeNext(&logits, context)
+            }
+        #expect(interrupted.tokens == [1] && interrupted.finishReason == .interrupted)
+        #expect(cancelled.evaluations == [[0], [1, 2]] && cancelled.held == [0, 1])
+    }
+
     @Test func anOpeningIsPrefilledAndCounted() throws {
         let source = Self.counting()
         let loop = TokenLoop(source: source, maxTokens: 3, isEndOfGeneration: { $0 == 7 })

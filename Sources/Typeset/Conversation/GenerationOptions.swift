@@ -54,6 +54,12 @@ public struct GenerationOptions: Sendable, Equatable {
     /// merge it with what follows). Off when `logprobs` are asked for (forced tokens have
     /// none).
     public var jumpsForward = true
+    /// With `jumpsForward`, the last token of a forced text that the model may merge with what
+    /// follows (and so chooses itself) is computed in the forced tokens' pass, provisionally:
+    /// kept, and its pass saved, when the model chooses it; the reply is the same token for
+    /// token either way. Off only to measure what it saves (`typeset bench constrained
+    /// --no-provisional`).
+    package var computesBoundaryTokensAhead = true
     /// How the schema becomes a grammar. The default, `JSONSchemaOptions.generation`, closes
     /// objects that declare their properties and keeps unbounded integers within ±(2⁵³−1), so
     /// a small model cannot wander into invented keys or endless digits.

@@ -185,6 +185,7 @@ final class ReplyDecoder: TokenStepper {
             emit(.logprob(TokenLogprob.entry(for: token, logits: modelLogits, alternativeCount: count, vocabulary: vocabulary)))
         }
         var forced: [Int] = []
+        var provisional: Int?
         var text = (try? detokenizer.append(token)) ?? ""
         if token == markerToken, case .free = phase { text += callFormat.opening ?? "" }
         switch phase {
@@ -193,7 +194,8 @@ final class ReplyDecoder: TokenStepper {
             if !text.isEmpty { emit(.chunk(text)) }
             // Complete and nothing but the end may follow: done, without another step.
             if Self.isComplete(matcher) { return .appendAndFinish(token, .stop) }
-            let (tokens, piece) = appendForcedTokens(after: token, matcher: &matcher, limit: context.remainingTokens - 1)
+            let (tokens, piece, next) = appendForcedTokens(after: token, matcher: &matcher, limit: context.remainingTokens - 1)
+            provisional = next
             if !tokens.isEmpty {
                 forced = tokens
                 phase = .schema(matcher)
@@ -227,8 +229,9 @@ final class ReplyDecoder: TokenStepper {
             if !Self.isComplete(matcher) {
                 // The forced keys and punctuation of the call, leaving room for its closing markup.
                 let limit = context.remainingTokens - 1 - (bareCall ? 0 : callClosing.count)
-                let (tokens, piece) = appendForcedTokens(after: token, matcher: &matcher, limit: limit)
+                let (tokens, piece, next) = appendForcedTokens(after: token, matcher: &matcher, limit: limit)
                 forced = tokens
+                provisional = next
                 json += piece
             }
             phase = .call(matcher, text: json)
@@ -241,10 +244,11 @@ final class ReplyDecoder: TokenStepper {
             // A bare call is the whole reply: it ends here, complete (not "cut short").
             if bareCall { return .appendAndFinish(token, forced: forced, .stop) }
             forced += callClosing
+            provisional = nil
             router.resume()
             afterCall = []
         }
-        return .append(token, forced: forced)
+        return .append(token, forced: forced, provisional: provisional)
     }
 
     /// The reply, once the loop is over: what the detokenizer and the router still hold is
@@ -330,14 +334,15 @@ final class ReplyDecoder: TokenStepper {
     /// ``jumpForward(after:matcher:limit:)`` when the options ask for it (not with
     /// log-probabilities, which forced tokens would not have), timed as the constraint's, with
     /// the forced tokens' text.
-    private func appendForcedTokens(after token: Int, matcher: inout GrammarMatcher, limit: Int) -> (tokens: [Int], text: String) {
-        guard options.jumpsForward, options.logprobs == nil else { return ([], "") }
+    private func appendForcedTokens(after token: Int, matcher: inout GrammarMatcher, limit: Int)
+        -> (tokens: [Int], text: String, provisional: Int?) {
+        guard options.jumpsForward, options.logprobs == nil else { return ([], "", nil) }
         let started = clock.now
-        let tokens = jumpForward(after: token, matcher: &matcher, limit: limit)
+        let (tokens, provisional) = jumpForward(after: token, matcher: &matcher, limit: limit)
         constraintSeconds += (clock.now - started).seconds
         var text = ""
         for forcedToken in tokens { text += (try? detokenizer.append(forcedToken)) ?? "" }
-        return (tokens, text)
+        return (tokens, text, options.computesBoundaryTokensAhead ? provisional : nil)
     }
 
     /// The tokens for the bytes the grammar forces after `token` (a key, its quotes and
@@ -354,30 +359,34 @@ final class ReplyDecoder: TokenStepper {
     ///   there (`"` where `",` was possible): the forced bytes are encoded from that boundary,
     ///   on their own.
     /// - The last token of the encoding is left to the model when it could merge with what
-    ///   comes after (`"` then `,` against `",`): when the grammar allows, after the tokens
-    ///   before it, a longer token that starts with its text. Otherwise (`":"` before a
-    ///   string's letters, in a vocabulary with no `":"`-and-more token) it is forced too.
+    ///   comes after (`"` then `,` against `",`; Qwen's `":"` against `":""`): when the
+    ///   grammar allows, after the tokens before it, a longer token that starts with its text.
+    ///   It comes back as `provisional`, to be computed in the same pass (the next step
+    ///   decides on the logits before it, and keeps it only if it chooses it: see
+    ///   `TokenStepDecision.append`). Otherwise (`":"` before a string's letters, in a
+    ///   vocabulary with no `":"`-and-more token) it is forced too.
     /// - At most `limit` tokens, so `maxTokens` holds.
-    private func jumpForward(after token: Int, matcher: inout GrammarMatcher, limit: Int) -> [Int] {
+    private func jumpForward(after token: Int, matcher: inout GrammarMatcher, limit: Int) -> (tokens: [Int], provisional: Int?) {
         let bytes = matcher.forcedBytes(limit: 256)
-        guard bytes.count >= 2, limit > 0 else { return [] }
+        guard bytes.count >= 2, limit > 0 else { return ([], nil) }
         func encode(_ text: [UInt8]) -> [Int] { text.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) } }
         var encoded = encode(vocabulary.bytes(of: token) + bytes)
         if encoded.first == token { encoded.removeFirst() } else { encoded = encode(bytes) }
-        guard let last = encoded.last else { return [] }
+        guard let last = encoded.last else { return ([], nil) }
         var tokens: [Int] = []
         for forcedToken in encoded.dropLast().prefix(limit) {
-            guard matcher.accept(token: forcedToken) else { return tokens }
+            guard matcher.accept(token: forcedToken) else { return (tokens, nil) }
             tokens.append(forcedToken)
         }
-        guard tokens.count < limit else { return tokens }
-        if !mayMerge(last, at: matcher), matcher.accept(token: last) {
+        guard tokens.count < limit else { return (tokens, nil) }
+        let merges = mayMerge(last, at: matcher)
+        if !merges, matcher.accept(token: last) {
             tokens.append(last)
-        } else {
-            // The mask `mayMerge` filled is the next step's: the matcher stays where it was.
-            maskIsCurrent = true
+            return (tokens, nil)
         }
-        return tokens
+        // The mask `mayMerge` filled is the next step's: the matcher stays where it was.
+        maskIsCurrent = true
+        return (tokens, merges && tokens.count + 1 < limit && mask[last] ? last : nil)
     }
 
     /// Whether `matcher` allows a token longer than `token` that starts with `token`'s text

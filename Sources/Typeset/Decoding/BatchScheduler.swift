@@ -6,12 +6,21 @@ import Synchronization
 /// scheduler's thread and preparation queue refer to the evaluator's type.)
 protocol BatchEvaluator: AnyObject, SendableMetatype {
     associatedtype Source: LogitsSource
-    /// Appends each entry's tokens to its source and writes the logits after each entry's last
-    /// token into `logits`, one row of vocabulary size per entry, in entry order (replacing what
-    /// it held).
+    /// Appends each entry's tokens to its source and writes the logits after each of the
+    /// entry's last `logitRows` tokens into `logits`, rows of vocabulary size, row after row in
+    /// entry order (replacing what it held).
     ///
-    /// - Precondition: every entry has tokens; no two entries share a source.
-    func evaluate(_ batch: [(source: Source, tokens: ArraySlice<Int>)], into logits: inout [Float]) throws(ModelError)
+    /// - Precondition: every entry has tokens and asks for 1 to all of their rows; no two
+    ///   entries share a source.
+    func evaluate(_ batch: [BatchEntry<Source>], into logits: inout [Float]) throws(ModelError)
+}
+
+/// One sequence's share of a batched evaluation: the tokens that extend its source, and how
+/// many of the last ones give logits.
+struct BatchEntry<Source: LogitsSource> {
+    let source: Source
+    let tokens: ArraySlice<Int>
+    let logitRows: Int
 }
 
 /// Sequences of one transformer evaluated together: one forward pass for the batch, the weights
@@ -28,11 +37,11 @@ final class ModelBatchEvaluator: BatchEvaluator {
     }
 
     /// - Precondition: every source is a sequence of this evaluator's model.
-    func evaluate(_ batch: [(source: ModelSequence, tokens: ArraySlice<Int>)], into logits: inout [Float]) throws(ModelError) {
+    func evaluate(_ batch: [BatchEntry<ModelSequence>], into logits: inout [Float]) throws(ModelError) {
         entries.removeAll(keepingCapacity: true)
-        for (source, tokens) in batch {
-            precondition(source.model === model, "a sequence of another model in the batch")
-            entries.append(TransformerModel.SequenceTokens(cache: source.cache, tokens: tokens))
+        for entry in batch {
+            precondition(entry.source.model === model, "a sequence of another model in the batch")
+            entries.append(TransformerModel.SequenceTokens(cache: entry.source.cache, tokens: entry.tokens, logitRows: entry.logitRows))
         }
         defer { entries.removeAll(keepingCapacity: true) }
         try model.evaluate(entries, workspace: workspace, threadCount: threadCount, into: &logits)
@@ -190,8 +199,9 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
     /// next `submit` starts it again).
     private func run() {
         var active: [Generation] = []
-        var batch: [(source: Source, tokens: ArraySlice<Int>)] = []
+        var batch: [BatchEntry<Source>] = []
         var members: [Generation] = []
+        var rowCounts: [Int] = []
         var logits: [Float] = []
         while true {
             let (admitted, isShuttingDown) = shared.withLock { shared -> ([Generation], Bool) in
@@ -224,6 +234,7 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
 
             batch.removeAll(keepingCapacity: true)
             members.removeAll(keepingCapacity: true)
+            rowCounts.removeAll(keepingCapacity: true)
             let decoding = active.contains { !$0.loop.isPrefilling && !$0.loop.isFinished }
             var prefillBudget = decoding ? prefillTokensPerStepWhileDecoding : prefillTokensPerStep
             for generation in active {
@@ -231,8 +242,9 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
                 if prefilling && prefillBudget == 0 { continue }
                 guard let tokens = generation.loop.nextTokens(limit: prefilling ? prefillBudget : .max) else { continue }
                 if prefilling { prefillBudget -= tokens.count }
-                batch.append((generation.loop.source, tokens))
+                batch.append(BatchEntry(source: generation.loop.source, tokens: tokens, logitRows: generation.loop.logitRows))
                 members.append(generation)
+                rowCounts.append(generation.loop.logitRows)
             }
             guard !batch.isEmpty else { continue }
             let evaluated = batch.reduce(0) { $0 + $1.tokens.count }
@@ -258,17 +270,24 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
                 }
                 continue
             }
-            let rowLength = logits.count / batch.count
+            let rowLength = logits.count / rowCounts.reduce(0, +)
             // The batch's slices share the loops' token buffers: dropped before the steps
             // refill them, so refilling does not copy.
             batch.removeAll(keepingCapacity: true)
-            for (index, generation) in members.enumerated() {
-                if generation.logits.count != rowLength { generation.logits = [Float](repeating: 0, count: rowLength) }
+            var firstRow = 0
+            for (generation, rows) in zip(members, rowCounts) {
+                let length = rows * rowLength
+                if generation.logits.count != length {
+                    // In place: a reply alternates between one row and two (a provisional token).
+                    generation.logits.removeAll(keepingCapacity: true)
+                    generation.logits.append(contentsOf: repeatElement(0, count: length))
+                }
                 generation.logits.withUnsafeMutableBufferPointer { row in
                     logits.withUnsafeBufferPointer { all in
-                        row.baseAddress!.update(from: all.baseAddress! + index * rowLength, count: rowLength)
+                        row.baseAddress!.update(from: all.baseAddress! + firstRow * rowLength, count: length)
                     }
                 }
+                firstRow += rows
                 generation.loop.advance(&generation.logits, stepper: generation.stepper)
             }
             shared.withLock { shared in

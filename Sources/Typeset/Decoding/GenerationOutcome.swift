@@ -38,6 +38,10 @@ public struct GenerationStats: Sendable, Equatable {
     /// appends together (forced markup, the tokens jump-forward decoding appends for what a
     /// grammar forces) share one, so a constrained reply can take fewer passes than tokens.
     public var decodePasses: Int
+    /// Passes saved by provisional tokens: tokens computed in the pass before the step that
+    /// chose them (the last token of a grammar's forced text, which the model may merge with
+    /// what follows), whose step then ran on the logits after them without a pass of its own.
+    public var passesSavedByProvisionalTokens = 0
 
     public init(
         promptTokens: Int = 0, cachedPromptTokens: Int = 0, completionTokens: Int = 0, timeToFirstToken: Double = 0,

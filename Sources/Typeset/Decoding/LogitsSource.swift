@@ -20,13 +20,14 @@ public protocol LogitsSource: AnyObject {
     /// Forgets every token after the first `count`.
     func truncate(to count: Int)
 
-    /// Appends `tokens` and writes the logits for the token after the last of them into
-    /// `logits`, one per vocabulary entry, replacing what it held (its storage is reused when
-    /// it has the vocabulary's size: the loop keeps one array for the whole generation).
+    /// Appends `tokens` and writes the logits for the token after each of the last
+    /// `logitRows` of them (1 ... `tokens.count`) into `logits`, one per vocabulary entry,
+    /// row after row, replacing what it held (its storage is reused when it has that size:
+    /// the loop keeps one array for the whole generation).
     ///
     /// - Throws: ``ModelError/contextOverflow(needed:available:)`` when they do not fit,
     ///   before any work; ``ModelError/tokenOutOfRange(_:position:)``.
-    func evaluate(_ tokens: ArraySlice<Int>, into logits: inout [Float]) throws(ModelError)
+    func evaluate(_ tokens: ArraySlice<Int>, logitRows: Int, into logits: inout [Float]) throws(ModelError)
 }
 
 /// One sequence of tokens run through a transformer: the model, a KV cache of its own and the
@@ -54,7 +55,7 @@ public final class ModelSequence: LogitsSource {
     public func reusablePrefixLength(for tokens: [Int]) -> Int { cache.reusablePrefixLength(for: tokens) }
     public func truncate(to count: Int) { cache.truncate(to: count) }
 
-    public func evaluate(_ tokens: ArraySlice<Int>, into logits: inout [Float]) throws(ModelError) {
-        try model.evaluate(tokens, cache: cache, threadCount: threadCount, into: &logits)
+    public func evaluate(_ tokens: ArraySlice<Int>, logitRows: Int = 1, into logits: inout [Float]) throws(ModelError) {
+        try model.evaluate(tokens, cache: cache, threadCount: threadCount, logits: logitRows == 1 ? .last : .lastRows(logitRows), into: &logits)
     }
 }

@@ -5,7 +5,13 @@ enum TokenStepDecision {
     /// Append the chosen token, then the tokens the caller forces after it, and compute the
     /// logits that follow them. A chosen end-of-generation token ends generation with
     /// ``FinishReason/stop`` instead; it is not appended.
-    case append(Int, forced: [Int] = [])
+    ///
+    /// A `provisional` token is computed in the same pass, after the forced ones, but not
+    /// appended: the next step decides on the logits before it, as it would without it, and
+    /// when that step chooses it (and forces nothing after it) the step after runs on the
+    /// logits after it at once, without another pass. Otherwise it leaves the source. The
+    /// tokens chosen are the same either way; only the passes differ.
+    case append(Int, forced: [Int] = [], provisional: Int? = nil)
     /// Append the chosen token, then any forced ones, and end with the reason, without
     /// computing the logits after them (the caller knows that nothing may follow).
     case appendAndFinish(Int, forced: [Int] = [], FinishReason)
@@ -114,8 +120,12 @@ struct TokenLoop<Source: LogitsSource> {
     private var pendingCount = 0
     private var history: [Int] = []
     private var output: [Int] = []
-    /// The tokens of the step being evaluated.
+    /// The tokens of the step being evaluated: the appended ones, then the provisional one.
     private var stepTokens: [Int] = []
+    /// The token at the end of `stepTokens` that is computed but not yet appended.
+    private var provisional: Int?
+    /// The logits after the provisional token, while the step before it decides.
+    private var provisionalLogits: [Float] = []
     private(set) var finishReason: FinishReason?
     private var requested = ContinuousClock.now
     private var prefillStart = ContinuousClock.now
@@ -124,6 +134,8 @@ struct TokenLoop<Source: LogitsSource> {
     private var end: ContinuousClock.Instant?
     /// Forward passes evaluated after the prompt's.
     private var decodePasses = 0
+    /// Passes saved by provisional tokens the steps chose.
+    private var passesSavedByProvisionalTokens = 0
 
     init(source: Source, maxTokens: Int, isEndOfGeneration: @escaping (Int) -> Bool) {
         self.source = source
@@ -157,7 +169,7 @@ struct TokenLoop<Source: LogitsSource> {
                 // The slice shares the loop's token buffer: it ends here, before the step
                 // refills the buffer (which would otherwise copy it).
                 guard let tokens = loop.nextTokens() else { break }
-                try source.evaluate(tokens, into: &logits)
+                try source.evaluate(tokens, logitRows: loop.logitRows, into: &logits)
             }
             loop.advance(&logits, isCancelled: isCancelled, reasonAtLimit: reasonAtLimit, onPrefill: onPrefill, step: step)
         }
@@ -188,11 +200,13 @@ struct TokenLoop<Source: LogitsSource> {
         output = opening
         output.reserveCapacity(opening.count + room)
         stepTokens.removeAll(keepingCapacity: true)
+        provisional = nil
         finishReason = nil
         decodeStart = nil
         firstToken = nil
         end = nil
         decodePasses = 0
+        passesSavedByProvisionalTokens = 0
         prefillStart = clock.now
     }
 
@@ -216,6 +230,11 @@ struct TokenLoop<Source: LogitsSource> {
         return stepTokens[...]
     }
 
+    /// How many rows of logits the evaluation of ``nextTokens(limit:)``'s tokens must give,
+    /// those of its last tokens, row after row: 2 when the step ends with a provisional token
+    /// (the logits before it and after it), else 1.
+    var logitRows: Int { !isPrefilling && provisional != nil ? 2 : 1 }
+
     /// Takes the logits after the tokens ``nextTokens(limit:)`` gave, and, once the prompt is
     /// computed, runs a step: the next tokens to evaluate, or the end of the run.
     mutating func advance(
@@ -231,28 +250,78 @@ struct TokenLoop<Source: LogitsSource> {
         } else {
             decodePasses += 1
         }
-        if isCancelled() { return finish(.interrupted) }
-        if output.count >= maxTokens { return finish(reasonAtLimit()) }
-        // The context's reference to `history` ends with the step, so appending to it
-        // below does not copy it.
-        let decision = step(&logits, Context(
-            history: history, completionTokens: output.count,
-            remainingTokens: min(maxTokens - output.count, source.contextLength - history.count)))
-        stepTokens.removeAll(keepingCapacity: true)
-        switch decision {
-        case .finish(let reason):
-            return finish(reason)
-        case .append(let chosen, let forced), .appendAndFinish(let chosen, let forced, _):
-            stepTokens.append(chosen)
-            stepTokens += forced
+        // A provisional token's pass gave two rows: the step decides on the first (the logits
+        // before the token); the second waits in `provisionalLogits`.
+        var pending = provisional
+        provisional = nil
+        if pending != nil {
+            let rowLength = logits.count / 2
+            provisionalLogits.removeAll(keepingCapacity: true)
+            provisionalLogits.append(contentsOf: logits[rowLength...])
+            logits.removeLast(rowLength)
         }
-        if firstToken == nil { firstToken = clock.now }
-        if isEndOfGeneration(stepTokens[0]) { return finish(.stop) }
-        output += stepTokens
-        history += stepTokens
-        if case .appendAndFinish(_, _, let reason) = decision { return finish(reason) }
-        if output.count >= maxTokens { return finish(reasonAtLimit()) }
-        if history.count > source.contextLength { return finish(.exceededContext) }
+        while true {
+            if isCancelled() { dropProvisional(&pending); return finish(.interrupted) }
+            if output.count >= maxTokens { dropProvisional(&pending); return finish(reasonAtLimit()) }
+            // The context's reference to `history` ends with the step, so appending to it
+            // below does not copy it.
+            let decision = step(&logits, Context(
+                history: history, completionTokens: output.count,
+                remainingTokens: min(maxTokens - output.count, source.contextLength - history.count)))
+            let chosen: Int, forced: [Int]
+            var next: Int?
+            switch decision {
+            case .finish(let reason):
+                dropProvisional(&pending)
+                return finish(reason)
+            case .append(let token, let tokens, let provisional):
+                (chosen, forced, next) = (token, tokens, provisional)
+            case .appendAndFinish(let token, let tokens, _):
+                (chosen, forced) = (token, tokens)
+            }
+            if firstToken == nil { firstToken = clock.now }
+            // The step chose the provisional token: the source holds it already.
+            let kept = pending != nil && chosen == pending
+            if !kept { dropProvisional(&pending) }
+            if isEndOfGeneration(chosen) { return finish(.stop) }
+            output.append(chosen)
+            history.append(chosen)
+            output += forced
+            history += forced
+            if case .appendAndFinish(_, _, let reason) = decision { return finish(reason) }
+            if output.count >= maxTokens { return finish(reasonAtLimit()) }
+            if history.count > source.contextLength { return finish(.exceededContext) }
+            // A provisional token only where it fits: once appended it must be within the
+            // limits just checked.
+            if let token = next, output.count >= maxTokens || history.count >= source.contextLength || isEndOfGeneration(token) {
+                next = nil
+            }
+            stepTokens.removeAll(keepingCapacity: true)
+            if kept {
+                pending = nil
+                // Nothing forced after it: the logits after it are at hand (a provisional
+                // token the step proposes would be decided on them), so the step after runs
+                // on them now, a pass saved.
+                if forced.isEmpty {
+                    passesSavedByProvisionalTokens += 1
+                    swap(&logits, &provisionalLogits)
+                    continue
+                }
+            } else {
+                stepTokens.append(chosen)
+            }
+            stepTokens += forced
+            if let next { stepTokens.append(next) }
+            provisional = next
+            return
+        }
+    }
+
+    /// Takes a provisional token the step did not choose out of the source (its pass stored it).
+    private mutating func dropProvisional(_ pending: inout Int?) {
+        guard pending != nil else { return }
+        source.truncate(to: source.count - 1)
+        pending = nil
     }
 
     /// ``advance(_:isCancelled:reasonAtLimit:onPrefill:step:)`` with `stepper`'s.
@@ -281,11 +350,12 @@ struct TokenLoop<Source: LogitsSource> {
     var outcome: Outcome {
         let end = end ?? clock.now
         let decodeStart = decodeStart ?? end
-        let stats = GenerationStats(
+        var stats = GenerationStats(
             promptTokens: promptCount, cachedPromptTokens: min(reused, promptCount), completionTokens: output.count,
             timeToFirstToken: ((firstToken ?? end) - requested).seconds,
             prefillSeconds: (decodeStart - prefillStart).seconds, decodeSeconds: (end - decodeStart).seconds,
             decodePasses: decodePasses)
+        stats.passesSavedByProvisionalTokens = passesSavedByProvisionalTokens
         return Outcome(tokens: output, finishReason: finishReason ?? .interrupted, stats: stats)
     }
 }
