@@ -131,20 +131,51 @@ struct PackedWeights {
 /// (``populate(_:)``): faulting in a model's worth of fresh pages one at a time was measured
 /// at 2–6× the cost of populating them in one call, and is most of the packing time in a new
 /// process.
+///
+/// A storage of at least 2 MiB starts on a 2 MiB boundary and asks Linux for transparent huge
+/// pages over its whole 2 MiB pieces (`MADV_HUGEPAGE`; the tail stays in 4 KiB pages, so
+/// resident memory is what it was): a decode step streams every weight once, and in 4 KiB
+/// pages that is a TLB miss every 4 KiB (docs/kernels.md has the figures).
+/// `TYPESET_NO_HUGE_PAGES` (any value) turns them off, for a host where compacting memory for
+/// them at load costs more than they save.
 final class PackedStorage: @unchecked Sendable {
     let bytes: UnsafeMutableRawPointer
     let byteCount: Int
+    /// The mapping `bytes` lies in (nil for a heap allocation) and its length.
+    private let mapping: UnsafeMutableRawPointer?
     private let mappedLength: Int
+
+    /// Bytes of a transparent huge page (x86-64 and arm64 with 4 KiB base pages).
+    static let hugePageBytes = 2 << 20
+    /// Whether storages of a huge page or more ask for huge pages (see above).
+    static let asksForHugePages = getenv("TYPESET_NO_HUGE_PAGES") == nil
 
     init(byteCount: Int) {
         self.byteCount = byteCount
         let length = max(byteCount, 64)
-        if let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), address != MAP_FAILED {
-            bytes = address
-            mappedLength = length
+        #if os(Linux)
+        let aligned = Self.asksForHugePages && length >= Self.hugePageBytes
+        #else
+        let aligned = false
+        #endif
+        // Room to slide the start to a huge-page boundary.
+        let mapped = aligned ? length + Self.hugePageBytes : length
+        if let address = mmap(nil, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), address != MAP_FAILED {
+            mapping = address
+            mappedLength = mapped
+            if aligned {
+                let boundary = (Int(bitPattern: address) + Self.hugePageBytes - 1) / Self.hugePageBytes * Self.hugePageBytes
+                bytes = address + (boundary - Int(bitPattern: address))
+                #if os(Linux)
+                _ = madvise(bytes, length / Self.hugePageBytes * Self.hugePageBytes, 14 /* MADV_HUGEPAGE */)
+                #endif
+            } else {
+                bytes = address
+            }
         } else {
             bytes = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 64)
             bytes.initializeMemory(as: UInt8.self, repeating: 0, count: length)
+            mapping = nil
             mappedLength = 0
         }
     }
@@ -153,16 +184,16 @@ final class PackedStorage: @unchecked Sendable {
     /// elsewhere they fault in as they are written).
     func populate(_ range: Range<Int>) {
         #if os(Linux)
-        guard mappedLength > 0, !range.isEmpty else { return }
+        guard mapping != nil, !range.isEmpty else { return }
         let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
         let start = range.lowerBound / pageSize * pageSize
-        let end = min(mappedLength, (range.upperBound + pageSize - 1) / pageSize * pageSize)
+        let end = (range.upperBound + pageSize - 1) / pageSize * pageSize
         _ = madvise(bytes + start, end - start, 23 /* MADV_POPULATE_WRITE */)
         #endif
     }
 
     deinit {
-        if mappedLength > 0 { munmap(bytes, mappedLength) } else { bytes.deallocate() }
+        if let mapping { munmap(mapping, mappedLength) } else { bytes.deallocate() }
     }
 }
 

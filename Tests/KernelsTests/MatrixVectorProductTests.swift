@@ -117,6 +117,25 @@ import TypesetTestSupport
         }
     }
 
+    /// A packed matrix of more than a huge page starts on a huge-page boundary (on Linux,
+    /// unless `TYPESET_NO_HUGE_PAGES` is set) and its products match the reference on every
+    /// row, those in the whole huge page and those of the tail in ordinary pages.
+    @Test func packedMatrixBeyondAHugePageMatchesTheReference() throws {
+        var generator = SplitMix64(seed: 29)
+        let type = GGMLType.q8_0, rowLength = 1024, rows = 2064
+        let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
+        let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
+        let packed = try PackedMatrix(weights)
+        #expect(packed.byteCount > PackedStorage.hugePageBytes)
+        #if os(Linux)
+        if PackedStorage.asksForHugePages {
+            #expect(Int(bitPattern: packed.storage.bytes) % PackedStorage.hugePageBytes == 0)
+        }
+        #endif
+        let values = (0 ..< rowLength).map { _ in Float.random(in: -2 ... 2, using: &generator) }
+        try Self.check(weights, values, threads: [2])
+    }
+
     /// Quantizing into a vector's storage gives the vector a fresh quantization gives, and
     /// leaves a copy taken before untouched (value semantics).
     @Test(arguments: ActivationVector.Format.allCases)
