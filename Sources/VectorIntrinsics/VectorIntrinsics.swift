@@ -146,11 +146,11 @@ public func pauseWhileSpinning() {
     Builtin.int_x86_sse2_pause()
 }
 
-/// Asks the caches to start loading the 64-byte line holding `address` (`prefetcht0`), for
-/// a read soon. Only a hint: it never faults, whatever the address.
+/// Asks the caches to start loading the 64-byte line holding `address` into the second level
+/// (`prefetcht1`), for a read soon. Only a hint: it never faults, whatever the address.
 @inlinable @inline(__always)
 public func prefetchForReading(_ address: UnsafeRawPointer) {
-    Builtin.int_prefetch_RawPointer(address._rawValue, Int32(0)._value, Int32(3)._value, Int32(1)._value)
+    Builtin.int_prefetch_RawPointer(address._rawValue, Int32(0)._value, Int32(2)._value, Int32(1)._value)
 }
 
 /// The larger of each pair of lanes, as unsigned integers (`vpmaxud`).
