@@ -16,6 +16,8 @@ import Kernels
 /// Each step is a method; the per-row operations between the products (norms, biases, RoPE,
 /// the queries' scaling and rounding, gating, residual adds) are split across the threads, as
 /// the products are: on two cores a serial step costs its full time while the other waits.
+/// Those of a few rows (a decode step's) run on the calling thread instead, where handing them
+/// over would cost more than they do (`_floatsWorthSplitting`).
 ///
 /// A row's values do not depend on the other rows of the batch: the products compute each
 /// input column with the same arithmetic whatever the batch size (the packed kernels are one
@@ -178,7 +180,7 @@ struct ForwardPass {
         case let .fused(projection):
             let fused = rows(workspace.fused, 0 ..< count, width: projection.outputWidth)
             try project((projection, fused))
-            forEachRowRange { range in
+            forEachRowRange(floatsPerRow: projection.outputWidth) { range in
                 for row in range {
                     let source = fused.baseAddress! + row * projection.outputWidth
                     (queries.baseAddress! + row * queryWidth).update(from: source, count: queryWidth)
@@ -194,7 +196,7 @@ struct ForwardPass {
         let pairing = model.traits.rotaryPairing
         (attention.queryNorm ?? []).withUnsafeBufferPointer { queryNorm in
             (attention.keyNorm ?? []).withUnsafeBufferPointer { keyNorm in
-                forEachRowRange { range in
+                forEachRowRange(floatsPerRow: queryWidth + keyWidth) { range in
                     if attention.queryNorm != nil, attention.keyNorm != nil {
                         _rmsNorm(rows(queries, range, width: queryWidth), width: headWidth, weight: queryNorm, epsilon: epsilon)
                         _rmsNorm(rows(keys, range, width: keyWidth), width: headWidth, weight: keyNorm, epsilon: epsilon)
@@ -279,14 +281,14 @@ struct ForwardPass {
             let start = sequence.start, first = sequence.rows.lowerBound
             // The gated inputs of this call's positions, then the convolution over them and
             // the ones before (all stored by now), row by row.
-            _forEachRowRange(sequence.rows.count, threadCount: threadCount) { range in
+            _forEachRowRange(sequence.rows.count, floatsPerRow: 3 * width, threadCount: threadCount) { range in
                 for offset in range {
                     let source = bcx.baseAddress! + (first + offset) * 3 * width
                     _gatedProduct(source, source + 2 * width, into: history + (start + offset) * width, count: width)
                 }
             }
             convolution.kernel.withUnsafeBufferPointer { kernel in
-                _forEachRowRange(sequence.rows.count, threadCount: threadCount) { range in
+                _forEachRowRange(sequence.rows.count, floatsPerRow: 3 * width, threadCount: threadCount) { range in
                     for offset in range {
                         let output = gated.baseAddress! + (first + offset) * width
                         _shortConvolution(history: UnsafePointer(history), position: start + offset, width: width,
@@ -315,7 +317,7 @@ struct ForwardPass {
         case let .fused(projection):
             let fused = rows(workspace.fused, 0 ..< count, width: 2 * hiddenWidth)
             try project((projection, fused))
-            forEachRowRange { range in
+            forEachRowRange(floatsPerRow: 2 * hiddenWidth) { range in
                 for row in range {
                     let source = fused.baseAddress! + row * 2 * hiddenWidth
                     (gates.baseAddress! + row * hiddenWidth).update(from: source, count: hiddenWidth)
@@ -324,7 +326,7 @@ struct ForwardPass {
             }
         }
         let activation = model.traits.activation
-        forEachRowRange { range in
+        forEachRowRange(floatsPerRow: 2 * hiddenWidth) { range in
             let rowGates = rows(gates, range, width: hiddenWidth)
             let rowUps = UnsafeBufferPointer(rows(ups, range, width: hiddenWidth))
             switch activation {
@@ -355,7 +357,7 @@ struct ForwardPass {
         }
         let rowCount = final.count / width
         model.outputNorm.withUnsafeBufferPointer { weight in
-            forEachRowRange(rowCount) { range in _rmsNorm(rows(final, range, width: width), width: width, weight: weight, epsilon: epsilon) }
+            forEachRowRange(rowCount, floatsPerRow: width) { range in _rmsNorm(rows(final, range, width: width), width: width, weight: weight, epsilon: epsilon) }
         }
         let vocabulary = model.configuration.vocabularySize
         if result.count != rowCount * vocabulary {
@@ -375,16 +377,17 @@ struct ForwardPass {
         UnsafeMutableBufferPointer(start: buffer.baseAddress! + range.lowerBound * width, count: range.count * width)
     }
 
-    /// Runs `body` on ranges of this call's rows (or `rowCount` rows) split across the threads.
-    private func forEachRowRange(_ rowCount: Int? = nil, _ body: (Range<Int>) -> Void) {
-        _forEachRowRange(rowCount ?? count, threadCount: threadCount, body)
+    /// Runs `body` on ranges of this call's rows (or `rowCount` rows) split across the threads,
+    /// unless the rows' `floatsPerRow` floats are too few to be worth it (`_forEachRowRange`).
+    private func forEachRowRange(_ rowCount: Int? = nil, floatsPerRow: Int, _ body: (Range<Int>) -> Void) {
+        _forEachRowRange(rowCount ?? count, floatsPerRow: floatsPerRow, threadCount: threadCount, body)
     }
 
     /// `destination = RMSNorm(source) · weight`, row by row.
     private func normalize(from source: UnsafeMutableBufferPointer<Float>, into destination: UnsafeMutableBufferPointer<Float>, weight: [Float]) {
         let width = width, epsilon = epsilon
         weight.withUnsafeBufferPointer { weight in
-            forEachRowRange { range in
+            forEachRowRange(floatsPerRow: 2 * width) { range in
                 let target = rows(destination, range, width: width)
                 target.baseAddress!.update(from: source.baseAddress! + range.lowerBound * width, count: range.count * width)
                 _rmsNorm(target, width: width, weight: weight, epsilon: epsilon)
@@ -424,7 +427,8 @@ struct ForwardPass {
         }
         // The biases (Qwen's query, key and value projections have them) in one dispatch.
         guard first.projection.bias != nil || second?.projection.bias != nil || third?.projection.bias != nil else { return }
-        forEachRowRange(rowCount) { range in
+        let biasWidth = (first.output.count + (second?.output.count ?? 0) + (third?.output.count ?? 0)) / rowCount
+        forEachRowRange(rowCount, floatsPerRow: biasWidth) { range in
             func addBias(_ product: Product?) {
                 guard let product, let bias = product.projection.bias else { return }
                 bias.withUnsafeBufferPointer { _addBias($0, to: product.output.baseAddress!, rows: range) }
@@ -438,7 +442,7 @@ struct ForwardPass {
         let residual = workspace.residual, projected = workspace.projected
         let width = width, epsilon = epsilon
         (postNorm ?? []).withUnsafeBufferPointer { norm in
-            forEachRowRange { range in
+            forEachRowRange(floatsPerRow: 2 * width) { range in
                 if postNorm != nil { _rmsNorm(rows(projected, range, width: width), width: width, weight: norm, epsilon: epsilon) }
                 for index in range.lowerBound * width ..< range.upperBound * width { residual[index] += projected[index] }
             }
