@@ -72,12 +72,30 @@ struct AttentionJob: @unchecked Sendable {
         }
     }
 
+    /// The first of the positions row `row` attends to.
+    @inline(__always)
+    private func firstPosition(row: Int) -> Int {
+        window == Int.max ? 0 : max(0, start + row - window + 1)
+    }
+
+    /// The cached keys that row `row`'s query heads `heads` read: one run of halves.
+    func keyRun(row: Int, heads: Range<Int>) -> UnsafeBufferPointer<UInt16> {
+        let first = firstPosition(row: row)
+        return UnsafeBufferPointer(start: keys + (heads.lowerBound / groupSize) * headStride + first * headWidth,
+                                   count: (start + row + 1 - first) * headWidth)
+    }
+
     /// Attends row `row`'s query heads `heads`, which must share one key-value head.
-    func attend(row: Int, heads: Range<Int>, scratch: Scratch) {
+    ///
+    /// The loads of cached halves bound this once a step's weights have streamed through the
+    /// caches: a run of positions arrives at the pace of one stream. So while it converts the
+    /// keys it asks for the same positions' values, and while it converts the values, for
+    /// `nextKeys` (the next unit's keys, when the caller knows them): two streams in flight.
+    func attend(row: Int, heads: Range<Int>, scratch: Scratch, nextKeys: UnsafeBufferPointer<UInt16>? = nil) {
         precondition(heads.count <= groupSize && heads.lowerBound / groupSize == (heads.upperBound - 1) / groupSize,
                      "query heads \(heads) do not share one key-value head")
         let position = start + row
-        let first = window == Int.max ? 0 : max(0, position - window + 1)
+        let first = firstPosition(row: row)
         let headOffset = (heads.lowerBound / groupSize) * headStride
         let capacity = scratch.positionCapacity
 
@@ -86,7 +104,9 @@ struct AttentionJob: @unchecked Sendable {
         var tileStart = first & ~15
         while tileStart <= position {
             let from = max(tileStart, first), end = min(tileStart &+ tilePositions, position &+ 1)
-            convertHalves(keys + headOffset + from &* headWidth, count: (end &- from) &* headWidth, into: scratch.tile)
+            let halves = (end &- from) &* headWidth
+            convertHalves(keys + headOffset + from &* headWidth, count: halves, into: scratch.tile,
+                          prefetching: UnsafeBufferPointer(start: values + headOffset + from &* headWidth, count: halves))
             for (index, head) in heads.enumerated() {
                 scoreTile(query: queries + (row &* headCount &+ head) &* headWidth, positions: from ..< end,
                           tile: scratch.tile, into: scratch.scores + index &* capacity)
@@ -100,9 +120,17 @@ struct AttentionJob: @unchecked Sendable {
 
         // Output: the 16 lane sums of every dimension, tile by tile, then summed in halves.
         tileStart = first & ~15
+        let positions = position &+ 1 &- first
         while tileStart <= position {
             let from = max(tileStart, first), end = min(tileStart &+ tilePositions, position &+ 1)
-            convertHalves(values + headOffset + from &* headWidth, count: (end &- from) &* headWidth, into: scratch.tile)
+            // The next unit's keys in proportion: all of them by the last tile.
+            var companion = UnsafeBufferPointer<UInt16>(start: nil, count: 0)
+            if let nextKeys {
+                let lower = nextKeys.count &* (from &- first) / positions, upper = nextKeys.count &* (end &- first) / positions
+                companion = UnsafeBufferPointer(rebasing: nextKeys[lower ..< upper])
+            }
+            convertHalves(values + headOffset + from &* headWidth, count: (end &- from) &* headWidth, into: scratch.tile,
+                          prefetching: companion)
             for index in 0 ..< heads.count {
                 accumulateTile(probabilities: scratch.probabilities + index &* capacity, positions: from ..< end,
                                chunk: tileStart, continuing: tileStart > first & ~15, tile: scratch.tile,
@@ -126,12 +154,22 @@ struct AttentionJob: @unchecked Sendable {
         }
     }
 
-    /// `count` halves (a multiple of 16) as floats.
+    /// `count` halves (a multiple of 16) as floats, asking the caches for the lines of
+    /// `companion` along the way, spread evenly over the conversion.
     @inline(__always)
-    private func convertHalves(_ halves: UnsafePointer<UInt16>, count: Int, into floats: UnsafeMutablePointer<Float>) {
+    private func convertHalves(_ halves: UnsafePointer<UInt16>, count: Int, into floats: UnsafeMutablePointer<Float>,
+                               prefetching companion: UnsafeBufferPointer<UInt16>) {
         let source = UnsafeRawPointer(halves), target = UnsafeMutableRawPointer(floats)
-        var index = 0
+        // Each 16 halves converted owe `lines / steps` lines, the remainder carried over.
+        let lines = (companion.count &+ 31) / 32, steps = count / 16
+        var line = 0, owed = 0, index = 0
         while index < count {
+            owed &+= lines
+            while owed >= steps {
+                prefetchForReading(companion.baseAddress! + line &* 32, byteCount: 64)
+                line &+= 1
+                owed &-= steps
+            }
             target.storeBytes(of: floatsFromHalves(source.loadUnaligned(fromByteOffset: 2 &* index, as: SIMD16<UInt16>.self)),
                               toByteOffset: 4 &* index, as: SIMD16<Float>.self)
             index &+= 16
@@ -325,19 +363,28 @@ struct AttentionParts: RangeJob, @unchecked Sendable {
         rows * (job.headCount / job.groupSize) * slices
     }
 
+    /// Unit `unit`'s job, row and query heads; `index` is where to start looking for its job
+    /// (units are taken in increasing order), and is left at it.
+    @inline(__always)
+    private func locate(_ unit: Int, from index: inout Int) -> (job: AttentionJob, row: Int, heads: Range<Int>) {
+        while !jobs[index].units.contains(unit) { index += 1 }
+        let (job, numbers) = jobs[index]
+        let local = unit - numbers.lowerBound
+        let groupSize = job.groupSize, perRow = (job.headCount / groupSize) * slices
+        let rows = numbers.count / perRow
+        let order = local / perRow, group = (local % perRow) / slices, slice = local % slices
+        let row = order % 2 == 0 ? order / 2 : rows - 1 - order / 2
+        return (job, row, group * groupSize + slice * groupSize / slices ..< group * groupSize + (slice + 1) * groupSize / slices)
+    }
+
     func run(_ range: Range<Int>) {
         jobs[0].job.withScratch(positionCapacity: positionCapacity) { scratch in
             var index = 0
             for unit in range {
-                while !jobs[index].units.contains(unit) { index += 1 }
-                let (job, numbers) = jobs[index]
-                let local = unit - numbers.lowerBound
-                let groupSize = job.groupSize, perRow = (job.headCount / groupSize) * slices
-                let rows = numbers.count / perRow
-                let order = local / perRow, group = (local % perRow) / slices, slice = local % slices
-                let row = order % 2 == 0 ? order / 2 : rows - 1 - order / 2
-                let heads = group * groupSize + slice * groupSize / slices ..< group * groupSize + (slice + 1) * groupSize / slices
-                job.attend(row: row, heads: heads, scratch: scratch)
+                let (job, row, heads) = locate(unit, from: &index)
+                var nextIndex = index
+                let next = unit + 1 < range.upperBound ? locate(unit + 1, from: &nextIndex) : nil
+                job.attend(row: row, heads: heads, scratch: scratch, nextKeys: next.map { $0.job.keyRun(row: $0.row, heads: $0.heads) })
             }
         }
     }

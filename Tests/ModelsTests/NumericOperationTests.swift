@@ -158,14 +158,19 @@ import TypesetTestSupport
                         let job = AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
                                                 start: start, headCount: heads, headWidth: headWidth, groupSize: groupSize,
                                                 headStride: positions * headWidth, window: window, scale: scale)
-                        job.withScratch(positionCapacity: capacity) { scratch in
-                            for row in 0 ..< rows {
-                                for group in 0 ..< heads / groupSize {
-                                    for slice in 0 ..< slices {
-                                        let heads = group * groupSize + slice * groupSize / slices ..< group * groupSize + (slice + 1) * groupSize / slices
-                                        job.attend(row: row, heads: heads, scratch: scratch)
-                                    }
+                        // Every unit in order, each told the next one's keys (a prefetch hint only).
+                        var units: [(row: Int, heads: Range<Int>)] = []
+                        for row in 0 ..< rows {
+                            for group in 0 ..< heads / groupSize {
+                                for slice in 0 ..< slices {
+                                    units.append((row, group * groupSize + slice * groupSize / slices ..< group * groupSize + (slice + 1) * groupSize / slices))
                                 }
+                            }
+                        }
+                        job.withScratch(positionCapacity: capacity) { scratch in
+                            for (index, unit) in units.enumerated() {
+                                let next = index + 1 < units.count ? job.keyRun(row: units[index + 1].row, heads: units[index + 1].heads) : nil
+                                job.attend(row: unit.row, heads: unit.heads, scratch: scratch, nextKeys: next)
                             }
                         }
                     }
@@ -173,6 +178,27 @@ import TypesetTestSupport
             }
         }
         return output
+    }
+
+    /// A row's key run is its key-value head's positions from the window's first to its own.
+    @Test func keyRunCoversTheWindowOfItsKeyValueHead() {
+        let headWidth = 16, positions = 40
+        let keys = [UInt16](repeating: 0, count: 2 * positions * headWidth)
+        keys.withUnsafeBufferPointer { k in
+            let job = AttentionJob(queries: UnsafePointer(bitPattern: 16)!, keys: k.baseAddress!, values: k.baseAddress!,
+                                   output: UnsafeMutablePointer(bitPattern: 16)!, start: 10, headCount: 4, headWidth: headWidth,
+                                   groupSize: 2, headStride: positions * headWidth, window: 8, scale: 1)
+            // Row 5 is position 15: positions 8 ... 15 of key-value head 1 (query heads 2 and 3).
+            let run = job.keyRun(row: 5, heads: 2 ..< 4)
+            #expect(run.baseAddress! - k.baseAddress! == (positions + 8) * headWidth)
+            #expect(run.count == 8 * headWidth)
+            // Without a window, from position 0.
+            let unwindowed = AttentionJob(queries: UnsafePointer(bitPattern: 16)!, keys: k.baseAddress!, values: k.baseAddress!,
+                                          output: UnsafeMutablePointer(bitPattern: 16)!, start: 10, headCount: 4, headWidth: headWidth,
+                                          groupSize: 2, headStride: positions * headWidth, window: .max, scale: 1)
+            #expect(unwindowed.keyRun(row: 5, heads: 0 ..< 1).baseAddress! == k.baseAddress!)
+            #expect(unwindowed.keyRun(row: 5, heads: 0 ..< 1).count == 16 * headWidth)
+        }
     }
 
     /// Causal attention (two query heads sharing one key head) against softmax attention in
