@@ -17,7 +17,7 @@ import Kernels
 /// the queries' scaling and rounding, gating, residual adds) are split across the threads, as
 /// the products are: on two cores a serial step costs its full time while the other waits.
 /// Those of a few rows (a decode step's) run on the calling thread instead, where handing them
-/// over would cost more than they do (`_floatsWorthSplitting`).
+/// over would cost more than they do (`floatsWorthSplitting`).
 ///
 /// A row's values do not depend on the other rows of the batch: the products compute each
 /// input column with the same arithmetic whatever the batch size (the packed kernels are one

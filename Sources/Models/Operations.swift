@@ -19,11 +19,11 @@ func _rmsNorm(_ rows: UnsafeMutableBufferPointer<Float>, width: Int, weight: Uns
 
 /// Runs `body` on ranges of `0 ..< count` split across `threadCount` threads, or on all of
 /// them here when they are few: `floatsPerRow` says how many floats a row's step touches, and
-/// a step over at most ``_floatsWorthSplitting`` of them runs on the calling thread. For the
+/// a step over at most ``floatsWorthSplitting`` of them runs on the calling thread. For the
 /// per-row operations of the forward pass: `body` must touch only the rows of its range, which
 /// is what makes handing it to several threads sound.
 func _forEachRowRange(_ count: Int, floatsPerRow: Int, threadCount: Int, _ body: (Range<Int>) -> Void) {
-    guard count > 1, threadCount > 1, count * floatsPerRow > _floatsWorthSplitting else {
+    guard count > 1, threadCount > 1, count * floatsPerRow > floatsWorthSplitting else {
         if count > 0 { body(0 ..< count) }
         return
     }
@@ -33,14 +33,14 @@ func _forEachRowRange(_ count: Int, floatsPerRow: Int, threadCount: Int, _ body:
 }
 
 /// The most floats a per-row step touches that it still runs on one thread: handing a step to
-/// the other threads and waiting for them costs about a microsecond and a half on a two-core
-/// machine (the shared counters' cache lines cross between the cores), as long as a norm or a
-/// residual add over 8,192 floats takes. A decode step of a few sequences has a dozen such
+/// the other threads and waiting for them (the pool's shared counters' cache lines crossing
+/// between the cores) costs more than a norm or a residual add over so few floats takes
+/// (a few thousand multiply-adds). A decode step of a few sequences has a dozen such
 /// steps per block: on one thread SmolLM2's and Qwen 0.5B's four-sequence steps got about
 /// 1.5 % faster (medians of 14 and 10 alternated `typeset bench decode --sequences 4` pairs),
 /// while a prompt's rows, or Qwen's feed-forward activation over four rows (19,456 floats),
 /// still split.
-let _floatsWorthSplitting = 8192
+let floatsWorthSplitting = 8192
 
 /// A per-row body handed to the thread pool as a range job; see `_forEachRowRange`.
 private struct UncheckedRowJob: RangeJob, @unchecked Sendable {
