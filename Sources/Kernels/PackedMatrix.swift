@@ -1,11 +1,5 @@
 import GGUF
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A quantized weight matrix repacked for the SIMD kernels: rows in groups of 16, the
 /// 32-bit words of their blocks interleaved so that one 512-bit vector holds the same word of
 /// 16 rows. A product then keeps one row per 32-bit lane from the first block to the last:
@@ -55,7 +49,11 @@ public struct PackedMatrix: Sendable {
     public let rowCount: Int
     /// Elements per row (a whole number of the type's blocks).
     public let rowLength: Int
-    let storage: PackedStorage
+    /// The packed bytes, zeroed, freed with the last matrix that shares them: in huge pages
+    /// where the system gives them (``MappedMemory``). Each repacking thread populates its own
+    /// part before writing it (`RepackJob`): faulting in a model's worth of fresh pages one at
+    /// a time is most of the packing time in a new process.
+    let storage: MappedMemory
 
     /// The types with packed kernels.
     public static let supportedTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K]
@@ -90,7 +88,7 @@ public struct PackedMatrix: Sendable {
         rowCount = info.rowCount
         rowLength = info.rowLength
         let layout = PackedLayout(type: type, rowLength: rowLength)
-        storage = PackedStorage(byteCount: layout.groupBytes * (rowCount / 16))
+        storage = MappedMemory(byteCount: layout.groupBytes * (rowCount / 16), hugePages: true)
         guard let source = tensor.bytes.baseAddress else { return }
         let job = RepackJob(layout: layout, source: source, rowBytes: info.rowByteCount, storage: storage)
         KernelThreadPool.shared.forEachRange(of: rowCount / 16, parts: threadCount) { groups in
@@ -123,78 +121,6 @@ struct PackedWeights {
     let rowCount: Int
     /// Elements per row.
     let rowLength: Int
-}
-
-/// The packed bytes, zeroed, freed with the last matrix that shares them.
-///
-/// Mapped anonymous memory. Each repacking thread populates its own part before writing it
-/// (``populate(_:)``): faulting in a model's worth of fresh pages one at a time was measured
-/// at 2–6× the cost of populating them in one call, and is most of the packing time in a new
-/// process.
-///
-/// A storage of at least 2 MiB starts on a 2 MiB boundary and asks Linux for transparent huge
-/// pages over its whole 2 MiB pieces (`MADV_HUGEPAGE`; the tail stays in 4 KiB pages, so
-/// resident memory is what it was): a decode step streams every weight once, and in 4 KiB
-/// pages that is a TLB miss every 4 KiB (docs/kernels.md has the figures).
-/// `TYPESET_NO_HUGE_PAGES` (any value) turns them off, for a host where compacting memory for
-/// them at load costs more than they save.
-final class PackedStorage: @unchecked Sendable {
-    let bytes: UnsafeMutableRawPointer
-    let byteCount: Int
-    /// The mapping `bytes` lies in (nil for a heap allocation) and its length.
-    private let mapping: UnsafeMutableRawPointer?
-    private let mappedLength: Int
-
-    /// Bytes of a transparent huge page (x86-64 and arm64 with 4 KiB base pages).
-    static let hugePageBytes = 2 << 20
-    /// Whether storages of a huge page or more ask for huge pages (see above).
-    static let asksForHugePages = getenv("TYPESET_NO_HUGE_PAGES") == nil
-
-    init(byteCount: Int) {
-        self.byteCount = byteCount
-        let length = max(byteCount, 64)
-        #if os(Linux)
-        let aligned = Self.asksForHugePages && length >= Self.hugePageBytes
-        #else
-        let aligned = false
-        #endif
-        // Room to slide the start to a huge-page boundary.
-        let mapped = aligned ? length + Self.hugePageBytes : length
-        if let address = mmap(nil, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), address != MAP_FAILED {
-            mapping = address
-            mappedLength = mapped
-            if aligned {
-                let boundary = (Int(bitPattern: address) + Self.hugePageBytes - 1) / Self.hugePageBytes * Self.hugePageBytes
-                bytes = address + (boundary - Int(bitPattern: address))
-                #if os(Linux)
-                _ = madvise(bytes, length / Self.hugePageBytes * Self.hugePageBytes, 14 /* MADV_HUGEPAGE */)
-                #endif
-            } else {
-                bytes = address
-            }
-        } else {
-            bytes = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 64)
-            bytes.initializeMemory(as: UInt8.self, repeating: 0, count: length)
-            mapping = nil
-            mappedLength = 0
-        }
-    }
-
-    /// Faults in the pages of `range` for writing in one call (Linux 5.14 and later;
-    /// elsewhere they fault in as they are written).
-    func populate(_ range: Range<Int>) {
-        #if os(Linux)
-        guard mapping != nil, !range.isEmpty else { return }
-        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let start = range.lowerBound / pageSize * pageSize
-        let end = (range.upperBound + pageSize - 1) / pageSize * pageSize
-        _ = madvise(bytes + start, end - start, 23 /* MADV_POPULATE_WRITE */)
-        #endif
-    }
-
-    deinit {
-        if let mapping { munmap(mapping, mappedLength) } else { bytes.deallocate() }
-    }
 }
 
 /// Sizes of one packed type and row length (see ``PackedMatrix``).
@@ -250,7 +176,7 @@ struct RepackJob: @unchecked Sendable {
     let layout: PackedLayout
     let source: UnsafeRawPointer
     let rowBytes: Int
-    let storage: PackedStorage
+    let storage: MappedMemory
     var destination: UnsafeMutableRawPointer { storage.bytes }
 
     func repack(groups: Range<Int>) {

@@ -1,11 +1,5 @@
 import Kernels
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// What a model remembers of the tokens it has seen, so each new token attends to them without
 /// recomputing them: the keys and values of every attention block and, for LFM2, the inputs of
 /// every short-convolution block.
@@ -89,9 +83,10 @@ public final class KVCache {
         // halves first, then the floats (every region a multiple of 32 bytes, so aligned).
         let halfCount = 2 * contextLength * headWidth * keyValueHeads.reduce(0, +)
         let floatCount = convolutionCount * contextLength * convolutionWidth
-        storage = MappedMemory(byteCount: halfCount * MemoryLayout<UInt16>.size + floatCount * MemoryLayout<Float>.size)
+        storage = MappedMemory(byteCount: halfCount * MemoryLayout<UInt16>.size + floatCount * MemoryLayout<Float>.size,
+                               reservingSwap: false)
         var keys: [UnsafeMutableBufferPointer<UInt16>] = [], values = keys
-        var nextHalf = storage.base.bindMemory(to: UInt16.self, capacity: halfCount)
+        var nextHalf = storage.bytes.bindMemory(to: UInt16.self, capacity: halfCount)
         for heads in keyValueHeads {
             let count = heads * contextLength * headWidth
             keys.append(UnsafeMutableBufferPointer(start: nextHalf, count: count))
@@ -99,7 +94,7 @@ public final class KVCache {
             nextHalf += 2 * count
         }
         (self.keys, self.values) = (keys, values)
-        var nextFloat = (storage.base + halfCount * MemoryLayout<UInt16>.size).bindMemory(to: Float.self, capacity: floatCount)
+        var nextFloat = (storage.bytes + halfCount * MemoryLayout<UInt16>.size).bindMemory(to: Float.self, capacity: floatCount)
         var convolutions: [UnsafeMutableBufferPointer<Float>] = []
         for _ in 0 ..< convolutionCount {
             convolutions.append(UnsafeMutableBufferPointer(start: nextFloat, count: contextLength * convolutionWidth))
@@ -183,31 +178,6 @@ public final class KVCache {
                 }
             }
         }
-    }
-}
-
-/// An anonymous memory mapping, unmapped with the last reference: zero pages the system
-/// commits as they are written, and gives back at once when the mapping goes. Aligned to a
-/// page (or, where mapping fails, to 64 bytes).
-final class MappedMemory {
-    let base: UnsafeMutableRawPointer
-    private let byteCount: Int
-    private let isMapped: Bool
-
-    init(byteCount: Int) {
-        self.byteCount = max(1, byteCount)
-        if let address = mmap(nil, self.byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
-           address != MAP_FAILED {
-            base = address
-            isMapped = true
-        } else {
-            base = .allocate(byteCount: self.byteCount, alignment: 64)
-            isMapped = false
-        }
-    }
-
-    deinit {
-        if isMapped { munmap(base, byteCount) } else { base.deallocate() }
     }
 }
 

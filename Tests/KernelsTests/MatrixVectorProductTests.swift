@@ -126,10 +126,10 @@ import TypesetTestSupport
         let data = SyntheticWeights.blocks(type, elements: rowLength * rows, using: &generator)
         let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: rows, data: data)
         let packed = try PackedMatrix(weights)
-        #expect(packed.byteCount > PackedStorage.hugePageBytes)
+        #expect(packed.byteCount > MappedMemory.hugePageBytes)
         #if os(Linux)
-        if PackedStorage.asksForHugePages {
-            #expect(Int(bitPattern: packed.storage.bytes) % PackedStorage.hugePageBytes == 0)
+        if MappedMemory.asksForHugePages {
+            #expect(Int(bitPattern: packed.storage.bytes) % MappedMemory.hugePageBytes == 0)
         }
         #endif
         let values = (0 ..< rowLength).map { _ in Float.random(in: -2 ... 2, using: &generator) }
