@@ -34,7 +34,7 @@ package final class MappedMemory: @unchecked Sendable {
 
     /// - Parameters:
     ///   - hugePages: align to and ask for transparent huge pages (Linux), when `byteCount` is
-    ///     at least one and `TYPESET_NO_HUGE_PAGES` is not set.
+    ///     at least one huge page (``hugePageBytes``) and `TYPESET_NO_HUGE_PAGES` is not set.
     ///   - reservingSwap: `false` maps with `MAP_NORESERVE`, for memory sized for the most it
     ///     may hold (a cache's whole context) of which little may ever be written.
     package init(byteCount: Int, hugePages: Bool = false, reservingSwap: Bool = true) {

@@ -380,11 +380,13 @@ struct AttentionParts: RangeJob, @unchecked Sendable {
     func run(_ range: Range<Int>) {
         jobs[0].job.withScratch(positionCapacity: positionCapacity) { scratch in
             var index = 0
+            // Each unit is located once: as the next one, it is the current one after.
+            var current = range.isEmpty ? nil : locate(range.lowerBound, from: &index)
             for unit in range {
-                let (job, row, heads) = locate(unit, from: &index)
-                var nextIndex = index
-                let next = unit + 1 < range.upperBound ? locate(unit + 1, from: &nextIndex) : nil
+                let (job, row, heads) = current!
+                let next = unit + 1 < range.upperBound ? locate(unit + 1, from: &index) : nil
                 job.attend(row: row, heads: heads, scratch: scratch, nextKeys: next.map { $0.job.keyRun(row: $0.row, heads: $0.heads) })
+                current = next
             }
         }
     }
