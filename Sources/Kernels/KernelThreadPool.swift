@@ -32,6 +32,16 @@ import Darwin
 /// after the work is gone does not join at all. The task lives on the caller's stack, and a
 /// worker touches it only after joining, which the caller's close bounds.
 ///
+/// The workers run at the lowest scheduling priority (nice 19, on Linux); the caller keeps
+/// its own. Every call waits for its caller, which can take every chunk itself, while a worker
+/// only helps: when something else on the machine wants a core (the HTTP client of a local
+/// server, the preparation of the next grammar masks, another process), the kernel should take
+/// it from a worker, not from the caller. At equal priority it took it from either, and while
+/// the caller was off its core the work stopped (docs/benchmarks.md has the measurements: a
+/// local server's client on the same two cores, two decoding processes side by side). Where
+/// nothing else runs, the priority changes nothing. A worker that joined and then waits for a
+/// core keeps its chunk, and the caller waits for that chunk: the price of its helping at all.
+///
 /// Workers spin on the generation counter for a short while after each task (with the
 /// `pause` hint where the target has it, leaving the core to its sibling hyperthread), then
 /// sleep on a condition variable.
@@ -102,12 +112,26 @@ public final class KernelThreadPool: @unchecked Sendable {
             var thread = pthread_t()
             let status = pthread_create(&thread, nil, { context in
                 let worker = Unmanaged<WorkerContext>.fromOpaque(context!).takeRetainedValue()
+                KernelThreadPool.lowerPriorityOfCurrentThread()
                 worker.pool.work(index: worker.index)
                 return nil
             }, context)
             precondition(status == 0, "pthread_create failed: \(status)")
             threads.append(thread)
         }
+    }
+
+    /// The nice value of the workers, on Linux (where it is a per-thread attribute).
+    static let workerNiceValue: Int32 = 19
+
+    /// Gives the calling thread the workers' priority: the lowest on Linux. Elsewhere the
+    /// thread keeps the process's (on Darwin a lower quality of service would also move it to
+    /// the efficiency cores).
+    private static func lowerPriorityOfCurrentThread() {
+        #if os(Linux)
+        // `who` 0 is the calling thread; a failure leaves the priority as it was.
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, workerNiceValue)
+        #endif
     }
 
     deinit {

@@ -44,6 +44,31 @@ import Darwin
         }
         #expect(total.value == 4 * 500 * 2)
     }
+
+    #if os(Linux)
+    /// A worker runs at the lowest priority and the caller keeps its own. Each of the two parts
+    /// waits (up to a few seconds) for the other to start, so with two threads the worker runs
+    /// one of them; each records the nice value of the thread it runs on.
+    @Test func workersRunAtTheLowestPriorityAndTheCallerKeepsItsOwn() {
+        let pool = KernelThreadPool(threadCount: 2)
+        let started = Atomic<Int>(0)
+        let niceValues = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 2)
+        defer { niceValues.deallocate() }
+        let shared = _NiceValues(base: niceValues.baseAddress!)
+        let callerNice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        pool.run(parts: 2) { part in
+            started.add(1, ordering: .relaxed)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while started.load(ordering: .relaxed) < 2, ContinuousClock.now < deadline {}
+            shared.base[part] = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        }
+        #expect(niceValues.sorted() == [callerNice, KernelThreadPool.workerNiceValue].sorted())
+    }
+    #endif
+}
+
+private struct _NiceValues: @unchecked Sendable {
+    let base: UnsafeMutablePointer<Int32>
 }
 
 /// A raw counter array shared with pool parts; each part writes only its own element.
