@@ -261,11 +261,13 @@ public final class Conversation: Sendable {
         }
         var cache: KVCache! = existingCache
         if cache == nil {
-            try runner.state.withLock { state throws(ConversationError) in
+            let prepared = try runner.state.withLock { state throws(ConversationError) in
                 guard state.model != nil else { throw .runnerUnloaded }
-                cache = state.cache(for: prompt, of: model, contextLength: runner.contextLength)
-                state.caches[identifier] = CacheBox(cache: cache)
+                let prepared = state.cache(for: prompt, of: model, contextLength: runner.contextLength)
+                state.caches[identifier] = CacheBox(cache: prepared.cache)
+                return prepared
             }
+            cache = prepared.fill(releasingUnder: runner.state)
         }
         let decoder = ReplyDecoder(
             tokenizer: runner.tokenizer, options: options, constraint: constraint, callGrammar: callGrammar,
@@ -323,5 +325,9 @@ struct ConversationState: Sendable {
 /// sharing the reference safe).
 final class CacheBox: @unchecked Sendable {
     let cache: KVCache
+    /// Copies of this idle cache's prefix under way outside the runner's lock; while there
+    /// are any, the runner neither hands the cache out nor reuses it. Read and written under
+    /// the runner's lock.
+    var copyCount = 0
     init(cache: KVCache) { self.cache = cache }
 }

@@ -57,10 +57,11 @@ extension ModelRunner {
                     do throws(GrammarError) { schema = try JSONValue(parsingSchema: text, budget: grammarBudget) } catch { throw .invalidSchema(error) }
                 }
                 if let schema { constraint = try compiledGrammar(schema: schema, options: options.schemaOptions) }
-                let (model, scheduler, cache) = try state.withLock { state throws(ConversationError) in
+                let (model, scheduler, prepared) = try state.withLock { state throws(ConversationError) in
                     guard let model = state.model, let scheduler = state.scheduler else { throw .runnerUnloaded }
                     return (model, scheduler, state.cache(for: prompt, of: model, contextLength: contextLength))
                 }
+                let cache = prepared.fill(releasingUnder: state)
                 let decoder = ReplyDecoder(
                     tokenizer: tokenizer, options: options, constraint: constraint, callGrammar: nil, callFormat: .hermes,
                     startsWithCall: false, firstCallNumber: 1, cancellation: cancellation, isAbandoned: isAbandoned,

@@ -409,35 +409,64 @@ struct RunnerState: Sendable {
     ///
     /// - that cache itself (taken out of the pool) when all it holds but at most
     ///   max(8, an eighth of its tokens) is a prefix of `prompt` (a conversation's next turn);
-    /// - else a cache holding a copy of the shared prefix, the idle one kept for later prompts
+    /// - else a cache to hold a copy of the shared prefix, the idle one kept for later prompts
     ///   that share more of it (a server's next request with the same system prompt must not
     ///   take, and overwrite, the cache of another that may return);
     /// - a new cache when none shares a token.
     ///
-    /// A new cache reuses the least recently kept when the pool holds its most caches.
+    /// A new cache reuses the least recently kept when the pool holds its most caches. The
+    /// copy, megabytes for a long prefix, is not made here, under the runner's lock, but by
+    /// ``PreparedCache/fill(releasingUnder:)`` after it: until then the idle cache it reads is
+    /// neither handed out nor reused (``CacheBox/copyCount``), so nothing writes it.
     ///
-    /// - Complexity: O(*n* × *p*) for *n* idle caches and a shared prefix of *p* tokens, plus
-    ///   the copy of the prefix.
-    mutating func cache(for prompt: [Int], of model: TransformerModel, contextLength: Int) -> KVCache {
+    /// - Complexity: O(*n* × *p*) for *n* idle caches and a shared prefix of *p* tokens.
+    mutating func cache(for prompt: [Int], of model: TransformerModel, contextLength: Int) -> PreparedCache {
         let shared = idleCaches.map { $0.cache.reusablePrefixLength(for: prompt) }
-        var source: (cache: KVCache, sharedCount: Int)?
+        var source: (box: CacheBox, sharedCount: Int)?
         if let best = shared.indices.max(by: { shared[$0] < shared[$1] }), shared[best] > 0 {
-            let candidate = idleCaches[best].cache
-            if candidate.count - shared[best] <= max(8, candidate.count / 8) {
-                return idleCaches.remove(at: best).cache
+            let candidate = idleCaches[best]
+            if candidate.copyCount == 0, candidate.cache.count - shared[best] <= max(8, candidate.cache.count / 8) {
+                return PreparedCache(cache: idleCaches.remove(at: best).cache, start: .asItIs)
             }
+            candidate.copyCount += 1
             source = (candidate, shared[best])
         }
         let cache: KVCache
-        if idleCaches.count >= Self.maximumIdleCaches, let oldest = idleCaches.firstIndex(where: { $0.cache !== source?.cache }) {
+        if idleCaches.count >= Self.maximumIdleCaches, let oldest = idleCaches.firstIndex(where: { $0.copyCount == 0 }) {
             cache = idleCaches.remove(at: oldest).cache
         } else {
             cache = model.makeCache(contextLength: contextLength)
         }
-        if let source {
-            cache.copyPrefix(source.sharedCount, of: source.cache)
-        } else {
-            cache.clear()
+        return PreparedCache(cache: cache, start: source.map { .copy(of: $0.box, count: $0.sharedCount) } ?? .empty)
+    }
+}
+
+/// A generation's cache as ``RunnerState/cache(for:of:contextLength:)`` chose it, and what it
+/// is to start from.
+struct PreparedCache {
+    enum Start {
+        /// An idle cache taken whole: the generation reuses the prefix it holds.
+        case asItIs
+        /// The first `count` positions of an idle cache, which stays in the pool, marked as
+        /// read until ``PreparedCache/fill(releasingUnder:)`` has copied them.
+        case copy(of: CacheBox, count: Int)
+        /// Nothing.
+        case empty
+    }
+
+    let cache: KVCache
+    let start: Start
+
+    /// Gives the cache its start outside the runner's lock (a copy of a long prefix takes
+    /// milliseconds), then, under `state`, lets the idle cache it read be handed out and
+    /// reused again.
+    func fill(releasingUnder state: borrowing Mutex<RunnerState>) -> KVCache {
+        switch start {
+        case .asItIs: break
+        case .empty: cache.clear()
+        case let .copy(source, count):
+            cache.copyPrefix(count, of: source.cache)
+            state.withLock { _ in source.copyCount -= 1 }
         }
         return cache
     }
