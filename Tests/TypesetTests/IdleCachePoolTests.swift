@@ -23,11 +23,17 @@ struct IdleCachePoolTests {
         return cache
     }
 
+    /// A runner's state whose pool holds `caches`, the first the least recently kept.
+    private func state(keeping caches: [KVCache]) -> Mutex<RunnerState> {
+        let state = Mutex(RunnerState(model: model, scheduler: nil))
+        state.withLock { state in for cache in caches { state.recycle(cache) } }
+        return state
+    }
+
     @Test func aCacheBeingCopiedIsNeitherHandedOutNorReused() throws {
         let opening = Array(100 ..< 140)
         let idle = try cache(holding: opening)
-        let state = Mutex(RunnerState(model: model, scheduler: nil))
-        state.withLock { $0.recycle(idle) }
+        let state = state(keeping: [idle])
 
         // A prompt sharing half of the idle cache copies that half; the idle cache stays.
         let half = state.withLock { $0.cache(for: Array(opening.prefix(20)) + [7, 8], of: model, contextLength: 128) }
@@ -58,8 +64,7 @@ struct IdleCachePoolTests {
     @Test func aCopiedPrefixContinuesAsTheComputedOne() throws {
         let opening = Array(200 ..< 230)
         let idle = try cache(holding: opening)
-        let state = Mutex(RunnerState(model: model, scheduler: nil))
-        state.withLock { $0.recycle(idle) }
+        let state = state(keeping: [idle])
         let prepared = state.withLock { $0.cache(for: Array(opening.prefix(12)) + [5, 6], of: model, contextLength: 128) }
         let copied = prepared.fill(releasingUnder: state)
         let computed = try cache(holding: Array(opening.prefix(12)))
@@ -69,14 +74,9 @@ struct IdleCachePoolTests {
     /// When the pool is full, a new cache reuses the least recently kept idle one, but never
     /// one whose prefix is being copied.
     @Test func aFullPoolReusesTheOldestCacheNotBeingCopied() throws {
-        let state = Mutex(RunnerState(model: model, scheduler: nil))
         let oldest = try cache(holding: Array(300 ..< 312), contextLength: 16)
-        state.withLock { $0.recycle(oldest) }
-        for index in 1 ..< RunnerState.maximumIdleCaches {
-            let filler = model.makeCache(contextLength: 16)
-            _ = try model.evaluate([400 + index], cache: filler, threadCount: 1)
-            state.withLock { $0.recycle(filler) }
-        }
+        let fillers = try (1 ..< RunnerState.maximumIdleCaches).map { try cache(holding: [400 + $0], contextLength: 16) }
+        let state = state(keeping: [oldest] + fillers)
         #expect(state.withLock { $0.idleCaches.count } == RunnerState.maximumIdleCaches)
         // A prompt sharing one token with the oldest copies from it: the pool gives up its
         // second oldest for the new cache.
