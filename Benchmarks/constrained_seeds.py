@@ -2,7 +2,7 @@
 """Constrained against free decoding on every seed schema, each with a request it fits.
 
 `typeset bench constrained` measures one schema and one prompt. This runs it once per seed
-schema (../shared/schemas), each with a request a user would send with that schema (an event
+schema (Fixtures/schemas), each with a request a user would send with that schema (an event
 to extract, a cat to describe, a story to outline), and prints, per schema, free and
 constrained tokens/s, their ratio and the constrained reply's tokens in forward passes; then
 the same over the whole set: tokens/s of all the free replies against all the constrained ones
@@ -27,7 +27,7 @@ except ImportError:
     sys.exit("error: the jsonschema package is missing (run with $TYPESET_CACHE/server-tests/bin/python)")
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMAS = ROOT.parent / "shared" / "schemas"
+SCHEMAS = ROOT / "Fixtures" / "schemas"
 
 REQUESTS = [
     ("brew_summary.json",

@@ -7,7 +7,7 @@
 Measures from just before the model is loaded (after Python and llama_cpp are imported, which
 is not counted) to the first generated token: load the GGUF, create a context, evaluate a
 prompt of BOS (if the model adds one) plus the same English/JSON filler `typeset bench decode`
-and ../shared/peers/llama_bench.py use, and sample greedily. Typeset's figure is counted from
+and the peers' llama_bench.py use, and sample greedily. Typeset's figure is counted from
 process start, so it also pays for starting the process. Prints one JSON line.
 """
 import argparse

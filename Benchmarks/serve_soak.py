@@ -19,7 +19,7 @@ import httpx
 import jsonschema
 from openai import AsyncOpenAI
 
-SCHEMAS = sorted((Path(__file__).resolve().parents[2] / "shared" / "schemas").glob("*.json"))
+SCHEMAS = sorted((Path(__file__).resolve().parents[1] / "Fixtures" / "schemas").glob("*.json"))
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The current weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"},

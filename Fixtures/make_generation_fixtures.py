@@ -2,7 +2,8 @@
 """Records llama.cpp's logits and greedy continuations for a few prompts, for Typeset's
 forward-pass parity tests.
 
-Run once by a developer with the peers venv (llama-cpp-python 0.3.36, see ../shared/peers):
+Run once by a developer, in a venv with llama-cpp-python 0.3.36 (docs/architecture.md, "Fixtures
+and the cache", says how to make it):
 
     ~/.cache/typeset-peers/venv/bin/python Fixtures/make_generation_fixtures.py
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Records what ggml itself computes for activation quantization and quantized dot products,
-for Typeset's kernel tests: llama.cpp's CPU library (llama-cpp-python 0.3.36, built natively
-by ../shared/peers/setup.sh) called through ctypes.
+for Typeset's kernel tests: llama.cpp's CPU library (llama-cpp-python 0.3.36, built with
+-DGGML_NATIVE=ON) called through ctypes.
 
-Run once by a developer with the peers venv:
+Run once by a developer, in the venv docs/architecture.md ("Fixtures and the cache") makes:
 
     ~/.cache/typeset-peers/venv/bin/python Fixtures/make_kernel_fixtures.py
 

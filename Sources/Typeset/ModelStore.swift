@@ -97,15 +97,17 @@ public enum ModelStore {
         return path
     }
 
-    /// The command that fetches the models, with the script's absolute path when this binary
-    /// was built from a checkout that still exists.
-    public static var fetchCommand: String {
+    /// The command that fetches what the cache holds (`part`: one part of it, as
+    /// `Fixtures/fetch.sh` names them, such as `maskbench`; `nil`: everything), with the
+    /// script's absolute path when this binary was built from a checkout that still exists.
+    public static func fetchCommand(part: String? = nil) -> String {
+        let argument = part.map { " " + $0 } ?? ""
         let sourceFile = #filePath
         if let range = sourceFile.range(of: "/Sources/Typeset/") {
             let script = String(sourceFile[..<range.lowerBound]) + "/Fixtures/fetch.sh"
-            if FileManager.default.fileExists(atPath: script) { return "bash \(script)" }
+            if FileManager.default.fileExists(atPath: script) { return "bash \(script)\(argument)" }
         }
-        return "bash Fixtures/fetch.sh   # from the Typeset checkout"
+        return "bash Fixtures/fetch.sh\(argument)   # from the Typeset checkout"
     }
 }
 
@@ -119,7 +121,7 @@ public enum ModelLocationError: Error, Sendable, Equatable, CustomStringConverti
     public var description: String {
         switch self {
         case let .notFetched(model, path):
-            return "the model \(model.fileName) is not at \(path); fetch it with `\(ModelStore.fetchCommand)` (or pass --model PATH, or set TYPESET_MODEL)"
+            return "the model \(model.fileName) is not at \(path); fetch it with `\(ModelStore.fetchCommand())` (or pass --model PATH, or set TYPESET_MODEL)"
         case let .missingFile(path, variable?):
             return "\(variable) is set to \(path), which does not exist"
         case let .missingFile(path, nil):

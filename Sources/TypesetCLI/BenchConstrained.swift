@@ -22,8 +22,8 @@ struct BenchConstrained: AsyncParsableCommand {
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
-    @Option(help: "The JSON Schema file.")
-    var schema = "../shared/schemas/brew_summary.json"
+    @Option(help: "The JSON Schema file (default: the schema of the demo's BrewSummary type).")
+    var schema: String?
 
     @Option(help: "The prompt.")
     var prompt = "Tasting notes: bright acidity, blueberry and lemon, a bit thin, slightly sour finish. Summarize this brew."
@@ -55,7 +55,8 @@ struct BenchConstrained: AsyncParsableCommand {
     func run() async throws {
         let path = try ModelStore.resolve(model)
         let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: ModelRunner.Options(threadCount: threads))
-        let schemaText = try readText(schema, what: "schema")
+        let schemaText = try schema.map { try readText($0, what: "schema") }
+            ?? BrewSummary.generationSchema.jsonSchema.compactText
         // The same prompt for both: the schema instruction is written into it, not injected.
         let prompt = Conversation.instructedRequest(self.prompt, schema: schemaText)
         let free = GenerationOptions(temperature: 0, maxTokens: maxTokens)
@@ -108,7 +109,7 @@ struct BenchConstrained: AsyncParsableCommand {
             ])
             print(report.compactText)
         } else {
-            print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema)")
+            print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema ?? "of the demo's BrewSummary")")
             print(String(format: "free          %6.1f tok/s (median; %d tokens per reply in %d passes)", median(freeRates), freeTokens, freePasses))
             print(String(format: "constrained   %6.1f tok/s (median; %d tokens per reply in %d passes, %d saved by provisional tokens)",
                          median(constrainedRates), constrainedTokens, constrainedPasses, passesSaved))

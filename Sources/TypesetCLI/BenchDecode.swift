@@ -5,7 +5,7 @@ import Typeset
 struct BenchDecode: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decode",
-        abstract: "Prefill and decode tokens/s, measured as ../shared/peers/llama_bench.py does.",
+        abstract: "Prefill and decode tokens/s, measured as llama-bench measures llama.cpp.",
         discussion: """
         Each run starts from an empty cache: one prefill of --prompt-tokens tokens (BOS if the \
         model adds one, then a fixed English/JSON filler), then --gen-tokens greedy decode steps. \
@@ -42,7 +42,7 @@ struct BenchDecode: ParsableCommand {
     @Option(help: "Also write an SVG bar chart of the figures: against llama.cpp (with --peer), else in tokens/s.")
     var svg: String?
 
-    @Option(help: "llama.cpp's figures for the chart: a file of ../shared/peers/llama_bench.py bench output lines (repeatable).")
+    @Option(help: "llama.cpp's figures for the chart: a file of JSON lines with model, prefill_tok_s and decode_tok_s, as the peers' llama_bench.py prints them (repeatable; docs/benchmarks.md).")
     var peer: [String] = []
 
     @Option(help: "More models for the chart: files of earlier 'typeset bench decode --json' output (repeatable).")

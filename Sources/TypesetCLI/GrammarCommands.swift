@@ -247,7 +247,7 @@ struct BenchMasks: ParsableCommand {
         commandName: "masks",
         abstract: "MaskBench-style run: compile each schema, then mask and accept each test instance token by token.",
         discussion: """
-        The procedure of ../shared/peers/mask_bench.py, single-threaded: compile time per \
+        MaskBench's procedure (as its peers' script runs XGrammar and llguidance), single-threaded: compile time per \
         schema, the time to first mask (the compile and the mask at the grammar's start), the \
         time of every full-vocabulary mask, and whether each valid instance is \
         accepted and each invalid one rejected. Instances are serialized as json.dumps does \
@@ -260,7 +260,7 @@ struct BenchMasks: ParsableCommand {
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
-    @Argument(help: "MaskBench files or directories of them (default ../shared/maskbench-dev).")
+    @Argument(help: "MaskBench files or directories of them (default: the MaskBench slice that Fixtures/fetch.sh unpacks into $TYPESET_CACHE/maskbench-dev).")
     var paths: [String] = []
 
     @Option(help: "A file listing the schema files to run, one per line (e.g. the peers' --limit sample).")
@@ -293,14 +293,24 @@ struct BenchMasks: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
+    /// Where `Fixtures/fetch.sh` unpacks the MaskBench slice the repository carries.
+    static var defaultDirectory: String { ModelStore.cacheDirectory + "/maskbench-dev" }
+
     func schemaFiles() throws -> [String] {
         if let files {
             return String(decoding: try readInput(files), as: UTF8.self).split(separator: "\n").map(String.init).filter { !$0.isEmpty }
         }
         var result: [String] = []
-        for path in paths.isEmpty ? ["../shared/maskbench-dev"] : paths {
+        if paths.isEmpty, !FileManager.default.fileExists(atPath: Self.defaultDirectory) {
+            throw InputError.defaultMissing(
+                "the MaskBench slice", path: Self.defaultDirectory,
+                remedy: "unpack it with `\(ModelStore.fetchCommand(part: "maskbench"))`, or name MaskBench files")
+        }
+        for path in paths.isEmpty ? [Self.defaultDirectory] : paths {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw ValidationError("no such file: \(path)") }
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw InputError.unreadable(path, "no such file or directory")
+            }
             if isDirectory.boolValue {
                 result += try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(".json") }.map { path + "/" + $0 }
             } else {
@@ -316,6 +326,7 @@ struct BenchMasks: ParsableCommand {
     }
 
     func run() throws {
+        let files = try schemaFiles()   // before the model: a missing input fails at once
         let initStart = ContinuousClock.now
         let tokenizer = try loadTokenizer(model)
         let vocabulary = GrammarVocabulary(tokenizer.vocabulary)
@@ -332,7 +343,6 @@ struct BenchMasks: ParsableCommand {
         var errorKinds: [String: Int] = [:]
         var records: [String] = []
         let reporter = progressOptions.makeReporter()
-        let files = try schemaFiles()
         for (number, file) in files.enumerated() {
             reporter.report("schema \(number + 1) of \(files.count), \(fullyPassing) fully passing so far",
                             fraction: Double(number) / Double(files.count))

@@ -76,6 +76,8 @@ enum InputError: UserFacingError {
     case unwritable(String, String)
     case tooLarge(String, limit: Int)
     case notUTF8(String, what: String, offset: Int)
+    /// A command's default input (`what`, at `path`) is not there; `remedy` says how to get it.
+    case defaultMissing(String, path: String, remedy: String)
 
     var description: String {
         switch self {
@@ -85,6 +87,7 @@ enum InputError: UserFacingError {
             "\(path == "-" ? "standard input" : "'\(path)'") is larger than "
                 + (limit % (1 << 20) == 0 ? "\(limit >> 20) MiB" : "\(limit) bytes") + ", the most this command reads (see --max-bytes where it has one)"
         case let .notUTF8(path, what, offset): "the \(what) '\(path)' is not UTF-8 text (invalid byte at offset \(offset))"
+        case let .defaultMissing(what, path, remedy): "\(what), which this command reads by default, is not at \(path); \(remedy)"
         }
     }
 }

@@ -42,7 +42,7 @@ if [[ "$target" == FuzzSchema ]]; then
   # abort with a reproducer like crashes.
   corpus="$cache/fuzz-corpus-schema"
   mkdir -p "$corpus"
-  cp "$root"/../shared/schemas/*.json "$corpus"/ 2>/dev/null || true
+  cp "$root"/Fixtures/schemas/*.json "$corpus"/
   "$here/.build/release/FuzzSchema" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len=2048 \
     -print_final_stats=1 "$corpus"
 elif [[ "$target" == FuzzTemplate ]]; then

@@ -3,10 +3,9 @@ import Testing
 @testable import Typeset
 import TypesetTestSupport
 
-/// The schema of ../shared/schemas/`name` (the seed schemas, written by hand, independently
-/// of the macro).
-func sharedSchema(_ name: String) throws -> JSONValue {
-    try JSONValue(parsing: String(contentsOfFile: Fixtures.repositoryRoot + "/../shared/schemas/" + name, encoding: .utf8))
+/// The seed schema `name` of Fixtures/schemas (written by hand, independently of the macro).
+func seedSchema(_ name: String) throws -> JSONValue {
+    try JSONValue(parsing: Fixtures.seedSchema(name))
 }
 
 /// A schema reduced to what constrains values: `$ref`s written in place, titles and (unless
@@ -48,27 +47,27 @@ func constraints(_ schema: JSONValue, keepingDescriptions: Bool = false) -> JSON
     // MARK: Against the seed schemas
 
     @Test func catProfileIsTheSeedSchemaExactly() throws {
-        #expect(CatProfile.generationSchema.jsonSchema == (try sharedSchema("cat_profile.json")))
+        #expect(CatProfile.generationSchema.jsonSchema == (try seedSchema("cat_profile.json")))
     }
 
     @Test func brewSummaryIsTheSeedSchemaExactly() throws {
-        #expect(BrewSummary.generationSchema.jsonSchema == (try sharedSchema("brew_summary.json")))
+        #expect(BrewSummary.generationSchema.jsonSchema == (try seedSchema("brew_summary.json")))
     }
 
     @Test func productReviewIsTheSeedSchemaExactly() throws {
-        #expect(ProductReview.generationSchema.jsonSchema == (try sharedSchema("product_review.json")))
+        #expect(ProductReview.generationSchema.jsonSchema == (try seedSchema("product_review.json")))
     }
 
     @Test func nestedSeedTypesConstrainLikeTheSeedSchemas() throws {
-        #expect(constraints(StoryOutline.generationSchema.jsonSchema) == constraints(try sharedSchema("story_outline.json")))
+        #expect(constraints(StoryOutline.generationSchema.jsonSchema) == constraints(try seedSchema("story_outline.json")))
         #expect(constraints(DetailedJournalInsight.generationSchema.jsonSchema)
-            == constraints(try sharedSchema("detailed_journal_insight.json")))
+            == constraints(try seedSchema("detailed_journal_insight.json")))
     }
 
     @Test func optionalPropertiesMayBeLeftOutOrNull() throws {
         let schema = Event.generationSchema.jsonSchema
         #expect(schema["required"] == .array([.string("title"), .string("date")]))
-        let shared = try sharedSchema("event.json")
+        let shared = try seedSchema("event.json")
         // The seed schema requires the nullable properties; ours may also leave them out.
         for name in ["location", "attendeeCount"] {
             var ours = schema["properties"]?[name]

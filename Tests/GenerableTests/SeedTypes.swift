@@ -2,7 +2,7 @@ import Foundation
 import Typeset
 
 // The seed documents' types (Apple's guided-generation article, the structured-generation
-// chapter, the @Generable blog post), declared as there, with guides where ../shared/schemas
+// chapter, the @Generable blog post), declared as there, with guides where Fixtures/schemas
 // states a constraint the prose only describes.
 
 // MARK: Apple's article

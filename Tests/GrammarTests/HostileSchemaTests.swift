@@ -126,16 +126,11 @@ import TypesetTestSupport
 
 /// Shortest sentences: what a token budget must hold at the least.
 @Suite struct ShortestSentenceTests {
-    static var seedSchemas: [String] {
-        let directory = Fixtures.repositoryRoot + "/../shared/schemas"
-        return ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted().map { directory + "/" + $0 }
-    }
-
     /// The shortest sentence of each seed schema is a valid value (the independent validator
     /// says so), the grammar accepts it, and its length is the grammar's shortest length.
     @Test func seedSchemasShortestValuesValidate() throws {
-        let files = Self.seedSchemas
-        try #require(!files.isEmpty, "../shared/schemas is missing")
+        let files = try Fixtures.seedSchemaPaths()
+        try #require(!files.isEmpty, "Fixtures/schemas is empty")
         for file in files {
             let schema = try String(contentsOfFile: file, encoding: .utf8)
             let compiled = try CompiledGrammar(Grammar(jsonSchema: schema, options: .generation), vocabulary: .bytes)

@@ -3,13 +3,12 @@ import Grammar
 import Testing
 import TypesetTestSupport
 
-/// ../shared/maskbench-dev (JSONSchemaBench's dev split) with both real tokenizers, as
-/// ../shared/peers/mask_bench.py runs it: instances serialized as `json.dumps` does, masked
-/// and accepted token by token. A fixed subset (every 50th file) runs by default;
+/// The MaskBench slice (Fixtures/maskbench, unpacked into the cache by Fixtures/fetch.sh) with
+/// both real tokenizers, by MaskBench's procedure: instances serialized as `json.dumps` does,
+/// masked and accepted token by token. A fixed subset (every 50th file) runs by default;
 /// `typeset bench masks` runs them all.
 @Suite struct MaskBenchTests {
-    static var directory: String { Fixtures.repositoryRoot + "/../shared/maskbench-dev" }
-    static var available: Bool { FileManager.default.fileExists(atPath: directory) }
+    static var directory: String { MaskBenchSlice.directory }
 
     static func subset() throws -> [(schema: JSONValue, tests: [(data: JSONValue, valid: Bool, label: String)])] {
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted()
@@ -29,7 +28,7 @@ import TypesetTestSupport
         }
     }
 
-    @Test(.enabled(if: available && (TestModels.shouldRun(TestModels.smolLM2FileName) || TestModels.modelsRequired)),
+    @Test(.enabled(if: MaskBenchSlice.shouldRun && TestModels.shouldRun(TestModels.smolLM2FileName)),
           arguments: [TestModels.smolLM2FileName, TestModels.gemma3FileName])
     func subsetWithRealTokenizer(modelFile: String) throws {
         guard TestModels.shouldRun(modelFile) || TestModels.modelsRequired else { return }

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = Path(os.environ.get("TYPESET_BINARY", ROOT / ".build" / "release" / "typeset"))
-SCHEMAS = ROOT.parent / "shared" / "schemas"
+SCHEMAS = ROOT / "Fixtures" / "schemas"   # the seed schemas
 
 
 class Server:

@@ -83,6 +83,37 @@ public enum Fixtures {
     public static func data(_ relative: String) throws -> Data {
         try Data(contentsOf: URL(fileURLWithPath: path(relative)))
     }
+
+    /// The seed documents' example types as JSON Schemas (`brew_summary.json`, `event.json`, …),
+    /// written by hand: `Fixtures/schemas`.
+    public static var seedSchemasDirectory: String { path("schemas") }
+
+    /// The text of the seed schema `fileName` (`"brew_summary.json"`).
+    public static func seedSchema(_ fileName: String) throws -> String {
+        try String(contentsOfFile: seedSchemasDirectory + "/" + fileName, encoding: .utf8)
+    }
+
+    /// The seed schemas' paths, sorted.
+    public static func seedSchemaPaths() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: seedSchemasDirectory)
+            .filter { $0.hasSuffix(".json") }.sorted().map { seedSchemasDirectory + "/" + $0 }
+    }
+}
+
+/// The MaskBench slice: 2,778 schemas with valid and invalid instances, committed as
+/// `Fixtures/maskbench/maskbench-dev.tar.xz` and unpacked into the cache by `Fixtures/fetch.sh`
+/// (Fixtures/maskbench/README.md says where they come from).
+public enum MaskBenchSlice {
+    public static var directory: String { TestModels.cacheDirectory + "/maskbench-dev" }
+
+    /// Whether tests that read the slice should run: it is unpacked, or models are required
+    /// (then a missing slice fails the run instead of skipping).
+    public static var shouldRun: Bool {
+        TestModels.modelsRequired || FileManager.default.fileExists(atPath: directory)
+    }
+
+    /// The path of one of its files (`"Github_easy---o68405.json"`).
+    public static func path(of fileName: String) -> String { directory + "/" + fileName }
 }
 
 /// The tokenizer parity corpus: documents built by `Fixtures/make_tokenizer_corpus.py` (run by

@@ -100,6 +100,17 @@ import Testing
                                 containing: "TYPESET_MODEL is set to /nonexistent/x.gguf")
     }
 
+    /// A command whose default input is missing names the file it wanted and how to get it.
+    @Test func missingDefaultInputSaysWhatToRun() throws {
+        let cache = "/nonexistent/typeset-cache"
+        let result = try Self.run(["bench", "masks"], environment: ["TYPESET_CACHE": cache])
+        Self.expectOneLineError(result, containing: "the MaskBench slice, which this command reads by default, is not at \(cache)/maskbench-dev")
+        Self.expectOneLineError(result, containing: "Fixtures/fetch.sh maskbench")
+        // Named files are read as given.
+        Self.expectOneLineError(try Self.run(["bench", "masks", "/nonexistent/schemas"], environment: ["TYPESET_CACHE": cache]),
+                                containing: "cannot read '/nonexistent/schemas': no such file or directory")
+    }
+
     @Test func corruptFilesAreOneLineErrors() throws {
         let notGGUF = try Self.temporaryFile(Array("PK\u{3}\u{4} this is a zip".utf8))
         defer { try? FileManager.default.removeItem(atPath: notGGUF) }
@@ -123,8 +134,7 @@ import Testing
         let result = try Self.run(["demo", "--model", "qwen0.5b"])
         #expect(result.status == 0, "\(result.standardError)")
         let line = try #require(result.standardOutput.split(separator: "\n").first { $0.hasPrefix("json: ") })
-        let validator = try JSONSchemaValidator(schemaText: String(
-            contentsOfFile: Fixtures.repositoryRoot + "/../shared/schemas/brew_summary.json", encoding: .utf8))
+        let validator = try JSONSchemaValidator(schemaText: Fixtures.seedSchema("brew_summary.json"))
         #expect(validator.problems(in: String(line.dropFirst(6))) == [])
         // The Swift value, as source would spell it.
         #expect(result.standardOutput.contains("BrewSummary(\n    flavor: \""))

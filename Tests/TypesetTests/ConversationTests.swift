@@ -40,16 +40,13 @@ private func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) asyn
     return reply
 }
 
-private var schemasDirectory: String { Fixtures.repositoryRoot + "/../shared/schemas" }
-
 @Suite(.serialized, .enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
 struct ConversationTests {
     // MARK: Constrained generation
 
-    static let schemaFiles: [String] = {
-        ((try? FileManager.default.contentsOfDirectory(atPath: Fixtures.repositoryRoot + "/../shared/schemas")) ?? [])
-            .filter { $0.hasSuffix(".json") }.sorted()
-    }()
+    /// The committed seed schemas' file names (a missing directory is an empty list, which the
+    /// test below refuses).
+    static let schemaFiles: [String] = ((try? Fixtures.seedSchemaPaths()) ?? []).map { URL(fileURLWithPath: $0).lastPathComponent }
 
     /// Two requests per schema, as an app would phrase them.
     static let prompts: [String: [String]] = [
@@ -75,13 +72,13 @@ struct ConversationTests {
         "tool_call.json": ["What's the weather in Berlin, in celsius?", "What is the average rating for espresso?"],
     ]
 
-    /// Every schema of ../shared/schemas, two requests, the first decoded greedily and the
+    /// Every seed schema of Fixtures/schemas, two requests, the first decoded greedily and the
     /// second sampled (T = 0.7, a seed per request): the reply ends by itself (`stop`), parses,
     /// and validates under an independent validator.
     @Test(arguments: schemaFiles)
     func everySchemaYieldsAValidReply(file: String) async throws {
         #expect(Self.schemaFiles.count >= 8)
-        let schema = try String(contentsOfFile: schemasDirectory + "/" + file, encoding: .utf8)
+        let schema = try Fixtures.seedSchema(file)
         let validator = try JSONSchemaValidator(schemaText: schema)
         let prompts = try #require(Self.prompts[file], "no prompts for \(file)")
         let runner = try runner()
@@ -101,7 +98,7 @@ struct ConversationTests {
 
     @Test func aRepeatedSchemaIsCompiledOnce() async throws {
         let runner = try runner()
-        let schema = try String(contentsOfFile: schemasDirectory + "/cat_profile.json", encoding: .utf8)
+        let schema = try Fixtures.seedSchema("cat_profile.json")
         let options = GenerationOptions(maxTokens: 200, jsonSchema: schema)
         // The runner is shared with other tests: count from here.
         let before = runner.grammarCacheStatistics
@@ -121,7 +118,7 @@ struct ConversationTests {
     /// shortest value takes (a valid value, tokenized by the model's tokenizer); never an
     /// empty reply presented as a finished one.
     @Test func maxTokensTooSmallForAnyValueIsRefused() async throws {
-        let schema = try String(contentsOfFile: schemasDirectory + "/story_outline.json", encoding: .utf8)
+        let schema = try Fixtures.seedSchema("story_outline.json")
         let runner = try runner()
         await #expect(throws: ConversationError.self) {
             _ = try await collect(runner.createConversation().generateResponse(
@@ -145,7 +142,7 @@ struct ConversationTests {
     /// steered to close in time and is valid, even below 75 tokens; without steering, a budget
     /// the reply does not fit in cuts it.
     @Test func tightBudgetsCloseTheValueInTime() async throws {
-        let schema = try String(contentsOfFile: schemasDirectory + "/product_review.json", encoding: .utf8)
+        let schema = try Fixtures.seedSchema("product_review.json")
         let validator = try JSONSchemaValidator(schemaText: schema)
         let prompt = "Review the AeroPress Go coffee maker in great detail."
         for budget in [40, 64, 90, 120, 160] {
@@ -367,7 +364,7 @@ struct ConversationTests {
     /// its turn.
     @Test func conversationsOfOneRunnerDecodeTogether() async throws {
         let runner = try runner()
-        let schema = try String(contentsOfFile: schemasDirectory + "/city_fact.json", encoding: .utf8)
+        let schema = try Fixtures.seedSchema("city_fact.json")
         let requests: [(prompt: String, options: GenerationOptions)] = [
             ("What is rain?", GenerationOptions(maxTokens: 24)),
             ("Give me facts about Paris.", GenerationOptions(maxTokens: 80, jsonSchema: schema)),

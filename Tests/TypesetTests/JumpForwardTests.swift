@@ -15,7 +15,7 @@ import TypesetTestSupport
         guard TestModels.shouldRun(model) else { return }
         let runner = try ModelRunner(url: URL(fileURLWithPath: TestModels.path(of: model)), options: ModelRunner.Options(contextLength: 1024))
         for file in Self.schemas {
-            let schema = try String(contentsOfFile: Fixtures.repositoryRoot + "/../shared/schemas/" + file, encoding: .utf8)
+            let schema = try Fixtures.seedSchema(file)
             var passes: [Bool: (steps: Int, tokens: Int)] = [:]
             for jumps in [false, true] {
                 var options = GenerationOptions(temperature: 0, maxTokens: 160, jsonSchema: schema)
@@ -55,7 +55,7 @@ import TypesetTestSupport
         let runner = try ModelRunner(
             url: URL(fileURLWithPath: TestModels.path(of: model)),
             options: ModelRunner.Options(contextLength: 1024, maximumConcurrentGenerations: Self.schemas.count))
-        let schemas = try Self.schemas.map { try String(contentsOfFile: Fixtures.repositoryRoot + "/../shared/schemas/" + $0, encoding: .utf8) }
+        let schemas = try Self.schemas.map { try Fixtures.seedSchema($0) }
         struct Reply: Equatable { var text: String; var passes: Int; var saved: Int }
         @Sendable func reply(_ schema: String, provisional: Bool, temperature: Float) async throws -> Reply {
             var options = GenerationOptions(temperature: temperature, seed: 7, maxTokens: 120, jsonSchema: schema)
