@@ -23,57 +23,55 @@ final class ReplyEvents: @unchecked Sendable {
     }
 }
 
-/// A chat request turned into a conversation and the options of its reply.
+/// A chat request turned into a conversation and the request of its reply.
 struct ChatPlan {
     let conversation: Conversation
     let message: ChatMessage
-    var options: GenerationOptions
+    var request: ReplyRequest
     /// Tools are allowed and the reply is held to a schema: the reply is the value or a call,
     /// told apart once it is complete (so its text is not streamed before then).
     let valueOrCall: Bool
     let toolNames: Set<String>
 
-    init(_ request: ChatCompletionRequest, runner: ModelRunner) async throws(APIError) {
-        conversation = runner.createConversation(history: Array(request.messages.dropLast()))
-        message = request.messages[request.messages.count - 1]
-        options = request.sampling.options
-        options.enableThinking = request.enableThinking
-        options.allowsSeveralCalls = request.parallelToolCalls
-        if request.logprobs { options.logprobs = request.topLogprobs }
+    init(_ chat: ChatCompletionRequest, runner: ModelRunner) async throws(APIError) {
+        conversation = runner.createConversation(history: Array(chat.messages.dropLast()))
+        message = chat.messages[chat.messages.count - 1]
+        request = ReplyRequest(options: chat.sampling.options)
+        request.options.enableThinking = chat.enableThinking
+        request.allowsSeveralCalls = chat.parallelToolCalls
+        if chat.logprobs { request.options.logprobs = chat.topLogprobs }
         var functions: [FunctionDefinition]
-        switch request.toolChoice {
+        switch chat.toolChoice {
         case .none:
             functions = []
-            options.functionCallMode = .disabled
+            request.options.functionCallMode = .disabled
             // "none" asks for words: with tools in play, a reply may not open as a call would
             // (small models otherwise write one out as text).
-            options.forbidsCallOpening = !request.functions.isEmpty || request.messages.contains { !$0.functionCalls.isEmpty }
+            request.forbidsCallOpening = !chat.functions.isEmpty || chat.messages.contains { !$0.functionCalls.isEmpty }
         case .automatic:
-            functions = request.functions
-            options.functionCallMode = .automatic
+            functions = chat.functions
+            request.options.functionCallMode = .automatic
         case .required:
-            functions = request.functions
-            options.functionCallMode = .required
+            functions = chat.functions
+            request.options.functionCallMode = .required
         case .named(let name):
-            functions = request.functions.filter { $0.name == name }
-            options.functionCallMode = .required
+            functions = chat.functions.filter { $0.name == name }
+            request.options.functionCallMode = .required
         }
         toolNames = Set(functions.map(\.name))
         do {
-            if let schema = request.schema {
+            if let schema = chat.schema {
                 if !functions.isEmpty {
                     // A value of the schema, or a call: one grammar holds the reply to both.
-                    options.schemaDocument = Conversation.valueOrCallSchema(
-                        schema, functions: functions, valueAllowed: options.functionCallMode != .required)
-                    options.promptSchema = schema.compactText
-                    options.functionCallMode = .disabled
+                    request.schema = .valueOrCall(schema, functions: functions, valueAllowed: request.options.functionCallMode != .required)
+                    request.options.functionCallMode = .disabled
                 } else {
-                    options.schemaDocument = schema
+                    request.schema = .value(schema)
                 }
                 valueOrCall = !functions.isEmpty
                 // Fail closed before anything is answered: a schema the compiler cannot
                 // enforce is a 400 naming the keyword and its JSON pointer.
-                _ = try await runner.compiledGrammar(schema: options.schemaDocument!, options: options.schemaOptions)
+                _ = try await runner.compiledGrammar(schema: request.schema!.document, options: request.options.schemaOptions)
             } else {
                 valueOrCall = false
                 for function in functions {
@@ -87,7 +85,7 @@ struct ChatPlan {
         }
         // Values and arguments get DRY's JSON setting (the engine's default for replies held to
         // a grammar), unless the request sets its own penalty.
-        if request.sampling.repetitionPenalty != nil { options.dry = .off }
+        if chat.sampling.repetitionPenalty != nil { request.options.dry = .off }
     }
 }
 
@@ -103,7 +101,7 @@ extension TypesetServer {
         let plan = try await ChatPlan(chat, runner: runner)
         let deadline = deadline
         let events = ReplyEvents(plan.conversation.generateResponse(
-            to: plan.message, options: plan.options, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
+            to: plan.message, request: plan.request, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
         // Errors that come before the first event (the prompt does not fit, the template
         // fails) are answered with their status, not inside a 200 stream.
         let first = try await events.next()

@@ -74,7 +74,7 @@ extension TypesetServer {
         }
         guard !tokens.isEmpty else { throw APIError.invalid("prompt", "prompt must not be empty") }
         let events = ReplyEvents(runner.generateCompletion(
-            of: tokens, options: options, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
+            of: tokens, request: ReplyRequest(options: options), isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
         let first = try await events.next()
         let encoder = TextCompletionEncoder(id: "cmpl-" + Self.randomIdentifier(), created: Int(Date().timeIntervalSince1970), model: modelName(runner))
         if completion.sampling.stream {

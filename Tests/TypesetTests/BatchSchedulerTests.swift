@@ -53,10 +53,10 @@ final class SequentialEvaluator: BatchEvaluator, @unchecked Sendable {
             let source = ByteVocabulary.writer(text, promptLength: promptLength)
             let cancellation = CancellationFlag()
             var chunkCount = 0
-            let decoder = ReplyDecoder(
-                tokenizer: ByteVocabulary.tokenizer, options: options, constraint: nil, callGrammar: nil, callFormat: .hermes,
-                startsWithCall: false, firstCallNumber: 1, cancellation: cancellation
-            ) { event in
+            let plan = ReplyPlan(
+                prompt: [], options: options, constraint: nil,
+                routing: ReplyPlan.Routing(options: options, constrained: false, calls: nil, forbidsCallOpening: false), cacheOwner: nil)
+            let decoder = ReplyDecoder(plan: plan, tokenizer: ByteVocabulary.tokenizer, cancellation: cancellation) { event in
                 guard case .chunk(let text) = event else { return }
                 collected.lock.withLock { _ in collected.chunks[index, default: []].append(text) }
                 chunkCount += 1

@@ -139,9 +139,10 @@ import TypesetTestSupport
         // Everything up to the integer is forced; the model's first token is the encoding's first.
         let canonical = tokenizer.encode(#"{"temperature_celsius":"#, addingSpecialTokens: false)
         try #require(canonical.count >= 4)
-        let decoder = ReplyDecoder(
-            tokenizer: tokenizer, options: GenerationOptions(), constraint: grammar, callGrammar: nil, callFormat: .hermes,
-            startsWithCall: false, firstCallNumber: 1, cancellation: CancellationFlag()) { _ in }
+        let plan = ReplyPlan(
+            prompt: [], options: GenerationOptions(), constraint: grammar,
+            routing: ReplyPlan.Routing(options: GenerationOptions(), constrained: true, calls: nil, forbidsCallOpening: false), cacheOwner: nil)
+        let decoder = ReplyDecoder(plan: plan, tokenizer: tokenizer, cancellation: CancellationFlag()) { _ in }
         var logits = [Float](repeating: -10, count: tokenizer.vocabulary.count)
         logits[canonical[0]] = 10
         let decision = decoder.step(&logits, TokenStepContext(history: [], completionTokens: 0, remainingTokens: 100))

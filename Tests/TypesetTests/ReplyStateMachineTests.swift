@@ -33,23 +33,26 @@ import Testing
     /// `tokenizer`).
     static func reply(
         writing text: String, options: GenerationOptions = GenerationOptions(), schema: String? = nil,
-        functions: [FunctionDefinition] = [], cancelAfterChunks: Int? = nil,
-        tokenizer: Tokenizer = ByteVocabulary.tokenizer, source: ScriptedSource? = nil
+        functions: [FunctionDefinition] = [], allowsSeveralCalls: Bool = true, forbidsCallOpening: Bool = false,
+        cancelAfterChunks: Int? = nil, tokenizer: Tokenizer = ByteVocabulary.tokenizer, source: ScriptedSource? = nil
     ) throws -> Run {
         let source = source ?? ByteVocabulary.writer(text, promptLength: prompt.count)
         let callGrammar = functions.isEmpty ? nil
             : try grammar(
-                ChatPromptRenderer.callSchema(functions), options: options.callFormat.callGrammarOptions(several: options.allowsSeveralCalls),
+                ChatPromptRenderer.callSchema(functions), options: options.callFormat.callGrammarOptions(several: allowsSeveralCalls),
                 tokenizer: tokenizer)
+        let constraint = try schema.map { try grammar(try JSONValue(parsing: $0)) }
+        let calls = callGrammar.map {
+            ReplyPlan.Calls(grammar: $0, startsWithCall: options.functionCallMode == .required, firstNumber: 1, allowsSeveral: allowsSeveralCalls)
+        }
+        let plan = ReplyPlan(
+            prompt: prompt, options: options, constraint: constraint,
+            routing: ReplyPlan.Routing(options: options, constrained: constraint != nil, calls: calls, forbidsCallOpening: forbidsCallOpening),
+            cacheOwner: nil)
         let cancellation = CancellationFlag()
         var events: [MessageResponse] = []
         var chunks = 0
-        let decoder = ReplyDecoder(
-            tokenizer: tokenizer, options: options, constraint: try schema.map { try grammar(try JSONValue(parsing: $0)) },
-            callGrammar: callGrammar, callFormat: options.callFormat,
-            startsWithCall: options.functionCallMode == .required && callGrammar != nil, firstCallNumber: 1,
-            cancellation: cancellation
-        ) { event in
+        let decoder = ReplyDecoder(plan: plan, tokenizer: tokenizer, cancellation: cancellation) { event in
             events.append(event)
             if case .chunk = event {
                 chunks += 1
@@ -263,8 +266,8 @@ import Testing
             parameters: try JSONValue(parsing: #"{"type":"object","properties":{"at":{"type":"string"},"loud":{"type":"boolean"}},"required":["at","loud"]}"#))
         var options = Self.lfm
         options.functionCallMode = .required
-        options.allowsSeveralCalls = false
-        let run = try Self.reply(writing: #"<|tool_call_start|>[set_alarm(at="7", loud=true)]"#, options: options, functions: [function])
+        let run = try Self.reply(
+            writing: #"<|tool_call_start|>[set_alarm(at="7", loud=true)]"#, options: options, functions: [function], allowsSeveralCalls: false)
         // Of the letters left, the lowest wins the scripted model's tie: `False`.
         #expect(run.calls.map(\.arguments) == [.object([("at", .string("7")), ("loud", .bool(false))])])
         // The marker was written for the model, with no newline after it.
@@ -292,9 +295,7 @@ import Testing
     }
 
     @Test func theLastRoundMayNotOpenACall() throws {
-        var options = GenerationOptions()
-        options.forbidsCallOpening = true
-        let run = try Self.reply(writing: Self.call, options: options, functions: [Self.weather])
+        let run = try Self.reply(writing: Self.call, functions: [Self.weather], forbidsCallOpening: true)
         #expect(run.calls.isEmpty)
         #expect(!run.text.hasPrefix("{"))
         #expect(run.reply.finishReason == .stop)

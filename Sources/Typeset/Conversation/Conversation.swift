@@ -1,4 +1,3 @@
-import Dispatch
 import Grammar
 import Models
 import Synchronization
@@ -32,12 +31,9 @@ public final class Conversation: Sendable {
     }
 
     deinit {
-        // The cache goes back to the runner, so a new conversation that starts the same way (a
-        // server's next request with the same system prompt) reuses what it computed.
-        runner.state.withLock { state in
-            guard let box = state.caches.removeValue(forKey: identifier) else { return }
-            state.recycle(box.cache)
-        }
+        // The cache goes back to the runner's pool, so a new conversation that starts the same
+        // way (a server's next request with the same system prompt) reuses what it computed.
+        runner.state.withLock { $0.caches.release(owner: identifier) }
     }
 
     // MARK: State
@@ -67,7 +63,7 @@ public final class Conversation: Sendable {
     }
 
     /// Tokens held in this conversation's KV cache (0 before the first reply).
-    public var cachedTokenCount: Int { runner.state.withLock { $0.caches[identifier]?.cache.count ?? 0 } }
+    public var cachedTokenCount: Int { runner.state.withLock { $0.caches.tokenCount(of: identifier) } }
 
     /// Appends `message` without generating (for example a tool result to send later, or
     /// context to set up).
@@ -139,99 +135,52 @@ public final class Conversation: Sendable {
     public func generateResponse(to message: ChatMessage, options: GenerationOptions = GenerationOptions())
         -> AsyncThrowingStream<MessageResponse, Error>
     {
-        generateResponse(to: message, options: options, isAbandoned: nil)
+        generateResponse(to: message, request: ReplyRequest(options: options), isAbandoned: nil)
     }
 
-    /// ``generateResponse(to:options:)-(ChatMessage,_)``, stopping also when `isAbandoned`
-    /// says so (asked before each token): the server's check that its client is still there.
+    /// ``generateResponse(to:options:)-(ChatMessage,_)`` of `request` (the typed API's and the
+    /// server's), stopping also when `isAbandoned` says so (asked before each token): the
+    /// server's check that its client is still there.
     package func generateResponse(
-        to message: ChatMessage, options: GenerationOptions, isAbandoned: (@Sendable () -> Bool)?
+        to message: ChatMessage, request: ReplyRequest, isAbandoned: (@Sendable () -> Bool)?
     ) -> AsyncThrowingStream<MessageResponse, Error> {
-        let (stream, continuation) = AsyncThrowingStream<MessageResponse, Error>.makeStream()
-        let requested = ContinuousClock.now
-        let cancellation = CancellationFlag()
-        let started: Result<Void, ConversationError> = {
-            guard runner.isLoaded else { return .failure(.runnerUnloaded) }
-            let accepted = state.withLock { state -> Bool in
-                guard !state.isGenerating else { return false }
-                state.isGenerating = true
-                state.history.append(message)
-                return true
-            }
-            return accepted ? .success(()) : .failure(.generationInProgress)
-        }()
-        if case .failure(let error) = started {
-            continuation.finish(throwing: error)
-            return stream
+        let accepted: Bool? = runner.isLoaded ? state.withLock { state in
+            guard !state.isGenerating else { return false }
+            state.isGenerating = true
+            state.history.append(message)
+            return true
+        } : nil
+        guard accepted == true else {
+            let error: ConversationError = accepted == nil ? .runnerUnloaded : .generationInProgress
+            return AsyncThrowingStream { $0.finish(throwing: error) }
         }
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { cancellation.cancel() }
-        }
-        runner.state.withLock { $0.activeGenerations.append(cancellation) }
-        let complete: @Sendable (Result<Reply, ConversationError>) -> Void = { [self] outcome in
-            runner.state.withLock { $0.activeGenerations.removeAll { $0 === cancellation } }
-            switch outcome {
-            case .success(let reply):
-                state.withLock { state in
+        return runner.startReply(isAbandoned: isAbandoned, plan: { [self] () throws(ConversationError) in try plan(for: request) }) {
+            [self] outcome in
+            state.withLock { state in
+                switch outcome {
+                case .success(let reply):
                     if reply.appendsToHistory { state.history.append(reply.message) }
                     state.lastCompletion = (reply.finishReason, reply.stats)
-                    state.isGenerating = false
-                }
-                continuation.yield(.complete(message: reply.message, finishReason: reply.finishReason, stats: reply.stats))
-                continuation.finish()
-            case .failure(let error):
-                state.withLock { state in
+                case .failure:
                     state.lastCompletion = (.error, GenerationStats())
-                    state.isGenerating = false
                 }
-                continuation.finish(throwing: error)
+                state.isGenerating = false
             }
         }
-        // The prompt is rendered and the grammar compiled off the scheduler's thread (a compile
-        // must not stall the replies being decoded), in the order replies were asked for.
-        runner.preparation.async { [self] in
-            do throws(ConversationError) {
-                let (scheduler, generation, decoder) = try prepare(
-                    options: options, cancellation: cancellation, isAbandoned: isAbandoned, requested: requested,
-                    emit: { continuation.yield($0) })
-                generation.completion = { result in
-                    switch result {
-                    case .success(let outcome): complete(.success(decoder.finish(outcome)))
-                    case .failure(let error): complete(.failure(.model(error)))
-                    }
-                }
-                scheduler.submit(generation)
-            } catch {
-                complete(.failure(error))
-            }
-        }
-        return stream
     }
 
-    /// Renders the prompt, compiles the grammars and makes the reply's decoder and loop, ready
-    /// for the runner's scheduler.
-    private func prepare(
-        options requestedOptions: GenerationOptions, cancellation: CancellationFlag, isAbandoned: (@Sendable () -> Bool)?,
-        requested: ContinuousClock.Instant, emit: @escaping (MessageResponse) -> Void
-    ) throws(ConversationError) -> (ModelRunner.Scheduler, ModelRunner.Scheduler.Generation, ReplyDecoder) {
-        let (model, scheduler, history, functions, existingCache) = try runner.state.withLock { runnerState throws(ConversationError) in
-            guard let model = runnerState.model, let scheduler = runnerState.scheduler else { throw .runnerUnloaded }
-            let snapshot = state.withLock { ($0.history, $0.functions) }
-            return (model, scheduler, snapshot.0, snapshot.1, runnerState.caches[identifier]?.cache)
-        }
-        let options = requestedOptions.filled(from: runner.defaultOptions)
+    /// The plan of a reply to the history as it stands: the options filled from the model's
+    /// defaults, the grammars compiled (the schema, the calls), the schema's instruction added
+    /// to the request, the prompt rendered.
+    private func plan(for request: ReplyRequest) throws(ConversationError) -> ReplyPlan {
+        let (history, functions, onPrefill) = state.withLock { ($0.history, $0.functions, $0.prefillProgress) }
+        let options = request.options.filled(from: runner.defaultOptions)
         if options.extras != nil {
             throw .unsupportedOption(name: "extras", reason: "it carries a payload for LEAP's own inference engine, which Typeset does not run")
         }
         var promptHistory = history
-        var constraint: CompiledGrammar?
-        var schemaDocument = options.schemaDocument
-        if schemaDocument == nil, let schema = options.jsonSchema {
-            do { schemaDocument = try JSONValue(parsingSchema: schema, budget: runner.grammarBudget) } catch { throw .invalidSchema(error) }
-        }
-        if let document = schemaDocument {
-            let compiled = try runner.compiledGrammar(schema: document, options: options.schemaOptions)
-            constraint = compiled
+        let constraint = try runner.compiledConstraint(for: request)
+        if let (compiled, schema) = constraint {
             // A token holds a byte at least: only a shortest value longer in bytes than the
             // budget can need more tokens than it, and only then is it written out and counted.
             if options.closesWithinMaxTokens, let maxTokens = options.maxTokens, compiled.shortestSentenceLength > maxTokens {
@@ -239,8 +188,7 @@ public final class Conversation: Sendable {
                 guard needed <= maxTokens else { throw .maxTokensTooSmall(shortestValueTokens: needed, maxTokens: maxTokens) }
             }
             if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
-                promptHistory[last].content = Self.instructedRequest(
-                    promptHistory[last].content, schema: options.promptSchema ?? options.jsonSchema ?? document.compactText)
+                promptHistory[last].content = Self.instructedRequest(promptHistory[last].content, schema: schema.shown)
                 // The instruction is part of what the model was asked: keep it in the history,
                 // so later turns render the same prompt (and reuse the cache).
                 let instructed = promptHistory[last]
@@ -253,34 +201,21 @@ public final class Conversation: Sendable {
         let callFunctions = constraint == nil && options.functionCallMode != .disabled ? functions : []
         let callGrammar = callFunctions.isEmpty || options.functionCallMode == .unparsed ? nil
             : try runner.compiledGrammar(
-                schema: ChatPromptRenderer.callSchema(callFunctions), options: options.callFormat.callGrammarOptions(several: options.allowsSeveralCalls))
+                schema: ChatPromptRenderer.callSchema(callFunctions),
+                options: options.callFormat.callGrammarOptions(several: request.allowsSeveralCalls))
         let prompt = try runner.prompts.tokens(
             for: promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking)
-        guard prompt.count < runner.contextLength else {
-            throw .contextOverflow(promptTokens: prompt.count, contextLength: runner.contextLength)
-        }
-        var cache: KVCache! = existingCache
-        if cache == nil {
-            let prepared = try runner.state.withLock { state throws(ConversationError) in
-                guard state.model != nil else { throw .runnerUnloaded }
-                let prepared = state.cache(for: prompt, of: model, contextLength: runner.contextLength)
-                state.caches[identifier] = CacheBox(cache: prepared.cache)
-                return prepared
-            }
-            cache = prepared.fill(releasingUnder: runner.state)
-        }
-        let decoder = ReplyDecoder(
-            tokenizer: runner.tokenizer, options: options, constraint: constraint, callGrammar: callGrammar,
-            callFormat: options.callFormat, startsWithCall: options.functionCallMode == .required && callGrammar != nil,
-            firstCallNumber: Self.callCount(history) + 1, cancellation: cancellation, isAbandoned: isAbandoned,
-            onPrefill: state.withLock { $0.prefillProgress }, emit: emit)
-        let vocabulary = runner.tokenizer.vocabulary
-        let loop = TokenLoop(
-            source: ModelSequence(model: model, cache: cache, threadCount: runner.threadCount), maxTokens: options.maxTokens ?? Int.max,
-            isEndOfGeneration: { vocabulary.isEndOfGeneration($0) })
-        let generation = ModelRunner.Scheduler.Generation(
-            loop: loop, stepper: decoder, prompt: prompt, opening: decoder.opening, requested: requested)
-        return (scheduler, generation, decoder)
+        let routing = ReplyPlan.Routing(
+            options: options, constrained: constraint != nil,
+            calls: callGrammar.map {
+                ReplyPlan.Calls(
+                    grammar: $0, startsWithCall: options.functionCallMode == .required, firstNumber: Self.callCount(history) + 1,
+                    allowsSeveral: request.allowsSeveralCalls)
+            },
+            forbidsCallOpening: request.forbidsCallOpening)
+        return ReplyPlan(
+            prompt: prompt, options: options, constraint: constraint?.grammar, routing: routing, cacheOwner: identifier,
+            onPrefill: onPrefill)
     }
 
     /// The tokens `constraint`'s shortest value takes as `tokenizer` writes it; for a value
@@ -318,16 +253,4 @@ struct ConversationState: Sendable {
     var isGenerating = false
     var lastCompletion: (finishReason: FinishReason, stats: GenerationStats)?
     var prefillProgress: (@Sendable (Int, Int) -> Void)?
-}
-
-/// A conversation's KV cache, created on its first reply and used only by that reply's
-/// generation on the runner's scheduler thread, one reply at a time (which is what makes
-/// sharing the reference safe).
-final class CacheBox: @unchecked Sendable {
-    let cache: KVCache
-    /// Copies of this idle cache's prefix under way outside the runner's lock; while there
-    /// are any, the runner neither hands the cache out nor reuses it. Read and written under
-    /// the runner's lock.
-    var copyCount = 0
-    init(cache: KVCache) { self.cache = cache }
 }

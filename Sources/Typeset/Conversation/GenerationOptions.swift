@@ -83,19 +83,6 @@ public struct GenerationOptions: Sendable, Equatable {
     public var functionCallFormat: FunctionCallFormat?
     /// Whether the reply may, must or must not call the registered functions.
     public var functionCallMode: FunctionCallMode
-    /// The schema as a JSON value, which `respond`, `streamResponse` and the server set instead
-    /// of `jsonSchema` (the value is compiled as it is, not written out and parsed back).
-    package var schemaDocument: JSONValue?
-    /// The schema `injectSchemaIntoPrompt` shows the model when it is not `jsonSchema` itself
-    /// (a typed reply that may also call tools is held to both, but asked for the value).
-    package var promptSchema: String?
-    /// The reply may not open with what would be a call (`{` or a code fence): the last round
-    /// of `respond` after the model repeated a call, when an answer in words is what is left.
-    package var forbidsCallOpening = false
-    /// Whether the reply may make several function calls (OpenAI's `parallel_tool_calls`):
-    /// when false, the end of generation is all that may follow the first call.
-    package var allowsSeveralCalls = true
-
     public init(
         temperature: Float? = nil, topP: Float? = nil, minP: Float? = nil, topK: Int? = nil,
         repetitionPenalty: Float? = nil, dry: DRYPenalty? = nil, seed: UInt64? = nil, maxTokens: Int? = nil,

@@ -197,7 +197,7 @@ public final class ModelRunner: Sendable {
             evaluator: ModelBatchEvaluator(model: model, threadCount: self.threadCount),
             maximumSequences: max(1, options.maximumConcurrentGenerations))
         var state = RunnerState(model: model, scheduler: scheduler)
-        state.idleCacheByteLimit = max(0, options.idleCacheByteLimit)
+        state.caches.idleByteLimit = max(0, options.idleCacheByteLimit)
         self.state = Mutex(state)
         self.preparation = DispatchQueue(label: "typeset.model-runner.preparation", qos: .userInitiated)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
@@ -275,7 +275,6 @@ public final class ModelRunner: Sendable {
                 state.scheduler = nil
                 state.grammars = nil
                 state.caches.removeAll()
-                state.idleCaches.removeAll()
             }
             return (state.activeGenerations, state.scheduler)
         }
@@ -376,100 +375,9 @@ struct RunnerState: Sendable {
     /// Made on the first constrained reply (the grammar vocabulary takes a pass over the tokens).
     var grammars: CompiledGrammarCache?
     var activeGenerations: [CancellationFlag] = []
-    /// Each conversation's KV cache, by conversation identifier.
-    var caches: [Int: CacheBox] = [:]
-    /// Caches of conversations that are gone, most recent last, kept for new conversations
-    /// whose prompt starts as theirs did: the most recent whose committed bytes fit in
-    /// `idleCacheByteLimit`, at most ``maximumIdleCaches`` of them.
-    var idleCaches: [CacheBox] = []
-    var idleCacheByteLimit = ModelRunner.Options.defaultIdleCacheByteLimit
+    /// The KV caches: each conversation's own, and the idle ones kept for later prompts.
+    var caches = CachePool()
     var nextConversation = 0
-
-    /// The most idle caches kept whatever their size: each is a mapping of its whole context,
-    /// and a new conversation compares its prompt with every one.
-    static let maximumIdleCaches = 64
-
-    /// Keeps `cache` for a later conversation, dropping the least recently kept beyond the
-    /// limits.
-    mutating func recycle(_ cache: KVCache) {
-        guard model != nil else { return }
-        idleCaches.append(CacheBox(cache: cache))
-        var bytes = 0
-        var kept = 0
-        for box in idleCaches.reversed() {
-            bytes += box.cache.committedByteCount
-            guard bytes <= idleCacheByteLimit, kept < Self.maximumIdleCaches else { break }
-            kept += 1
-        }
-        idleCaches.removeFirst(idleCaches.count - kept)
-    }
-
-    /// A cache for a generation of `prompt`, starting from the idle cache that shares the
-    /// longest prefix with it (of equals, the least recently kept):
-    ///
-    /// - that cache itself (taken out of the pool) when all it holds but at most
-    ///   max(8, an eighth of its tokens) is a prefix of `prompt` (a conversation's next turn);
-    /// - else a cache to hold a copy of the shared prefix, the idle one kept for later prompts
-    ///   that share more of it (a server's next request with the same system prompt must not
-    ///   take, and overwrite, the cache of another that may return);
-    /// - a new cache when none shares a token.
-    ///
-    /// A new cache reuses the least recently kept when the pool holds its most caches. The
-    /// copy, megabytes for a long prefix, is not made here, under the runner's lock, but by
-    /// ``PreparedCache/fill(releasingUnder:)`` after it: until then the idle cache it reads is
-    /// neither handed out nor reused (``CacheBox/copyCount``), so nothing writes it.
-    ///
-    /// - Complexity: O(*n* × *p*) for *n* idle caches and a shared prefix of *p* tokens.
-    mutating func cache(for prompt: [Int], of model: TransformerModel, contextLength: Int) -> PreparedCache {
-        let shared = idleCaches.map { $0.cache.reusablePrefixLength(for: prompt) }
-        var source: (box: CacheBox, sharedCount: Int)?
-        if let best = shared.indices.max(by: { shared[$0] < shared[$1] }), shared[best] > 0 {
-            let candidate = idleCaches[best]
-            if candidate.copyCount == 0, candidate.cache.count - shared[best] <= max(8, candidate.cache.count / 8) {
-                return PreparedCache(cache: idleCaches.remove(at: best).cache, start: .asItIs)
-            }
-            candidate.copyCount += 1
-            source = (candidate, shared[best])
-        }
-        let cache: KVCache
-        if idleCaches.count >= Self.maximumIdleCaches, let oldest = idleCaches.firstIndex(where: { $0.copyCount == 0 }) {
-            cache = idleCaches.remove(at: oldest).cache
-        } else {
-            cache = model.makeCache(contextLength: contextLength)
-        }
-        return PreparedCache(cache: cache, start: source.map { .copy(of: $0.box, count: $0.sharedCount) } ?? .empty)
-    }
-}
-
-/// A generation's cache as ``RunnerState/cache(for:of:contextLength:)`` chose it, and what it
-/// is to start from.
-struct PreparedCache {
-    enum Start {
-        /// An idle cache taken whole: the generation reuses the prefix it holds.
-        case asItIs
-        /// The first `count` positions of an idle cache, which stays in the pool, marked as
-        /// read until ``PreparedCache/fill(releasingUnder:)`` has copied them.
-        case copy(of: CacheBox, count: Int)
-        /// Nothing.
-        case empty
-    }
-
-    let cache: KVCache
-    let start: Start
-
-    /// Gives the cache its start outside the runner's lock (a copy of a long prefix takes
-    /// milliseconds), then, under `state`, lets the idle cache it read be handed out and
-    /// reused again.
-    func fill(releasingUnder state: borrowing Mutex<RunnerState>) -> KVCache {
-        switch start {
-        case .asItIs: break
-        case .empty: cache.clear()
-        case let .copy(source, count):
-            cache.copyPrefix(count, of: source.cache)
-            state.withLock { _ in source.copyCount -= 1 }
-        }
-        return cache
-    }
 }
 
 /// Set once when a generation should stop; read between tokens.

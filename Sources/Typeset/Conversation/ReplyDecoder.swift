@@ -31,6 +31,10 @@ final class ReplyDecoder: TokenStepper {
     let callGrammar: CompiledGrammar?
     let callFormat: FunctionCallFormat
     let firstCallNumber: Int
+    /// Whether another call may follow the first.
+    let allowsSeveralCalls: Bool
+    /// The reply may not open with what would be a call.
+    let forbidsCallOpening: Bool
     let cancellation: CancellationFlag
     /// Asked before each token besides `cancellation`: the server's check that its client is
     /// still there.
@@ -79,22 +83,24 @@ final class ReplyDecoder: TokenStepper {
     /// A step's logits as the model gave them, when log-probabilities are asked for.
     private var modelLogits: [Float] = []
 
-    /// - Parameter startsWithCall: the reply must start with a call (`FunctionCallMode.required`).
+    /// The decoder of `plan`'s reply; `emit` gets what it streams.
     init(
-        tokenizer: Tokenizer, options: GenerationOptions, constraint: CompiledGrammar?, callGrammar: CompiledGrammar?,
-        callFormat: FunctionCallFormat, startsWithCall: Bool, firstCallNumber: Int, cancellation: CancellationFlag,
-        isAbandoned: (@Sendable () -> Bool)? = nil, onPrefill: (@Sendable (Int, Int) -> Void)? = nil,
+        plan: ReplyPlan, tokenizer: Tokenizer, cancellation: CancellationFlag, isAbandoned: (@Sendable () -> Bool)? = nil,
         emit: @escaping (MessageResponse) -> Void
     ) {
+        let options = plan.options, constraint = plan.constraint, callGrammar = plan.routing.calls?.grammar
+        let callFormat = plan.routing.callFormat, startsWithCall = plan.routing.calls?.startsWithCall ?? false
         self.tokenizer = tokenizer
         self.options = options
         self.constraint = constraint
         self.callGrammar = callGrammar
         self.callFormat = callFormat
-        self.firstCallNumber = firstCallNumber
+        self.firstCallNumber = plan.routing.calls?.firstNumber ?? 1
+        self.allowsSeveralCalls = plan.routing.calls?.allowsSeveral ?? true
+        self.forbidsCallOpening = plan.routing.forbidsCallOpening
         self.cancellation = cancellation
         self.isAbandoned = isAbandoned
-        self.onPrefill = onPrefill
+        self.onPrefill = plan.onPrefill
         self.emit = emit
         let vocabulary = tokenizer.vocabulary
         self.vocabulary = vocabulary
@@ -110,9 +116,7 @@ final class ReplyDecoder: TokenStepper {
         if options.dry == nil, constraint != nil || callGrammar != nil { sampling.dry = .json }
         sampler = Sampler(options: sampling, vocabulary: vocabulary)
         detokenizer = tokenizer.makeStreamingDetokenizer()
-        router = ReplyTextRouter(
-            detectsThinking: constraint == nil && options.enableThinking != false && !options.inlineThinkingTags,
-            callFormat: callGrammar == nil ? nil : callFormat)
+        router = ReplyTextRouter(detectsThinking: plan.routing.detectsThinking, callFormat: callGrammar == nil ? nil : callFormat)
         phase = constraint.map { .schema(GrammarMatcher($0)) } ?? .free
         if startsWithCall, let callGrammar {
             phase = .call(GrammarMatcher(callGrammar), text: "")
@@ -152,10 +156,10 @@ final class ReplyDecoder: TokenStepper {
             if let written = afterCall {
                 Self.allowOnlyAnotherCall(
                     after: written, marker: callFormat.opening ?? "", in: &logits, vocabulary: vocabulary,
-                    fits: callFormat.marksEachCall && options.allowsSeveralCalls
+                    fits: callFormat.marksEachCall && allowsSeveralCalls
                         && (!options.closesWithinMaxTokens || context.remainingTokens >= shortestCall))
             }
-            if options.forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
+            if forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
                 Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
             }
             guard let sampled = sampler.sample(&logits, history: context.history, replyStart: context.replyStart) else { return .finish(.stop) }

@@ -196,32 +196,29 @@ extension Conversation {
             // decides, within the round limit.
             let callsAllowed = !tools.isEmpty && round < Self.maximumToolRounds
                 && (options.functionCallMode == .automatic || (options.functionCallMode == .required && round == 0))
-            var roundOptions = options
-            // After a repeated call, the model answers in words: a call it could not make
-            // would otherwise come out as the answer's text.
-            if !tools.isEmpty, !callsAllowed, valueSchema == nil { roundOptions.forbidsCallOpening = true }
+            var roundRequest = ReplyRequest(options: options)
+            roundRequest.options.jsonSchema = nil
             if let valueSchema {
-                roundOptions.injectSchemaIntoPrompt = includeSchemaInPrompt
-                roundOptions.functionCallMode = .disabled
+                roundRequest.options.injectSchemaIntoPrompt = includeSchemaInPrompt
+                roundRequest.options.functionCallMode = .disabled
                 if callsAllowed {
                     let required = round == 0 && options.functionCallMode == .required
-                    roundOptions.schemaDocument = Self.valueOrCallSchema(valueSchema, functions: functions.filter { tools[$0.name] != nil },
-                                                                            valueAllowed: !required)
+                    roundRequest.schema = .valueOrCall(
+                        valueSchema, functions: functions.filter { tools[$0.name] != nil }, valueAllowed: !required, shown: shownSchema)
                 } else {
-                    roundOptions.schemaDocument = valueSchema
+                    roundRequest.schema = .value(valueSchema, shown: shownSchema)
                 }
-                roundOptions.jsonSchema = nil
-                roundOptions.promptSchema = shownSchema
                 // The schema is injected into the request only (a tool's output is no request).
-                if message.role != .user { roundOptions.injectSchemaIntoPrompt = false }
+                if message.role != .user { roundRequest.options.injectSchemaIntoPrompt = false }
             } else {
-                roundOptions.jsonSchema = nil
-                roundOptions.schemaDocument = nil
-                roundOptions.functionCallMode = callsAllowed ? (round == 0 ? options.functionCallMode : .automatic) : .disabled
+                roundRequest.options.functionCallMode = callsAllowed ? (round == 0 ? options.functionCallMode : .automatic) : .disabled
+                // After a repeated call, the model answers in words: a call it could not make
+                // would otherwise come out as the answer's text.
+                roundRequest.forbidsCallOpening = !tools.isEmpty && !callsAllowed
             }
             onRoundStart()
             var final: Reply?
-            for try await response in generateResponse(to: message, options: roundOptions) {
+            for try await response in generateResponse(to: message, request: roundRequest, isAbandoned: nil) {
                 switch response {
                 case .chunk(let text): onText(text)
                 case .complete(let reply, let finishReason, let stats): final = Reply(message: reply, finishReason: finishReason, stats: stats)
@@ -268,20 +265,6 @@ extension Conversation {
         do { return try Content(value) } catch let error as GeneratedContentError {
             throw GenerationError.decodingFailure(error, rawContent: value.jsonString)
         }
-    }
-
-    /// A schema for "the value, or a call of one of `functions`" (only the calls when
-    /// `valueAllowed` is false), with the value's definitions at the root.
-    package static func valueOrCallSchema(_ schema: JSONValue?, functions: [FunctionDefinition], valueAllowed: Bool) -> JSONValue {
-        let alternatives = ChatPromptRenderer.callAlternatives(functions)
-        guard valueAllowed, case .object(var members)? = schema else {
-            return ChatPromptRenderer.callSchema(functions)
-        }
-        let definitions = members.first { $0.0 == "$defs" }
-        members.removeAll { $0.0 == "$defs" || $0.0 == "title" }
-        var root: [(String, JSONValue)] = [("anyOf", .array([.object(members)] + alternatives))]
-        if let definitions { root.append(definitions) }
-        return JSONValue.object(root)
     }
 
     /// The call `value` is, when it is `{"name": <a tool>, "arguments": {…}}`.
