@@ -140,7 +140,7 @@ import TypesetTestSupport
         let canonical = tokenizer.encode(#"{"temperature_celsius":"#, addingSpecialTokens: false)
         try #require(canonical.count >= 4)
         let plan = ReplyPlan(
-            prompt: [], options: GenerationOptions(), constraint: grammar,
+            prompt: [], options: GenerationOptions().writingJSON(), constraint: GrammarMatcher(grammar),
             routing: ReplyPlan.Routing(options: GenerationOptions(), constrained: true, calls: nil, forbidsCallOpening: false), cacheOwner: nil)
         let decoder = ReplyDecoder(plan: plan, tokenizer: tokenizer, cancellation: CancellationFlag()) { _ in }
         var logits = [Float](repeating: -10, count: tokenizer.vocabulary.count)

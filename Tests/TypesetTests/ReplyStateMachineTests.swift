@@ -46,7 +46,8 @@ import Testing
             ReplyPlan.Calls(grammar: $0, startsWithCall: options.functionCallMode == .required, firstNumber: 1, allowsSeveral: allowsSeveralCalls)
         }
         let plan = ReplyPlan(
-            prompt: prompt, options: options, constraint: constraint,
+            prompt: prompt, options: constraint != nil || calls != nil ? options.writingJSON() : options,
+            constraint: constraint.map(GrammarMatcher.init),
             routing: ReplyPlan.Routing(options: options, constrained: constraint != nil, calls: calls, forbidsCallOpening: forbidsCallOpening),
             cacheOwner: nil)
         let cancellation = CancellationFlag()

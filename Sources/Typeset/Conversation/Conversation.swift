@@ -138,6 +138,23 @@ public final class Conversation: Sendable {
         generateResponse(to: message, request: ReplyRequest(options: options), isAbandoned: nil)
     }
 
+    /// Appends `message` and streams a reply held, token by token, to `constraint`: a caller's
+    /// own rule (a word list, a length rule, a grammar compiled over the model's vocabulary) in
+    /// place of a JSON Schema. The reply is masked, sampled, closed within `maxTokens` and
+    /// jumped forward over forced text exactly as a schema's is; it finishes `stop` when the
+    /// constraint is complete and nothing may follow, `constraint` when no allowed token is
+    /// left. `options.jsonSchema` must be `nil`.
+    ///
+    /// - Throws (in the stream): ``ConversationError/unsupportedOption(name:reason:)`` when
+    ///   the constraint's vocabulary is not the model's, or a schema is set too.
+    public func generateResponse(
+        to message: ChatMessage, options: GenerationOptions = GenerationOptions(), constraint: some TokenConstraint & Sendable
+    ) -> AsyncThrowingStream<MessageResponse, Error> {
+        var request = ReplyRequest(options: options)
+        request.constraint = constraint
+        return generateResponse(to: message, request: request, isAbandoned: nil)
+    }
+
     /// ``generateResponse(to:options:)-(ChatMessage,_)`` of `request` (the typed API's and the
     /// server's), stopping also when `isAbandoned` says so (asked before each token): the
     /// server's check that its client is still there.
@@ -174,13 +191,13 @@ public final class Conversation: Sendable {
     /// to the request, the prompt rendered.
     private func plan(for request: ReplyRequest) throws(ConversationError) -> ReplyPlan {
         let (history, functions, onPrefill) = state.withLock { ($0.history, $0.functions, $0.prefillProgress) }
-        let options = request.options.filled(from: runner.defaultOptions)
+        var options = request.options.filled(from: runner.defaultOptions)
         if options.extras != nil {
             throw .unsupportedOption(name: "extras", reason: "it carries a payload for LEAP's own inference engine, which Typeset does not run")
         }
         var promptHistory = history
-        let constraint = try runner.compiledConstraint(for: request)
-        if let (compiled, schema) = constraint {
+        let constraint = try runner.constraint(for: request)
+        if let compiled = constraint?.grammar, let schema = constraint?.schema {
             // A token holds a byte at least: only a shortest value longer in bytes than the
             // budget can need more tokens than it, and only then is it written out and counted.
             if options.closesWithinMaxTokens, let maxTokens = options.maxTokens, compiled.shortestSentenceLength > maxTokens {
@@ -203,6 +220,7 @@ public final class Conversation: Sendable {
             : try runner.compiledGrammar(
                 schema: ChatPromptRenderer.callSchema(callFunctions),
                 options: options.callFormat.callGrammarOptions(several: request.allowsSeveralCalls))
+        if constraint?.schema != nil || callGrammar != nil { options = options.writingJSON() }
         let prompt = try runner.prompts.tokens(
             for: promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking)
         let routing = ReplyPlan.Routing(
@@ -214,7 +232,7 @@ public final class Conversation: Sendable {
             },
             forbidsCallOpening: request.forbidsCallOpening)
         return ReplyPlan(
-            prompt: prompt, options: options, constraint: constraint?.grammar, routing: routing, cacheOwner: identifier,
+            prompt: prompt, options: options, constraint: constraint?.start, routing: routing, cacheOwner: identifier,
             onPrefill: onPrefill)
     }
 

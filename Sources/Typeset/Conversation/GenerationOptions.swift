@@ -124,6 +124,15 @@ public struct GenerationOptions: Sendable, Equatable {
         return result
     }
 
+    /// These options for a reply that writes JSON (a schema's value, a function call): values
+    /// and calls are where small models loop ("1.1.1.1…", one plot point again and again), so
+    /// DRY's JSON setting is on unless the caller set a penalty (`DRYPenalty.off` keeps it off).
+    func writingJSON() -> GenerationOptions {
+        var result = self
+        if result.dry == nil { result.dry = .json }
+        return result
+    }
+
     /// The format calls are written in (after `filled(from:)`, the model's when not set).
     var callFormat: FunctionCallFormat { functionCallFormat ?? .hermes }
 

@@ -25,9 +25,9 @@ extension ModelRunner {
             var options = request.options.filled(from: defaultOptions)
             options.enableThinking = false
             options.functionCallMode = .disabled
-            return ReplyPlan(
-                prompt: prompt, options: options, constraint: try compiledConstraint(for: request)?.grammar, routing: .plain,
-                cacheOwner: nil)
+            let constraint = try constraint(for: request)
+            if constraint?.schema != nil { options = options.writingJSON() }
+            return ReplyPlan(prompt: prompt, options: options, constraint: constraint?.start, routing: .plain, cacheOwner: nil)
         }
     }
 }

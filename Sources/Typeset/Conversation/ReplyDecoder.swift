@@ -11,10 +11,18 @@ struct Reply: Sendable {
     var appendsToHistory: Bool { finishReason != .interrupted && finishReason != .error }
 }
 
-/// The reply state machine behind `Conversation.generateResponse`: each step of the token loop
-/// masks the logits with the JSON Schema's grammar when there is one, or routes free text into
-/// reasoning, content and function calls, and chooses the next token; `finish` turns the run's
-/// outcome into the reply. A ``TokenStepper`` for `BatchScheduler` (or `TokenLoop.run`).
+/// The reply state machine behind every reply (a ``ReplyPlan`` started by the runner): each
+/// step of the token loop runs the logit stages — the reply's constraint's mask (a JSON
+/// Schema's grammar, a call's, or a caller's ``TokenConstraint``), or, in free text, the rules
+/// after a call — then lets the ``TokenSelector`` choose the token, and routes free text into
+/// reasoning, content and function calls; `finish` turns the run's outcome into the reply. A
+/// ``TokenStepper`` for `BatchScheduler` (or `TokenLoop.run`).
+///
+///     logits ─► (logprobs: the model's own, copied) ─► stages ─► TokenSelector ─► token
+///               stages: constraint mask │ after a call: another call or the end only
+///                                       │ the last round: no call opening
+///     token ─► detokenizer ─► router ─► reasoning │ content (stop sequences) │ call
+///           ─► forced tokens the constraint dictates (jump-forward), a provisional one
 ///
 /// A function call is generated under the registered functions' grammar from the moment its
 /// marker appears (`<tool_call>`, or a leading `{` in the plain JSON format) until its JSON
@@ -27,7 +35,6 @@ struct Reply: Sendable {
 final class ReplyDecoder: TokenStepper {
     let tokenizer: Tokenizer
     let options: GenerationOptions
-    let constraint: CompiledGrammar?
     let callGrammar: CompiledGrammar?
     let callFormat: FunctionCallFormat
     let firstCallNumber: Int
@@ -51,15 +58,15 @@ final class ReplyDecoder: TokenStepper {
     private enum Phase {
         /// Free text (with thinking and call detection).
         case free
-        /// The whole reply is held to the JSON Schema.
-        case schema(GrammarMatcher)
+        /// The whole reply is held to a constraint (a JSON Schema's grammar, or the caller's).
+        case constrained(any TokenConstraint)
         /// Inside a function call's JSON; `text` is the JSON so far.
         case call(GrammarMatcher, text: String)
     }
 
     private let vocabulary: Vocabulary
     private let clock = ContinuousClock()
-    private var sampler: Sampler
+    private var selector: TokenSelector
     private var detokenizer: StreamingDetokenizer
     private var router: ReplyTextRouter
     private var phase: Phase
@@ -92,7 +99,6 @@ final class ReplyDecoder: TokenStepper {
         let callFormat = plan.routing.callFormat, startsWithCall = plan.routing.calls?.startsWithCall ?? false
         self.tokenizer = tokenizer
         self.options = options
-        self.constraint = constraint
         self.callGrammar = callGrammar
         self.callFormat = callFormat
         self.firstCallNumber = plan.routing.calls?.firstNumber ?? 1
@@ -109,20 +115,15 @@ final class ReplyDecoder: TokenStepper {
         opening = startsWithCall ? marker + tokenizer.encode(callFormat.afterOpening, addingSpecialTokens: false) : []
         // A marker that is one control token (LFM's) has no text of its own to route.
         markerToken = marker.count == 1 && !vocabulary.attributes[marker[0]].isDisjoint(with: .special) ? marker[0] : nil
-        // Values and calls held to a grammar are where small models loop ("1.1.1.1…", one
-        // plot point again and again): DRY's JSON setting is on for them unless the caller set
-        // a penalty (`DRYPenalty.off` keeps it off).
-        var sampling = options.samplingOptions
-        if options.dry == nil, constraint != nil || callGrammar != nil { sampling.dry = .json }
-        sampler = Sampler(options: sampling, vocabulary: vocabulary)
+        selector = TokenSelector(sampling: options.samplingOptions, tokenizer: tokenizer)
         detokenizer = tokenizer.makeStreamingDetokenizer()
         router = ReplyTextRouter(detectsThinking: plan.routing.detectsThinking, callFormat: callGrammar == nil ? nil : callFormat)
-        phase = constraint.map { .schema(GrammarMatcher($0)) } ?? .free
+        phase = constraint.map { .constrained($0) } ?? .free
         if startsWithCall, let callGrammar {
             phase = .call(GrammarMatcher(callGrammar), text: "")
             router.startCall()
         }
-        mask = TokenBitmask(vocabularySize: (constraint ?? callGrammar)?.vocabulary.size ?? 0)
+        mask = TokenBitmask(vocabularySize: constraint?.vocabularySize ?? callGrammar?.vocabulary.size ?? 0)
         shortestCall = callGrammar.map {
             GrammarMatcher($0).shortestCompletionLength
                 + ((callFormat.opening ?? "") + callFormat.afterOpening + callFormat.closing).utf8.count
@@ -141,7 +142,7 @@ final class ReplyDecoder: TokenStepper {
     func reasonAtLimit() -> FinishReason {
         switch phase {
         case .free: .maxTokens
-        case .schema(let matcher): matcher.canTerminate ? .stop : .constraint
+        case .constrained(let constraint): constraint.canTerminate ? .stop : .constraint
         case .call: .constraint
         }
     }
@@ -162,23 +163,33 @@ final class ReplyDecoder: TokenStepper {
             if forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
                 Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
             }
-            guard let sampled = sampler.sample(&logits, history: context.history, replyStart: context.replyStart) else { return .finish(.stop) }
+            guard let sampled = selector.select(&logits, context) else { return .finish(.stop) }
             token = sampled
             if afterCall != nil { afterCall! += vocabulary.bytes(of: token) }
-        case .schema(var matcher), .call(var matcher, _):
-            // Mask the logits with the grammar; the chosen token is accepted by the matcher.
+        case .constrained(var constraint):
+            // Mask the logits with the constraint; the chosen token is accepted into it.
+            let started = clock.now
+            defer { constraintSeconds += (clock.now - started).seconds }
+            if !maskIsCurrent { constraint.fillNextTokenMask(into: &mask) }
+            mask.apply(to: &logits)
+            // `nil`: no token keeps the value finishable (or none is allowed at all).
+            guard let chosen = selector.select(&logits, context, constraint: &constraint, budget: budget(context.remainingTokens)) else {
+                return .finish(.constraint)
+            }
+            token = chosen
+            phase = .constrained(constraint)
+        case .call(var matcher, let text):
             let started = clock.now
             defer { constraintSeconds += (clock.now - started).seconds }
             if !maskIsCurrent { matcher.fillNextTokenMask(into: &mask) }
             mask.apply(to: &logits)
-            var budget = context.remainingTokens
-            if case .call = phase, !bareCall { budget -= callClosing.count }
-            guard let chosen = choose(&logits, matcher: &matcher, budget: budget, context: context) else {
-                // No token keeps the value finishable (or none is allowed at all).
+            // Room for the closing markup Typeset writes after the call.
+            let remaining = context.remainingTokens - (bareCall ? 0 : callClosing.count)
+            guard let chosen = selector.select(&logits, context, constraint: &matcher, budget: budget(remaining)) else {
                 return .finish(.constraint)
             }
             token = chosen
-            if case .schema = phase { phase = .schema(matcher) } else if case .call(_, let text) = phase { phase = .call(matcher, text: text) }
+            phase = .call(matcher, text: text)
         }
         maskIsCurrent = false
         if vocabulary.isEndOfGeneration(token) {
@@ -193,19 +204,19 @@ final class ReplyDecoder: TokenStepper {
         var text = (try? detokenizer.append(token)) ?? ""
         if token == markerToken, case .free = phase { text += callFormat.opening ?? "" }
         switch phase {
-        case .schema(var matcher):
+        case .constrained(var constraint):
             content += text
             if !text.isEmpty { emit(.chunk(text)) }
             // Complete and nothing but the end may follow: done, without another step.
-            if Self.isComplete(matcher) { return .appendAndFinish(token, .stop) }
-            let (tokens, piece, next) = appendForcedTokens(after: token, matcher: &matcher, limit: context.remainingTokens - 1)
+            if constraint.isComplete { return .appendAndFinish(token, .stop) }
+            let (tokens, piece, next) = appendForcedTokens(after: token, constraint: &constraint, limit: context.remainingTokens - 1)
             provisional = next
             if !tokens.isEmpty {
                 forced = tokens
-                phase = .schema(matcher)
+                phase = .constrained(constraint)
                 content += piece
                 if !piece.isEmpty { emit(.chunk(piece)) }
-                if Self.isComplete(matcher) { return .appendAndFinish(token, forced: forced, .stop) }
+                if constraint.isComplete { return .appendAndFinish(token, forced: forced, .stop) }
             }
         case .free:
             let callStart = take(router.route(text))
@@ -230,17 +241,17 @@ final class ReplyDecoder: TokenStepper {
             phase = .call(matcher, text: json)
         case .call(var matcher, let soFar):
             var json = soFar + text
-            if !Self.isComplete(matcher) {
+            if !matcher.isComplete {
                 // The forced keys and punctuation of the call, leaving room for its closing markup.
                 let limit = context.remainingTokens - 1 - (bareCall ? 0 : callClosing.count)
-                let (tokens, piece, next) = appendForcedTokens(after: token, matcher: &matcher, limit: limit)
+                let (tokens, piece, next) = appendForcedTokens(after: token, constraint: &matcher, limit: limit)
                 forced = tokens
                 provisional = next
                 json += piece
             }
             phase = .call(matcher, text: json)
         }
-        if case .call(let matcher, let json) = phase, Self.isComplete(matcher) {
+        if case .call(let matcher, let json) = phase, matcher.isComplete {
             calls += callFormat.calls(in: json + detokenizer.finish(), firstNumber: firstCallNumber + calls.count)
             detokenizer = tokenizer.makeStreamingDetokenizer()
             maskIsCurrent = false
@@ -263,7 +274,7 @@ final class ReplyDecoder: TokenStepper {
             _ = take(router.finish())
             let held = stops.finish()
             if !held.isEmpty { content += held; emit(.chunk(held)) }
-        } else if case .schema = phase {
+        } else if case .constrained = phase {
             let rest = detokenizer.finish()
             if !rest.isEmpty { content += rest; emit(.chunk(rest)) }
         } else if case .call(_, let json) = phase {
@@ -287,10 +298,10 @@ final class ReplyDecoder: TokenStepper {
 
     // MARK: Steps
 
-    /// Whether the value is complete with nothing but the end allowed after it: done, without
-    /// another step.
-    private static func isComplete(_ matcher: GrammarMatcher) -> Bool {
-        matcher.canTerminate && !matcher.acceptsMoreBytes
+    /// The tokens a grammar's output may take when it must close within `remaining`; `nil`
+    /// when it need not (``GenerationOptions/closesWithinMaxTokens`` off).
+    private func budget(_ remaining: Int) -> Int? {
+        options.closesWithinMaxTokens ? remaining : nil
     }
 
     /// Computes the next step's token mask now: the scheduler calls this while the model
@@ -298,7 +309,7 @@ final class ReplyDecoder: TokenStepper {
     var hasWorkToPrepare: Bool {
         guard !maskIsCurrent else { return false }
         switch phase {
-        case .schema, .call: return true
+        case .constrained, .call: return true
         case .free: return false
         }
     }
@@ -306,7 +317,12 @@ final class ReplyDecoder: TokenStepper {
     func prepareNextStep() {
         guard !maskIsCurrent else { return }
         switch phase {
-        case .schema(let matcher), .call(let matcher, _):
+        case .constrained(let constraint):
+            let started = clock.now
+            constraint.fillNextTokenMask(into: &mask)
+            constraintSeconds += (clock.now - started).seconds
+            maskIsCurrent = true
+        case .call(let matcher, _):
             let started = clock.now
             matcher.fillNextTokenMask(into: &mask)
             constraintSeconds += (clock.now - started).seconds
@@ -335,14 +351,14 @@ final class ReplyDecoder: TokenStepper {
 
     // MARK: Jump-forward decoding
 
-    /// ``jumpForward(after:matcher:limit:)`` when the options ask for it (not with
+    /// ``jumpForward(after:constraint:limit:)`` when the options ask for it (not with
     /// log-probabilities, which forced tokens would not have), timed as the constraint's, with
     /// the forced tokens' text.
-    private func appendForcedTokens(after token: Int, matcher: inout GrammarMatcher, limit: Int)
+    private func appendForcedTokens(after token: Int, constraint: inout some TokenConstraint, limit: Int)
         -> (tokens: [Int], text: String, provisional: Int?) {
         guard options.jumpsForward, options.logprobs == nil else { return ([], "", nil) }
         let started = clock.now
-        let (tokens, provisional) = jumpForward(after: token, matcher: &matcher, limit: limit)
+        let (tokens, provisional) = jumpForward(after: token, constraint: &constraint, limit: limit)
         constraintSeconds += (clock.now - started).seconds
         var text = ""
         for forcedToken in tokens { text += (try? detokenizer.append(forcedToken)) ?? "" }
@@ -350,7 +366,7 @@ final class ReplyDecoder: TokenStepper {
     }
 
     /// The tokens for the bytes the grammar forces after `token` (a key, its quotes and
-    /// colon, the rest of an enum word), accepted into `matcher`, to append without sampling:
+    /// colon, the rest of an enum word), accepted into `constraint`, to append without sampling:
     /// one forward pass computes them all with the next step. They are the tokens the
     /// tokenizer itself writes there, so the model reads a tokenization it was trained on:
     ///
@@ -370,8 +386,8 @@ final class ReplyDecoder: TokenStepper {
     ///   `TokenStepDecision.append`). Otherwise (`":"` before a string's letters, in a
     ///   vocabulary with no `":"`-and-more token) it is forced too.
     /// - At most `limit` tokens, so `maxTokens` holds.
-    private func jumpForward(after token: Int, matcher: inout GrammarMatcher, limit: Int) -> (tokens: [Int], provisional: Int?) {
-        let bytes = matcher.forcedBytes(limit: 256)
+    private func jumpForward(after token: Int, constraint: inout some TokenConstraint, limit: Int) -> (tokens: [Int], provisional: Int?) {
+        let bytes = constraint.forcedBytes(limit: 256)
         guard bytes.count >= 2, limit > 0 else { return ([], nil) }
         func encode(_ text: [UInt8]) -> [Int] { text.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false) } }
         var encoded = encode(vocabulary.bytes(of: token) + bytes)
@@ -379,27 +395,27 @@ final class ReplyDecoder: TokenStepper {
         guard let last = encoded.last else { return ([], nil) }
         var tokens: [Int] = []
         for forcedToken in encoded.dropLast().prefix(limit) {
-            guard matcher.accept(token: forcedToken) else { return (tokens, nil) }
+            guard constraint.accept(token: forcedToken) else { return (tokens, nil) }
             tokens.append(forcedToken)
         }
         guard tokens.count < limit else { return (tokens, nil) }
-        let merges = mayMerge(last, at: matcher)
-        if !merges, matcher.accept(token: last) {
+        let merges = mayMerge(last, at: constraint)
+        if !merges, constraint.accept(token: last) {
             tokens.append(last)
             return (tokens, nil)
         }
-        // The mask `mayMerge` filled is the next step's: the matcher stays where it was.
+        // The mask `mayMerge` filled is the next step's: the constraint stays where it was.
         maskIsCurrent = true
         return (tokens, merges && tokens.count + 1 < limit && mask[last] ? last : nil)
     }
 
-    /// Whether `matcher` allows a token longer than `token` that starts with `token`'s text
+    /// Whether `constraint` allows a token longer than `token` that starts with `token`'s text
     /// (the model might write that instead of `token` and its successor). Fills `mask` with
-    /// `matcher`'s next-token mask: O(vocabulary / 32), then a look at each allowed token, few
+    /// `constraint`'s next-token mask: O(vocabulary / 32), then a look at each allowed token, few
     /// where the grammar forces bytes.
-    private func mayMerge(_ token: Int, at matcher: GrammarMatcher) -> Bool {
+    private func mayMerge(_ token: Int, at constraint: some TokenConstraint) -> Bool {
         let text = vocabulary.bytes(of: token)
-        matcher.fillNextTokenMask(into: &mask)
+        constraint.fillNextTokenMask(into: &mask)
         for (index, word) in mask.words.enumerated() where word != 0 {
             var bits = word
             while bits != 0 {
@@ -410,70 +426,6 @@ final class ReplyDecoder: TokenStepper {
             }
         }
         return false
-    }
-
-    // MARK: Choosing constrained tokens
-
-    /// About how many tokens the shortest completion of `matcher` (`bytes` long) takes: the
-    /// tokenizer's encoding of it, two more for the boundaries (it is encoded alone, not after
-    /// the output), and never more than its bytes.
-    private func tokensToFinish(_ matcher: GrammarMatcher, bytes: Int) -> Int {
-        guard let completion = matcher.shortestCompletion(maximumBytes: 4096) else { return bytes }
-        let tokens = completion.withUnsafeBufferPointer { tokenizer.encode(bytes: $0, addingSpecialTokens: false).count }
-        return min(bytes, tokens + 2)
-    }
-
-    /// Samples a token the grammar allows (the logits are already masked) and accepts it into
-    /// `matcher`. When `options.closesWithinMaxTokens`, the token must also leave the value
-    /// finishable within the `budget - 1` tokens left after it (its shortest completion as the
-    /// tokenizer writes it, never more than its bytes): the sample is redrawn without the
-    /// offending token a few times, then the choice narrows to the most likely tokens that
-    /// bring the completion closer.
-    private func choose(_ logits: inout [Float], matcher: inout GrammarMatcher, budget: Int, context: TokenStepContext) -> Int? {
-        let endOfGeneration = matcher.grammar.vocabulary.endOfGenerationTokens
-        func acceptable(_ token: Int, progressFrom distance: Int?) -> Bool {
-            if endOfGeneration.contains(token) { return matcher.accept(token: token) }
-            guard matcher.accept(token: token) else { return false }
-            guard options.closesWithinMaxTokens else { return true }
-            let after = matcher.shortestCompletionLength
-            // Progress first: one comparison, where the tokenizer's count is an encoding.
-            if distance.map({ after < $0 }) ?? true, after <= budget - 1 || tokensToFinish(matcher, bytes: after) <= budget - 1 { return true }
-            matcher.rollback(1)
-            return false
-        }
-        // The penalties once, then up to four draws, each without the token rejected before it.
-        sampler.applyPenalties(to: &logits, history: context.history, replyStart: context.replyStart)
-        for _ in 0 ..< 4 {
-            guard let token = sampler.draw(from: logits) else { return nil }
-            if acceptable(token, progressFrom: nil) { return token }
-            logits[token] = -.infinity
-        }
-        // Closing: the likeliest tokens that shorten the way to a complete value, up to 8 of
-        // the 256 likeliest, or the first further down when none of those does. (Sorting and
-        // trying every allowed token, 262,144 inside a string with Gemma's vocabulary, cost
-        // 30 ms a step.)
-        let distance = matcher.shortestCompletionLength
-        let allowed = logits.indices.filter { logits[$0] > -.infinity }
-        let likeliest = likeliestTokens(256, of: allowed, in: logits)
-        var candidates: [Int] = []
-        func collect(_ tokens: [Int], upTo count: Int) {
-            for token in tokens where acceptable(token, progressFrom: distance) {
-                matcher.rollback(1)
-                candidates.append(token)
-                if candidates.count == count { return }
-            }
-        }
-        collect(likeliest, upTo: 8)
-        if candidates.isEmpty, allowed.count > likeliest.count {
-            let tried = Set(likeliest)
-            collect(allowed.filter { !tried.contains($0) }.sorted { logits[$0] > logits[$1] }, upTo: 1)
-        }
-        guard !candidates.isEmpty else { return nil }
-        // Only the candidates stay (in place: the logits are not needed after this step).
-        let kept = Set(candidates)
-        for token in allowed where !kept.contains(token) { logits[token] = -.infinity }
-        guard let token = sampler.draw(from: logits), matcher.accept(token: token) else { return nil }
-        return token
     }
 
     // MARK: Masks

@@ -13,6 +13,9 @@ package struct ReplyRequest: Sendable {
     /// What the reply is held to, when it is not `options.jsonSchema` (which is used when this
     /// is `nil`).
     package var schema: ReplySchema?
+    /// A caller's own constraint the whole reply is held to, in place of a schema (a reply
+    /// starts from a copy of this value).
+    package var constraint: (any TokenConstraint & Sendable)?
     /// The reply may not open with what would be a call (`{` or a code fence): the last round
     /// of `respond` after the model repeated a call, or the server's `tool_choice: none` with
     /// tools in play, when an answer in words is what is asked for.
@@ -68,8 +71,9 @@ struct ReplyPlan {
     var prompt: [Int]
     /// The reply's options, every `nil` sampling field filled from the model's defaults.
     var options: GenerationOptions
-    /// The grammar the whole reply is held to (a JSON Schema's, or a value-or-call one).
-    var constraint: CompiledGrammar?
+    /// What the whole reply is held to, at its start: a JSON Schema's grammar (a value, or a
+    /// value or a call), or a caller's own constraint.
+    var constraint: (any TokenConstraint & Sendable)?
     /// How free text is routed: thinking, and function calls.
     var routing: Routing
     /// The conversation whose cache the reply uses and keeps (`nil`: a cache from the pool,
@@ -124,10 +128,29 @@ struct ReplyPlan {
     }
 }
 
+/// What a reply is held to: the constraint at the reply's start, and, for a schema, its
+/// compiled grammar and the schema itself.
+struct ReplyConstraint {
+    let start: any TokenConstraint & Sendable
+    let grammar: CompiledGrammar?
+    let schema: ReplySchema?
+}
+
 extension ModelRunner {
-    /// The grammar `request` holds its reply to, compiled (from the runner's cache), with the
-    /// schema it was compiled from; `nil` when the reply is free.
-    func compiledConstraint(for request: ReplyRequest) throws(ConversationError) -> (grammar: CompiledGrammar, schema: ReplySchema)? {
+    /// What `request` holds its reply to: the caller's constraint, or its schema's grammar
+    /// (compiled, from the runner's cache) with the schema; `nil` for a free reply.
+    func constraint(for request: ReplyRequest) throws(ConversationError) -> ReplyConstraint? {
+        if let constraint = request.constraint {
+            guard request.schema == nil, request.options.jsonSchema == nil else {
+                throw .unsupportedOption(name: "jsonSchema", reason: "a reply is held to one constraint: a schema, or a TokenConstraint, not both")
+            }
+            guard constraint.vocabularySize == tokenizer.vocabulary.count else {
+                throw .unsupportedOption(
+                    name: "constraint",
+                    reason: "its vocabulary has \(constraint.vocabularySize) tokens, the model's \(tokenizer.vocabulary.count)")
+            }
+            return ReplyConstraint(start: constraint, grammar: nil, schema: nil)
+        }
         var schema = request.schema
         if schema == nil, let text = request.options.jsonSchema {
             do throws(GrammarError) { schema = .value(try JSONValue(parsingSchema: text, budget: grammarBudget), shown: text) } catch {
@@ -135,7 +158,8 @@ extension ModelRunner {
             }
         }
         guard let schema else { return nil }
-        return (try compiledGrammar(schema: schema.document, options: request.options.schemaOptions), schema)
+        let grammar = try compiledGrammar(schema: schema.document, options: request.options.schemaOptions)
+        return ReplyConstraint(start: GrammarMatcher(grammar), grammar: grammar, schema: schema)
     }
 
     /// Starts a reply: the one way every reply begins, whoever asked for it.

@@ -59,13 +59,13 @@ public final class TextGenerator {
         logitsProcessor: ((inout [Float]) -> Void)? = nil, onToken: (Int) -> Bool = { _ in true }
     ) throws(ModelError) -> Result {
         let vocabulary = tokenizer.vocabulary
-        var sampler = Sampler(options: sampling, vocabulary: vocabulary)
+        var selector = TokenSelector(sampling: sampling, tokenizer: tokenizer)
         let loop = TokenLoop(
             source: sequence, maxTokens: maxTokens,
             isEndOfGeneration: stopsAtEndOfGeneration ? { vocabulary.isEndOfGeneration($0) } : { _ in false })
         let outcome = try loop.run(prompt: prompt) { logits, context in
             logitsProcessor?(&logits)
-            guard let token = sampler.sample(&logits, history: context.history, replyStart: context.replyStart) else { return .finish(.constraint) }
+            guard let token = selector.select(&logits, context) else { return .finish(.constraint) }
             if stopsAtEndOfGeneration && vocabulary.isEndOfGeneration(token) { return .append(token) }
             return onToken(token) ? .append(token) : .appendAndFinish(token, .interrupted)
         }
@@ -92,7 +92,7 @@ public final class TextGenerator {
         let group = DispatchGroup()
         for (index, prompt) in prompts.enumerated() {
             let ends: (Int) -> Bool = stopsAtEndOfGeneration ? { vocabulary.isEndOfGeneration($0) } : { _ in false }
-            let stepper = SamplingStepper(sampler: Sampler(options: sampling, vocabulary: vocabulary), isEndOfGeneration: ends)
+            let stepper = SamplingStepper(selector: TokenSelector(sampling: sampling, tokenizer: tokenizer), isEndOfGeneration: ends)
             let loop = TokenLoop(source: ModelSequence(model: model, contextLength: contextLength, threadCount: threadCount),
                                  maxTokens: maxTokens, isEndOfGeneration: stepper.isEndOfGeneration)
             group.enter()
@@ -118,16 +118,16 @@ public final class TextGenerator {
 
 /// A step that samples the next token and nothing else: the token-level API's, in a batch.
 final class SamplingStepper: TokenStepper {
-    private var sampler: Sampler
+    private var selector: TokenSelector
     let isEndOfGeneration: (Int) -> Bool
 
-    init(sampler: Sampler, isEndOfGeneration: @escaping (Int) -> Bool) {
-        self.sampler = sampler
+    init(selector: TokenSelector, isEndOfGeneration: @escaping (Int) -> Bool) {
+        self.selector = selector
         self.isEndOfGeneration = isEndOfGeneration
     }
 
     func step(_ logits: inout [Float], _ context: TokenStepContext) -> TokenStepDecision {
-        guard let token = sampler.sample(&logits, history: context.history, replyStart: context.replyStart) else { return .finish(.constraint) }
+        guard let token = selector.select(&logits, context) else { return .finish(.constraint) }
         return .append(token)
     }
 
