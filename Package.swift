@@ -96,6 +96,10 @@ let package = Package(
     platforms: [.macOS(.v15)],   // Synchronization (atomics) on Apple platforms
     products: [
         .library(name: "Typeset", targets: ["Typeset"]),
+        // Foundation Models' API and LEAP's, each exactly, over Typeset: code written for them
+        // changes only its import (`import TypesetFoundationModels`, `import TypesetLEAP`).
+        .library(name: "TypesetFoundationModels", targets: ["TypesetFoundationModels"]),
+        .library(name: "TypesetLEAP", targets: ["TypesetLEAP"]),
         .library(name: "GGUF", targets: ["GGUF"]),
         // The tokenizers alone (BPE and SentencePiece from GGUF metadata), with no model code.
         .library(name: "Tokenizer", targets: ["Tokenizer"]),
@@ -141,6 +145,16 @@ let package = Package(
                 + (withMacros ? ["TypesetMacroPlugin"] : []),
             swiftSettings: withMacros ? [.define("TYPESET_MACROS")] : []
         ),
+        // The compatibility layers: each re-exports Typeset and declares the other API's types
+        // under its names (which shadow Typeset's where they share one).
+        .target(
+            name: "TypesetFoundationModels", dependencies: ["Typeset"] + (withMacros ? ["TypesetMacroPlugin"] : []),
+            swiftSettings: withMacros ? [.define("TYPESET_MACROS")] : []
+        ),
+        .target(
+            name: "TypesetLEAP", dependencies: ["Typeset"] + (withMacros ? ["TypesetMacroPlugin"] : []),
+            swiftSettings: withMacros ? [.define("TYPESET_MACROS")] : []
+        ),
 
         // MARK: Command line and benchmarks
         // Random weight tensors of every type and a seedable generator: what the kernel
@@ -162,6 +176,8 @@ let package = Package(
         .testTarget(name: "ChatTemplatingTests", dependencies: ["ChatTemplating", "TypesetTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
         .testTarget(name: "TypesetTests", dependencies: ["GGUF", "Typeset", "TypesetTestSupport"]),
+        .testTarget(name: "TypesetFoundationModelsTests", dependencies: ["TypesetFoundationModels", "TypesetTestSupport"]),
+        .testTarget(name: "TypesetLEAPTests", dependencies: ["TypesetLEAP", "TypesetTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,6 +8,8 @@
 import PackageDescription
 
 let typeset: Target.Dependency = .product(name: "Typeset", package: "Typeset")
+let foundationModels: Target.Dependency = .product(name: "TypesetFoundationModels", package: "Typeset")
+let leap: Target.Dependency = .product(name: "TypesetLEAP", package: "Typeset")
 
 let package = Package(
     name: "GenerableTour",
@@ -18,15 +20,15 @@ let package = Package(
         // The seed documents' Foundation Models and LEAP samples, one module per document part
         // (the parts declare types of the same names), run by SeedSamples; the article's
         // tests are BrewLogTests.
-        .target(name: "GuidedGeneration", dependencies: [typeset]),
-        .target(name: "StructuredGeneration", dependencies: [typeset]),
-        .target(name: "JournalInsight", dependencies: [typeset]),
-        .target(name: "StreamingOutline", dependencies: [typeset]),
-        .target(name: "BrewLog", dependencies: [typeset]),
-        .target(name: "LeapSamples", dependencies: [typeset]),
+        .target(name: "GuidedGeneration", dependencies: [foundationModels]),
+        .target(name: "StructuredGeneration", dependencies: [foundationModels]),
+        .target(name: "JournalInsight", dependencies: [foundationModels]),
+        .target(name: "StreamingOutline", dependencies: [foundationModels]),
+        .target(name: "BrewLog", dependencies: [foundationModels]),
+        .target(name: "LeapSamples", dependencies: [leap]),
         .executableTarget(
             name: "SeedSamples",
-            dependencies: [typeset, "GuidedGeneration", "StructuredGeneration", "JournalInsight", "StreamingOutline", "BrewLog", "LeapSamples"]),
+            dependencies: [foundationModels, "GuidedGeneration", "StructuredGeneration", "JournalInsight", "StreamingOutline", "BrewLog", "LeapSamples"]),
         .testTarget(name: "BrewLogTests", dependencies: ["BrewLog"]),
     ],
     swiftLanguageModes: [.v6]

@@ -18,18 +18,12 @@ public struct Response<Content> {
     /// A member of the value.
     public subscript<Member>(dynamicMember member: KeyPath<Content, Member>) -> Member { content[keyPath: member] }
 
-    /// `messages` as Foundation Models' transcript entries (what a `LanguageModelSession`
-    /// appends to its transcript).
-    public let transcriptEntries: ArraySlice<Transcript.Entry>
-
-    init(content: Content, rawContent: GeneratedContent, messages: [ChatMessage], finishReason: FinishReason, stats: GenerationStats,
-         options: GenerationOptions, format: Transcript.ResponseFormat?) {
+    package init(content: Content, rawContent: GeneratedContent, messages: [ChatMessage], finishReason: FinishReason, stats: GenerationStats) {
         self.content = content
         self.rawContent = rawContent
         self.messages = messages
         self.finishReason = finishReason
         self.stats = stats
-        transcriptEntries = ArraySlice(Transcript.entries(for: messages, options: options, format: format, value: rawContent))
     }
 }
 
@@ -85,7 +79,7 @@ extension Conversation {
         let (reply, raw, added) = try await exchange(
             .user(prompt), schema: Content.generationSchema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
         return Response(content: try Self.decode(Content.self, from: raw), rawContent: raw, messages: added,
-                        finishReason: reply.finishReason, stats: reply.stats, options: options, format: .init(type: Content.self))
+                        finishReason: reply.finishReason, stats: reply.stats)
     }
 
     /// Asks for a value of the run-time `schema` (see ``DynamicGenerationSchema``).
@@ -94,15 +88,14 @@ extension Conversation {
         options: GenerationOptions = GenerationOptions()
     ) async throws -> Response<GeneratedContent> {
         let (reply, raw, added) = try await exchange(.user(prompt), schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
-        return Response(content: raw, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats,
-                        options: options, format: .init(schema: schema))
+        return Response(content: raw, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats)
     }
 
     /// Asks for free text (running tool calls on the way, as above).
     public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
         let (reply, _, added) = try await exchange(.user(prompt), schema: nil, includeSchemaInPrompt: false, options: options)
         return Response(content: reply.message.content, rawContent: GeneratedContent(complete: .string(reply.message.content)),
-                        messages: added, finishReason: reply.finishReason, stats: reply.stats, options: options, format: nil)
+                        messages: added, finishReason: reply.finishReason, stats: reply.stats)
     }
 
     // MARK: Streaming typed replies
@@ -116,8 +109,7 @@ extension Conversation {
         to prompt: String, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
         options: GenerationOptions = GenerationOptions()
     ) -> ResponseStream<Content> {
-        streamValue(prompt, schema: Content.generationSchema, format: .init(type: Content.self),
-                    includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+        streamValue(prompt, schema: Content.generationSchema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
     }
 
     /// Streams snapshots of a value of the run-time `schema` as it is generated.
@@ -125,11 +117,11 @@ extension Conversation {
         to prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool = true,
         options: GenerationOptions = GenerationOptions()
     ) -> ResponseStream<GeneratedContent> {
-        streamValue(prompt, schema: schema, format: .init(schema: schema), includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+        streamValue(prompt, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
     }
 
     private func streamValue<Content: Generable>(
-        _ prompt: String, schema: GenerationSchema, format: Transcript.ResponseFormat, includeSchemaInPrompt: Bool,
+        _ prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool,
         options: GenerationOptions
     ) -> ResponseStream<Content> {
         let toolNames = Set(tools.keys)
@@ -151,8 +143,7 @@ extension Conversation {
             if raw != last, let snapshot = try? Content.PartiallyGenerated(raw) {
                 yield(.init(content: snapshot, rawContent: raw))
             }
-            return Response(content: value, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats,
-                            options: options, format: format)
+            return Response(content: value, rawContent: raw, messages: added, finishReason: reply.finishReason, stats: reply.stats)
         })
     }
 
@@ -171,7 +162,7 @@ extension Conversation {
             let final = reply.message.content
             if final != text { yield(.init(content: final, rawContent: GeneratedContent(complete: .string(final)))) }
             return Response(content: final, rawContent: GeneratedContent(complete: .string(final)), messages: added,
-                            finishReason: reply.finishReason, stats: reply.stats, options: options, format: nil)
+                            finishReason: reply.finishReason, stats: reply.stats)
         })
     }
 
@@ -316,7 +307,7 @@ public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
 
     /// A stream whose snapshots `produce` yields, run in a task of its own (cancelled when the
     /// consumer stops listening); the response it returns is what ``collect()`` returns.
-    init(producing produce: @escaping @Sendable (_ yield: @escaping @Sendable (Snapshot) -> Void) async throws -> Response<Content>) {
+    package init(producing produce: @escaping @Sendable (_ yield: @escaping @Sendable (Snapshot) -> Void) async throws -> Response<Content>) {
         let (stream, continuation) = AsyncThrowingStream<Snapshot, Error>.makeStream()
         let result = FinalResponse()
         let task = Task {

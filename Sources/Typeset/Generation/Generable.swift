@@ -117,7 +117,7 @@ extension _GenerableFloatingPoint {
         self = value
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(complete: .number(_numberText(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(complete: .number(numberText(self))) }
 }
 
 extension Double: _GenerableFloatingPoint {}
@@ -137,7 +137,7 @@ extension Decimal: Generable {
         self = value
     }
 
-    public var generatedContent: GeneratedContent { GeneratedContent(complete: .number(_numberText(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent(complete: .number(numberText(self))) }
 }
 
 // MARK: Containers

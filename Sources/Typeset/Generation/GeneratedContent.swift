@@ -47,7 +47,7 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
         switch kind {
         case .null: self.init(complete: .null)
         case .bool(let value): self.init(complete: .bool(value))
-        case .number(let value): self.init(complete: .number(_numberText(value)))
+        case .number(let value): self.init(complete: .number(numberText(value)))
         case .string(let value): self.init(complete: .string(value))
         case .array(let elements): self.init(complete: .array(elements.map(\.jsonValue)))
         case .structure(let properties, let orderedKeys):

@@ -50,34 +50,34 @@ extension GenerationGuide where Value: FixedWidthInteger {
 extension GenerationGuide where Value: BinaryFloatingPoint {
     /// Values in `range` (both ends included). The bounds must be finite.
     public static func range(_ range: ClosedRange<Value>) -> Self {
-        Self([.minimum(_numberText(range.lowerBound)), .maximum(_numberText(range.upperBound))])
+        Self([.minimum(numberText(range.lowerBound)), .maximum(numberText(range.upperBound))])
     }
     /// Values no less than `value`.
-    public static func minimum(_ value: Value) -> Self { Self([.minimum(_numberText(value))]) }
+    public static func minimum(_ value: Value) -> Self { Self([.minimum(numberText(value))]) }
     /// Values no greater than `value`.
-    public static func maximum(_ value: Value) -> Self { Self([.maximum(_numberText(value))]) }
+    public static func maximum(_ value: Value) -> Self { Self([.maximum(numberText(value))]) }
 }
 
 extension GenerationGuide where Value == Decimal {
     /// Values in `range` (both ends included), exactly.
     public static func range(_ range: ClosedRange<Decimal>) -> Self {
-        Self([.minimum(_numberText(range.lowerBound)), .maximum(_numberText(range.upperBound))])
+        Self([.minimum(numberText(range.lowerBound)), .maximum(numberText(range.upperBound))])
     }
     /// Values no less than `value`.
-    public static func minimum(_ value: Decimal) -> Self { Self([.minimum(_numberText(value))]) }
+    public static func minimum(_ value: Decimal) -> Self { Self([.minimum(numberText(value))]) }
     /// Values no greater than `value`.
-    public static func maximum(_ value: Decimal) -> Self { Self([.maximum(_numberText(value))]) }
+    public static func maximum(_ value: Decimal) -> Self { Self([.maximum(numberText(value))]) }
 }
 
 /// JSON number text for a finite binary floating-point value (non-finite values, which JSON
 /// cannot spell, bound nothing: they become the widest finite value of `Double`).
-func _numberText<Value: BinaryFloatingPoint>(_ value: Value) -> String {
+package func numberText<Value: BinaryFloatingPoint>(_ value: Value) -> String {
     let double = Double(value)
     guard double.isFinite else { return double < 0 ? "-1.7976931348623157e308" : "1.7976931348623157e308" }
     return double.description.replacingOccurrences(of: "e+", with: "e")
 }
 
-func _numberText(_ value: Decimal) -> String { value.description }
+package func numberText(_ value: Decimal) -> String { value.description }
 
 // MARK: Strings
 

@@ -166,7 +166,7 @@ public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertibl
     /// The schema as `includeSchemaInPrompt` shows it to the model: the JSON Schema without
     /// the root's `title`. A title is a Swift type's name, and small models copy it into the
     /// first string they write (`"name": "CatProfile"`).
-    var promptText: String {
+    package var promptText: String {
         guard case .object(let members) = jsonSchema else { return jsonText }
         return JSONValue.object(members.filter { $0.0 != "title" }).compactText
     }

@@ -21,20 +21,6 @@
 @attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent))
 public macro Generable(description: String? = nil) = #externalMacro(module: "TypesetMacroPlugin", type: "GenerableMacro")
 
-/// LEAP's spelling of `@Generable(description:)`: the description without its label.
-///
-/// ```swift
-/// @Generatable("A joke with metadata")
-/// struct Joke: Codable {
-///     @Guide("The joke text")
-///     let text: String
-/// }
-/// let options = GenerationOptions().with(jsonSchema: Joke.jsonSchema())
-/// ```
-@attached(member, names: named(generationSchema), named(PartiallyGenerated))
-@attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent))
-public macro Generatable(_ description: String) = #externalMacro(module: "TypesetMacroPlugin", type: "GenerableMacro")
-
 /// Describes a stored property of a `@Generable` type for the model, and constrains it.
 ///
 /// ```swift
@@ -48,16 +34,6 @@ public macro Generatable(_ description: String) = #externalMacro(module: "Typese
 /// guide that does not fit the property's type.
 @attached(peer)
 public macro Guide(description: String? = nil, _ guides: GenerationGuide<Any>...) =
-    #externalMacro(module: "TypesetMacroPlugin", type: "GuideMacro")
-
-/// LEAP's spelling of `@Guide(description:…)`: the description without its label.
-///
-/// ```swift
-/// @Guide("The city, as its residents spell it")
-/// var city: String
-/// ```
-@attached(peer)
-public macro Guide(_ description: String, _ guides: GenerationGuide<Any>...) =
     #externalMacro(module: "TypesetMacroPlugin", type: "GuideMacro")
 
 /// Describes a `String` property of a `@Generable` type and constrains it to match a regex

@@ -24,7 +24,7 @@ struct MisplacedGuides {
     @Guide(.element(.anyOf(["a"]))) var numbers: [Int] // error: in '.element': '.anyOf' does not apply to numbers; 'numbers' is [Int]
     @Guide(/[0-9]+/) var code: Int // error: a regex guide applies to String properties; 'code' is Int
     @Guide(.range(1...5)) var flag: Bool // error: guides do not apply to Bool; 'flag' is Bool
-    @Guide(.between(1, 5)) var score: Int // error: '.between' is not a guide; the guides are .range, .minimum, .maximum, .anyOf, .constant, .pattern, .count, .minimumCount, .maximumCount and .element // error: reference to member 'between' cannot be resolved without a contextual type
+    @Guide(.between(1, 5)) var score: Int // error: '.between' is not a guide; the guides are .range, .minimum, .maximum, .anyOf, .constant, .pattern, .count, .minimumCount, .maximumCount and .element // error: type 'GenerationGuide<Any>' has no member 'between'
     @Guide(.anyOf(["a"])) var nested: Inner // error: guides apply to strings, numbers and arrays; describe a nested @Generable type's constraints on its own properties; 'nested' is Inner
 }
 

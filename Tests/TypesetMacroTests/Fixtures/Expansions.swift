@@ -38,7 +38,7 @@ struct GetWeather {
 
     @Generable
     struct Arguments {
-        @Guide("The city, as LEAP spells a description")
+        @Guide(description: "The city, as its residents spell it")
         var city: String
         var unit: Unit?
         @Guide(description: "A ticket code", .pattern(/[A-Z]{2}[0-9]{6}/))

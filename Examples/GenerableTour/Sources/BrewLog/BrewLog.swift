@@ -1,11 +1,11 @@
-import Typeset
+import TypesetFoundationModels
 
 // The Swift samples of seed 004 (NativeFirst, "@Generable: Make Apple's On-Device Model Hand You a Swift Struct"), as the seed writes them but for the import; what a sample
 // leaves out (a session, a Playground, a function around top-level statements) is marked
 // "context".
 
 // 004_02 (with the `note` the article adds in its next step, and Equatable, which its tests use)
-import Typeset
+import TypesetFoundationModels
 
 @Generable
 struct BrewSummary: Equatable {

@@ -1,7 +1,7 @@
 // The Swift samples of seed 001 (Apple, "Generating Swift data structures with guided generation"), as the seed writes them but for the import; what a sample
 // leaves out (a session, a Playground, a function around top-level statements) is marked
 // "context".
-import Typeset
+import TypesetFoundationModels
 
 // context: 001_01
 public func tablespoonsInACup() async throws -> Float {

@@ -1,7 +1,7 @@
 // The Swift samples of seed 002 (the detailed journal analysis, which declares Challenge and Timeline again), as the seed writes them but for the import; what a sample
 // leaves out (a session, a Playground, a function around top-level statements) is marked
 // "context".
-import Typeset
+import TypesetFoundationModels
 
 
 // context: 002_13's Mood, which 002_15 uses

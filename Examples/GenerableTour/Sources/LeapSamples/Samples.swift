@@ -4,7 +4,7 @@
 // 003_02, 003_05, 003_06) declare LEAP's own API rather than use it; docs/leap.md maps each
 // of their names to Typeset's.
 import Foundation
-import Typeset
+import TypesetLEAP
 
 // context: what 003_03 hands its responses to
 final class AudioRenderer: Sendable {

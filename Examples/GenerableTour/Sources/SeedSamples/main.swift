@@ -5,7 +5,7 @@ import JournalInsight
 import LeapSamples
 import StreamingOutline
 import StructuredGeneration
-import Typeset
+import TypesetFoundationModels
 
 // Runs the seed documents' Foundation Models and LEAP samples against Typeset's default model (or
 // $TYPESET_MODEL), each as its document runs it, and prints what came back. Every typed

@@ -1,7 +1,7 @@
 // The Swift samples of seed 002 (the nutrition samples), as the seed writes them but for the import; what a sample
 // leaves out (a session, a Playground, a function around top-level statements) is marked
 // "context".
-import Typeset
+import TypesetFoundationModels
 
 // context: the session 002_18 uses
 let nutritionSession = LanguageModelSession()

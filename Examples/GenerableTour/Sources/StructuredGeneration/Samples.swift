@@ -1,7 +1,7 @@
 // The Swift samples of seed 002 (Rudrank Riyam, "Structured Generation with Schemas"), as the seed writes them but for the import; what a sample
 // leaves out (a session, a Playground, a function around top-level statements) is marked
 // "context".
-import Typeset
+import TypesetFoundationModels
 
 // context: 002_01
 public func bookInWords(session: LanguageModelSession) async throws -> String {

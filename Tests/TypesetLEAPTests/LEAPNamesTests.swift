@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Typeset
+import TypesetLEAP
 import TypesetTestSupport
 
 @Generatable("A short fact about a city")

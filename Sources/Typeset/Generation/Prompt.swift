@@ -15,7 +15,7 @@ public struct Prompt: Sendable {
     /// The prompt's text: its components, one per line.
     public let text: String
 
-    init(text: String) { self.text = text }
+    package init(text: String) { self.text = text }
 
     /// A prompt of `content`'s text.
     public init(_ content: some PromptRepresentable) { self = content.promptRepresentation }
@@ -33,7 +33,7 @@ public struct Instructions: Sendable {
     /// The instructions' text: its components, one per line.
     public let text: String
 
-    init(text: String) { self.text = text }
+    package init(text: String) { self.text = text }
 
     /// Instructions of `content`'s text.
     public init(_ content: some InstructionsRepresentable) { self = content.instructionsRepresentation }

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Synchronization
 import Testing
-import Typeset
+import TypesetLEAP
 import TypesetTestSupport
 
 /// nginx (Debian's package) serving a directory on loopback: a real HTTP server with ranges,

@@ -109,7 +109,7 @@ public final class LanguageModelSession: Sendable, Observable {
     /// Asks for free text.
     @discardableResult @_disfavoredOverload
     public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
-        try await perform { try await $0.respond(to: prompt, options: options) }
+        try await perform(options: options, format: nil) { try await $0.respond(to: prompt, options: options.typesetOptions) }
     }
 
     @discardableResult
@@ -131,7 +131,9 @@ public final class LanguageModelSession: Sendable, Observable {
     public func respond(
         to prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions()
     ) async throws -> Response<GeneratedContent> {
-        try await perform { try await $0.respond(to: prompt, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options) }
+        try await perform(options: options, format: .init(schema: schema)) {
+            try await $0.respond(to: prompt, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options.typesetOptions)
+        }
     }
 
     @discardableResult
@@ -157,8 +159,8 @@ public final class LanguageModelSession: Sendable, Observable {
         to prompt: String, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
         options: GenerationOptions = GenerationOptions()
     ) async throws -> Response<Content> {
-        try await perform {
-            try await $0.respond(to: prompt, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+        try await perform(options: options, format: .init(type: type)) {
+            try await $0.respond(to: prompt, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options.typesetOptions)
         }
     }
 
@@ -183,7 +185,7 @@ public final class LanguageModelSession: Sendable, Observable {
     /// Streams free text: each snapshot holds the whole text so far.
     @_disfavoredOverload
     public func streamResponse(to prompt: String, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
-        stream { $0.streamResponse(to: prompt, options: options) }
+        stream(options: options, format: nil) { $0.streamResponse(to: prompt, options: options.typesetOptions) }
     }
 
     public func streamResponse(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
@@ -201,7 +203,9 @@ public final class LanguageModelSession: Sendable, Observable {
     public func streamResponse(
         to prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool = true, options: GenerationOptions = GenerationOptions()
     ) -> ResponseStream<GeneratedContent> {
-        stream { $0.streamResponse(to: prompt, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options) }
+        stream(options: options, format: .init(schema: schema)) {
+            $0.streamResponse(to: prompt, schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options.typesetOptions)
+        }
     }
 
     public func streamResponse(
@@ -224,7 +228,9 @@ public final class LanguageModelSession: Sendable, Observable {
         to prompt: String, generating type: Content.Type = Content.self, includeSchemaInPrompt: Bool = true,
         options: GenerationOptions = GenerationOptions()
     ) -> ResponseStream<Content> {
-        stream { $0.streamResponse(to: prompt, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options) }
+        stream(options: options, format: .init(type: type)) {
+            $0.streamResponse(to: prompt, generating: type, includeSchemaInPrompt: includeSchemaInPrompt, options: options.typesetOptions)
+        }
     }
 
     public func streamResponse<Content: Generable>(
@@ -246,12 +252,17 @@ public final class LanguageModelSession: Sendable, Observable {
     /// Runs one request on the session's conversation: marks the session responding, appends
     /// the request's entries to the transcript when it succeeds, and speaks Foundation
     /// Models' errors.
-    private func perform<Content>(_ request: (Conversation) async throws -> Response<Content>) async throws -> Response<Content> {
+    ///
+    /// - Parameter format: what the reply is held to (`nil`: free text); its value is
+    ///   recorded as a structured segment of it.
+    private func perform<Content>(
+        options: GenerationOptions, format: Transcript.ResponseFormat?, _ request: (Conversation) async throws -> Typeset.Response<Content>
+    ) async throws -> Response<Content> {
         let conversation = try begin()
         var entries: ArraySlice<Transcript.Entry> = []
         defer { end(appending: entries) }
         do {
-            let response = try await request(conversation)
+            let response = Response(try await request(conversation), options: options, format: format)
             entries = response.transcriptEntries
             return response
         } catch {
@@ -261,8 +272,11 @@ public final class LanguageModelSession: Sendable, Observable {
 
     /// A stream of the session's conversation, which marks the session responding until it
     /// ends and appends its entries when it completes.
-    private func stream<Content>(_ start: @escaping @Sendable (Conversation) -> ResponseStream<Content>) -> ResponseStream<Content> {
-        ResponseStream(producing: { yield in
+    private func stream<Content>(
+        options: GenerationOptions, format: Transcript.ResponseFormat?,
+        _ start: @escaping @Sendable (Conversation) -> Typeset.ResponseStream<Content>
+    ) -> ResponseStream<Content> {
+        ResponseStream(Typeset.ResponseStream(producing: { yield in
             let conversation = try self.begin()
             var entries: ArraySlice<Transcript.Entry> = []
             defer { self.end(appending: entries) }
@@ -270,12 +284,12 @@ public final class LanguageModelSession: Sendable, Observable {
                 let inner = start(conversation)
                 for try await snapshot in inner { yield(snapshot) }
                 let response = try await inner.collect()
-                entries = response.transcriptEntries
+                entries = Response(response, options: options, format: format).transcriptEntries
                 return response
             } catch {
                 throw self.translated(error)
             }
-        })
+        }), options: options, format: format)
     }
 
     /// Marks the session responding and returns its conversation, creating it (and loading
@@ -335,13 +349,60 @@ public final class LanguageModelSession: Sendable, Observable {
     }
 }
 
+extension LanguageModelSession.Response: Sendable where Content: Sendable {}
+
 // MARK: - Names nested as Foundation Models nests them
 
 extension LanguageModelSession {
-    /// A finished reply (``Typeset/Response``).
-    public typealias Response<Content> = Typeset.Response<Content>
-    /// The snapshots of a streamed reply (``Typeset/ResponseStream``).
-    public typealias ResponseStream<Content: Generable> = Typeset.ResponseStream<Content>
+    /// A finished reply: the value, the content it was decoded from, and the entries the
+    /// request added to the transcript. The value's members read through it too
+    /// (`response.title` is `response.content.title`, as sample code writes it).
+    @dynamicMemberLookup
+    public struct Response<Content> {
+        /// The value.
+        public let content: Content
+        /// The value as generated (what `content` was decoded from).
+        public let rawContent: GeneratedContent
+        /// The entries the request added to the transcript: the prompt, any tool calls and
+        /// their outputs, and the response.
+        public let transcriptEntries: ArraySlice<Transcript.Entry>
+
+        /// A member of the value.
+        public subscript<Member>(dynamicMember member: KeyPath<Content, Member>) -> Member { content[keyPath: member] }
+
+        /// The session's response for Typeset's: its messages as transcript entries (the
+        /// prompt with `options`), the last one a structured segment of the value when the
+        /// reply was held to `format`.
+        init(_ response: Typeset.Response<Content>, options: GenerationOptions, format: Transcript.ResponseFormat?) {
+            content = response.content
+            rawContent = response.rawContent
+            transcriptEntries = ArraySlice(
+                Transcript.entries(for: response.messages, options: options, format: format, value: response.rawContent))
+        }
+    }
+
+    /// The snapshots of a streamed reply (an `AsyncSequence`), and its result.
+    public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
+        /// A value as far as it has been generated: `content` fills in as the JSON arrives.
+        public typealias Snapshot = Typeset.ResponseStream<Content>.Snapshot
+
+        private let stream: Typeset.ResponseStream<Content>
+        private let options: GenerationOptions
+        private let format: Transcript.ResponseFormat?
+
+        init(_ stream: Typeset.ResponseStream<Content>, options: GenerationOptions, format: Transcript.ResponseFormat?) {
+            self.stream = stream
+            self.options = options
+            self.format = format
+        }
+
+        public func makeAsyncIterator() -> Typeset.ResponseStream<Content>.AsyncIterator { stream.makeAsyncIterator() }
+
+        /// Waits for the end of the reply (consuming the snapshots not yet read) and returns it.
+        public func collect() async throws -> Response<Content> {
+            Response(try await stream.collect(), options: options, format: format)
+        }
+    }
 
     /// Why a session could not answer, as Foundation Models names it.
     public enum GenerationError: Error, LocalizedError, Sendable {
@@ -383,8 +444,10 @@ extension LanguageModelSession {
             /// The model's explanation of the refusal.
             public var explanation: Response<String> {
                 get async throws {
-                    Response(content: reason, rawContent: GeneratedContent(reason), messages: [.assistant(reason)], finishReason: .stop,
-                             stats: GenerationStats(), options: GenerationOptions(), format: nil)
+                    Response(
+                        Typeset.Response(content: reason, rawContent: GeneratedContent(reason), messages: [.assistant(reason)], finishReason: .stop,
+                                         stats: GenerationStats()),
+                        options: GenerationOptions(), format: nil)
                 }
             }
         }

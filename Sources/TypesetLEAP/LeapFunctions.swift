@@ -59,7 +59,7 @@ public indirect enum LeapFunctionParameterType: Sendable, Hashable {
             own = type.description
         case .number(let type):
             members = [("type", .string("number"))]
-            if let values = type.enumValues { members.append(("enum", .array(values.map { .number(_numberText($0)) }))) }
+            if let values = type.enumValues { members.append(("enum", .array(values.map { .number(numberText($0)) }))) }
             own = type.description
         case .integer(let type):
             members = [("type", .string("integer"))]
