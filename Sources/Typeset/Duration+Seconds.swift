@@ -1,4 +1,4 @@
 extension Duration {
     /// The duration in seconds.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+    package var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
 }

@@ -1,12 +1,8 @@
-// LEAP's function calling over Typeset's: a `LeapFunction` is a `FunctionDefinition` whose
-// parameters are listed as LEAP lists them (the JSON Schema is built from the list), a
-// `LeapFunctionCall` is a `FunctionCall`, and the function-call parsers choose the format.
+// LEAP's function declarations over Typeset's: a `LeapFunction` is a `FunctionDefinition` whose
+// parameters are listed as LEAP lists them (the JSON Schema is built from the list).
 
 /// LEAP's name for ``FunctionDefinition``: a function the model may call.
 public typealias LeapFunction = FunctionDefinition
-
-/// LEAP's name for ``FunctionCall``: a call the model made (its `arguments` a JSON object).
-public typealias LeapFunctionCall = FunctionCall
 
 extension FunctionDefinition {
     /// A function whose arguments are `parameters`, as LEAP declares them: the schema is an
@@ -149,51 +145,5 @@ public struct ObjectType: Sendable, Hashable {
         self.properties = properties
         self.required = required
         self.description = description
-    }
-}
-
-// MARK: - Function-call parsers
-
-/// How LEAP chooses the format a model writes its function calls in
-/// (``GenerationOptions/functionCallParser``): each parser stands for a ``FunctionCallFormat``.
-public class LeapFunctionCallParser: @unchecked Sendable {
-    /// The format this parser reads; `nil`: the model's own (see
-    /// ``GenerationOptions/functionCallFormat``).
-    public let format: FunctionCallFormat?
-
-    init(format: FunctionCallFormat?) { self.format = format }
-}
-
-/// Calls as Liquid's LFM models write them (``FunctionCallFormat/lfm``).
-public final class LFMFunctionCallParser: LeapFunctionCallParser, @unchecked Sendable {
-    public init() { super.init(format: .lfm) }
-}
-
-/// Calls in the Hermes format of Qwen and many fine-tunes (``FunctionCallFormat/hermes``).
-public final class HermesFunctionCallParser: LeapFunctionCallParser, @unchecked Sendable {
-    public init() { super.init(format: .hermes) }
-}
-
-extension GenerationOptions {
-    /// The format function calls are read in, as LEAP sets it: a parser sets
-    /// ``functionCallFormat``; `nil` describes the functions to the model but leaves its
-    /// calls as text (``FunctionCallMode/unparsed``).
-    public var functionCallParser: LeapFunctionCallParser? {
-        get {
-            guard functionCallMode != .unparsed else { return nil }
-            switch functionCallFormat {
-            case .lfm?: return LFMFunctionCallParser()
-            case .hermes?: return HermesFunctionCallParser()
-            case let format: return LeapFunctionCallParser(format: format)
-            }
-        }
-        set {
-            if let newValue {
-                functionCallFormat = newValue.format
-                if functionCallMode == .unparsed { functionCallMode = .automatic }
-            } else {
-                functionCallMode = .unparsed
-            }
-        }
     }
 }

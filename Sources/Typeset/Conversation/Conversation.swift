@@ -192,9 +192,6 @@ public final class Conversation: Sendable {
     private func plan(for request: ReplyRequest) throws(ConversationError) -> ReplyPlan {
         let (history, functions, onPrefill) = state.withLock { ($0.history, $0.functions, $0.prefillProgress) }
         var options = request.options.filled(from: runner.defaultOptions)
-        if options.extras != nil {
-            throw .unsupportedOption(name: "extras", reason: "it carries a payload for LEAP's own inference engine, which Typeset does not run")
-        }
         var promptHistory = history
         let constraint = try runner.constraint(for: request)
         if let compiled = constraint?.grammar, let schema = constraint?.schema {

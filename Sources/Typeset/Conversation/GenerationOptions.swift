@@ -70,12 +70,8 @@ public struct GenerationOptions: Sendable, Equatable {
     /// `</think>` at the start of a reply streams as ``MessageResponse/reasoningChunk(_:)``.
     public var enableThinking: Bool?
     /// Whether a `<think>` block streams as the reply's text, tags included, instead of as
-    /// ``MessageResponse/reasoningChunk(_:)`` (LEAP's `inlineThinkingTags`).
+    /// ``MessageResponse/reasoningChunk(_:)``.
     public var inlineThinkingTags = false
-    /// LEAP's payload for its own inference engine. Typeset runs no such engine and does not
-    /// guess at the payload: a reply whose options set it fails with
-    /// ``ConversationError/unsupportedOption(name:reason:)``.
-    public var extras: String?
 
     /// How the model writes function calls, when functions are registered. `nil`: the
     /// model's own (``ModelRunner/defaultOptions``): ``FunctionCallFormat/lfm`` when its

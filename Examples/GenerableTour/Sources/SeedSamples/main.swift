@@ -50,10 +50,9 @@ await run("004: BrewSummary with the history tool") { try await summarizeWithHis
 let words = try await LanguageModelSession(instructions: "Rate coffee from 1 to 5 in words.").respond(to: notes)
 await run("004: the cautionary parser") { "\(cautionaryRating(response: words)) from \"\(words.content)\"" }
 
-// LEAP (seed 003): the streaming loop, the export, and a constrained reply decoded as the
-// LEAP page decodes it.
-let runner = try SystemLanguageModel.default.runner()
-let conversation = runner.createConversation(systemPrompt: "You are a helpful assistant.")
+// LEAP (seeds 003 and 000): the streaming loop, the export, constrained replies decoded as
+// the pages decode them, on the model SystemLanguageModel.default names, loaded as LEAP loads it.
+let conversation = try await leapConversation(modelPath: try SystemLanguageModel.default.runner().url.path)
 await run("003: the streaming loop") {
     await streamingLoop(conversation: conversation)
     precondition(conversation.history.count == 3, "the reply was not added to the history")
@@ -61,5 +60,13 @@ await run("003: the streaming loop") {
 }
 await run("003: exportToJSON") { exported(conversation: conversation) }
 await run("003: a CityFact held to its schema, decoded with JSONDecoder") {
-    "\(try await cityFact(conversation: runner.createConversation(), about: "Lisbon"))"
+    "\(try await cityFact(conversation: conversation.modelRunner.createConversation(systemPrompt: nil), about: "Lisbon"))"
+}
+await run("000: a Joke held to its schema, decoded with JSONDecoder") {
+    try await programmingJoke(conversation: conversation.modelRunner.createConversation(systemPrompt: nil))
+    return "(printed above)"
+}
+await run("000: the schema in the prompt") { "\(try schemaInThePrompt().content.count) part(s)" }
+await run("000: a nested Recipe, read with the page's parser") {
+    await recipe(conversation: conversation.modelRunner.createConversation(systemPrompt: nil))
 }

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Synchronization
 import Testing
-import TypesetLEAP
+@testable import TypesetLEAP
 import TypesetTestSupport
 
 /// nginx (Debian's package) serving a directory on loopback: a real HTTP server with ranges,
@@ -92,11 +92,12 @@ final class LoopbackFileServer {
     }
 }
 
-/// `ModelDownloader` against nginx on loopback: whole downloads verified by SHA-256, a download
-/// interrupted halfway and resumed with a range request, a changed file started over, and each
-/// failure a typed error that leaves no file behind.
+/// The downloads behind LEAP's loaders, against nginx on loopback: whole downloads verified by
+/// SHA-256, a download interrupted halfway and resumed with a range request, a changed file
+/// started over, each failure a typed error that leaves no file behind; then LEAP's
+/// `LeapDownloader` and `ModelDownloader` loading bundles by their manifests.
 @Suite(.serialized, .enabled(if: LoopbackFileServer.nginxPath != nil))
-final class ModelDownloaderTests {
+final class DownloaderTests {
     /// The download directories this test made, removed when it ends (a suite instance lives
     /// for one test).
     private var directories: [URL] = []
@@ -126,9 +127,9 @@ final class ModelDownloaderTests {
         let server = try await LoopbackFileServer()
         let model = Self.fakeModel(seed: 1)
         try model.data.write(to: server.files.appendingPathComponent("model.gguf"))
-        let downloader = ModelDownloader(directory: temporaryDirectory())
+        let downloader = FileDownloader(directory: temporaryDirectory())
         #expect(downloader.status(of: server.url("model.gguf")) == .notOnLocal)
-        let reports = Mutex<[ModelDownloader.Progress]>([])
+        let reports = Mutex<[FileDownloader.Progress]>([])
         let file = try await downloader.download(from: server.url("model.gguf"), sha256: model.sha256) { progress in
             reports.withLock { $0.append(progress) }
         }
@@ -149,7 +150,7 @@ final class ModelDownloaderTests {
         let server = try await LoopbackFileServer()
         let model = Self.fakeModel(seed: 2)
         try model.data.write(to: server.files.appendingPathComponent("slow/model.gguf"))
-        let downloader = ModelDownloader(directory: temporaryDirectory())
+        let downloader = FileDownloader(directory: temporaryDirectory())
         let url = server.url("slow/model.gguf")
         let first = Task { try await downloader.download(from: url, sha256: model.sha256) }
         while !FileManager.default.fileExists(atPath: downloader.destination(of: url).path + ".part") { try await Task.sleep(for: .milliseconds(20)) }
@@ -160,7 +161,7 @@ final class ModelDownloaderTests {
         await #expect(throws: CancellationError.self) { try await first.value }
         #expect(!FileManager.default.fileExists(atPath: downloader.destination(of: url).path))
 
-        let reports = Mutex<[ModelDownloader.Progress]>([])
+        let reports = Mutex<[FileDownloader.Progress]>([])
         let file = try await downloader.download(from: url, sha256: model.sha256) { progress in reports.withLock { $0.append(progress) } }
         #expect(try Data(contentsOf: file) == model.data)
         #expect(try server.statuses(of: "slow/model.gguf").last == 206)
@@ -173,7 +174,7 @@ final class ModelDownloaderTests {
         // replaced within the same second by one of the same size would keep its ETag.
         let old = Self.fakeModel(seed: 3), new = Self.fakeModel(seed: 4, megabytes: 13)
         try old.data.write(to: server.files.appendingPathComponent("slow/model.gguf"))
-        let downloader = ModelDownloader(directory: temporaryDirectory())
+        let downloader = FileDownloader(directory: temporaryDirectory())
         let url = server.url("slow/model.gguf")
         let first = Task { try await downloader.download(from: url) }
         while ((try? FileManager.default.attributesOfItem(atPath: downloader.destination(of: url).path + ".part")[.size] as? Int) ?? 0) < 2 << 20 {
@@ -192,34 +193,99 @@ final class ModelDownloaderTests {
         let model = Self.fakeModel(seed: 5, megabytes: 1)
         try model.data.write(to: server.files.appendingPathComponent("model.gguf"))
         try Data("<html>not a model</html>".utf8).write(to: server.files.appendingPathComponent("page.gguf"))
-        let downloader = ModelDownloader(directory: temporaryDirectory())
+        let downloader = FileDownloader(directory: temporaryDirectory())
         let wrong = String(repeating: "0", count: 64)
-        await #expect(throws: ModelDownloader.DownloadError.checksumMismatch(expected: wrong, actual: model.sha256)) {
+        await #expect(throws: FileDownloader.DownloadError.checksumMismatch(expected: wrong, actual: model.sha256)) {
             try await downloader.download(from: server.url("model.gguf"), sha256: wrong)
         }
         #expect(downloader.status(of: server.url("model.gguf")) == .notOnLocal)
-        await #expect(throws: ModelDownloader.DownloadError.notGGUF(url: server.url("page.gguf").absoluteString)) {
+        await #expect(throws: FileDownloader.DownloadError.notGGUF(url: server.url("page.gguf").absoluteString)) {
             try await downloader.download(from: server.url("page.gguf"))
         }
-        await #expect(throws: ModelDownloader.DownloadError.httpStatus(404, url: server.url("missing.gguf").absoluteString)) {
+        await #expect(throws: FileDownloader.DownloadError.httpStatus(404, url: server.url("missing.gguf").absoluteString)) {
             try await downloader.download(from: server.url("missing.gguf"))
         }
-        await #expect(throws: ModelDownloader.DownloadError.unsupportedURL("ftp://127.0.0.1/model.gguf")) {
+        await #expect(throws: FileDownloader.DownloadError.unsupportedURL("ftp://127.0.0.1/model.gguf")) {
             try await downloader.download(from: URL(string: "ftp://127.0.0.1/model.gguf")!)
         }
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: downloader.directory.path)) ?? []
         #expect(leftovers.isEmpty, "left behind: \(leftovers)")
     }
 
-    /// A real model, served and loaded: its SHA-256 is the one `Fixtures/fetch.sh` checks.
+    /// A server's ETag is a SHA-256 when it is 64 hexadecimal digits (Hugging Face's are).
+    @Test func serverDigestsAreReadFromETags() {
+        let digest = String(repeating: "ab", count: 32)
+        #expect(FileDownloader.digest(inValidator: "\"\(digest.uppercased())\"") == digest)
+        #expect(FileDownloader.digest(inValidator: "W/\"\(digest)\"") == digest)
+        #expect(FileDownloader.digest(inValidator: "\"65f1a2b3-c00000\"") == nil)
+        #expect(FileDownloader.digest(inValidator: nil) == nil)
+    }
+
+    /// A bundle served as LEAP publishes them: a manifest naming the model file relative to
+    /// itself, with sampling defaults. Both loaders download it, load it with the manifest's
+    /// sampling, report its status, and remove it.
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
-    func aRealModelDownloadsAndLoads() async throws {
+    func aBundleLoadsByItsManifest() async throws {
         let server = try await LoopbackFileServer()
+        let bundles = server.files.appendingPathComponent("bundles/SmolLM2-135M")
+        try FileManager.default.createDirectory(at: bundles, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(
-            at: server.files.appendingPathComponent(KnownModel.smolLM2.fileName), withDestinationURL: URL(fileURLWithPath: TestModels.smolLM2Path))
-        let downloader = ModelDownloader(directory: temporaryDirectory())
-        let runner = try await downloader.loadModel(from: server.url(KnownModel.smolLM2.fileName), sha256: KnownModel.smolLM2.sha256)
-        #expect(runner.modelID.lowercased().contains("smollm2"))
-        try downloader.removeModel(at: server.url(KnownModel.smolLM2.fileName))
+            at: server.files.appendingPathComponent("bundles/smollm2-q4_1.gguf"), withDestinationURL: URL(fileURLWithPath: TestModels.smolLM2Path))
+        try #"""
+            {"schema_version": "1.0.0", "inference_type": "llama.cpp/text-to-text",
+             "load_time_parameters": {"model": "../smollm2-q4_1.gguf"},
+             "generation_time_parameters": {"sampling_parameters": {"temperature": 0.3, "min_p": 0.15, "repetition_penalty": 1.05}}}
+            """#.write(to: bundles.appendingPathComponent("Q4_1.json"), atomically: true, encoding: .utf8)
+        let config = LeapDownloaderConfig(saveDir: temporaryDirectory().path, baseUrl: server.url("bundles").absoluteString)
+
+        let downloader = ModelDownloader(config: config)
+        #expect(await downloader.queryStatus(modelName: "SmolLM2-135M", quantizationType: "Q4_1") == .notOnLocal)
+        let fractions = Mutex<[Double]>([])
+        let runner = try await downloader.loadModel(modelName: "SmolLM2-135M", quantizationType: "Q4_1") { fraction, _ in
+            fractions.withLock { $0.append(fraction) }
+        }
+        #expect(fractions.withLock { $0.last } == 1)
+        #expect(runner.modelId.lowercased().contains("smollm2"))
+        let defaults = try #require(runner as? TypesetModelRunner).runner.defaultOptions
+        #expect(defaults.temperature == 0.3 && defaults.minP == 0.15 && defaults.repetitionPenalty == 1.05)
+        #expect(await downloader.queryStatus(modelName: "SmolLM2-135M", quantizationType: "Q4_1") == .downloaded)
+        let folder = downloader.getModelResourceFolder(modelName: "SmolLM2-135M", quantizationType: "Q4_1")
+        var digest = SHA256Digest()
+        digest.update([UInt8](try Data(contentsOf: URL(fileURLWithPath: folder + "/smollm2-q4_1.gguf"))))
+        #expect(digest.finalize() == KnownModel.smolLM2.sha256)
+        await runner.unload()
+
+        // LEAP's cross-platform loader finds it on disk: the model is not fetched again.
+        let leap = try await LeapDownloader(config: config).loadModel(modelName: "SmolLM2-135M", quantizationType: "Q4_1")
+        #expect(leap.modelId == runner.modelId)
+        #expect(try server.statuses(of: "bundles/smollm2-q4_1.gguf") == [200])
+        await downloader.removeModel(modelName: "SmolLM2-135M", quantizationType: "Q4_1")
+        #expect(await downloader.queryStatus(modelName: "SmolLM2-135M", quantizationType: "Q4_1") == .notOnLocal)
+    }
+
+    /// What Typeset cannot run is refused when loading, naming why: a vision bundle, a companion
+    /// file, TLS validation turned off, a manifest that is not one, a name that is a path.
+    @Test func bundlesTypesetCannotRunAreRefused() async throws {
+        let directory = temporaryDirectory()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let vision = directory.appendingPathComponent("vision.json")
+        try #"""
+            {"schema_version": "1.0.0", "inference_type": "llama.cpp/image-to-text",
+             "load_time_parameters": {"model": "model.gguf", "multimodal_projector": "mmproj.gguf"}}
+            """#.write(to: vision, atomically: true, encoding: .utf8)
+        let notAManifest = directory.appendingPathComponent("page.json")
+        try "<html></html>".write(to: notAManifest, atomically: true, encoding: .utf8)
+        let downloader = LeapDownloader(config: LeapDownloaderConfig(saveDir: directory.path))
+        func reason(_ load: () async throws -> ModelRunner) async -> String {
+            do { _ = try await load(); return "loaded" } catch { return "\(error)" }
+        }
+        #expect(await reason { try await downloader.loadModel(manifestUrl: vision) }.contains("llama.cpp/image-to-text"))
+        #expect(await reason { try await downloader.loadModel(manifestUrl: notAManifest) }.contains("is not a bundle manifest"))
+        #expect(await reason { try await downloader.loadModel(modelName: "../etc", quantizationType: "Q4") }.contains("does not name a bundle"))
+        let source = ModelSource(modelPath: "/nonexistent.gguf", mmprojPath: "/mmproj.gguf", modelName: "m", quantizationId: "q")
+        #expect(await reason { try await downloader.loadSimpleModel(model: source) }.contains("mmprojPath"))
+        let insecure = LeapDownloader(config: LeapDownloaderConfig(saveDir: directory.path, disableSslValidation: true))
+        #expect(await reason { try await insecure.loadModel(manifestUrl: vision) }.contains("validates TLS"))
+        #expect(await reason { try await Leap.load(url: URL(fileURLWithPath: "/nonexistent.gguf")) }.contains("could not be loaded"))
     }
 }

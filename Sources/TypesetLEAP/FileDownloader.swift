@@ -5,15 +5,9 @@ import FoundationNetworking
 #endif
 import Synchronization
 
-/// Fetches GGUF models over HTTP into a directory (the model cache by default), with progress,
-/// resumption after an interruption and SHA-256 verification.
-///
-/// ```swift
-/// let downloader = ModelDownloader()
-/// let runner = try await downloader.loadModel(
-///     from: URL(string: "https://example.com/models/SmolLM2-135M-Instruct.Q4_1.gguf")!,
-///     sha256: "b179c952…") { progress in print(progress.fractionCompleted ?? 0) }
-/// ```
+/// Fetches model files over HTTP into a directory, with progress, resumption after an
+/// interruption and SHA-256 verification: what LEAP's ``ModelDownloader`` and
+/// ``LeapDownloader`` download a bundle's files with.
 ///
 /// **Layout.** A download writes `<file>.part` beside its destination and `<file>.part.validator`
 /// (the server's `ETag` or `Last-Modified`); a later download of the same file asks for the
@@ -22,31 +16,35 @@ import Synchronization
 /// arrive (the part already on disk is hashed first); a file is moved into place only when it
 /// is complete, begins like a GGUF file and, when a checksum is given, matches it. A file
 /// already in place is verified again (not downloaded) when a checksum is given.
-public final class ModelDownloader: Sendable {
+final class FileDownloader: Sendable {
     /// The directory models are downloaded into.
-    public let directory: URL
+    let directory: URL
     private let progressByFile = Mutex<[String: Double]>([:])
 
-    /// A downloader into `directory`, by default the model cache (`$TYPESET_CACHE/models`).
-    public init(directory: URL = URL(fileURLWithPath: ModelStore.cacheDirectory + "/models")) {
+    /// How long a connection may stay silent before the download fails, in seconds.
+    let idleTimeout: TimeInterval
+
+    /// A downloader into `directory`.
+    init(directory: URL, idleTimeout: TimeInterval = 60) {
         self.directory = directory
+        self.idleTimeout = idleTimeout
     }
 
     /// How far a download has come.
-    public struct Progress: Sendable, Equatable {
+    struct Progress: Sendable, Equatable {
         /// Bytes of the file on disk so far (a resumed download starts from its part).
-        public var receivedBytes: Int64
+        var receivedBytes: Int64
         /// The file's size, when the server says.
-        public var totalBytes: Int64?
+        var totalBytes: Int64?
 
         /// `receivedBytes / totalBytes`, when the size is known.
-        public var fractionCompleted: Double? {
+        var fractionCompleted: Double? {
             totalBytes.flatMap { $0 > 0 ? Double(receivedBytes) / Double($0) : nil }
         }
     }
 
-    /// Whether a model file is here (LEAP's `queryStatus`).
-    public enum Status: Sendable, Equatable {
+    /// Whether a model file is here.
+    enum Status: Sendable, Equatable {
         case notOnLocal
         /// Being downloaded by this downloader; `progress` from 0 to 1 (0 while the size is unknown).
         case downloadInProgress(progress: Double)
@@ -54,7 +52,7 @@ public final class ModelDownloader: Sendable {
     }
 
     /// Why a download failed.
-    public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
+    enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The URL is not `http` or `https`, or names no file.
         case unsupportedURL(String)
         /// The server answered with this status.
@@ -68,7 +66,7 @@ public final class ModelDownloader: Sendable {
         /// The file could not be written or moved.
         case fileSystem(String)
 
-        public var description: String {
+        var description: String {
             switch self {
             case .unsupportedURL(let url): return "cannot download \(url): only http and https URLs naming a file are supported"
             case .httpStatus(let status, let url): return "the server answered \(status) for \(url)"
@@ -82,19 +80,19 @@ public final class ModelDownloader: Sendable {
     }
 
     /// Where `url`'s file goes (its last path component, or `fileName`).
-    public func destination(of url: URL, fileName: String? = nil) -> URL {
+    func destination(of url: URL, fileName: String? = nil) -> URL {
         directory.appendingPathComponent(fileName ?? url.lastPathComponent)
     }
 
     /// Whether `url`'s file is here, being downloaded, or neither.
-    public func status(of url: URL, fileName: String? = nil) -> Status {
+    func status(of url: URL, fileName: String? = nil) -> Status {
         let destination = destination(of: url, fileName: fileName)
         if let progress = progressByFile.withLock({ $0[destination.path] }) { return .downloadInProgress(progress: progress) }
         return FileManager.default.fileExists(atPath: destination.path) ? .downloaded : .notOnLocal
     }
 
     /// Deletes `url`'s file and any partial download of it.
-    public func removeModel(at url: URL, fileName: String? = nil) throws(DownloadError) {
+    func removeModel(at url: URL, fileName: String? = nil) throws(DownloadError) {
         let destination = destination(of: url, fileName: fileName)
         for path in [destination.path, destination.path + ".part", destination.path + ".part.validator"]
         where FileManager.default.fileExists(atPath: path) {
@@ -106,11 +104,14 @@ public final class ModelDownloader: Sendable {
     ///
     /// - Parameters:
     ///   - sha256: the file's expected SHA-256 (hexadecimal); `nil` skips the check.
+    ///   - checksServerDigest: when no `sha256` is given, check the file against the server's
+    ///     `ETag` when that is a SHA-256 (as Hugging Face's file servers give it).
     ///   - progress: called as bytes arrive (on a background thread).
     /// - Throws: ``DownloadError``; `CancellationError` when the task is cancelled (the part
     ///   stays, and the next download resumes it).
-    public func download(
-        from url: URL, fileName: String? = nil, sha256: String? = nil, progress: (@Sendable (Progress) -> Void)? = nil
+    func download(
+        from url: URL, fileName: String? = nil, sha256: String? = nil, checksServerDigest: Bool = false,
+        progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws -> URL {
         guard ["http", "https"].contains(url.scheme?.lowercased() ?? ""), !(fileName ?? url.lastPathComponent).isEmpty,
               (fileName ?? url.lastPathComponent) != "/"
@@ -141,15 +142,16 @@ public final class ModelDownloader: Sendable {
             progressByFile.withLock { $0[destination.path] = value.fractionCompleted ?? 0 }
             progress?(value)
         }
-        let transfer = try Transfer(url: url, part: part, validatorFile: validatorFile, progress: report)
+        let transfer = try Transfer(url: url, part: part, validatorFile: validatorFile, idleTimeout: idleTimeout, progress: report)
         let digest = try await transfer.run()
+        let serverDigest = checksServerDigest ? Self.digest(inValidator: try? String(contentsOf: validatorFile, encoding: .utf8)) : nil
 
         guard try Self.beginsLikeGGUF(part) else {
             try? FileManager.default.removeItem(at: part)
             try? FileManager.default.removeItem(at: validatorFile)
             throw DownloadError.notGGUF(url: url.absoluteString)
         }
-        if let expected, digest != expected {
+        if let expected = expected ?? serverDigest, digest != expected {
             try? FileManager.default.removeItem(at: part)
             try? FileManager.default.removeItem(at: validatorFile)
             throw DownloadError.checksumMismatch(expected: expected, actual: digest)
@@ -163,16 +165,17 @@ public final class ModelDownloader: Sendable {
         return destination
     }
 
-    /// Downloads `url` (see ``download(from:fileName:sha256:progress:)``) and loads it.
-    public func loadModel(
-        from url: URL, fileName: String? = nil, sha256: String? = nil, options: ModelRunner.Options = ModelRunner.Options(),
-        progress: (@Sendable (Progress) -> Void)? = nil
-    ) async throws -> ModelRunner {
-        let file = try await download(from: url, fileName: fileName, sha256: sha256, progress: progress)
-        return try await ModelRunner.load(from: file, options: options)
-    }
-
     // MARK: Files
+
+    /// The SHA-256 an `ETag` holds, when it is one (64 hexadecimal digits, quoted or not, weak
+    /// or not).
+    static func digest(inValidator validator: String?) -> String? {
+        guard var text = validator?.trimmingCharacters(in: .whitespaces) else { return nil }
+        if text.hasPrefix("W/") { text.removeFirst(2) }
+        text = text.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        guard text.count == 64, text.allSatisfy(\.isHexDigit) else { return nil }
+        return text.lowercased()
+    }
 
     /// The SHA-256 of `file`, and the hasher holding its bytes, to go on with.
     static func hash(of file: URL) throws(DownloadError) -> (digest: String, hasher: SHA256Digest, count: Int64) {
@@ -208,7 +211,7 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
     private let url: URL
     private let part: URL
     private let validatorFile: URL
-    private let progress: @Sendable (ModelDownloader.Progress) -> Void
+    private let progress: @Sendable (FileDownloader.Progress) -> Void
     private var hasher: SHA256Digest
     private var received: Int64
     private var total: Int64?
@@ -216,16 +219,20 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
     private var failure: (any Error)?
     private var continuation: CheckedContinuation<String, any Error>?
     private let validator: String?
+    private let idleTimeout: TimeInterval
 
-    init(url: URL, part: URL, validatorFile: URL, progress: @escaping @Sendable (ModelDownloader.Progress) -> Void) throws {
+    init(
+        url: URL, part: URL, validatorFile: URL, idleTimeout: TimeInterval, progress: @escaping @Sendable (FileDownloader.Progress) -> Void
+    ) throws {
         self.url = url
+        self.idleTimeout = idleTimeout
         self.part = part
         self.validatorFile = validatorFile
         self.progress = progress
         let existing = FileManager.default.fileExists(atPath: part.path)
         validator = existing ? (try? String(contentsOf: validatorFile, encoding: .utf8)) : nil
         if existing, validator != nil {
-            let hashed = try ModelDownloader.hash(of: part)
+            let hashed = try FileDownloader.hash(of: part)
             hasher = hashed.hasher
             received = hashed.count
         } else {
@@ -243,7 +250,9 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
         }
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let session = URLSession(configuration: .ephemeral, delegate: self, delegateQueue: queue)
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = idleTimeout
+        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
         defer { session.finishTasksAndInvalidate() }
         let task = session.dataTask(with: request)
         return try await withTaskCancellationHandler {
@@ -261,7 +270,7 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
         guard let http = response as? HTTPURLResponse else {
-            fail(ModelDownloader.DownloadError.network("not an HTTP response"))
+            fail(FileDownloader.DownloadError.network("not an HTTP response"))
             completionHandler(.cancel)
             return
         }
@@ -281,7 +290,7 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
                 received = 0
                 total = http.expectedContentLength >= 0 ? http.expectedContentLength : nil
                 guard FileManager.default.createFile(atPath: part.path, contents: nil) else {
-                    throw ModelDownloader.DownloadError.fileSystem("cannot create \(part.path)")
+                    throw FileDownloader.DownloadError.fileSystem("cannot create \(part.path)")
                 }
                 let validator = (http.value(forHTTPHeaderField: "ETag") ?? http.value(forHTTPHeaderField: "Last-Modified"))
                 if let validator {
@@ -290,17 +299,17 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
                     try? FileManager.default.removeItem(at: validatorFile)
                 }
             default:
-                throw ModelDownloader.DownloadError.httpStatus(http.statusCode, url: url.absoluteString)
+                throw FileDownloader.DownloadError.httpStatus(http.statusCode, url: url.absoluteString)
             }
             guard let handle = FileHandle(forWritingAtPath: part.path) else {
-                throw ModelDownloader.DownloadError.fileSystem("cannot write \(part.path)")
+                throw FileDownloader.DownloadError.fileSystem("cannot write \(part.path)")
             }
             try handle.seekToEnd()
             self.handle = handle
             progress(.init(receivedBytes: received, totalBytes: total))
             completionHandler(.allow)
         } catch {
-            fail(error as? ModelDownloader.DownloadError ?? .fileSystem("\(part.path): \(error.localizedDescription)"))
+            fail(error as? FileDownloader.DownloadError ?? .fileSystem("\(part.path): \(error.localizedDescription)"))
             completionHandler(.cancel)
         }
     }
@@ -310,7 +319,7 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
         do {
             try handle.write(contentsOf: data)
         } catch {
-            fail(ModelDownloader.DownloadError.fileSystem("\(part.path): \(error.localizedDescription)"))
+            fail(FileDownloader.DownloadError.fileSystem("\(part.path): \(error.localizedDescription)"))
             dataTask.cancel()
             return
         }
@@ -326,9 +335,9 @@ private final class Transfer: NSObject, URLSessionDataDelegate, @unchecked Senda
             continuation?.resume(throwing: failure)
         } else if let error {
             let cancelled = (error as? URLError)?.code == .cancelled
-            continuation?.resume(throwing: cancelled ? CancellationError() : ModelDownloader.DownloadError.network(error.localizedDescription))
+            continuation?.resume(throwing: cancelled ? CancellationError() : FileDownloader.DownloadError.network(error.localizedDescription))
         } else if let total, received != total {
-            continuation?.resume(throwing: ModelDownloader.DownloadError.network("the connection closed after \(received) of \(total) bytes"))
+            continuation?.resume(throwing: FileDownloader.DownloadError.network("the connection closed after \(received) of \(total) bytes"))
         } else {
             var copy = hasher
             continuation?.resume(returning: copy.finalize())
