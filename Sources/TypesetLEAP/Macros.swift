@@ -9,7 +9,7 @@
 /// }
 /// let options = GenerationOptions().with(jsonSchema: Joke.jsonSchema())
 /// ```
-@attached(member, names: named(generationSchema), named(PartiallyGenerated))
+@attached(member, names: named(generationSchema), named(PartiallyGenerated), named(init(_:)), named(generatedContent))
 @attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent))
 public macro Generatable(_ description: String) = #externalMacro(module: "TypesetMacroPlugin", type: "GenerableMacro")
 

@@ -3,7 +3,7 @@ import SwiftSyntax
 import SwiftSyntaxBuilder
 import SwiftSyntaxMacros
 
-/// `@Generable`: adds the `Generable` conformance to a structure or an enumeration.
+/// `@Generable`: adds the `Generable` conformance to a structure, an actor or an enumeration.
 ///
 /// The expansion comes in two parts, because names resolve differently in each:
 ///
@@ -12,7 +12,8 @@ import SwiftSyntaxMacros
 ///   `PartiallyGenerated`. They name the properties' types as written, and in the body those
 ///   names resolve as the user's declarations do — a type nested beside this one included.
 /// - an extension adding the conformance, `init(_:)` from `GeneratedContent` and
-///   `generatedContent`. An extension keeps a structure's memberwise initializer, but an
+///   `generatedContent` (for an actor, both in its body, where its initializer must be). An
+///   extension keeps a structure's memberwise initializer, but an
 ///   extension of a nested type does not see the types nested beside it, so these members name
 ///   no property type: each value's type is inferred from the property it is assigned to.
 ///
@@ -53,13 +54,17 @@ public struct GenerableMacro: ExtensionMacro, MemberMacro {
             let description = GenerableMacro.argument("description", of: node)
             let access = GenerableMacro.accessModifier(of: declaration)
             if let structure = declaration.as(StructDeclSyntax.self) {
-                guard let properties = StoredProperty.all(in: structure, diagnostics: diagnostics) else { return nil }
+                guard let properties = StoredProperty.all(in: structure.memberBlock, isActor: false, diagnostics: diagnostics) else { return nil }
                 self = .structure(StructureExpansion(typeName: typeName, access: access, description: description, properties: properties))
+            } else if let actor = declaration.as(ActorDeclSyntax.self) {
+                guard let properties = StoredProperty.all(in: actor.memberBlock, isActor: true, diagnostics: diagnostics) else { return nil }
+                self = .structure(StructureExpansion(
+                    typeName: typeName, access: access, description: description, properties: properties, isActor: true))
             } else if let enumeration = declaration.as(EnumDeclSyntax.self) {
                 guard let cases = EnumerationCase.all(in: enumeration, diagnostics: diagnostics) else { return nil }
                 self = .enumeration(EnumerationExpansion(typeName: typeName, access: access, description: description, cases: cases))
             } else {
-                diagnostics.error(node, "@Generable applies to structures and enumerations", id: "unsupportedDeclaration")
+                diagnostics.error(node, "@Generable applies to structures, actors and enumerations", id: "unsupportedDeclaration")
                 return nil
             }
         }

@@ -11,16 +11,17 @@ struct StoredProperty {
     /// Source text of each guide, regex literals already turned into `.pattern("…")`.
     var guides: [String]
 
-    /// The structure's stored properties in declaration order, or `nil` after diagnosing one
-    /// that cannot be generated.
-    static func all(in structure: StructDeclSyntax, diagnostics: DiagnosticSink) -> [StoredProperty]? {
+    /// The stored properties of a structure's or an actor's body, in declaration order, or `nil`
+    /// after diagnosing one that cannot be generated. An actor's must be constants: its
+    /// `generatedContent` reads them without the actor's isolation.
+    static func all(in body: MemberBlockSyntax, isActor: Bool, diagnostics: DiagnosticSink) -> [StoredProperty]? {
         var properties: [StoredProperty] = []
         var failed = false
         func fail(_ node: some SyntaxProtocol, _ message: String, id: String) {
             diagnostics.error(node, message, id: id)
             failed = true
         }
-        for member in structure.memberBlock.members {
+        for member in body.members {
             guard let variable = member.decl.as(VariableDeclSyntax.self) else { continue }
             if variable.modifiers.contains(where: { [.keyword(.static), .keyword(.class)].contains($0.name.tokenKind) }) { continue }
             let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
@@ -35,6 +36,11 @@ struct StoredProperty {
                 let name = identifier.identifier.trimmedDescription
                 guard let annotation = binding.typeAnnotation?.type ?? Self.sharedAnnotation(of: binding, in: variable) else {
                     fail(binding.pattern, "'\(name)' needs a type annotation: @Generable reads each property's type", id: "missingType")
+                    continue
+                }
+                if isActor, !isLet {
+                    fail(binding.pattern, "'\(name)' is a 'var' of an actor: make it a 'let', which the value can be read from without the actor's isolation",
+                         id: "actorVariable")
                     continue
                 }
                 if isLet, binding.initializer != nil {
@@ -173,11 +179,19 @@ struct StructureExpansion {
     let access: String
     let description: String
     let properties: [StoredProperty]
+    /// An actor's initializer must be in its body (an extension's would have to delegate), and
+    /// its `generatedContent` is `nonisolated`.
+    var isActor = false
 
     /// The members the conformance's extension holds: they name no property's type (the
     /// property's declaration supplies it by inference), because an extension of a nested
     /// type does not see the types declared beside it.
     var conformanceMembers: String {
+        isActor ? "" : valueMembers
+    }
+
+    /// `init(_:)` from content and `generatedContent`.
+    private var valueMembers: String {
         let assignments = properties.map { property in
             let read = property.type.isOptional ? "_optionalValue" : "value"
             return "    self.\(Self.identifier(property.name)) = try content.\(read)(forProperty: \(Self.literal(property.name)))"
@@ -189,7 +203,7 @@ struct StructureExpansion {
             \(assignments)
             }
 
-            \(access)var generatedContent: Typeset.GeneratedContent {
+            \(access)\(isActor ? "nonisolated " : "")var generatedContent: Typeset.GeneratedContent {
                 Typeset.GeneratedContent(properties: [\(contents)])
             }
             """
@@ -211,7 +225,7 @@ struct StructureExpansion {
         let partialAssignments = properties.map { property in
             "        self.\(Self.identifier(property.name)) = try? content.value(Typeset._PartiallyGenerated<\(property.type.text)>.self, forProperty: \(Self.literal(property.name)))"
         }.joined(separator: "\n")
-        return """
+        return (isActor ? valueMembers + "\n\n" : "") + """
             \(access)static var generationSchema: Typeset.GenerationSchema {
                 Typeset.GenerationSchema._building(Self.self) {
                     Typeset.GenerationSchema(type: Self.self, description: \(description), properties: [

@@ -319,3 +319,44 @@ struct HexColor: Generable {
 private extension String {
     func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
+
+/// An actor a model can fill in, as Foundation Models allows `@Generable` on actors: its
+/// constants are the value's properties.
+@Generable(description: "A reading list kept by an actor")
+actor ReadingList {
+    @Guide(description: "The list's name")
+    let name: String
+    @Guide(description: "Book titles", .count(1...3))
+    let titles: [String]
+}
+
+/// The structure of the same shape, whose schema the actor's must equal.
+@Generable(description: "A reading list kept by an actor")
+struct ReadingListValue {
+    @Guide(description: "The list's name")
+    let name: String
+    @Guide(description: "Book titles", .count(1...3))
+    let titles: [String]
+}
+
+@Suite struct GenerableActorTests {
+    @Test func anActorHasTheSchemaOfItsStructureAndRoundTrips() throws {
+        // The same schema but for the title, which is the type's name.
+        func untitled(_ schema: JSONValue) -> [(String, JSONValue)] { (schema.members ?? []).filter { $0.0 != "title" } }
+        #expect(JSONValue.object(untitled(ReadingList.generationSchema.jsonSchema)) == .object(untitled(ReadingListValue.generationSchema.jsonSchema)))
+        #expect(ReadingList.generationSchema.jsonSchema["title"] == .string("ReadingList"))
+        let content = try GeneratedContent(json: #"{"name":"Summer","titles":["Dune","Emma"]}"#)
+        let list = try ReadingList(content)
+        #expect(list.name == "Summer" && list.titles == ["Dune", "Emma"])
+        #expect(list.generatedContent == content)
+        #expect(throws: GeneratedContentError.self) { try ReadingList(GeneratedContent(json: #"{"name":"Summer"}"#)) }
+    }
+
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func aModelFillsInAnActor() async throws {
+        let list = try await runner().createConversation()
+            .respond(to: "Make a reading list of classic novels.", generating: ReadingList.self, options: GenerationOptions(temperature: 0))
+            .content
+        #expect(!list.name.isEmpty && (1...3).contains(list.titles.count))
+    }
+}

@@ -70,7 +70,7 @@ struct _Compiler {
                 expected.insert("\(index + 1): \(message)")
             }
         }
-        #expect(expected.count == 19)
+        #expect(expected.count == 21)
         let output = try _Compiler.typecheck("Diagnostics.swift", extraArguments: [])
         #expect(output.status != 0)
         var reported: Set<String> = []

@@ -17,7 +17,7 @@
 /// initializer stays.
 ///
 /// - Parameter description: What the type is, for the model (written into the schema).
-@attached(member, names: named(generationSchema), named(PartiallyGenerated))
+@attached(member, names: named(generationSchema), named(PartiallyGenerated), named(init(_:)), named(generatedContent))
 @attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent))
 public macro Generable(description: String? = nil) = #externalMacro(module: "TypesetMacroPlugin", type: "GenerableMacro")
 

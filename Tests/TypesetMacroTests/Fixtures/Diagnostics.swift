@@ -2,8 +2,13 @@ import Typeset
 
 // Each `// error:` comment is an error the line must produce, and no line produces another.
 
-@Generable // error: @Generable applies to structures and enumerations
+@Generable // error: @Generable applies to structures, actors and enumerations
 class Cat {}
+
+@Generable
+actor Counter { // error: actor 'Counter' has no initializers
+    var count: Int // error: 'count' is a 'var' of an actor: make it a 'let', which the value can be read from without the actor's isolation
+}
 
 @Generable
 struct Unsupported {

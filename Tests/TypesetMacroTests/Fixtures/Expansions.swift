@@ -45,3 +45,10 @@ struct GetWeather {
         var ticket: String
     }
 }
+
+@Generable(description: "A journal entry, kept by an actor")
+actor JournalEntry {
+    @Guide(description: "A one-line title")
+    let title: String
+    let mood: Int?
+}
