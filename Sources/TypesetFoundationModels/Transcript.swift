@@ -23,6 +23,8 @@ public struct Transcript: Sendable, Equatable, RandomAccessCollection {
         case toolCalls(ToolCalls)
         case toolOutput(ToolOutput)
         case response(Response)
+        /// What a reasoning model thought before its response (OS 27).
+        case reasoning(Reasoning)
 
         public var id: String {
             switch self {
@@ -31,6 +33,7 @@ public struct Transcript: Sendable, Equatable, RandomAccessCollection {
             case .toolCalls(let entry): return entry.id
             case .toolOutput(let entry): return entry.id
             case .response(let entry): return entry.id
+            case .reasoning(let entry): return entry.id
             }
         }
 
@@ -41,6 +44,7 @@ public struct Transcript: Sendable, Equatable, RandomAccessCollection {
             case .toolCalls(let entry): return "tool calls: " + entry.map { "\($0.toolName)(\($0.arguments.jsonString))" }.joined(separator: ", ")
             case .toolOutput(let entry): return "\(entry.toolName) output: \(Segment.text(of: entry.segments))"
             case .response(let entry): return "response: \(Segment.text(of: entry.segments))"
+            case .reasoning(let entry): return "reasoning: \(Segment.text(of: entry.segments))"
             }
         }
     }
@@ -197,6 +201,17 @@ public struct Transcript: Sendable, Equatable, RandomAccessCollection {
         }
     }
 
+    /// A model's reasoning before its response (OS 27).
+    public struct Reasoning: Sendable, Identifiable, Equatable {
+        public var id: String
+        public var segments: [Segment]
+
+        public init(id: String = UUID().uuidString, segments: [Segment]) {
+            self.id = id
+            self.segments = segments
+        }
+    }
+
     /// A reply.
     public struct Response: Sendable, Identifiable, Equatable {
         public var id: String
@@ -215,47 +230,10 @@ public struct Transcript: Sendable, Equatable, RandomAccessCollection {
 // MARK: - Transcripts and chat messages
 
 extension Transcript {
-    /// The entries for `messages` (a conversation's history, or the part one request added).
-    ///
-    /// - Parameters:
-    ///   - tools: the tools a system message's instructions offered.
-    ///   - options: the options the user messages were sent with.
-    ///   - format: what the final reply was held to, if anything, and `value` the value it
-    ///     gave: the last message is then recorded as a structured segment of it.
-    static func entries(
-        for messages: some Collection<ChatMessage>, tools: [ToolDefinition] = [], options: GenerationOptions = GenerationOptions(),
-        format: ResponseFormat? = nil, value: GeneratedContent? = nil
-    ) -> [Entry] {
-        var entries: [Entry] = []
-        for (index, message) in zip(0..., messages) {
-            let text = [Segment.text(TextSegment(content: message.content))]
-            switch message.role {
-            case .system:
-                entries.append(.instructions(Instructions(segments: text, toolDefinitions: tools)))
-            case .user:
-                entries.append(.prompt(Prompt(segments: text, options: options, responseFormat: format)))
-            case .tool:
-                entries.append(.toolOutput(ToolOutput(id: message.toolCallID ?? UUID().uuidString, toolName: message.name ?? "", segments: text)))
-            case .assistant where !message.functionCalls.isEmpty:
-                entries.append(.toolCalls(ToolCalls(message.functionCalls.map {
-                    ToolCall(id: $0.id, toolName: $0.name, arguments: GeneratedContent($0.arguments))
-                })))
-            case .assistant:
-                if let format, let value, index == messages.count - 1 {
-                    entries.append(.response(Response(assetIDs: [], segments: [
-                        .structure(StructuredSegment(source: format.name, content: value)),
-                    ])))
-                } else {
-                    entries.append(.response(Response(assetIDs: [], segments: text)))
-                }
-            }
-        }
-        return entries
-    }
-
     /// The transcript as chat messages (how a restored session continues from it).
     var messages: [ChatMessage] {
-        entries.flatMap { entry -> [ChatMessage] in
+        var reasoning: String?
+        return entries.flatMap { entry -> [ChatMessage] in
             switch entry {
             case .instructions(let instructions): return [.system(Segment.text(of: instructions.segments))]
             case .prompt(let prompt): return [.user(Segment.text(of: prompt.segments))]
@@ -263,7 +241,13 @@ extension Transcript {
                 return [.assistant("", functionCalls: calls.map { FunctionCall(id: $0.id, name: $0.toolName, arguments: $0.arguments.jsonValue) })]
             case .toolOutput(let output):
                 return [ChatMessage(role: .tool, content: Segment.text(of: output.segments), toolCallID: output.id, name: output.toolName)]
-            case .response(let response): return [.assistant(Segment.text(of: response.segments))]
+            case .reasoning(let entry):
+                // The next assistant message's reasoning.
+                reasoning = Segment.text(of: entry.segments)
+                return []
+            case .response(let response):
+                defer { reasoning = nil }
+                return [ChatMessage(role: .assistant, content: Segment.text(of: response.segments), reasoning: reasoning)]
             }
         }
     }

@@ -93,9 +93,10 @@ struct LanguageModelSessionTests {
     @Test func aRestoredSessionContinuesItsTranscript() async throws {
         let first = LanguageModelSession(runner: try runner(), instructions: "Answer in one word.")
         try await first.respond(to: "Name a color.", options: GenerationOptions(sampling: .greedy, maximumResponseTokens: 4))
-        let restored = LanguageModelSession(model: SystemLanguageModel(runner: try runner()), transcript: first.transcript)
+        let model = SystemLanguageModel(runner: try runner())
+        let restored = LanguageModelSession(model: model, transcript: first.transcript)
         #expect(restored.transcript == first.transcript)
-        let count = try await restored.model.tokenCount(for: restored.transcript)
+        let count = try await model.tokenCount(for: restored.transcript)
         #expect(count > 10)
         #expect(count == (try runner().promptTokenCount(for: Transcript(entries: first.transcript).messages)))
     }
@@ -132,8 +133,9 @@ struct LanguageModelSessionTests {
         while try await iterator.next() != nil {}
         #expect(!session.isResponding)
 
-        let missing = LanguageModelSession(model: SystemLanguageModel(url: URL(fileURLWithPath: "/nonexistent/model.gguf")))
-        #expect(missing.model.availability == .unavailable(.modelNotReady))
+        let absent = SystemLanguageModel(url: URL(fileURLWithPath: "/nonexistent/model.gguf"))
+        let missing = LanguageModelSession(model: absent)
+        #expect(absent.availability == .unavailable(.modelNotReady))
         await #expect {
             try await missing.respond(to: "Hello.")
         } throws: { error in

@@ -296,23 +296,43 @@ public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
         public let rawContent: GeneratedContent
     }
 
-    final class FinalResponse: Sendable {
-        private let response = Mutex<Response<Content>?>(nil)
-        func set(_ value: Response<Content>) { response.withLock { $0 = value } }
-        var value: Response<Content>? { response.withLock { $0 } }
-    }
-
-    let stream: AsyncThrowingStream<Snapshot, Error>
-    let result: FinalResponse
+    let stream: ProducingStream<Snapshot, Response<Content>>
 
     /// A stream whose snapshots `produce` yields, run in a task of its own (cancelled when the
     /// consumer stops listening); the response it returns is what ``collect()`` returns.
     package init(producing produce: @escaping @Sendable (_ yield: @escaping @Sendable (Snapshot) -> Void) async throws -> Response<Content>) {
-        let (stream, continuation) = AsyncThrowingStream<Snapshot, Error>.makeStream()
-        let result = FinalResponse()
+        stream = ProducingStream(producing: produce)
+    }
+
+    public func makeAsyncIterator() -> AsyncThrowingStream<Snapshot, Error>.Iterator { stream.makeAsyncIterator() }
+
+    /// Waits for the end of the reply (consuming the snapshots not yet read) and returns it.
+    public func collect() async throws -> Response<Content> { try await stream.result() }
+}
+
+/// Elements a task of its own produces (an `AsyncSequence`), and what it returns at the end:
+/// what a streamed typed reply is made of (its snapshots, then its response).
+package struct ProducingStream<Element: Sendable, Result>: Sendable {
+    private let stream: AsyncThrowingStream<Element, Error>
+    private let box: ResultBox
+
+    /// The result, set once by the producing task and read by the consumer after the stream
+    /// ends (the lock orders the two).
+    private final class ResultBox: @unchecked Sendable {
+        private let lock = Mutex(())
+        private var stored: Result?
+        func set(_ result: Result) { lock.withLock { _ in stored = result } }
+        var result: Result? { lock.withLock { _ in stored } }
+    }
+
+    /// Runs `produce` in a task of its own (cancelled when the consumer stops listening); what
+    /// it yields are the elements, what it returns the result.
+    package init(producing produce: @escaping @Sendable (_ yield: @escaping @Sendable (Element) -> Void) async throws -> Result) {
+        let (stream, continuation) = AsyncThrowingStream<Element, Error>.makeStream()
+        let box = ResultBox()
         let task = Task {
             do {
-                result.set(try await produce { continuation.yield($0) })
+                box.set(try await produce { continuation.yield($0) })
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
@@ -320,16 +340,16 @@ public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
         }
         continuation.onTermination = { _ in task.cancel() }
         self.stream = stream
-        self.result = result
+        self.box = box
     }
 
-    public func makeAsyncIterator() -> AsyncThrowingStream<Snapshot, Error>.Iterator { stream.makeAsyncIterator() }
+    package func makeAsyncIterator() -> AsyncThrowingStream<Element, Error>.Iterator { stream.makeAsyncIterator() }
 
-    /// Waits for the end of the reply (consuming the snapshots not yet read) and returns it.
-    public func collect() async throws -> Response<Content> {
+    /// Waits for the end (consuming the elements not yet read) and returns the result.
+    package func result() async throws -> Result {
         for try await _ in stream {}
         try Task.checkCancellation()
-        guard let response = result.value else { throw CancellationError() }
-        return response
+        guard let result = box.result else { throw CancellationError() }
+        return result
     }
 }

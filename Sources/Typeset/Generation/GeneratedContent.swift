@@ -30,7 +30,7 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
     public var isComplete: Bool { partial.isComplete }
 
     /// Content of `partial`, whose objects have unique member names.
-    init(_ partial: PartialJSONValue) {
+    package init(_ partial: PartialJSONValue) {
         self.partial = partial
     }
 
@@ -38,7 +38,7 @@ public struct GeneratedContent: Sendable, Equatable, CustomStringConvertible, Cu
 
     /// Complete content of `value`, whose objects already have unique member names (it is
     /// made of other content): nothing to resolve.
-    init(complete value: JSONValue) {
+    package init(complete value: JSONValue) {
         self.init(PartialJSONValue(value))
     }
 

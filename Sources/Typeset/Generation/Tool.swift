@@ -47,7 +47,7 @@ extension Tool {
     }
 
     /// Decodes `arguments`, calls the tool, and returns its output as the text sent back.
-    func invoke(arguments: JSONValue) async throws -> String {
+    package func invoke(arguments: JSONValue) async throws -> String {
         let decoded: Arguments
         do {
             decoded = try Arguments(GeneratedContent(arguments))
