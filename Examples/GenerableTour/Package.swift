@@ -1,10 +1,13 @@
 // swift-tools-version: 6.0
 //
-// An app's-eye view of Typeset: a package that depends on it by path, declares its own
-// @Generable types (the seed documents' CatProfile, RecipeDetails, StoryOutline and
-// JournalAnalysis) and asks the default model for each. CI builds and runs it:
+// An app's-eye view of Typeset: a package that depends on it by path. GenerableTour declares
+// @Generable types of its own, modelled on the seed documents' CatProfile, RecipeDetails,
+// StoryOutline and JournalAnalysis, and asks the default model for each through Typeset's own
+// API. The seed documents' Swift samples themselves, typed as printed, are the other targets,
+// run by SeedSamples. CI builds and runs both:
 //
 //     swift run -c release --package-path Examples/GenerableTour
+//     swift run -c release --package-path Examples/GenerableTour SeedSamples
 import PackageDescription
 
 let typeset: Target.Dependency = .product(name: "Typeset", package: "Typeset")

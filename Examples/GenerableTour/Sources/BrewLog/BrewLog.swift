@@ -4,11 +4,12 @@ import TypesetFoundationModels
 // leaves out (a session, a Playground, a function around top-level statements) is marked
 // "context".
 
-// 004_02 (with the `note` the article adds in its next step, and Equatable, which its tests use)
+// 004_02 (with the `note` the article adds in its next step: "Add let note: DominantNote to
+// BrewSummary")
 import TypesetFoundationModels
 
 @Generable
-struct BrewSummary: Equatable {
+struct BrewSummary {
     @Guide(description: "One short, plain sentence describing how the coffee tasted. No marketing words.")
     let flavor: String
 
@@ -18,13 +19,15 @@ struct BrewSummary: Equatable {
     @Guide(description: "Honest overall quality, from 1 (undrinkable) to 5 (excellent).", .range(1...5))
     let rating: Int
 
-    @Guide(description: "The dominant flavor note.")
     let note: DominantNote
 }
 
+// context: the article's tests compare whole summaries ("BrewSummary is Equatable")
+extension BrewSummary: Equatable {}
+
 // 004_03
 @Generable
-enum DominantNote: Equatable {
+enum DominantNote {
     case fruity, nutty, chocolatey, floral, sour, bitter, balanced
 }
 
@@ -64,6 +67,7 @@ protocol Summarizer {
 }
 
 // 004_06
+import TypesetFoundationModels
 
 struct OnDeviceSummarizer: Summarizer {
     func summary(of text: String) async throws -> BrewSummary {
@@ -86,6 +90,7 @@ extension BrewSummary {
 }
 
 // 004_10
+import TypesetFoundationModels
 
 struct BrewHistoryTool: Tool {
     let name = "lookUpAverageRating"

@@ -2,7 +2,9 @@
 // "Constrained generation"), typed as the pages print them but for the import (`import
 // TypesetLEAP` for `import LeapSDK` / `import LeapModelDownloader`). What a sample leaves out —
 // a conversation to talk to, the app's handlers, a function around top-level statements — is
-// marked "context". The interface listings of 003 (`ModelRunner`, `Conversation`,
+// marked "context". Seed 000's page as stored lost its code blocks (only the prose around them
+// remains): its samples here (000_01 to 000_06) are LEAP's published constrained-generation
+// samples, reconstructed to what that prose describes. The interface listings of 003 (`ModelRunner`, `Conversation`,
 // `MessageResponse`, `GenerationOptions`) declare LEAP's API rather than use it: TypesetLEAP
 // declares them (docs/leap.md).
 import Foundation

@@ -9,7 +9,8 @@ let nutritionSession = LanguageModelSession()
 typealias ParsedFood = NutritionParseResult
 
 // 002_18 (the seed indents its first prompt line one space less than the closing quotes,
-// which Swift rejects: indented here)
+// which Swift rejects: indented here; and its page lost the interpolation's backslash,
+// printing "(description)": restored)
 func parseFood(_ description: String) async throws -> ParsedFood {
     let prompt = """
         Parse this food description into nutritional data: "\(description)"

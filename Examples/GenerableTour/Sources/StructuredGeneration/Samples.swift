@@ -79,12 +79,14 @@ public func bookRecommendation(session: LanguageModelSession) async throws {
         generating: BookRecommendation.self
     )
 
-    // Use immediately in Swift code
+    // Use immediately in Swift code (the seed's page lost the backslashes of its
+    // interpolations: restored)
     print("Book: \(book.title) by \(book.author)")
     // Book: "Exploring MusicKit" by Rudrank Riyam
 }
 
-// 002_06
+// 002_06 (the seed's page lost the regex's backslashes, printing /^d{2}:d{2}$/, which
+// matches "dd:dd" literally: restored as the description means)
 @Generable
 struct RecipeMetadata {
     @Guide(description: "Recipe difficulty level", /^(Easy|Medium|Hard)$/)
