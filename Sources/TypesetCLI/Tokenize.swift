@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GGUF
 import Typeset
+import TypesetTokenizer
 
 struct Tokenize: ParsableCommand {
     static let configuration = CommandConfiguration(

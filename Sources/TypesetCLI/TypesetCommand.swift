@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import GGUF
+import Models
 import Typeset
+import TypesetTokenizer
 
 @main
 struct TypesetCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import Synchronization
+import TypesetGrammar
 
 /// A conversation with a model, as Apple's Foundation Models spells it: code written for
 /// `FoundationModels.LanguageModelSession` runs on a Typeset model by changing its import.

@@ -23,12 +23,12 @@ let package = Package(
         .executableTarget(name: "FuzzTokenizer", dependencies: [
             "CLibFuzzer",
             .product(name: "GGUF", package: "Typeset"),
-            .product(name: "Tokenizer", package: "Typeset"),
+            .product(name: "TypesetTokenizer", package: "Typeset"),
             .product(name: "TypesetTestSupport", package: "Typeset"),
         ]),
         .executableTarget(name: "FuzzSchema", dependencies: [
             "CLibFuzzer",
-            .product(name: "Grammar", package: "Typeset"),
+            .product(name: "TypesetGrammar", package: "Typeset"),
             .product(name: "TypesetTestSupport", package: "Typeset"),
         ]),
         .executableTarget(name: "FuzzTemplate", dependencies: [

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Typeset
+import TypesetGrammar
 import TypesetTestSupport
 
 /// The seed schema `name` of Fixtures/schemas (written by hand, independently of the macro).

@@ -1,4 +1,4 @@
-import Grammar
+import TypesetGrammar
 import Testing
 
 @Suite struct CompiledGrammarCacheTests {

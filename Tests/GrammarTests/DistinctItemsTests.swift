@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// `uniqueItems` enforced by the matcher (`Grammar.Rule.isDistinctItem`, `WrittenItems`):
 /// arrays accepted exactly when their items are distinct values, as Foundation's JSON

@@ -1,6 +1,6 @@
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// The mask a matcher fills, token for token, against what `accept(token:)` says on a copy
 /// of the matcher. Where several positions are current at once (members in any order,

@@ -1,5 +1,5 @@
 import Foundation
-import Grammar
+import TypesetGrammar
 import Testing
 import TypesetTestSupport
 

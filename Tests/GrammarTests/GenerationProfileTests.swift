@@ -1,5 +1,5 @@
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// `JSONSchemaOptions.generation` and the shortest-completion measure that budgeted generation
 /// relies on.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// Compiled grammars archived and loaded (`CompiledGrammar.archive(key:)`, a
 /// `CompiledGrammarCache` with a directory): the loaded grammar is the compiled one, mask for

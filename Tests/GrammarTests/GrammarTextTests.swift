@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// `Grammar(ebnf:)`: GBNF grammars written for these tests, checked on sentences and
 /// non-sentences through the compiled pushdown automaton, the JSON grammar against

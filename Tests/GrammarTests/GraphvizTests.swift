@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// `CompiledGrammar.graphviz`: the automaton as a Graphviz graph that `dot` renders, with
 /// every reachable rule, byte and rule edges, and each position's token counts.

@@ -1,5 +1,5 @@
 import Foundation
-import Grammar
+import TypesetGrammar
 import Testing
 
 /// The JSON layer's writers: what they print, and that an independent parser

@@ -1,6 +1,6 @@
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// `DFA.subtracting(literals:)`, the minimal automaton built straight from a trie, against the
 /// product with the literals' trie minimised by Hopcroft's refinement: state for state equal.

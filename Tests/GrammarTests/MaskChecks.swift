@@ -1,5 +1,5 @@
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// Checks shared by the mask suites: every stored mask against a fresh walk of every token.
 enum MaskChecks {

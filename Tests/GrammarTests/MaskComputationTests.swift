@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// Masks computed on first use, in the background or up front are the same masks: a
 /// generation cannot tell when its grammar computed them.

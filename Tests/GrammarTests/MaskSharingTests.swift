@@ -1,5 +1,5 @@
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// Terminal rules with the same automaton and FOLLOW set share their masks instead of
 /// computing them again; every shared mask must equal the one a fresh trie walk gives.

@@ -1,6 +1,6 @@
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// Hopcroft's minimisation against Moore's partition refinement, kept here as the reference:
 /// both renumber the classes breadth-first from the start, so on every automaton they must

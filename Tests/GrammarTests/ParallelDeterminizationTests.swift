@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// Rules determinized on several threads (`PushdownAutomaton.determinize`) against one
 /// thread: the same automata and facts, and past a limit the same error.

@@ -1,6 +1,6 @@
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// Subset constructions read past passing states (one ε-move out and nothing else,
 /// `ReachableNFA.bypassPassingStates`): the languages must be those of the automata as built,

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// Plain tokens (string characters only) are accepted wholesale where a position reads every
 /// plain word as long as the slice's longest token; only the other tokens are walked. Each

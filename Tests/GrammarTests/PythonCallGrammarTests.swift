@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// The call grammar in Python syntax (`JSONSchemaOptions.Syntax.pythonCalls`), LFM's format:
 /// a list of calls whose keyword arguments follow each function's parameter schema.

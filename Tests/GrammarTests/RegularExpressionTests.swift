@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// `RegularExpression` against Foundation's `NSRegularExpression` (ICU) as an independent
 /// reference, on random and mutated strings, plus exact expectations where ICU and

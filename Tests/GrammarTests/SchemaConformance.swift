@@ -1,8 +1,8 @@
 import Foundation
 import GGUF
-import Grammar
+import TypesetGrammar
 import Testing
-import Tokenizer
+import TypesetTokenizer
 import TypesetTestSupport
 
 /// The shared checker of the conformance tests: runs instances through a compiled grammar

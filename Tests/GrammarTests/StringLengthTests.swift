@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// `minLength` and `maxLength` counted in the matcher's frames (`LengthCounter`) against the
 /// automaton unrolled to the bound (`QuotedStringLength`, what property names still use):

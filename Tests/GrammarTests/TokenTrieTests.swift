@@ -1,7 +1,7 @@
 import GGUF
-import Grammar
+import TypesetGrammar
 import Testing
-import Tokenizer
+import TypesetTokenizer
 import TypesetTestSupport
 
 /// The trie walk against the brute-force definition: a token is allowed when every one of its

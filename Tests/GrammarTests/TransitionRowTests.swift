@@ -1,6 +1,6 @@
 import Testing
 import TypesetTestSupport
-@testable import Grammar
+@testable import TypesetGrammar
 
 /// The helpers that read a transition row by runs and fill byte sets by ranges, against a
 /// one-entry-at-a-time reference.

@@ -2,7 +2,7 @@ import Foundation
 import GGUF
 import Models
 import Testing
-import Tokenizer
+import TypesetTokenizer
 import TypesetTestSupport
 
 /// Perplexity and next-token agreement with llama.cpp over ~24,000 tokens of English prose

@@ -1,7 +1,7 @@
 import Foundation
 import GGUF
 import Testing
-import Tokenizer
+import TypesetTokenizer
 import TypesetTestSupport
 
 /// Token ids, pieces and special-token sets compared with llama.cpp's, as recorded once by

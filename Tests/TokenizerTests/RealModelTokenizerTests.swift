@@ -1,7 +1,7 @@
 import Foundation
 import GGUF
 import Testing
-import Tokenizer
+import TypesetTokenizer
 import TypesetTestSupport
 
 /// Round trips, streaming and hostile input on the two real vocabularies.

@@ -1,7 +1,7 @@
 import Foundation
 import GGUF
 import Testing
-import Tokenizer
+import TypesetTokenizer
 import TypesetTestSupport
 
 /// The encoders against deliberately naive reference implementations written from the

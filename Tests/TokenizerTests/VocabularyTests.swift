@@ -1,7 +1,7 @@
 import GGUF
 import TypesetTestSupport
 import Testing
-import Tokenizer
+import TypesetTokenizer
 
 @Suite struct VocabularyTests {
     static func metadata(_ configure: (inout GGUFWriter) throws -> Void) throws -> GGUFMetadata {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Typeset
+import TypesetGrammar
 import TypesetTestSupport
 
 /// One runner for the whole suite (the tests run one after another: generations of one runner

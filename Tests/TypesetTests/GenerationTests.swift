@@ -2,6 +2,8 @@ import Foundation
 import GGUF
 import Testing
 import Typeset
+import TypesetTokenizer
+import Models
 import TypesetTestSupport
 
 extension Sampler {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Typeset
+import TypesetGrammar
 import TypesetTestSupport
 
 /// Jump-forward decoding on the two tokenizer families of the real models, GPT-2-style

@@ -1,5 +1,7 @@
 import Testing
 @testable import Typeset
+import TypesetGrammar
+import TypesetTokenizer
 
 /// The reply state machine (free text, thinking, JSON Schema values, Hermes and bare JSON
 /// function calls, the rules after a call, closing within `maxTokens`, cancellation) driven by

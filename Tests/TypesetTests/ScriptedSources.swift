@@ -1,6 +1,7 @@
 import Foundation
 import GGUF
 @testable import Typeset
+import TypesetTokenizer
 import TypesetTestSupport
 
 /// A source of logits without a model: `logits(held)` gives the logits after the tokens it

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Typeset
+import TypesetGrammar
 import TypesetTestSupport
 
 /// A caller's own constraint, written without the grammar compiler: the output is one of a few

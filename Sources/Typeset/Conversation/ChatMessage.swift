@@ -1,4 +1,4 @@
-import Grammar
+import TypesetGrammar
 
 /// One message of a conversation.
 ///

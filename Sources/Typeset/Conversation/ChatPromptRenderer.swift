@@ -1,6 +1,6 @@
 import ChatTemplating
-import Grammar
-import Tokenizer
+import TypesetGrammar
+import TypesetTokenizer
 
 /// Turns a conversation into prompt tokens: renders it with the model's chat template (or the
 /// plain fallback for models without one), describes registered functions, and tokenizes the

@@ -1,4 +1,5 @@
-import Grammar
+import TypesetGrammar
+import TypesetTokenizer
 import Models
 import Synchronization
 
@@ -255,7 +256,7 @@ public final class Conversation: Sendable {
     /// extraction cases of `Benchmarks/value_quality.py` (16 prompts whose answers they state,
     /// 47 fields), greedy, the fields right with the schema after the request and before it:
     /// SmolLM2 15 and 20, Gemma 3 21 and 25, Qwen2.5-Coder 0.5B 36 and 44 (docs/conversation.md).
-    public static func instructedRequest(_ request: String, schema: String) -> String {
+    package static func instructedRequest(_ request: String, schema: String) -> String {
         "Answer with a JSON value that conforms to this JSON Schema:\n" + schema.trimmingWhitespace + "\n\n" + request
     }
 }

@@ -1,4 +1,4 @@
-import Grammar
+import TypesetGrammar
 import Models
 
 /// Errors of `ModelRunner` and `Conversation`.

@@ -1,4 +1,4 @@
-import Grammar
+import TypesetGrammar
 
 /// What each function-call format writes around a call, in one place for the router that
 /// detects calls, the decoder that constrains and closes them, and the renderer that writes

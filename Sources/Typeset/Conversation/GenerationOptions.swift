@@ -1,4 +1,4 @@
-import Grammar
+import TypesetGrammar
 
 /// How to generate one reply. Every `nil` field falls back to the model's default
 /// (`ModelRunner.defaultOptions`, read from the GGUF's `general.sampling.*` keys when it has

@@ -5,10 +5,10 @@ import Foundation
 import Glibc
 #endif
 import GGUF
-import Grammar
+import TypesetGrammar
 import Models
 import Synchronization
-import Tokenizer
+import TypesetTokenizer
 
 /// A loaded model, ready to hold conversations.
 ///
@@ -71,11 +71,10 @@ public final class ModelRunner: Sendable {
         /// client's next turn after others took its place) computes only what follows the
         /// shared prefix. The most recently finished are kept, up to 64 caches; a cache counts
         /// the positions it has committed, about 22.5 KB per token for SmolLM2-135M and 12 KB
-        /// for Qwen2.5-0.5B. 0 keeps none.
+        /// for Qwen2.5-0.5B. 0 keeps none; the default is 256 MiB.
         public var idleCacheByteLimit: Int
 
-        /// 256 MiB.
-        public static let defaultIdleCacheByteLimit = 256 << 20
+        @usableFromInline package static let defaultIdleCacheByteLimit = 256 << 20
 
         public init(contextLength: Int? = nil, threadCount: Int = 2, chatTemplate: String? = nil,
                     defaultGenerationOptions: GenerationOptions? = nil, maximumConcurrentGenerations: Int = 4,
@@ -102,7 +101,7 @@ public final class ModelRunner: Sendable {
         /// 0 … 1 over the whole load (weights are most of it).
         public var fractionCompleted: Double
 
-        public init(stage: Stage, fractionCompleted: Double) {
+        package init(stage: Stage, fractionCompleted: Double) {
             self.stage = stage
             self.fractionCompleted = fractionCompleted
         }
@@ -116,7 +115,7 @@ public final class ModelRunner: Sendable {
     public let contextLength: Int
     /// The options a reply starts from (see ``GenerationOptions``).
     public let defaultOptions: GenerationOptions
-    public let tokenizer: Tokenizer
+    package let tokenizer: Tokenizer
     let threadCount: Int
     let grammarBudget: CompilationBudget
     let maskComputation: MaskComputation
@@ -252,7 +251,7 @@ public final class ModelRunner: Sendable {
     }
 
     /// The prompt tokens for `messages`, as a reply to them would be prefilled.
-    public func promptTokens(for messages: [ChatMessage], addBOS: Bool = true) throws(ConversationError) -> [Int] {
+    package func promptTokens(for messages: [ChatMessage], addBOS: Bool = true) throws(ConversationError) -> [Int] {
         try prompts.tokens(for: messages, functions: [], format: .hermes, enableThinking: nil, addBOS: addBOS)
     }
 
@@ -363,7 +362,7 @@ public final class ModelRunner: Sendable {
     }
 
     /// The compiled-grammar cache's counts (hits, misses, evictions, grammars and bytes held).
-    public var grammarCacheStatistics: CompiledGrammarCache.Statistics {
+    public var grammarCacheStatistics: GrammarCacheStatistics {
         state.withLock { $0.grammars?.statistics } ?? CompiledGrammarCache.Statistics()
     }
 }

@@ -1,4 +1,4 @@
-import Grammar
+import TypesetGrammar
 
 /// Reads and writes conversations as OpenAI chat-completions messages, the lingua franca of
 /// chat APIs:
@@ -14,9 +14,9 @@ import Grammar
 /// `arguments` is a JSON string, as OpenAI writes it (an object is accepted on import).
 /// Reasoning is written as `reasoning_content`. Content given as an array of parts is read
 /// when every part is text.
-public enum OpenAIChatFormat {
+package enum OpenAIChatFormat {
     /// `{"messages": […]}` for `messages`, compact.
-    public static func encode(_ messages: [ChatMessage]) -> String {
+    package static func encode(_ messages: [ChatMessage]) -> String {
         JSONValue.object([("messages", .array(messages.map(encode)))]).compactText
     }
 
@@ -45,7 +45,7 @@ public enum OpenAIChatFormat {
     ///
     /// - Throws: ``ConversationError/invalidHistory(index:reason:)`` naming the message and the
     ///   field at fault.
-    public static func decode(_ text: String) throws(ConversationError) -> [ChatMessage] {
+    package static func decode(_ text: String) throws(ConversationError) -> [ChatMessage] {
         let document: JSONValue
         do { document = try JSONValue(parsing: text) } catch { throw .invalidHistory(index: nil, reason: error.description) }
         let list: [JSONValue]
@@ -70,7 +70,7 @@ public enum OpenAIChatFormat {
     ///
     /// - Throws: ``ConversationError/invalidHistory(index:reason:)`` naming the message and the
     ///   field at fault, including a field Typeset does not read.
-    public static func decode(messages list: [JSONValue]) throws(ConversationError) -> [ChatMessage] {
+    package static func decode(messages list: [JSONValue]) throws(ConversationError) -> [ChatMessage] {
         var result: [ChatMessage] = []
         for (index, item) in list.enumerated() {
             result.append(try decode(item, index: index))

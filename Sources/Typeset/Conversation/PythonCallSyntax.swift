@@ -1,4 +1,4 @@
-import Grammar
+import TypesetGrammar
 
 /// Function calls in the Python syntax Liquid's LFM models write, between
 /// `<|tool_call_start|>` and `<|tool_call_end|>`:

@@ -1,6 +1,6 @@
-import Grammar
+import TypesetGrammar
 import Models
-import Tokenizer
+import TypesetTokenizer
 
 /// One finished reply, as `Conversation` records it.
 struct Reply: Sendable {

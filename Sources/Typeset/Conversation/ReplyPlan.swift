@@ -1,5 +1,5 @@
 import Dispatch
-import Grammar
+import TypesetGrammar
 import Models
 
 /// What a reply is asked to be: the caller's options, and what the typed API and the server

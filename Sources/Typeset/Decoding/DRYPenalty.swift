@@ -1,4 +1,4 @@
-import Tokenizer
+import TypesetTokenizer
 
 /// The DRY ("don't repeat yourself") penalty: it lowers the logit of every token that would
 /// extend a sequence already present in the context, by an amount that grows exponentially
@@ -36,7 +36,7 @@ public struct DRYPenalty: Sendable, Equatable {
     public var sequenceBreakers: [String]
 
     /// Repeats longer than this count as this long (keeps the penalty finite).
-    public static let maximumMatchLength = 48
+    package static let maximumMatchLength = 48
 
     public init(
         multiplier: Float = 0.8, base: Float = 1.75, allowedLength: Int = 2, window: Int? = nil,
@@ -78,7 +78,7 @@ public struct DRYPenalty: Sendable, Equatable {
     ///
     /// Scans `history` backwards from each earlier occurrence of the latest token's
     /// predecessor chain: O(window × repeat length).
-    public func penalties(after history: [Int], replyStart: Int = 0, isBreaker: (Int) -> Bool) -> [Int: Float] {
+    package func penalties(after history: [Int], replyStart: Int = 0, isBreaker: (Int) -> Bool) -> [Int: Float] {
         guard multiplier > 0, allowedLength >= 1, let last = history.last, !isBreaker(last) else { return [:] }
         let end = history.count
         let start = max(window.map { max(0, end - $0) } ?? 0, searchesPrompt ? 0 : min(max(0, replyStart), end))
@@ -105,7 +105,7 @@ public struct DRYPenalty: Sendable, Equatable {
 
     /// The tokens of `vocabulary` whose bytes contain one of `sequenceBreakers`, as a bitmap
     /// indexed by token id. O(vocabulary bytes × breakers).
-    public func breakerTokens(in vocabulary: Vocabulary) -> [Bool] {
+    package func breakerTokens(in vocabulary: Vocabulary) -> [Bool] {
         let breakers = sequenceBreakers.map { Array($0.utf8) }.filter { !$0.isEmpty }
         return (0 ..< vocabulary.count).map { id in
             let bytes = vocabulary.bytes(of: id)

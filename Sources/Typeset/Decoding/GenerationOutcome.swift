@@ -41,9 +41,9 @@ public struct GenerationStats: Sendable, Equatable {
     /// Passes saved by provisional tokens: tokens computed in the pass before the step that
     /// chose them (the last token of a grammar's forced text, which the model may merge with
     /// what follows), whose step then ran on the logits after them without a pass of its own.
-    public var passesSavedByProvisionalTokens = 0
+    package var passesSavedByProvisionalTokens = 0
 
-    public init(
+    package init(
         promptTokens: Int = 0, cachedPromptTokens: Int = 0, completionTokens: Int = 0, timeToFirstToken: Double = 0,
         prefillSeconds: Double = 0, decodeSeconds: Double = 0, constraintSeconds: Double = 0, decodePasses: Int = 0
     ) {

@@ -6,7 +6,7 @@ import Models
 /// ``ModelSequence`` is the source backed by a ``TransformerModel``; tests drive the loop and
 /// the reply state machine with scripted sources, without a model. A source belongs to one
 /// loop at a time.
-public protocol LogitsSource: AnyObject {
+package protocol LogitsSource: AnyObject {
     /// The most tokens the source can hold.
     var contextLength: Int { get }
 
@@ -32,30 +32,30 @@ public protocol LogitsSource: AnyObject {
 
 /// One sequence of tokens run through a transformer: the model, a KV cache of its own and the
 /// threads its products use. What ``TextGenerator`` and conversations decode with.
-public final class ModelSequence: LogitsSource {
-    public let model: TransformerModel
-    public let cache: KVCache
+package final class ModelSequence: LogitsSource {
+    package let model: TransformerModel
+    package let cache: KVCache
     /// Threads for the matrix products.
-    public var threadCount: Int
+    package var threadCount: Int
 
     /// A sequence with a new, empty cache of `contextLength` positions.
-    public convenience init(model: TransformerModel, contextLength: Int, threadCount: Int = 2) {
+    package convenience init(model: TransformerModel, contextLength: Int, threadCount: Int = 2) {
         self.init(model: model, cache: model.makeCache(contextLength: contextLength), threadCount: threadCount)
     }
 
     /// A sequence continuing what `cache` holds. Precondition: `cache` was made by `model`.
-    public init(model: TransformerModel, cache: KVCache, threadCount: Int = 2) {
+    package init(model: TransformerModel, cache: KVCache, threadCount: Int = 2) {
         self.model = model
         self.cache = cache
         self.threadCount = max(1, threadCount)
     }
 
-    public var contextLength: Int { cache.contextLength }
-    public var count: Int { cache.count }
-    public func reusablePrefixLength(for tokens: [Int]) -> Int { cache.reusablePrefixLength(for: tokens) }
-    public func truncate(to count: Int) { cache.truncate(to: count) }
+    package var contextLength: Int { cache.contextLength }
+    package var count: Int { cache.count }
+    package func reusablePrefixLength(for tokens: [Int]) -> Int { cache.reusablePrefixLength(for: tokens) }
+    package func truncate(to count: Int) { cache.truncate(to: count) }
 
-    public func evaluate(_ tokens: ArraySlice<Int>, logitRows: Int = 1, into logits: inout [Float]) throws(ModelError) {
+    package func evaluate(_ tokens: ArraySlice<Int>, logitRows: Int = 1, into logits: inout [Float]) throws(ModelError) {
         try model.evaluate(tokens, cache: cache, threadCount: threadCount, logits: logitRows == 1 ? .last : .lastRows(logitRows), into: &logits)
     }
 }

@@ -1,31 +1,31 @@
 import Foundation
 import Kernels
-import Tokenizer
+import TypesetTokenizer
 
 /// How the next token is chosen from the model's logits: the settings of ``Sampler``'s chain.
 ///
 /// The stages run in llama.cpp's default order: repetition penalty and DRY, then top-k, top-p
 /// and min-p on the resulting distribution, then temperature, then a draw from what is left. A
 /// temperature of 0 (or below) picks the most likely token (greedy; ties go to the lowest id).
-public struct SamplingOptions: Sendable, Equatable {
+package struct SamplingOptions: Sendable, Equatable {
     /// Softmax temperature; 0 means greedy.
-    public var temperature: Float
+    package var temperature: Float
     /// Keep only the `topK` most likely tokens (`nil`: all).
-    public var topK: Int?
+    package var topK: Int?
     /// Keep the smallest set of most likely tokens whose probability adds up to `topP`.
-    public var topP: Float?
+    package var topP: Float?
     /// Drop tokens less likely than `minP` × the most likely token's probability.
-    public var minP: Float?
+    package var minP: Float?
     /// Divide positive logits (multiply negative ones) of recently seen tokens by this (1: off).
-    public var repetitionPenalty: Float
+    package var repetitionPenalty: Float
     /// How many recent tokens the repetition penalty looks at.
-    public var repetitionWindow: Int
+    package var repetitionWindow: Int
     /// The penalty on tokens that extend a repeated sequence (`nil`: off).
-    public var dry: DRYPenalty?
+    package var dry: DRYPenalty?
     /// The random seed: the same seed, options, model and prompt give the same tokens.
-    public var seed: UInt64
+    package var seed: UInt64
 
-    public init(
+    package init(
         temperature: Float = 0, topK: Int? = nil, topP: Float? = nil, minP: Float? = nil,
         repetitionPenalty: Float = 1, repetitionWindow: Int = 64, dry: DRYPenalty? = nil, seed: UInt64 = 0
     ) {
@@ -40,7 +40,7 @@ public struct SamplingOptions: Sendable, Equatable {
     }
 
     /// Always the most likely token.
-    public static let greedy = SamplingOptions()
+    package static let greedy = SamplingOptions()
 }
 
 /// Draws tokens from logits according to `SamplingOptions`, with its own seeded generator.
@@ -54,9 +54,9 @@ public struct SamplingOptions: Sendable, Equatable {
 ///              (in place)                  └─ candidates: tokens within 40·max(1, T) of the
 ///                                             best, most likely first ─► top-k ─► top-p
 ///                                             ─► min-p ─► temperature ─► seeded draw
-public struct Sampler: Sendable {
+package struct Sampler: Sendable {
     /// One stage of the chain.
-    public enum Stage: Sendable, Equatable {
+    package enum Stage: Sendable, Equatable {
         /// Divides positive logits (multiplies negative ones) of the tokens among the last
         /// `window` of the history, each once.
         case repetitionPenalty(Float, window: Int)
@@ -72,9 +72,9 @@ public struct Sampler: Sendable {
         case temperature(Float)
     }
 
-    public let options: SamplingOptions
+    package let options: SamplingOptions
     /// The chain, in the order it runs; greedy when it has no ``Stage/temperature(_:)``.
-    public let stages: [Stage]
+    package let stages: [Stage]
     private var random: SeededGenerator
     /// Which token ids are DRY sequence breakers (empty: none is).
     private let breakers: [Bool]
@@ -84,13 +84,13 @@ public struct Sampler: Sendable {
     private var recentTokens = Set<Int>()
 
     /// A sampler whose DRY penalty, if any, knows no sequence breakers.
-    public init(options: SamplingOptions) {
+    package init(options: SamplingOptions) {
         self.init(options: options, breakers: [])
     }
 
     /// A sampler for `vocabulary`'s tokens: its DRY penalty, if any, stops at the tokens whose
     /// text contains a sequence breaker (found once, here: one pass over the vocabulary).
-    public init(options: SamplingOptions, vocabulary: Vocabulary) {
+    package init(options: SamplingOptions, vocabulary: Vocabulary) {
         self.init(options: options, breakers: options.dry.map { $0.breakerTokens(in: vocabulary) } ?? [])
     }
 
@@ -115,7 +115,7 @@ public struct Sampler: Sendable {
     /// ``applyPenalties(to:history:replyStart:)`` in place, then ``draw(from:)``. Tokens whose
     /// logit is −∞ (masked by a constraint) are never chosen; returns `nil` only when every
     /// logit is −∞ or NaN.
-    public mutating func sample(_ logits: inout [Float], history: [Int], replyStart: Int = 0) -> Int? {
+    package mutating func sample(_ logits: inout [Float], history: [Int], replyStart: Int = 0) -> Int? {
         applyPenalties(to: &logits, history: history, replyStart: replyStart)
         return draw(from: logits)
     }
@@ -125,7 +125,7 @@ public struct Sampler: Sendable {
     /// starts there).
     ///
     /// - Complexity: O(window) for the repetition penalty; DRY's as ``DRYPenalty`` states.
-    public mutating func applyPenalties(to logits: inout [Float], history: [Int], replyStart: Int = 0) {
+    package mutating func applyPenalties(to logits: inout [Float], history: [Int], replyStart: Int = 0) {
         for stage in stages {
             switch stage {
             case let .repetitionPenalty(penalty, window):
@@ -149,7 +149,7 @@ public struct Sampler: Sendable {
     /// one when the chain has no temperature (ties to the lowest id); otherwise the candidate
     /// stages narrow the likely tokens and a seeded draw picks one. Reads `logits` without
     /// copying them; `nil` when every logit is −∞ or NaN.
-    public mutating func draw(from logits: [Float]) -> Int? {
+    package mutating func draw(from logits: [Float]) -> Int? {
         guard case let .temperature(temperature)? = stages.last else {
             return logits.withUnsafeBufferPointer(indexOfLargest)
         }

@@ -1,7 +1,7 @@
 import Dispatch
 import Models
 import Synchronization
-import Tokenizer
+import TypesetTokenizer
 
 /// Runs a model token by token on prompts the caller builds: the prefill (reusing whatever
 /// prefix the cache already holds), then one step per generated token, sampling each next
@@ -12,29 +12,29 @@ import Tokenizer
 /// use `ModelRunner` and `Conversation`, which add templates, grammars, function calls and
 /// cancellation to the same loop. One generator owns one sequence (one KV cache); it is not
 /// thread-safe.
-public final class TextGenerator {
+package final class TextGenerator {
     /// The model, its cache and its thread count.
-    public let sequence: ModelSequence
-    public let tokenizer: Tokenizer
+    package let sequence: ModelSequence
+    package let tokenizer: Tokenizer
 
-    public var model: TransformerModel { sequence.model }
-    public var cache: KVCache { sequence.cache }
+    package var model: TransformerModel { sequence.model }
+    package var cache: KVCache { sequence.cache }
     /// Threads for the matrix products.
-    public var threadCount: Int {
+    package var threadCount: Int {
         get { sequence.threadCount }
         set { sequence.threadCount = max(1, newValue) }
     }
 
     /// What a generation did.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The generated tokens (an end-of-generation token that stopped it excluded).
-        public var tokens: [Int]
-        public var finishReason: FinishReason
-        public var stats: GenerationStats
+        package var tokens: [Int]
+        package var finishReason: FinishReason
+        package var stats: GenerationStats
     }
 
     /// A generator with a cache of `contextLength` tokens.
-    public init(model: TransformerModel, tokenizer: Tokenizer, contextLength: Int = 2048, threadCount: Int = 2) {
+    package init(model: TransformerModel, tokenizer: Tokenizer, contextLength: Int = 2048, threadCount: Int = 2) {
         self.sequence = ModelSequence(model: model, contextLength: contextLength, threadCount: threadCount)
         self.tokenizer = tokenizer
     }
@@ -54,7 +54,7 @@ public final class TextGenerator {
     ///   every token).
     /// - Throws: ``ModelError/contextOverflow(needed:available:)`` before any work when the
     ///   prompt alone does not fit the context, ``ModelError/emptyPrompt`` for no tokens.
-    public func generate(
+    package func generate(
         prompt: [Int], maxTokens: Int, sampling: SamplingOptions = .greedy, stopsAtEndOfGeneration: Bool = true,
         logitsProcessor: ((inout [Float]) -> Void)? = nil, onToken: (Int) -> Bool = { _ in true }
     ) throws(ModelError) -> Result {
@@ -81,7 +81,7 @@ public final class TextGenerator {
     ///
     /// - Throws: the first ``ModelError`` of a prompt that cannot start (empty, longer than
     ///   the context).
-    public static func generate(
+    package static func generate(
         model: TransformerModel, tokenizer: Tokenizer, prompts: [[Int]], maxTokens: Int, sampling: SamplingOptions = .greedy,
         stopsAtEndOfGeneration: Bool = true, contextLength: Int = 2048, threadCount: Int = 2
     ) throws(ModelError) -> [Result] {

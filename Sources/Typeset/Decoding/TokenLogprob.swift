@@ -1,5 +1,5 @@
 import Foundation
-import Tokenizer
+import TypesetTokenizer
 
 /// The log-probability of a generated token under the model, and of the most likely tokens
 /// at its place (OpenAI's `logprobs`): what ``MessageResponse/logprob(_:)`` reports for each
@@ -16,7 +16,7 @@ public struct TokenLogprob: Sendable, Equatable {
         public var bytes: [UInt8]
         public var logprob: Float
 
-        public init(token: Int, bytes: [UInt8], logprob: Float) {
+        package init(token: Int, bytes: [UInt8], logprob: Float) {
             self.token = token
             self.bytes = bytes
             self.logprob = logprob
@@ -31,7 +31,7 @@ public struct TokenLogprob: Sendable, Equatable {
     /// The most likely tokens at its place, most likely first (as many as asked).
     public var alternatives: [Candidate]
 
-    public init(chosen: Candidate, alternatives: [Candidate]) {
+    package init(chosen: Candidate, alternatives: [Candidate]) {
         self.chosen = chosen
         self.alternatives = alternatives
     }

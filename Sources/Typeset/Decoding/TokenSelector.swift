@@ -1,5 +1,5 @@
-import Grammar
-import Tokenizer
+import TypesetGrammar
+import TypesetTokenizer
 
 /// The one place a reply's logits become a token.
 ///

@@ -1,3 +1,4 @@
+import TypesetGrammar
 import Synchronization
 
 /// A finished typed reply. Its value's members read through it too (`response.title` is

@@ -1,4 +1,5 @@
 import Foundation
+import TypesetGrammar
 
 /// A generated value whose type is known at run time only: what a `DynamicGenerationSchema`
 /// produces, what `@Generable` types are decoded from, and (incomplete) what streaming

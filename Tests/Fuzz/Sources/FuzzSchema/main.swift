@@ -1,6 +1,6 @@
 import CLibFuzzer
 import Foundation
-import Grammar
+import TypesetGrammar
 import TypesetTestSupport
 
 // The fuzz target of the JSON Schema compiler, structure-aware: the input's bytes are the

@@ -1,6 +1,6 @@
 import CLibFuzzer
 import GGUF
-import Tokenizer
+import TypesetTokenizer
 import TypesetTestSupport
 
 #if canImport(Glibc)

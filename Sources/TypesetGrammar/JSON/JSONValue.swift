@@ -102,7 +102,7 @@ public enum JSONValue: Hashable, Sendable {
     /// them (first position, last value), at every depth.
     ///
     /// - Complexity: O(n).
-    public var withUniqueMemberNames: JSONValue {
+    package var withUniqueMemberNames: JSONValue {
         switch self {
         case .null, .bool, .number, .string: return self
         case .array(let items): return .array(items.map(\.withUniqueMemberNames))
@@ -114,7 +114,7 @@ public enum JSONValue: Hashable, Sendable {
     /// value (one level: the values are taken as they are).
     ///
     /// - Complexity: O(members).
-    public static func object(uniquing members: some Sequence<(String, JSONValue)>) -> JSONValue {
+    package static func object(uniquing members: some Sequence<(String, JSONValue)>) -> JSONValue {
         var unique: [(String, JSONValue)] = []
         var indices: [String: Int] = [:]
         for (name, value) in members {
@@ -141,7 +141,7 @@ public enum JSONValue: Hashable, Sendable {
     /// shortest text that reads back as the same `Double` (`1E2` as `100.0`, `1.50` as
     /// `1.5`): what `json.dumps` writes for values read by Python's `json.load`. This is how
     /// the benchmarks (and MaskBench's peers) serialize test instances.
-    public var compactTextWithDoubleNumbers: String {
+    package var compactTextWithDoubleNumbers: String {
         var bytes: [UInt8] = []
         appendCompact(to: &bytes, doubleNumbers: true)
         return String(decoding: bytes, as: UTF8.self)

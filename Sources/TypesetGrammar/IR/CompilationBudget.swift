@@ -48,7 +48,7 @@ extension CompilationBudget {
     /// Runs `body` so that every compilation inside it spends this one budget: a grammar
     /// built from a schema and then compiled against a vocabulary has `seconds` for both
     /// steps, not `seconds` each. (``CompiledGrammarCache`` does this for its misses.)
-    public func spending<Result>(_ body: () throws(GrammarError) -> Result) throws(GrammarError) -> Result {
+    package func spending<Result>(_ body: () throws(GrammarError) -> Result) throws(GrammarError) -> Result {
         try CompilationMeter.metering(self, body)
     }
 }

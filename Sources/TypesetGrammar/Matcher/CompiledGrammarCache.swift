@@ -43,7 +43,7 @@ public final class CompiledGrammarCache: Sendable {
         public var rejectedArchives = 0
 
         /// All zero: no lookups yet.
-        public init() {}
+        package init() {}
     }
 
     private struct Key: Hashable {
