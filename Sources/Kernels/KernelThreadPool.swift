@@ -37,8 +37,9 @@ import Darwin
 /// only helps: when something else on the machine wants a core (the HTTP client of a local
 /// server, the preparation of the next grammar masks, another process), the kernel should take
 /// it from a worker, not from the caller. At equal priority it took it from either, and while
-/// the caller was off its core the work stopped (docs/benchmarks.md has the measurements: a
-/// local server's client on the same two cores, two decoding processes side by side). Where
+/// the caller was off its core the work stopped (measured alternated on a Zen 4 on 2026-12-04:
+/// a local server's four clients on the same two cores served 1.17× faster, 8 of 8 pairs, and
+/// two decoding processes side by side; the tables are in docs/benchmarks.md as of 0c0fd5f). Where
 /// nothing else runs, the priority changes nothing. A worker that joined and then waits for a
 /// core keeps its chunk, and the caller waits for that chunk: the price of its helping at all.
 ///
