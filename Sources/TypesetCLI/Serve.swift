@@ -9,7 +9,9 @@ struct Serve: AsyncParsableCommand {
         discussion: """
         Endpoints: POST /v1/chat/completions (text, JSON Schema replies through response_format, \
         tools, streaming), POST /v1/completions, GET /v1/models, POST /tokenize and /detokenize, \
-        GET /health (503 while the model loads) and GET /metrics (Prometheus). Requests are \
+        GET /health (503 while the model loads) and GET /metrics (Prometheus); /chat/completions, \
+        /models and /v1/health as llama-server serves them, and a browser's CORS preflight on \
+        any path. A request may name any model (--strict-model-names: only this one's names). Requests are \
         decoded together, --parallel at a time, one forward pass per step for all of them; \
         further requests wait (up to --queue of them; then 429). A JSON Schema keyword or a \
         request field Typeset cannot honour is refused with a 400 naming it. SIGTERM or SIGINT \
@@ -41,7 +43,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "MiB of KV cache that finished requests may keep, so that a later request starting the same way (a system prompt, a conversation's next turn) computes only what follows (0: none).")
     var promptCacheMib = ModelRunner.Options.defaultIdleCacheByteLimit >> 20
 
-    @Option(help: "Require 'Authorization: Bearer <key>' (also read from $TYPESET_API_KEY).")
+    @Option(help: "Require 'Authorization: Bearer <key>' or 'X-Api-Key: <key>' (also read from $TYPESET_API_KEY).")
     var apiKey: String?
 
     @Option(help: "The largest request body, in bytes.")
@@ -50,8 +52,23 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The longest a generation request may take, in seconds.")
     var timeout: Double = 600
 
-    @Option(help: "Another name requests may use as 'model' (repeatable).")
+    @Option(help: "Another name for the model (repeatable); the first is the one responses give.")
     var alias: [String] = []
+
+    @Flag(help: "Refuse a request whose 'model' is not one of this model's names (404, as OpenAI answers); by default any name is accepted, as llama-server accepts it.")
+    var strictModelNames = false
+
+    @Option(help: "The web pages whose scripts may call the server: '*' (any), 'localhost' (pages served from this machine) or origins separated by commas.")
+    var corsOrigins = "*"
+
+    @Option(help: "The methods a browser's CORS preflight is told are allowed.")
+    var corsMethods = CORSPolicy().methods
+
+    @Option(help: "The request headers a browser's CORS preflight is told are allowed.")
+    var corsHeaders = CORSPolicy().headers
+
+    @Flag(inversion: .prefixedNo, help: "Whether pages may send credentials (cookies, HTTP authentication) across origins.")
+    var corsCredentials = true
 
     @OptionGroup(title: "Compiling the requests' JSON Schemas")
     var budgetOptions: CompilationBudgetOptions
@@ -68,6 +85,7 @@ struct Serve: AsyncParsableCommand {
         guard (0 ... 1 << 20).contains(promptCacheMib) else { throw ValidationError("--prompt-cache-mib must be between 0 and 1048576") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+        guard CORSPolicy.origins(parsing: corsOrigins) != nil else { throw ValidationError("--cors-origins names no origin: give '*', 'localhost' or origins separated by commas") }
     }
 
     func run() async throws {
@@ -80,7 +98,9 @@ struct Serve: AsyncParsableCommand {
                 grammarCacheDirectory: grammarCache, idleCacheByteLimit: promptCacheMib << 20),
             configuration: TypesetServer.Configuration(
                 host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
-                requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias))
+                requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias, strictModelNames: strictModelNames,
+                cors: CORSPolicy(origins: CORSPolicy.origins(parsing: corsOrigins) ?? .any, methods: corsMethods, headers: corsHeaders,
+                                 allowsCredentials: corsCredentials)))
         try await server.run { line in writeError("typeset serve: \(line)") }
     }
 }

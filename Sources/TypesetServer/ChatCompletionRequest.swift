@@ -10,20 +10,35 @@ struct SamplingFields {
     var repetitionPenalty: Float?
     var seed: UInt64?
     var maxTokens: Int?
+    /// Whether the request set a limit (`n_predict: -1` sets none: the reply may fill the context).
+    var limitsTokens = false
     var stop: [String] = []
     var stream = false
     var includeUsage = false
 
-    /// Reads the shared fields of `body`.
+    /// Reads the shared fields of `body`, OpenAI's and llama-server's spellings of them
+    /// (`n_predict` for the token limit, `repeat_penalty`), and its fields that change nothing
+    /// (`cache_prompt`: the prompt cache is always used, and never changes a reply).
     init(_ body: inout RequestObject, maxTokensFields: [String]) throws(APIError) {
         temperature = try body.number("temperature", in: 0 ... 2).map(Float.init)
         topP = try body.number("top_p", in: 0 ... 1).map(Float.init)
         topK = try body.integer("top_k", in: 0 ... 1_000_000)
         minP = try body.number("min_p", in: 0 ... 1).map(Float.init)
-        repetitionPenalty = try body.number("repetition_penalty", in: 0.01 ... 100).map(Float.init)
+        for field in ["repetition_penalty", "repeat_penalty"] {
+            if let penalty = try body.number(field, in: 0.01 ... 100) { repetitionPenalty = Float(penalty) }
+        }
+        if let typical = try body.number("typical_p", in: 0 ... 1), typical != 1 {
+            throw .invalid("typical_p", "typical_p is not implemented by Typeset (only 1, which keeps every token)")
+        }
+        _ = try body.bool("cache_prompt")
         if let seed = try body.integer("seed", in: Int.min ... Int.max) { self.seed = UInt64(bitPattern: Int64(seed)) }
         for field in maxTokensFields {
-            if let limit = try body.integer(field, in: 1 ... 1 << 30) { maxTokens = limit }
+            if let limit = try body.integer(field, in: 1 ... 1 << 30) { maxTokens = limit; limitsTokens = true }
+        }
+        if let limit = try body.integer("n_predict", in: -1 ... 1 << 30) {
+            guard limit != 0 else { throw .invalid("n_predict", "n_predict must be positive, or -1 for no limit") }
+            maxTokens = limit < 0 ? nil : limit
+            limitsTokens = true
         }
         if let n = try body.integer("n", in: 1 ... 128), n != 1 {
             throw .invalid("n", "n must be 1: Typeset generates one choice per request (send several requests, which are decoded together)")
@@ -155,7 +170,13 @@ struct ChatCompletionRequest {
         if var format = try body.object("response_format") {
             switch try format.string("type") {
             case "text"?: responseFormat = .text
-            case "json_object"?: responseFormat = .jsonObject
+            case "json_object"?:
+                // llama-server's extension: a json_object reply held to a schema.
+                if let schema = format.nonEmptyValue("schema") {
+                    responseFormat = .jsonSchema(try Self.schemaObject(schema, at: "response_format.schema"), name: "response")
+                } else {
+                    responseFormat = .jsonObject
+                }
             case "json_schema"?:
                 guard var schema = try format.object("json_schema") else {
                     throw .invalid("response_format.json_schema", "response_format.json_schema is required for type json_schema")
@@ -164,16 +185,20 @@ struct ChatCompletionRequest {
                 _ = try schema.string("description")
                 // The schema is always enforced: strict or not.
                 _ = try schema.bool("strict")
-                let value = schema.value("schema") ?? .object([])
-                guard value.members != nil || value == .bool(true) else {
-                    throw .invalid("response_format.json_schema.schema", "response_format.json_schema.schema must be a JSON Schema object")
-                }
+                let value = try Self.schemaObject(schema.value("schema") ?? .object([]), at: "response_format.json_schema.schema")
                 try schema.finish()
                 responseFormat = .jsonSchema(value, name: name)
             default:
                 throw .invalid("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\"")
             }
             try format.finish()
+        }
+        // llama-server's top-level spelling of a schema.
+        if let schema = body.nonEmptyValue("json_schema") {
+            if case .text = responseFormat {} else {
+                throw .invalid("json_schema", "json_schema and a JSON response_format cannot both be given: send the schema once")
+            }
+            responseFormat = .jsonSchema(try Self.schemaObject(schema, at: "json_schema"), name: "response")
         }
         if case .text = responseFormat {} else if !sampling.stop.isEmpty {
             throw .invalid("stop", "stop cannot be combined with a JSON response_format: the value ends where its schema ends it")
@@ -192,6 +217,12 @@ struct ChatCompletionRequest {
         _ = try body.object("metadata").map { _ in () }
         if try body.bool("store") == true { throw .invalid("store", "Typeset does not store completions (store must be false)") }
         try body.finish()
+    }
+
+    /// `value` as a JSON Schema: an object, or `true`.
+    private static func schemaObject(_ value: JSONValue, at path: String) throws(APIError) -> JSONValue {
+        guard value.members != nil || value == .bool(true) else { throw .invalid(path, "\(path) must be a JSON Schema object") }
+        return value
     }
 
     /// The schema the reply is held to, if any.

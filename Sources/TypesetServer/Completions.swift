@@ -40,7 +40,7 @@ struct CompletionRequest {
         }
         var fields = try SamplingFields(&body, maxTokensFields: ["max_tokens"])
         // OpenAI's default for this endpoint.
-        if body.value("max_tokens") == nil { fields.maxTokens = 16 }
+        if !fields.limitsTokens { fields.maxTokens = 16 }
         sampling = fields
         logprobs = try body.integer("logprobs", in: 0 ... 5)
         if try body.bool("echo") == true { throw .invalid("echo", "echo is not implemented by Typeset (only false)") }
@@ -48,7 +48,7 @@ struct CompletionRequest {
             throw .invalid("suffix", "suffix (insertion) is not implemented by Typeset")
         }
         if let best = try body.integer("best_of", in: 1 ... 128), best != 1 { throw .invalid("best_of", "best_of must be 1") }
-        if body.value("logit_bias") != nil { throw .invalid("logit_bias", "logit_bias is not implemented by Typeset") }
+        if body.nonEmptyValue("logit_bias") != nil { throw .invalid("logit_bias", "logit_bias is not implemented by Typeset") }
         try body.finish()
     }
 }

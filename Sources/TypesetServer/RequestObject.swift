@@ -4,7 +4,9 @@ import Typeset
 /// (`temperature`, `tools[1].function.parameters`), and checked at the end for fields nobody
 /// read: a field the server does not implement is refused, never silently ignored.
 ///
-/// `null` reads as absent, as OpenAI's API treats it.
+/// `null` reads as absent, as OpenAI's API treats it; so does an empty value (`{}`, `[]`, `""`)
+/// of a field nobody reads: it asks for nothing (`logit_bias: {}`, `metadata: {}`), and
+/// clients send such fields by default.
 struct RequestObject {
     /// Where the object is in the request (`""` for the body itself).
     let path: String
@@ -76,10 +78,27 @@ struct RequestObject {
         return items
     }
 
-    /// Refuses the first field nobody read.
+    /// Field `key` when it asks for something: `nil` when it is absent, `null` or empty
+    /// (`{}`, `[]`, `""`).
+    mutating func nonEmptyValue(_ key: String) -> JSONValue? {
+        guard let value = value(key), !Self.isEmpty(value) else { return nil }
+        return value
+    }
+
+    /// Refuses the first field nobody read that asks for something.
     func finish() throws(APIError) {
-        if let unknown = members.first(where: { !read.contains($0.0) })?.0 {
+        if let unknown = members.first(where: { !read.contains($0.0) && !Self.isEmpty($0.1) })?.0 {
             throw .invalid(path(of: unknown), "\(path(of: unknown)) is not a field Typeset implements")
+        }
+    }
+
+    private static func isEmpty(_ value: JSONValue) -> Bool {
+        switch value {
+        case .null: true
+        case .string(let text): text.isEmpty
+        case .array(let items): items.isEmpty
+        case .object(let members): members.isEmpty
+        default: false
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -10,11 +11,13 @@ import Typeset
 /// An OpenAI-compatible HTTP server over one model: `typeset serve`.
 ///
 ///     POST /v1/chat/completions   chat, JSON Schema replies, tool calls; streamed as server-sent events
+///          /chat/completions      (the same, as llama-server also serves it)
 ///     POST /v1/completions        raw text continuation
-///     GET  /v1/models             the served model
+///     GET  /v1/models, /models    the served model
 ///     POST /tokenize, /detokenize token ids of a text, and back
-///     GET  /health                200 when ready, 503 while the model loads
+///     GET  /health, /v1/health    200 when ready, 503 while the model loads
 ///     GET  /metrics               Prometheus text: requests, tokens, queue, batch, grammar times
+///     OPTIONS any path            a browser's CORS preflight (``CORSPolicy``)
 ///
 /// Requests are decoded together by the model runner's scheduler (continuous batching: one
 /// forward pass per step for every reply under way), so concurrent clients share the weights'
@@ -40,12 +43,19 @@ public final class TypesetServer: Sendable {
         public var maximumWaitingRequests: Int
         /// The longest a generation request may take (504, or an error event when streaming).
         public var requestTimeout: Duration
-        /// Names requests may give as `model` besides the model's own name and file name.
+        /// Other names for the model: the first is the one responses and `/v1/models` give.
         public var modelAliases: [String]
+        /// Whether a request's `model` must be one of the model's names (404 otherwise, as
+        /// OpenAI answers). By default any name is accepted, as llama-server accepts it for
+        /// the one model it serves: clients ship placeholder names (`gpt-3.5-turbo`).
+        public var strictModelNames: Bool
+        /// Which web pages' scripts may call the server, and how.
+        public var cors: CORSPolicy
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maximumBodyBytes: Int = 8 << 20,
-            maximumWaitingRequests: Int = 64, requestTimeout: Duration = .seconds(600), modelAliases: [String] = []
+            maximumWaitingRequests: Int = 64, requestTimeout: Duration = .seconds(600), modelAliases: [String] = [],
+            strictModelNames: Bool = false, cors: CORSPolicy = CORSPolicy()
         ) {
             self.host = host
             self.port = port
@@ -54,6 +64,8 @@ public final class TypesetServer: Sendable {
             self.maximumWaitingRequests = maximumWaitingRequests
             self.requestTimeout = requestTimeout
             self.modelAliases = modelAliases
+            self.strictModelNames = strictModelNames
+            self.cors = cors
         }
     }
 
@@ -160,10 +172,11 @@ public final class TypesetServer: Sendable {
         }
     }
 
-    /// Refuses a `model` that is not this server's (404), accepting its name, its file's
-    /// name (with or without `.gguf`) and the configured aliases.
+    /// With ``Configuration/strictModelNames``, refuses a `model` that is not this server's
+    /// (404), accepting its name, its file's name (with or without `.gguf`) and the configured
+    /// aliases; otherwise accepts any.
     func checkModel(_ name: String?, runner: ModelRunner) throws(APIError) {
-        guard let name else { return }
+        guard let name, configuration.strictModelNames else { return }
         let file = runner.url.lastPathComponent
         let accepted = [runner.modelID, file, runner.url.deletingPathExtension().lastPathComponent] + configuration.modelAliases
         guard accepted.contains(name) else {
@@ -199,11 +212,13 @@ public final class TypesetServer: Sendable {
     // MARK: Routes
 
     private func addRoutes(to router: Router<ServerRequestContext>) {
-        router.get("health") { [self] _, _ -> Response in
-            switch model.withLock({ $0 }) {
-            case .ready: return .json(.object([("status", .string("ok"))]))
-            case .loading(let fraction):
-                return .json(.object([("status", .string("loading")), ("progress", JSONValue(fraction))]), status: .serviceUnavailable)
+        for path in ["health", "v1/health"] {
+            router.get(RouterPath(path)) { [self] _, _ -> Response in
+                switch model.withLock({ $0 }) {
+                case .ready: return .json(.object([("status", .string("ok"))]))
+                case .loading(let fraction):
+                    return .json(.object([("status", .string("loading")), ("progress", JSONValue(fraction))]), status: .serviceUnavailable)
+                }
             }
         }
         router.get("metrics") { [self] _, _ -> Response in
@@ -212,19 +227,23 @@ public final class TypesetServer: Sendable {
             response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return response
         }
-        router.get("v1/models") { [self] _, _ -> Response in
-            let runner = try readyRunner()
-            let entry = JSONValue.object([
-                ("id", .string(modelName(runner))), ("object", .string("model")), ("created", JSONValue(created)),
-                ("owned_by", .string("typeset")), ("meta", .object([
-                    ("name", .string(runner.modelID)), ("context_length", JSONValue(runner.contextLength)),
-                    ("vocabulary_size", JSONValue(runner.tokenizer.vocabulary.count)),
-                ])),
-            ])
-            return .json(.object([("object", .string("list")), ("data", .array([entry]))]))
+        for path in ["v1/models", "models"] {
+            router.get(RouterPath(path)) { [self] _, _ -> Response in
+                let runner = try readyRunner()
+                let entry = JSONValue.object([
+                    ("id", .string(modelName(runner))), ("object", .string("model")), ("created", JSONValue(created)),
+                    ("owned_by", .string("typeset")), ("meta", .object([
+                        ("name", .string(runner.modelID)), ("context_length", JSONValue(runner.contextLength)),
+                        ("vocabulary_size", JSONValue(runner.tokenizer.vocabulary.count)),
+                    ])),
+                ])
+                return .json(.object([("object", .string("list")), ("data", .array([entry]))]))
+            }
         }
-        router.post("v1/chat/completions") { [self] request, context -> Response in
-            try await chatCompletion(request, context: context)
+        for path in ["v1/chat/completions", "chat/completions"] {
+            router.post(RouterPath(path)) { [self] request, context -> Response in
+                try await chatCompletion(request, context: context)
+            }
         }
         router.post("v1/completions") { [self] request, context -> Response in
             try await completion(request, context: context)
@@ -288,28 +307,55 @@ struct ServerRequestContext: RequestContext {
     }
 }
 
-/// Checks the API key and counts every request (by route and status) for `/metrics`; turns
+/// Answers a browser's CORS preflight, checks the API key, adds the CORS headers to every
+/// response and counts every request (by route and status) for `/metrics`; turns
 /// ``APIError``s into OpenAI-shaped error responses.
 struct AccessMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let server: TypesetServer
 
+    /// Anthropic's header for the key.
+    static let apiKeyField = HTTPField.Name("X-Api-Key")!
+
+    /// The routes that need no API key (a load balancer's health check).
+    static let publicRoutes: Set<String> = ["/health", "/v1/health"]
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         let route = request.uri.path
+        let cors = server.configuration.cors
+        let origin = request.headers[.origin]
         var response: Response
-        do {
-            if let key = server.configuration.apiKey, route != "/health", request.headers[.authorization] != "Bearer " + key {
-                throw APIError(.unauthorized, "a valid API key is required: send it as 'Authorization: Bearer <key>'", code: "invalid_api_key")
+        if request.method == .options {
+            // A browser sends its preflight without credentials: it is answered before the key
+            // is checked, and says what the real request may carry.
+            response = Response(status: .ok)
+            cors.addPreflightHeaders(to: &response.headers, origin: origin)
+        } else {
+            do {
+                if let key = server.configuration.apiKey, !Self.publicRoutes.contains(route), !Self.presents(key, in: request.headers) {
+                    throw APIError(.unauthorized, "a valid API key is required: send it as 'Authorization: Bearer <key>' or 'X-Api-Key: <key>'",
+                                   code: "invalid_api_key")
+                }
+                response = try await next(request, context)
+            } catch let error as APIError {
+                response = .json(error.json, status: error.status)
+            } catch let error as HTTPError {
+                response = .json(APIError(error.status, error.body ?? "\(error.status.reasonPhrase)").json, status: error.status)
             }
-            response = try await next(request, context)
-        } catch let error as APIError {
-            response = .json(error.json, status: error.status)
-        } catch let error as HTTPError {
-            response = .json(APIError(error.status, error.body ?? "\(error.status.reasonPhrase)").json, status: error.status)
         }
+        cors.addOriginHeader(to: &response.headers, origin: origin)
         server.metrics.record(route: route, status: response.status.code, seconds: (ContinuousClock.now - started).seconds)
         return response
+    }
+
+    /// Whether the request carries `key`: as `Authorization: Bearer <key>` (OpenAI's clients),
+    /// `X-Api-Key: <key>` (Anthropic's), or a bare `Authorization: <key>`, as llama-server
+    /// accepts them.
+    static func presents(_ key: String, in headers: HTTPFields) -> Bool {
+        var given = headers[.authorization] ?? headers[Self.apiKeyField] ?? ""
+        if given.hasPrefix("Bearer ") { given.removeFirst("Bearer ".count) }
+        return given == key
     }
 }
 

@@ -1,0 +1,130 @@
+"""llama-server's dialect, as its clients send it: the un-prefixed routes, a browser's CORS
+preflight, any model name, Anthropic's API-key header, llama-server's spellings of OpenAI's
+fields, and null or empty fields that ask for nothing. Each is checked against what the request
+means (the same reply as the OpenAI spelling, a schema the reply validates against), not only
+against a 200."""
+import json
+
+import httpx
+import jsonschema
+import openai
+import pytest
+
+from test_limits import chat, error, post
+
+PREFLIGHT = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "Authorization"}
+
+
+def reply(response):
+    assert response.status_code == 200, response.text
+    return response.json()["choices"][0]["message"]["content"]
+
+
+def test_the_routes_without_v1(smollm2):
+    """An OpenAI client pointed at the server's root, as llama-server allows."""
+    client = openai.OpenAI(base_url=smollm2.base_url, api_key="unused", max_retries=0)
+    assert [model.id for model in client.models.list()] == [smollm2.model]
+    answer = client.chat.completions.create(model="anything", messages=[{"role": "user", "content": "Hi"}], max_tokens=4, temperature=0)
+    direct = smollm2.client().chat.completions.create(model="anything", messages=[{"role": "user", "content": "Hi"}], max_tokens=4, temperature=0)
+    assert answer.choices[0].message.content == direct.choices[0].message.content
+    assert httpx.get(smollm2.base_url + "/v1/health", timeout=10).json() == {"status": "ok"}
+
+
+def test_any_model_name_unless_strict(smollm2, start_server):
+    answer = smollm2.client().chat.completions.create(model="gpt-3.5-turbo", messages=[{"role": "user", "content": "Hi"}], max_tokens=2)
+    assert answer.model == smollm2.model   # the served model, as llama-server names it
+    strict = start_server("--strict-model-names", "--alias", "house-model")
+    assert error(post(strict, chat(model="gpt-4o", max_tokens=2)), 404)["code"] == "model_not_found"
+    for name in ["house-model", "SmolLM2-135M-Instruct.Q4_1", "SmolLM2-135M-Instruct.Q4_1.gguf"]:
+        assert post(strict, chat(model=name, max_tokens=2)).status_code == 200
+
+
+def test_cors_preflight_and_headers(start_server):
+    """llama-server's defaults: any origin, named back with credentials; the preflight answered
+    before the API key is checked (browsers send it without one)."""
+    server = start_server("--api-key", "s3cret")
+    preflight = httpx.options(server.base_url + "/v1/chat/completions", headers={"Origin": "https://app.example", **PREFLIGHT})
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+    assert preflight.headers["access-control-allow-credentials"] == "true"
+    assert preflight.headers["access-control-allow-methods"] == "GET, POST, DELETE, OPTIONS"
+    assert preflight.headers["access-control-allow-headers"] == "*"
+    # The real request still needs the key, and its answer (an error too) names the origin.
+    refused = post(server, chat(max_tokens=2), headers={"Origin": "https://app.example"})
+    assert refused.status_code == 401 and refused.headers["access-control-allow-origin"] == "https://app.example"
+    allowed = post(server, chat(max_tokens=2), headers={"Origin": "https://app.example", "Authorization": "Bearer s3cret"})
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "https://app.example"
+
+
+@pytest.mark.parametrize("origin, allowed", [
+    ("http://localhost", True), ("http://localhost:8080", True), ("http://127.0.0.1:3000", True), ("http://[::1]:3000", True),
+    ("http://evil.com", False), ("http://localhost.evil.com", False), ("http://notlocalhost", False),
+    ("http://localhost:8080@evil.com", False),
+])
+def test_cors_origins_localhost(start_server, origin, allowed):
+    server = start_server("--cors-origins", "localhost", ready=False)
+    preflight = httpx.options(server.base_url + "/completions", headers={"Origin": origin, **PREFLIGHT})
+    assert preflight.status_code == 200
+    assert preflight.headers.get("access-control-allow-origin") == (origin if allowed else None)
+
+
+def test_cors_origins_listed(start_server):
+    server = start_server("--cors-origins", "https://a.example, https://b.example", "--no-cors-credentials")
+    for origin, expected in [("https://b.example", "https://b.example"), ("https://c.example", None)]:
+        response = post(server, chat(max_tokens=2), headers={"Origin": origin})
+        assert response.status_code == 200
+        assert response.headers.get("access-control-allow-origin") == expected
+    preflight = httpx.options(server.base_url + "/v1/models", headers={"Origin": "https://a.example", **PREFLIGHT})
+    assert preflight.headers["access-control-allow-credentials"] == "false"
+
+
+def test_the_api_key_as_anthropic_sends_it(start_server):
+    server = start_server("--api-key", "s3cret")
+    assert post(server, chat(max_tokens=2), headers={"X-Api-Key": "s3cret"}).status_code == 200
+    assert post(server, chat(max_tokens=2), headers={"Authorization": "s3cret"}).status_code == 200
+    assert error(post(server, chat(max_tokens=2), headers={"X-Api-Key": "wrong"}), 401)["code"] == "invalid_api_key"
+    assert httpx.get(server.base_url + "/v1/health").status_code == 200
+
+
+@pytest.mark.parametrize("fields", [
+    {"logit_bias": None}, {"logit_bias": {}}, {"prediction": None}, {"metadata": {}}, {"tools": []},
+    {"cache_prompt": True}, {"cache_prompt": False}, {"typical_p": 1}, {"stop": []}, {"user": ""},
+    {"frequency_penalty": 0, "presence_penalty": 0}, {"response_format": None}, {"n": 1},
+])
+def test_fields_that_ask_for_nothing_are_accepted(smollm2, fields):
+    """A null, an empty value or the default changes nothing: the same reply as without it."""
+    plain = reply(post(smollm2, chat("Name a colour.", max_tokens=8, temperature=0)))
+    assert reply(post(smollm2, chat("Name a colour.", max_tokens=8, temperature=0, **fields))) == plain
+
+
+def test_llama_server_spellings(smollm2):
+    """n_predict and repeat_penalty mean max_tokens and repetition_penalty."""
+    openai_spelling = post(smollm2, chat("Count to twenty.", max_tokens=12, repetition_penalty=1.3, temperature=0)).json()
+    llama_spelling = post(smollm2, chat("Count to twenty.", n_predict=12, repeat_penalty=1.3, temperature=0)).json()
+    assert llama_spelling["choices"][0]["message"] == openai_spelling["choices"][0]["message"]
+    assert llama_spelling["usage"]["completion_tokens"] == 12
+    # -1: no limit (the raw completion endpoint's default of 16 does not apply).
+    unlimited = post(smollm2, {"prompt": "1, 2, 3, 4, 5, 6, 7, 8,", "n_predict": -1, "temperature": 0,
+                               "stop": ["40"]}, path="/v1/completions").json()
+    assert unlimited["usage"]["completion_tokens"] > 16
+    assert error(post(smollm2, chat(n_predict=0)), 400)["param"] == "n_predict"
+    assert error(post(smollm2, chat(typical_p=0.5)), 400)["param"] == "typical_p"
+
+
+SCHEMA = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]},
+                                           "hex": {"type": "string", "pattern": "^#[0-9a-f]{6}$"}},
+          "required": ["colour", "hex"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("fields", [
+    {"json_schema": SCHEMA},
+    {"response_format": {"type": "json_object", "schema": SCHEMA}},
+])
+def test_llama_server_schema_spellings(smollm2, fields):
+    """The schema holds the reply exactly as response_format's json_schema would."""
+    value = json.loads(reply(post(smollm2, chat("Pick a colour and give its hex code.", max_tokens=60, temperature=0, **fields))))
+    jsonschema.validate(value, SCHEMA)
+    openai_spelling = {"response_format": {"type": "json_schema", "json_schema": {"name": "response", "schema": SCHEMA}}}
+    assert json.loads(reply(post(smollm2, chat("Pick a colour and give its hex code.", max_tokens=60, temperature=0, **openai_spelling)))) == value
+    both = {"json_schema": SCHEMA, "response_format": {"type": "json_object"}}
+    assert error(post(smollm2, chat(**both)), 400)["param"] == "json_schema"
