@@ -10,7 +10,8 @@ struct Serve: AsyncParsableCommand {
         Endpoints: POST /v1/chat/completions (text, JSON Schema replies through response_format, \
         tools, streaming), POST /v1/completions, GET /v1/models, POST /tokenize and /detokenize, \
         GET /health (503 while the model loads) and GET /metrics (Prometheus); /chat/completions, \
-        /models and /v1/health as llama-server serves them, and a browser's CORS preflight on \
+        /models and /v1/health as llama-server serves them, with its GET /props, POST \
+        /apply-template and /v1/chat/completions/input_tokens, and a browser's CORS preflight on \
         any path. A request may name any model (--strict-model-names: only this one's names). Requests are \
         decoded together, --parallel at a time, one forward pass per step for all of them; \
         further requests wait (up to --queue of them; then 429). A JSON Schema keyword or a \

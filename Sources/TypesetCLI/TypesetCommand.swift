@@ -3,6 +3,7 @@ import Foundation
 import GGUF
 import Models
 import Typeset
+import TypesetServer
 import TypesetTokenizer
 
 @main
@@ -15,7 +16,7 @@ struct TypesetCommand: AsyncParsableCommand {
         (smollm2, gemma3, qwen0.5b, qwen1.5b); without one, $TYPESET_MODEL or the default model (SmolLM2-135M-Instruct \
         Q4_1) in $TYPESET_CACHE/models is used. Fetch the models with Fixtures/fetch.sh.
         """,
-        version: "0.1.0",
+        version: TypesetServer.version,
         subcommands: [Demo.self, Run.self, Serve.self, Inspect.self, Tokenize.self, Perplexity.self, GrammarCommand.self, Bench.self]
     )
 

@@ -15,6 +15,8 @@ struct APIError: Error, Sendable {
     var type: String
     var parameter: String?
     var code: String?
+    /// Further members of the error object (llama-server's `n_prompt_tokens` and `n_ctx`).
+    var details: [(String, JSONValue)] = []
 
     init(_ status: HTTPResponse.Status, _ message: String, type: String? = nil, parameter: String? = nil, code: String? = nil) {
         self.status = status
@@ -46,14 +48,16 @@ struct APIError: Error, Sendable {
         .object([("error", .object([
             ("message", .string(message)), ("type", .string(type)),
             ("param", parameter.map(JSONValue.string) ?? .null), ("code", code.map(JSONValue.string) ?? .null),
-        ]))])
+        ] + details))])
     }
 
     /// How Typeset's conversation errors reach a client.
     init(_ error: ConversationError) {
         switch error {
-        case .contextOverflow:
-            self.init(.badRequest, error.description, parameter: "messages", code: "context_length_exceeded")
+        case .contextOverflow(let promptTokens, let contextLength):
+            // OpenAI's code, llama-server's type and counts.
+            self.init(.badRequest, error.description, type: "exceed_context_size_error", parameter: "messages", code: "context_length_exceeded")
+            details = [("n_prompt_tokens", JSONValue(promptTokens)), ("n_ctx", JSONValue(contextLength))]
         case .invalidSchema(let grammarError):
             // Fail closed: a schema the compiler cannot enforce is refused, naming the keyword
             // and its JSON pointer, never answered unconstrained.

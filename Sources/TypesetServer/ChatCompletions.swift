@@ -116,14 +116,19 @@ extension TypesetServer {
                 try await writer.write(Self.event(encoder.opening()))
                 var event = first
                 while let current = event {
-                    for chunk in encoder.chunks(for: current) { try await writer.write(Self.event(chunk)) }
+                    var chunks = encoder.chunks(for: current)
                     if case .complete(_, let reason, let stats) = current {
                         metrics.record(stats)
-                        if reason == .interrupted, context.channel.isActive {
-                            try await writer.write(Self.event(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json))
+                        // The last event carries llama-server's timings.
+                        if chat.sampling.includeUsage {
+                            chunks.append(encoder.usageChunk(stats))
                         }
-                        if chat.sampling.includeUsage { try await writer.write(Self.event(encoder.usageChunk(stats))) }
+                        if let last = chunks.popLast() { chunks.append(Self.adding(timings: stats, to: last)) }
+                        if reason == .interrupted, context.channel.isActive {
+                            chunks.append(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json)
+                        }
                     }
+                    for chunk in chunks { try await writer.write(Self.event(chunk)) }
                     do throws(APIError) {
                         event = try await events.next()
                     } catch {
@@ -148,8 +153,32 @@ extension TypesetServer {
         if reason == .interrupted {
             throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
         }
-        return .json(encoder.response(message, reason: reason, stats: stats))
+        return .json(Self.adding(timings: stats, to: encoder.response(message, reason: reason, stats: stats)))
     }
+
+    /// `value` (a response or its last event) with llama-server's `timings` of the reply:
+    /// prompt tokens computed (`prompt_n`, those reused from the cache in `cache_n`) and
+    /// generated (`predicted_n`), each with milliseconds, per token and per second.
+    static func adding(timings stats: GenerationStats, to value: JSONValue) -> JSONValue {
+        guard case .object(var members) = value else { return value }
+        let computed = stats.promptTokens - stats.cachedPromptTokens
+        func rates(_ prefix: String, count: Int, seconds: Double) -> [(String, JSONValue)] {
+            let milliseconds = seconds * 1000
+            return [
+                (prefix + "_n", JSONValue(count)), (prefix + "_ms", JSONValue(milliseconds)),
+                (prefix + "_per_token_ms", JSONValue(count > 0 ? milliseconds / Double(count) : 0)),
+                (prefix + "_per_second", JSONValue(seconds > 0 ? Double(count) / seconds : 0)),
+            ]
+        }
+        members.append(("timings", .object(
+            [("cache_n", JSONValue(stats.cachedPromptTokens))]
+                + rates("prompt", count: computed, seconds: stats.prefillSeconds)
+                + rates("predicted", count: stats.completionTokens, seconds: stats.decodeSeconds))))
+        return .object(members)
+    }
+
+    /// What `system_fingerprint` says: the engine and its version.
+    static let systemFingerprint = "typeset-" + version
 
     /// A `text/event-stream` response whose body `write` produces.
     func streamingResponse(_ write: @escaping @Sendable (inout any ResponseBodyWriter) async throws -> Void) -> Response {
@@ -218,7 +247,7 @@ struct ChatReplyEncoder {
         ])
         return .object([
             ("id", .string(id)), ("object", .string("chat.completion")), ("created", JSONValue(created)), ("model", .string(model)),
-            ("choices", .array([choice])), ("usage", Self.usage(stats)),
+            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array([choice])), ("usage", Self.usage(stats)),
         ])
     }
 
@@ -233,9 +262,10 @@ struct ChatReplyEncoder {
 
     // MARK: Streamed replies
 
-    /// The first event: the assistant's role.
+    /// The first event: the assistant's role, and no content yet (`null`, as OpenAI and
+    /// llama-server send it).
     func opening() -> JSONValue {
-        chunk(delta: .object([("role", .string("assistant")), ("content", .string(""))]), finishReason: .null)
+        chunk(delta: .object([("role", .string("assistant")), ("content", .null)]), finishReason: .null)
     }
 
     /// The events for one of the reply's.
@@ -272,7 +302,8 @@ struct ChatReplyEncoder {
     func usageChunk(_ stats: GenerationStats) -> JSONValue {
         .object([
             ("id", .string(id)), ("object", .string("chat.completion.chunk")), ("created", JSONValue(created)),
-            ("model", .string(model)), ("choices", .array([])), ("usage", Self.usage(stats)),
+            ("model", .string(model)), ("system_fingerprint", .string(TypesetServer.systemFingerprint)),
+            ("choices", .array([])), ("usage", Self.usage(stats)),
         ])
     }
 
@@ -292,7 +323,8 @@ struct ChatReplyEncoder {
         let choice = JSONValue.object([("index", JSONValue(0)), ("delta", delta), ("logprobs", logprobs), ("finish_reason", finishReason)])
         return .object([
             ("id", .string(id)), ("object", .string("chat.completion.chunk")), ("created", JSONValue(created)),
-            ("model", .string(model)), ("choices", .array([choice])),
+            ("model", .string(model)), ("system_fingerprint", .string(TypesetServer.systemFingerprint)),
+            ("choices", .array([choice])),
         ])
     }
 

@@ -95,9 +95,12 @@ extension TypesetServer {
                         if reason == .interrupted, context.channel.isActive {
                             try await writer.write(Self.event(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json))
                         }
-                        try await writer.write(Self.event(encoder.chunk(text: "", logprobs: logprobs, finishReason: ChatReplyEncoder.finishReason(reason, hasCalls: false))))
+                        let finish = encoder.chunk(text: "", logprobs: logprobs, finishReason: ChatReplyEncoder.finishReason(reason, hasCalls: false))
                         if completion.sampling.includeUsage {
-                            try await writer.write(Self.event(encoder.response(text: nil, logprobs: nil, reason: nil, stats: stats)))
+                            try await writer.write(Self.event(finish))
+                            try await writer.write(Self.event(Self.adding(timings: stats, to: encoder.response(text: nil, logprobs: nil, reason: nil, stats: stats))))
+                        } else {
+                            try await writer.write(Self.event(Self.adding(timings: stats, to: finish)))
                         }
                     }
                     do throws(APIError) { event = try await events.next() } catch {
@@ -123,7 +126,8 @@ extension TypesetServer {
         guard let (message, reason, stats) = final else { throw APIError(.internalServerError, "the reply ended without completing") }
         metrics.record(stats)
         if reason == .interrupted { throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)") }
-        return .json(encoder.response(text: message.content, logprobs: completion.logprobs == nil ? nil : logprobs, reason: reason, stats: stats))
+        return .json(Self.adding(timings: stats, to: encoder.response(
+            text: message.content, logprobs: completion.logprobs == nil ? nil : logprobs, reason: reason, stats: stats)))
     }
 }
 
@@ -144,7 +148,7 @@ struct TextCompletionEncoder {
         }
         return .object([
             ("id", .string(id)), ("object", .string("text_completion")), ("created", JSONValue(created)), ("model", .string(model)),
-            ("choices", .array(choices)), ("usage", ChatReplyEncoder.usage(stats)),
+            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array(choices)), ("usage", ChatReplyEncoder.usage(stats)),
         ])
     }
 
@@ -155,7 +159,7 @@ struct TextCompletionEncoder {
         ])
         return .object([
             ("id", .string(id)), ("object", .string("text_completion")), ("created", JSONValue(created)), ("model", .string(model)),
-            ("choices", .array([choice])),
+            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array([choice])),
         ])
     }
 

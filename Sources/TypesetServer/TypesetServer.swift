@@ -15,6 +15,9 @@ import Typeset
 ///     POST /v1/completions        raw text continuation
 ///     GET  /v1/models, /models    the served model
 ///     POST /tokenize, /detokenize token ids of a text, and back
+///     GET  /props                 the server's settings, as llama-server describes its own
+///     POST /apply-template        the prompt a chat request's reply would read, as text
+///     POST /v1/chat/completions/input_tokens  and its length in tokens
 ///     GET  /health, /v1/health    200 when ready, 503 while the model loads
 ///     GET  /metrics               Prometheus text: requests, tokens, queue, batch, grammar times
 ///     OPTIONS any path            a browser's CORS preflight (``CORSPolicy``)
@@ -30,6 +33,9 @@ import Typeset
 /// a bounded admission queue (429 beyond it), generation cancelled within one token when the
 /// client goes away, and SIGTERM/SIGINT finishing the requests in flight before exiting.
 public final class TypesetServer: Sendable {
+    /// Typeset's version, as `typeset --version` prints it and `system_fingerprint` names it.
+    package static let version = "0.1.0"
+
     /// How the server listens and what it allows.
     public struct Configuration: Sendable {
         /// The address to bind: loopback unless told otherwise.
@@ -248,6 +254,17 @@ public final class TypesetServer: Sendable {
         router.post("v1/completions") { [self] request, context -> Response in
             try await completion(request, context: context)
         }
+        router.get("props") { [self] _, _ -> Response in .json(properties(try readyRunner())) }
+        router.post("apply-template") { [self] request, _ -> Response in
+            .json(.object([("prompt", .string(try await renderedPrompt(request).text))]))
+        }
+        for path in ["chat/completions/input_tokens", "v1/chat/completions/input_tokens"] {
+            router.post(RouterPath(path)) { [self] request, _ -> Response in
+                .json(.object([
+                    ("object", .string("response.input_tokens")), ("input_tokens", JSONValue(try await renderedPrompt(request).tokens.count)),
+                ]))
+            }
+        }
         for path in ["tokenize", "v1/tokenize"] {
             router.post(RouterPath(path)) { [self] request, _ -> Response in try await tokenize(request) }
         }
@@ -256,14 +273,63 @@ public final class TypesetServer: Sendable {
         }
     }
 
-    /// `POST /tokenize`: `{"content": …, "add_special": false, "with_pieces": false}` to
-    /// `{"tokens": [ids]}` (or `[{"id", "piece"}]` with pieces), as llama-server answers.
+    /// `GET /props`: the server's settings as llama-server describes its own (the defaults a
+    /// request starts from, the context per request, the places, the model and its template).
+    private func properties(_ runner: ModelRunner) -> JSONValue {
+        let defaults = runner.defaultOptions
+        func number(_ value: Float?, default fallback: Double) -> JSONValue { JSONValue(value.map(Double.init) ?? fallback) }
+        let vocabulary = runner.tokenizer.vocabulary
+        func token(_ id: Int?) -> JSONValue { id.map { .string(vocabulary.tokens[$0]) } ?? .string("") }
+        return .object([
+            ("default_generation_settings", .object([
+                ("params", .object([
+                    ("temperature", number(defaults.temperature, default: 0)), ("top_k", JSONValue(defaults.topK ?? 0)),
+                    ("top_p", number(defaults.topP, default: 1)), ("min_p", number(defaults.minP, default: 0)),
+                    ("repeat_penalty", number(defaults.repetitionPenalty, default: 1)),
+                    ("seed", defaults.seed.map { JSONValue(Int64(bitPattern: $0)) } ?? JSONValue(-1)),
+                    ("n_predict", JSONValue(defaults.maxTokens ?? -1)),
+                ])),
+                ("n_ctx", JSONValue(runner.contextLength)),
+            ])),
+            ("total_slots", JSONValue(runnerOptions.maximumConcurrentGenerations)),
+            ("model_alias", .string(modelName(runner))),
+            ("model_path", .string(runner.url.path)),
+            ("modalities", .object([("vision", .bool(false)), ("video", .bool(false)), ("audio", .bool(false))])),
+            ("endpoint_slots", .bool(false)), ("endpoint_props", .bool(false)), ("endpoint_metrics", .bool(true)),
+            ("ui", .bool(false)),
+            ("chat_template", .string(runner.chatTemplateSource ?? "")),
+            ("bos_token", token(vocabulary.bosTokenID)), ("eos_token", token(vocabulary.eosTokenID)),
+            ("build_info", .string(Self.systemFingerprint)),
+            ("is_sleeping", .bool(false)),
+        ])
+    }
+
+    /// The prompt a chat request's reply would read (`POST /apply-template`, and the count of
+    /// `/chat/completions/input_tokens`): the request checked as a chat completion would be
+    /// (its schema and tools compiled, the schema's instruction added), rendered by the chat
+    /// template, and tokenized, without a reply.
+    private func renderedPrompt(_ request: Request) async throws -> (text: String, tokens: [Int]) {
+        let runner = try readyRunner()
+        let chat = try ChatCompletionRequest(try await readJSON(request))
+        try checkModel(chat.model, runner: runner)
+        let plan = try await ChatPlan(chat, runner: runner)
+        do {
+            return try plan.conversation.prompt(answering: plan.message, request: plan.request)
+        } catch {
+            throw APIError(error)
+        }
+    }
+
+    /// `POST /tokenize`: `{"content": …, "add_special": false, "parse_special": true,
+    /// "with_pieces": false}` to `{"tokens": [ids]}` (or `[{"id", "piece"}]` with pieces), as
+    /// llama-server answers (and with its defaults: control tokens written in the text are read
+    /// as such).
     private func tokenize(_ request: Request) async throws -> Response {
         let runner = try readyRunner()
         var body = try RequestObject(try await readJSON(request))
         guard let content = try body.string("content") else { throw APIError.invalid("content", "content is required") }
         let addSpecial = try body.bool("add_special") ?? false
-        let parseSpecial = try body.bool("parse_special") ?? false
+        let parseSpecial = try body.bool("parse_special") ?? true
         let withPieces = try body.bool("with_pieces") ?? false
         try body.finish()
         var tokens = runner.tokenizer.encode(content, addingSpecialTokens: false, parsingSpecialTokens: parseSpecial)

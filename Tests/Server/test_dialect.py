@@ -128,3 +128,60 @@ def test_llama_server_schema_spellings(smollm2, fields):
     assert json.loads(reply(post(smollm2, chat("Pick a colour and give its hex code.", max_tokens=60, temperature=0, **openai_spelling)))) == value
     both = {"json_schema": SCHEMA, "response_format": {"type": "json_object"}}
     assert error(post(smollm2, chat(**both)), 400)["param"] == "json_schema"
+
+
+def test_timings_and_fingerprint(smollm2):
+    """llama-server's timings on the reply (its last event when streamed), the counts agreeing
+    with the usage; a system_fingerprint on every object."""
+    body = post(smollm2, chat("Say hello.", max_tokens=6, temperature=0)).json()
+    usage, timings = body["usage"], body["timings"]
+    assert body["system_fingerprint"].startswith("typeset-")
+    assert timings["predicted_n"] == usage["completion_tokens"]
+    assert timings["prompt_n"] + timings["cache_n"] == usage["prompt_tokens"]
+    assert timings["predicted_ms"] > 0 and timings["predicted_per_second"] > 0
+    for include_usage in [False, True]:
+        fields = {"stream": True, **({"stream_options": {"include_usage": True}} if include_usage else {})}
+        with httpx.stream("POST", smollm2.base_url + "/v1/chat/completions", json=chat("Say hello.", max_tokens=6, temperature=0, **fields), timeout=60) as response:
+            events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": None}
+        assert all(event["system_fingerprint"] == body["system_fingerprint"] for event in events)
+        assert [("timings" in event) for event in events] == [False] * (len(events) - 1) + [True]
+        assert events[-1]["timings"]["predicted_n"] == timings["predicted_n"]
+        assert ("usage" in events[-1]) == include_usage
+
+
+def test_context_overflow_as_llama_server_reports_it(start_server):
+    server = start_server("--context", "64")
+    body = error(post(server, chat("tell me a story " * 40)), 400)
+    assert (body["type"], body["code"]) == ("exceed_context_size_error", "context_length_exceeded")
+    assert body["n_ctx"] == 64 and body["n_prompt_tokens"] > 64
+
+
+def test_apply_template_and_input_tokens(smollm2):
+    """The prompt a reply would read: the chat template's text (ChatML for SmolLM2), whose
+    length in tokens is what the reply itself reports as its prompt."""
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    for fields in [{}, {"response_format": {"type": "json_schema", "json_schema": {"name": "colour", "schema": SCHEMA}}},
+                   {"tools": [tool]}]:
+        request = chat("Pick a colour.", **fields)
+        text = post(smollm2, request, path="/apply-template").json()["prompt"]
+        assert text.startswith("<|im_start|>system\nYou are a helpful assistant.")
+        assert "<|im_start|>user\n" in text and text.endswith("Pick a colour.<|im_end|>\n<|im_start|>assistant\n")
+        assert ('"hex"' in text) == ("response_format" in fields)      # the schema's instruction
+        assert ("get_weather" in text) == ("tools" in fields)           # the functions' description
+        counted = post(smollm2, request, path="/v1/chat/completions/input_tokens").json()
+        assert counted["object"] == "response.input_tokens"
+        tokens = httpx.post(smollm2.base_url + "/tokenize", json={"content": text}, timeout=30).json()["tokens"]
+        assert counted["input_tokens"] == len(tokens)
+        replied = post(smollm2, {**request, "max_tokens": 64}).json()
+        assert replied["usage"]["prompt_tokens"] == counted["input_tokens"]
+
+
+def test_props(start_server):
+    server = start_server("--parallel", "3", "--context", "1024")
+    props = httpx.get(server.base_url + "/props", timeout=10).json()
+    assert props["model_path"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert props["total_slots"] == 3 and props["default_generation_settings"]["n_ctx"] == 1024
+    assert "<|im_start|>" in props["chat_template"] and props["eos_token"] == "<|im_end|>"
+    assert props["model_alias"] == server.model and props["build_info"].startswith("typeset-")

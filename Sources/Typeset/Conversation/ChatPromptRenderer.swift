@@ -178,6 +178,15 @@ struct ChatPromptRenderer: Sendable {
         for messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat,
         enableThinking: Bool?, addBOS: Bool = true
     ) throws(ConversationError) -> [Int] {
+        try rendered(messages, functions: functions, format: format, enableThinking: enableThinking, addBOS: addBOS).tokens
+    }
+
+    /// The prompt's text (``render(_:functions:format:enableThinking:)``) and its tokens
+    /// (``tokens(for:functions:format:enableThinking:addBOS:)``).
+    func rendered(
+        _ messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat,
+        enableThinking: Bool?, addBOS: Bool = true
+    ) throws(ConversationError) -> (text: String, tokens: [Int]) {
         let rendered = try render(messages, functions: functions, format: format, enableThinking: enableThinking)
         let vocabulary = tokenizer.vocabulary
         var result: [Int] = []
@@ -197,7 +206,7 @@ struct ChatPromptRenderer: Sendable {
             cursor = range.upperBound
         }
         appendMarkup(upTo: rendered.endIndex)
-        return result
+        return (rendered, result)
     }
 }
 

@@ -187,13 +187,41 @@ public final class Conversation: Sendable {
         }
     }
 
+    /// The prompt a reply to `message` under `request` would read, as text (the chat template's
+    /// rendering) and tokens, without replying: the history as it stands, the registered
+    /// functions, the schema's instruction. The server's `/apply-template` and token counts.
+    package func prompt(answering message: ChatMessage, request: ReplyRequest) throws(ConversationError) -> (text: String, tokens: [Int]) {
+        let (history, functions) = state.withLock { ($0.history, $0.functions) }
+        let planned = try plan(for: request, history: history + [message], functions: functions).plan
+        return (planned.promptText, planned.prompt)
+    }
+
     /// The plan of a reply to the history as it stands: the options filled from the model's
     /// defaults, the grammars compiled (the schema, the calls), the schema's instruction added
-    /// to the request, the prompt rendered.
+    /// to the request (and kept in the history), the prompt rendered.
     private func plan(for request: ReplyRequest) throws(ConversationError) -> ReplyPlan {
         let (history, functions, onPrefill) = state.withLock { ($0.history, $0.functions, $0.prefillProgress) }
+        let planned = try plan(for: request, history: history, functions: functions)
+        var plan = planned.plan
+        if let instructed = planned.instructed {
+            // The instruction is part of what the model was asked: keep it in the history,
+            // so later turns render the same prompt (and reuse the cache).
+            state.withLock { state in
+                if let index = state.history.indices.last { state.history[index] = instructed }
+            }
+        }
+        plan.onPrefill = onPrefill
+        return plan
+    }
+
+    /// The plan of a reply to `history`, and the last message with the schema's instruction
+    /// when one was added to it.
+    private func plan(
+        for request: ReplyRequest, history: [ChatMessage], functions: [FunctionDefinition]
+    ) throws(ConversationError) -> (plan: ReplyPlan, instructed: ChatMessage?) {
         var options = request.options.filled(from: runner.defaultOptions)
         var promptHistory = history
+        var instructed: ChatMessage?
         let constraint = try runner.constraint(for: request)
         if let compiled = constraint?.grammar, let schema = constraint?.schema {
             // A token holds a byte at least: only a shortest value longer in bytes than the
@@ -204,12 +232,7 @@ public final class Conversation: Sendable {
             }
             if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
                 promptHistory[last].content = Self.instructedRequest(promptHistory[last].content, schema: schema.shown)
-                // The instruction is part of what the model was asked: keep it in the history,
-                // so later turns render the same prompt (and reuse the cache).
-                let instructed = promptHistory[last]
-                state.withLock { state in
-                    if let index = state.history.indices.last { state.history[index] = instructed }
-                }
+                instructed = promptHistory[last]
             }
         }
         // A reply held to a schema is that value only; function calls are for free replies.
@@ -219,8 +242,8 @@ public final class Conversation: Sendable {
                 schema: ChatPromptRenderer.callSchema(callFunctions),
                 options: options.callFormat.callGrammarOptions(several: request.allowsSeveralCalls))
         if constraint?.schema != nil || callGrammar != nil { options = options.writingJSON() }
-        let prompt = try runner.prompts.tokens(
-            for: promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking)
+        let prompt = try runner.prompts.rendered(
+            promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking)
         let routing = ReplyPlan.Routing(
             options: options, constrained: constraint != nil,
             calls: callGrammar.map {
@@ -229,9 +252,10 @@ public final class Conversation: Sendable {
                     allowsSeveral: request.allowsSeveralCalls)
             },
             forbidsCallOpening: request.forbidsCallOpening)
-        return ReplyPlan(
-            prompt: prompt, options: options, constraint: constraint?.start, routing: routing, cacheOwner: identifier,
-            onPrefill: onPrefill)
+        let plan = ReplyPlan(
+            prompt: prompt.tokens, options: options, constraint: constraint?.start, routing: routing, cacheOwner: identifier,
+            promptText: prompt.text)
+        return (plan, instructed)
     }
 
     /// The tokens `constraint`'s shortest value takes as `tokenizer` writes it; for a value

@@ -116,6 +116,8 @@ public final class ModelRunner: Sendable {
     /// The options a reply starts from (see ``GenerationOptions``).
     public let defaultOptions: GenerationOptions
     package let tokenizer: Tokenizer
+    /// The chat template's source (the options' or the file's), `nil` for a model without one.
+    package let chatTemplateSource: String?
     let threadCount: Int
     let grammarBudget: CompilationBudget
     let maskComputation: MaskComputation
@@ -188,6 +190,7 @@ public final class ModelRunner: Sendable {
         self.maskComputation = options.maskComputation
         self.grammarCacheDirectory = options.grammarCacheDirectory
         self.tokenizer = tokenizer
+        self.chatTemplateSource = templateSource
         var defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
         defaultOptions.functionCallFormat = defaultOptions.functionCallFormat ?? Self.functionCallFormat(of: tokenizer)
         self.defaultOptions = defaultOptions

@@ -81,6 +81,9 @@ struct ReplyPlan {
     var cacheOwner: Int?
     /// Told the prompt tokens computed so far and in all, after each prefill chunk.
     var onPrefill: (@Sendable (Int, Int) -> Void)?
+    /// The prompt as text, where it was rendered from a conversation (a chat template's
+    /// output); empty for a completion's tokens.
+    var promptText = ""
 
     /// How a reply's free text is routed into reasoning, content and function calls.
     struct Routing {
