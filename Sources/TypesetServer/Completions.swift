@@ -19,25 +19,7 @@ struct CompletionRequest {
     init(_ document: JSONValue, vocabularySize: Int) throws(APIError) {
         var body = try RequestObject(document)
         model = try body.string("model")
-        switch body.value("prompt") {
-        case .string(let text)?: prompt = .text(text)
-        case .array(let items)? where items.count == 1:
-            guard case .string(let text) = items[0] else { fallthrough }
-            prompt = .text(text)
-        case .array(let items)? where items.allSatisfy({ if case .number = $0 { true } else { false } }):
-            var tokens: [Int] = []
-            for (index, item) in items.enumerated() {
-                guard case .number(let text) = item, let token = Int(text), (0 ..< vocabularySize).contains(token) else {
-                    throw .invalid("prompt[\(index)]", "prompt[\(index)] must be a token id between 0 and \(vocabularySize - 1)")
-                }
-                tokens.append(token)
-            }
-            prompt = .tokens(tokens)
-        case nil:
-            throw .invalid("prompt", "prompt is required")
-        default:
-            throw .invalid("prompt", "prompt must be a string, an array of one string, or an array of token ids (one prompt per request)")
-        }
+        prompt = try Prompt(body.value("prompt"), vocabularySize: vocabularySize)
         var fields = try SamplingFields(&body, maxTokensFields: ["max_tokens"])
         // OpenAI's default for this endpoint.
         if !fields.limitsTokens { fields.maxTokens = 16 }
@@ -53,6 +35,47 @@ struct CompletionRequest {
     }
 }
 
+extension CompletionRequest.Prompt {
+    /// A request's `prompt`: a text, an array of one text, or token ids (one prompt per
+    /// request).
+    init(_ value: JSONValue?, vocabularySize: Int) throws(APIError) {
+        switch value {
+        case .string(let text)?: self = .text(text)
+        case .array(let items)? where items.count == 1:
+            guard case .string(let text) = items[0] else { fallthrough }
+            self = .text(text)
+        case .array(let items)? where items.allSatisfy({ if case .number = $0 { true } else { false } }):
+            var tokens: [Int] = []
+            for (index, item) in items.enumerated() {
+                guard case .number(let text) = item, let token = Int(text), (0 ..< vocabularySize).contains(token) else {
+                    throw .invalid("prompt[\(index)]", "prompt[\(index)] must be a token id between 0 and \(vocabularySize - 1)")
+                }
+                tokens.append(token)
+            }
+            self = .tokens(tokens)
+        case nil:
+            throw .invalid("prompt", "prompt is required")
+        default:
+            throw .invalid("prompt", "prompt must be a string, an array of one string, or an array of token ids (one prompt per request)")
+        }
+    }
+
+    /// The prompt's tokens: a text with BOS when the model adds one, its control tokens read
+    /// as such when `parsingSpecialTokens` (llama-server's own endpoint does, OpenAI's does not).
+    func tokens(for runner: ModelRunner, parsingSpecialTokens: Bool) throws(APIError) -> [Int] {
+        let tokens: [Int]
+        switch self {
+        case .tokens(let ids): tokens = ids
+        case .text(let text):
+            var ids = runner.tokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: parsingSpecialTokens)
+            if runner.tokenizer.vocabulary.addBOS, let bos = runner.tokenizer.vocabulary.bosTokenID { ids.insert(bos, at: 0) }
+            tokens = ids
+        }
+        guard !tokens.isEmpty else { throw APIError.invalid("prompt", "prompt must not be empty") }
+        return tokens
+    }
+}
+
 extension TypesetServer {
     /// `POST /v1/completions`.
     func completion(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -64,15 +87,7 @@ extension TypesetServer {
         defer { if releasesHere { release() } }
         var options = completion.sampling.options
         options.logprobs = completion.logprobs
-        let tokens: [Int]
-        switch completion.prompt {
-        case .tokens(let ids): tokens = ids
-        case .text(let text):
-            var ids = runner.tokenizer.encode(text, addingSpecialTokens: false)
-            if runner.tokenizer.vocabulary.addBOS, let bos = runner.tokenizer.vocabulary.bosTokenID { ids.insert(bos, at: 0) }
-            tokens = ids
-        }
-        guard !tokens.isEmpty else { throw APIError.invalid("prompt", "prompt must not be empty") }
+        let tokens = try completion.prompt.tokens(for: runner, parsingSpecialTokens: false)
         let events = ReplyEvents(runner.generateCompletion(
             of: tokens, request: ReplyRequest(options: options), isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
         let first = try await events.next()

@@ -13,6 +13,7 @@ import Typeset
 ///     POST /v1/chat/completions   chat, JSON Schema replies, tool calls; streamed as server-sent events
 ///          /chat/completions      (the same, as llama-server also serves it)
 ///     POST /v1/completions        raw text continuation
+///     POST /completion, /completions  the same in llama-server's own shape
 ///     GET  /v1/models, /models    the served model
 ///     POST /tokenize, /detokenize token ids of a text, and back
 ///     GET  /props                 the server's settings, as llama-server describes its own
@@ -253,6 +254,11 @@ public final class TypesetServer: Sendable {
         }
         router.post("v1/completions") { [self] request, context -> Response in
             try await completion(request, context: context)
+        }
+        for path in ["completion", "completions"] {
+            router.post(RouterPath(path)) { [self] request, context -> Response in
+                try await nativeCompletion(request, context: context)
+            }
         }
         router.get("props") { [self] _, _ -> Response in .json(properties(try readyRunner())) }
         router.post("apply-template") { [self] request, _ -> Response in

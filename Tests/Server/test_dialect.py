@@ -185,3 +185,71 @@ def test_props(start_server):
     assert props["total_slots"] == 3 and props["default_generation_settings"]["n_ctx"] == 1024
     assert "<|im_start|>" in props["chat_template"] and props["eos_token"] == "<|im_end|>"
     assert props["model_alias"] == server.model and props["build_info"].startswith("typeset-")
+
+
+def completion(server, **fields):
+    response = post(server, fields, path="/completion")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_llama_server_completion(smollm2):
+    """llama-server's own /completion: the same continuation as OpenAI's /v1/completions, in
+    llama-server's shape, its counts agreeing with each other and with /detokenize."""
+    prompt = "The capital of France is"
+    body = completion(smollm2, prompt=prompt, n_predict=12, temperature=0, return_tokens=True)
+    openai_spelling = post(smollm2, {"prompt": prompt, "max_tokens": 12, "temperature": 0}, path="/v1/completions").json()
+    assert body["content"] == openai_spelling["choices"][0]["text"]
+    assert (body["stop"], body["stop_type"], body["stopping_word"], body["truncated"]) == (True, "limit", "", False)
+    assert body["tokens_predicted"] == 12 == len(body["tokens"]) == body["timings"]["predicted_n"]
+    assert body["tokens_evaluated"] == body["timings"]["prompt_n"] + body["timings"]["cache_n"]
+    assert httpx.post(smollm2.base_url + "/detokenize", json={"tokens": body["tokens"]}).json()["content"] == body["content"]
+    assert body["has_new_line"] == ("\n" in body["content"]) and body["prompt"] == prompt
+    assert body["generation_settings"]["n_predict"] == 12 and body["model"] == smollm2.model
+    # The un-prefixed plural is the same endpoint.
+    assert post(smollm2, {"prompt": prompt, "n_predict": 12, "temperature": 0}, path="/completions").json()["content"] == body["content"]
+
+
+def test_llama_server_completion_stops(smollm2):
+    first = completion(smollm2, prompt="1, 2, 3, 4,", n_predict=30, temperature=0)
+    word = first["content"].split(",")[2]        # a number the model writes
+    stopped = completion(smollm2, prompt="1, 2, 3, 4,", n_predict=30, temperature=0, stop=[word])
+    assert (stopped["stop_type"], stopped["stopping_word"]) == ("word", word)
+    assert stopped["content"] == first["content"][:first["content"].index(word)]
+    chat_prompt = "<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n"   # control tokens parsed, as llama-server does
+    ended = completion(smollm2, prompt=chat_prompt, n_predict=200, temperature=0)
+    assert ended["stop_type"] == "eos" and ended["tokens_predicted"] < 200
+
+
+def test_llama_server_completion_probabilities(smollm2):
+    body = completion(smollm2, prompt="The capital of France is", n_predict=5, n_probs=3, temperature=0, return_tokens=True)
+    entries = body["completion_probabilities"]
+    assert [entry["id"] for entry in entries] == body["tokens"]
+    assert "".join(entry["token"] for entry in entries) == body["content"]
+    for entry in entries:
+        tops = [candidate["logprob"] for candidate in entry["top_logprobs"]]
+        assert len(tops) == 3 and tops == sorted(tops, reverse=True) and all(value <= 0 for value in tops)
+        assert entry["top_logprobs"][0]["id"] == entry["id"]         # greedy: the likeliest
+        assert bytes(entry["bytes"]).decode() == entry["token"]
+
+
+def test_llama_server_completion_stream(smollm2):
+    whole = completion(smollm2, prompt="Once upon a time", n_predict=16, temperature=0, n_probs=2)
+    with httpx.stream("POST", smollm2.base_url + "/completion",
+                      json={"prompt": "Once upon a time", "n_predict": 16, "temperature": 0, "n_probs": 2, "stream": True}, timeout=60) as response:
+        lines = [line for line in response.iter_lines() if line]
+    assert all(line.startswith("data: {") for line in lines)       # no [DONE]: llama-server's own stream
+    events = [json.loads(line[6:]) for line in lines]
+    assert [event["stop"] for event in events] == [False] * (len(events) - 1) + [True]
+    assert "".join(event["content"] for event in events) == whole["content"]
+    assert sum(len(event["completion_probabilities"]) for event in events[:-1]) == 16
+    assert events[-1]["timings"]["predicted_n"] == 16 and events[-1]["content"] == ""
+
+
+def test_llama_server_completion_schema_and_refusals(smollm2):
+    body = completion(smollm2, prompt="A colour and its hex code as JSON:", n_predict=60, temperature=0, json_schema=SCHEMA)
+    jsonschema.validate(json.loads(body["content"]), SCHEMA)
+    for fields, parameter in [({"grammar": "root ::= \"a\""}, "grammar"), ({"ignore_eos": True}, "ignore_eos"),
+                              ({"samplers": ["top_k"]}, "samplers")]:
+        assert error(post(smollm2, {"prompt": "Hi", **fields}, path="/completion"), 400)["param"] == parameter
+    assert post(smollm2, {"prompt": "Hi", "n_predict": 2, "id_slot": -1, "cache_prompt": True, "grammar": ""}, path="/completion").status_code == 200

@@ -105,7 +105,7 @@ public struct GenerationOptions: Sendable, Equatable {
     }
 
     /// These options with every `nil` sampling field taken from `defaults`.
-    func filled(from defaults: GenerationOptions) -> GenerationOptions {
+    package func filled(from defaults: GenerationOptions) -> GenerationOptions {
         var result = self
         result.temperature = temperature ?? defaults.temperature
         result.topP = topP ?? defaults.topP

@@ -290,6 +290,7 @@ final class ReplyDecoder: TokenStepper {
         }
         var stats = outcome.stats
         stats.constraintSeconds = constraintSeconds
+        stats.stopSequence = stops.matched
         let message = ChatMessage(
             role: .assistant, content: content, reasoning: reasoning.isEmpty ? nil : reasoning.trimmingWhitespace,
             functionCalls: calls)

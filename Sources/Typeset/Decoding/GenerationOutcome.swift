@@ -42,6 +42,8 @@ public struct GenerationStats: Sendable, Equatable {
     /// chose them (the last token of a grammar's forced text, which the model may merge with
     /// what follows), whose step then ran on the logits after them without a pass of its own.
     package var passesSavedByProvisionalTokens = 0
+    /// The stop sequence (``GenerationOptions/stopSequences``) that ended the reply, if one did.
+    package var stopSequence: String?
 
     package init(
         promptTokens: Int = 0, cachedPromptTokens: Int = 0, completionTokens: Int = 0, timeToFirstToken: Double = 0,

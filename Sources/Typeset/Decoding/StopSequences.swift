@@ -13,6 +13,8 @@ struct StopSequences {
     private var held = ""
     /// Whether a stop sequence was reached (everything fed afterwards is dropped).
     private(set) var isStopped = false
+    /// The stop sequence that was reached (the one that begins first in the text).
+    private(set) var matched: String?
 
     init(_ sequences: [String]) {
         self.sequences = sequences.filter { !$0.isEmpty }
@@ -24,9 +26,10 @@ struct StopSequences {
         guard !isStopped else { return "" }
         guard !sequences.isEmpty else { return text }
         held += text
-        let first = sequences.compactMap { held.range(of: $0)?.lowerBound }.min()
-        if let first {
+        let found = sequences.compactMap { sequence in held.range(of: sequence).map { ($0.lowerBound, sequence) } }
+        if let (first, sequence) = found.min(by: { $0.0 < $1.0 }) {
             isStopped = true
+            matched = sequence
             defer { held = "" }
             return String(held[..<first])
         }

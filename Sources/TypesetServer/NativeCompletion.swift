@@ -1,0 +1,211 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import Typeset
+
+/// llama-server's own `POST /completion` (also `/completions`), read and checked: a prompt
+/// continued, in llama-server's fields and answered in its shape, for the clients written
+/// against it.
+///
+/// Beside the sampling fields every generation endpoint reads (``SamplingFields``, with
+/// `n_predict` for the limit: none by default), it takes `n_probs` (the likeliest tokens at
+/// each step, `completion_probabilities`), `return_tokens`, `json_schema`, and llama-server's
+/// fields that change nothing here at their defaults (`id_slot`, `ignore_eos: false`, …). What
+/// it cannot honour (a GBNF `grammar`, `ignore_eos: true`, a sampler chain) is a 400 naming it.
+struct NativeCompletionRequest {
+    var prompt: CompletionRequest.Prompt
+    var sampling: SamplingFields
+    /// The likeliest tokens listed at each step (0: none).
+    var probabilities = 0
+    var returnsTokens = false
+    var schema: JSONValue?
+
+    init(_ document: JSONValue, vocabularySize: Int) throws(APIError) {
+        var body = try RequestObject(document)
+        _ = try body.string("model")
+        prompt = try CompletionRequest.Prompt(body.value("prompt"), vocabularySize: vocabularySize)
+        sampling = try SamplingFields(&body, maxTokensFields: [])
+        if sampling.includeUsage { throw .invalid("stream_options", "stream_options is OpenAI's: /completion's last event carries the counts") }
+        probabilities = try body.integer("n_probs", in: 0 ... 20) ?? 0
+        returnsTokens = try body.bool("return_tokens") ?? false
+        if let schema = body.nonEmptyValue("json_schema") {
+            guard schema.members != nil || schema == .bool(true) else { throw .invalid("json_schema", "json_schema must be a JSON Schema object") }
+            if !sampling.stop.isEmpty {
+                throw .invalid("stop", "stop cannot be combined with json_schema: the value ends where its schema ends it")
+            }
+            self.schema = schema
+        }
+        // Which place decodes the request, and how much of the prompt to keep on a context
+        // shift: neither changes the reply (Typeset reuses any cached prefix, and refuses a
+        // prompt that does not fit rather than shifting).
+        _ = try body.integer("id_slot", in: -1 ... Int(Int32.max))
+        _ = try body.integer("n_keep", in: -1 ... Int(Int32.max))
+        if try body.bool("ignore_eos") == true {
+            throw .invalid("ignore_eos", "ignore_eos is not implemented by Typeset: a reply ends at the model's end of turn")
+        }
+        if body.nonEmptyValue("grammar") != nil {
+            throw .invalid("grammar", "grammar (GBNF) is not implemented by Typeset: send the value's JSON Schema as json_schema")
+        }
+        for flag in ["post_sampling_probs", "timings_per_token", "return_progress"] where try body.bool(flag) == true {
+            throw .invalid(flag, "\(flag) is not implemented by Typeset (only false)")
+        }
+        try body.finish()
+    }
+}
+
+extension TypesetServer {
+    /// `POST /completion`: llama-server's own completion endpoint.
+    func nativeCompletion(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let runner = try readyRunner()
+        let completion = try NativeCompletionRequest(try await readJSON(request), vocabularySize: runner.tokenizer.vocabulary.count)
+        try admit()
+        var releasesHere = true
+        defer { if releasesHere { release() } }
+        var reply = ReplyRequest(options: completion.sampling.options)
+        // Each token's id comes with its log-probability (the counts of the stream's events,
+        // `tokens`, `completion_probabilities`).
+        reply.options.logprobs = completion.probabilities
+        if let schema = completion.schema {
+            reply.schema = .value(schema)
+            do {
+                _ = try await runner.compiledGrammar(schema: schema, options: reply.options.schemaOptions)
+            } catch {
+                throw APIError(error)
+            }
+        }
+        let prompt = try completion.prompt.tokens(for: runner, parsingSpecialTokens: true)
+        let events = ReplyEvents(runner.generateCompletion(
+            of: prompt, request: reply, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
+        let first = try await events.next()
+        let start = NativeCompletionEncoder(
+            model: modelName(runner), runner: runner, prompt: prompt, completion: completion, options: reply.options)
+        if completion.sampling.stream {
+            releasesHere = false
+            return streamingResponse { [self] writer in
+                defer { release() }
+                var encoder = start
+                var event = first
+                while let current = event {
+                    if case .complete(_, let reason, let stats) = current {
+                        metrics.record(stats)
+                        if reason == .interrupted, context.channel.isActive {
+                            try await writer.write(Self.event(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json))
+                        }
+                    }
+                    if let value = encoder.streamed(current) { try await writer.write(Self.event(value)) }
+                    do throws(APIError) { event = try await events.next() } catch {
+                        try await writer.write(Self.event(error.json))
+                        event = nil
+                    }
+                }
+                try await writer.finish(nil)
+            }
+        }
+        var encoder = start
+        var event = first
+        var final: (ChatMessage, FinishReason, GenerationStats)?
+        while let current = event {
+            if case .complete(let message, let reason, let stats) = current { final = (message, reason, stats) }
+            encoder.collect(current)
+            event = try await events.next()
+        }
+        guard let (message, reason, stats) = final else { throw APIError(.internalServerError, "the reply ended without completing") }
+        metrics.record(stats)
+        if reason == .interrupted { throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)") }
+        return .json(encoder.final(content: message.content, reason: reason, stats: stats))
+    }
+}
+
+/// Writes a completion in llama-server's own shape: the whole result, or one event per piece
+/// of text as it comes (`stop: false`) and a last one with the counts (`stop: true`).
+struct NativeCompletionEncoder {
+    let model: String
+    let runner: ModelRunner
+    let prompt: [Int]
+    let completion: NativeCompletionRequest
+    let options: GenerationOptions
+    /// Chosen tokens (and their alternatives) not yet sent, or all of them.
+    fileprivate var entries: [TokenLogprob] = []
+    fileprivate var allTokens: [Int] = []
+    fileprivate var predicted = 0
+
+    mutating func collect(_ event: MessageResponse) {
+        if case .logprob(let entry) = event {
+            entries.append(entry)
+            allTokens.append(entry.chosen.token)
+        }
+    }
+
+    /// The event for `event`, if it makes one.
+    mutating func streamed(_ event: MessageResponse) -> JSONValue? {
+        switch event {
+        case .logprob(let entry):
+            entries.append(entry)
+            predicted += 1
+            return nil
+        case .chunk(let text):
+            var members: [(String, JSONValue)] = [
+                ("index", JSONValue(0)), ("content", .string(text)),
+                ("tokens", .array(completion.returnsTokens ? entries.map { JSONValue($0.chosen.token) } : [])),
+                ("stop", .bool(false)), ("id_slot", JSONValue(-1)),
+                ("tokens_predicted", JSONValue(predicted)), ("tokens_evaluated", JSONValue(prompt.count)),
+            ]
+            if completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries))) }
+            entries.removeAll()
+            return .object(members)
+        case .reasoningChunk, .functionCalls:
+            return nil
+        case .complete(_, let reason, let stats):
+            return final(content: "", reason: reason, stats: stats, streamed: true)
+        }
+    }
+
+    /// The whole result (streamed: the last event, its text and tokens already sent).
+    func final(content: String, reason: FinishReason, stats: GenerationStats, streamed: Bool = false) -> JSONValue {
+        let stopType: String, stoppingWord: String
+        switch reason {
+        case .stop:
+            (stopType, stoppingWord) = stats.stopSequence.map { ("word", $0) } ?? ("eos", "")
+        case .maxTokens, .exceededContext, .constraint: (stopType, stoppingWord) = ("limit", "")
+        case .interrupted, .error: (stopType, stoppingWord) = ("none", "")
+        }
+        var members: [(String, JSONValue)] = [
+            ("index", JSONValue(0)), ("content", .string(content)),
+            ("tokens", .array(completion.returnsTokens && !streamed ? allTokens.map { JSONValue($0) } : [])),
+            ("id_slot", JSONValue(-1)), ("stop", .bool(true)), ("model", .string(model)),
+            ("tokens_predicted", JSONValue(stats.completionTokens)), ("tokens_evaluated", JSONValue(stats.promptTokens)),
+            ("generation_settings", generationSettings),
+            ("prompt", .string((try? runner.tokenizer.decode(prompt)) ?? "")),
+            ("has_new_line", .bool(content.contains("\n"))), ("truncated", .bool(false)),
+            ("stop_type", .string(stopType)), ("stopping_word", .string(stoppingWord)),
+            ("tokens_cached", JSONValue(stats.promptTokens + stats.completionTokens)),
+        ]
+        if !streamed, completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries))) }
+        return TypesetServer.adding(timings: stats, to: .object(members))
+    }
+
+    /// The settings the reply was generated with: the request's, the model's defaults for the rest.
+    private var generationSettings: JSONValue {
+        let filled = options.filled(from: runner.defaultOptions)
+        return .object([
+            ("n_predict", JSONValue(filled.maxTokens ?? -1)), ("seed", filled.seed.map { JSONValue(Int64(bitPattern: $0)) } ?? JSONValue(-1)),
+            ("temperature", JSONValue(Double(filled.temperature ?? 0))), ("top_k", JSONValue(filled.topK ?? 0)),
+            ("top_p", JSONValue(Double(filled.topP ?? 1))), ("min_p", JSONValue(Double(filled.minP ?? 0))),
+            ("repeat_penalty", JSONValue(Double(filled.repetitionPenalty ?? 1))),
+            ("stop", .array(filled.stopSequences.map(JSONValue.string))), ("stream", .bool(completion.sampling.stream)),
+            ("n_probs", JSONValue(completion.probabilities)),
+        ])
+    }
+
+    /// llama-server's `completion_probabilities`: each chosen token with its id, text, bytes and
+    /// log-probability, and the likeliest tokens at its step.
+    static func probabilities(_ entries: [TokenLogprob]) -> JSONValue {
+        func candidate(_ candidate: TokenLogprob.Candidate) -> [(String, JSONValue)] {
+            [("id", JSONValue(candidate.token)), ("token", .string(candidate.text)), ("logprob", JSONValue(Double(candidate.logprob))),
+             ("bytes", .array(candidate.bytes.map { JSONValue(Int($0)) }))]
+        }
+        return .array(entries.map { entry in
+            .object(candidate(entry.chosen) + [("top_logprobs", .array(entry.alternatives.map { .object(candidate($0)) }))])
+        })
+    }
+}
