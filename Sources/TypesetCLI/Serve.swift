@@ -59,8 +59,15 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Refuse a request whose 'model' is not one of this model's names (404, as OpenAI answers); by default any name is accepted, as llama-server accepts it.")
     var strictModelNames = false
 
-    @Option(help: "The web pages whose scripts may call the server: '*' (any), 'localhost' (pages served from this machine) or origins separated by commas.")
-    var corsOrigins = "*"
+    @Option(
+        help: "The web pages whose scripts may call the server: '*' (any, the default), 'localhost' (pages served from this machine) or origins separated by commas.",
+        transform: { text in
+            guard let origins = CORSPolicy.origins(parsing: text) else {
+                throw ValidationError("--cors-origins names no origin: give '*', 'localhost' or origins separated by commas")
+            }
+            return origins
+        })
+    var corsOrigins: CORSPolicy.Origins = .any
 
     @Option(help: "The methods a browser's CORS preflight is told are allowed.")
     var corsMethods = CORSPolicy().methods
@@ -86,7 +93,6 @@ struct Serve: AsyncParsableCommand {
         guard (0 ... 1 << 20).contains(promptCacheMib) else { throw ValidationError("--prompt-cache-mib must be between 0 and 1048576") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
-        guard CORSPolicy.origins(parsing: corsOrigins) != nil else { throw ValidationError("--cors-origins names no origin: give '*', 'localhost' or origins separated by commas") }
     }
 
     func run() async throws {
@@ -100,7 +106,7 @@ struct Serve: AsyncParsableCommand {
             configuration: TypesetServer.Configuration(
                 host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
                 requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias, strictModelNames: strictModelNames,
-                cors: CORSPolicy(origins: CORSPolicy.origins(parsing: corsOrigins) ?? .any, methods: corsMethods, headers: corsHeaders,
+                cors: CORSPolicy(origins: corsOrigins, methods: corsMethods, headers: corsHeaders,
                                  allowsCredentials: corsCredentials)))
         try await server.run { line in writeError("typeset serve: \(line)") }
     }

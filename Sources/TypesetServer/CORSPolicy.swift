@@ -81,7 +81,7 @@ public struct CORSPolicy: Sendable, Equatable {
         }
     }
 
-    func addPreflightHeaders(to fields: inout HTTPFields, origin: String?) {
+    func addPreflightHeaders(to fields: inout HTTPFields) {
         fields[.accessControlAllowCredentials] = allowsCredentials ? "true" : "false"
         fields[.accessControlAllowMethods] = methods
         fields[.accessControlAllowHeaders] = headers

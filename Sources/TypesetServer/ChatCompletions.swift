@@ -110,35 +110,9 @@ extension TypesetServer {
             valueOrCall: plan.valueOrCall, toolNames: plan.toolNames)
         if chat.sampling.stream {
             releasesHere = false
-            return streamingResponse { [self] writer in
-                defer { release() }
-                var encoder = reply
-                try await writer.write(Self.event(encoder.opening()))
-                var event = first
-                while let current = event {
-                    var chunks = encoder.chunks(for: current)
-                    if case .complete(_, let reason, let stats) = current {
-                        metrics.record(stats)
-                        // The last event carries llama-server's timings.
-                        if chat.sampling.includeUsage {
-                            chunks.append(encoder.usageChunk(stats))
-                        }
-                        if let last = chunks.popLast() { chunks.append(Self.adding(timings: stats, to: last)) }
-                        if reason == .interrupted, context.channel.isActive {
-                            chunks.append(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json)
-                        }
-                    }
-                    for chunk in chunks { try await writer.write(Self.event(chunk)) }
-                    do throws(APIError) {
-                        event = try await events.next()
-                    } catch {
-                        try await writer.write(Self.event(error.json))
-                        event = nil
-                    }
-                }
-                try await writer.write(ByteBuffer(string: "data: [DONE]\n\n"))
-                try await writer.finish(nil)
-            }
+            var streamed = reply
+            streamed.includesUsage = chat.sampling.includeUsage
+            return streamedReply(first: first, rest: events, encoder: streamed, context: context)
         }
         var encoder = reply
         var event = first
@@ -180,6 +154,41 @@ extension TypesetServer {
     /// What `system_fingerprint` says: the engine and its version.
     static let systemFingerprint = "typeset-" + version
 
+    /// A reply streamed as server-sent events, which gives the request's place back when it
+    /// ends: `encoder` turns each of the reply's events into the stream's (the reply's stats
+    /// are recorded when it completes); a reply the deadline cut short ends with a 504 error
+    /// event after its last (when the client is still there to read it), an error during the
+    /// reply with its error event; `data: [DONE]` closes the stream when `endsWithDone`
+    /// (OpenAI's streams; llama-server's own has none).
+    func streamedReply(
+        first: MessageResponse?, rest events: ReplyEvents, encoder: some ReplyStreamEncoder, endsWithDone: Bool = true,
+        context: ServerRequestContext
+    ) -> Response {
+        streamingResponse { [self] writer in
+            defer { release() }
+            var encoder = encoder
+            for value in encoder.opening { try await writer.write(Self.event(value)) }
+            var event = first
+            while let current = event {
+                for value in encoder.events(for: current) { try await writer.write(Self.event(value)) }
+                if case .complete(_, let reason, let stats) = current {
+                    metrics.record(stats)
+                    if reason == .interrupted, context.channel.isActive {
+                        try await writer.write(Self.event(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json))
+                    }
+                }
+                do throws(APIError) {
+                    event = try await events.next()
+                } catch {
+                    try await writer.write(Self.event(error.json))
+                    event = nil
+                }
+            }
+            if endsWithDone { try await writer.write(ByteBuffer(string: "data: [DONE]\n\n")) }
+            try await writer.finish(nil)
+        }
+    }
+
     /// A `text/event-stream` response whose body `write` produces.
     func streamingResponse(_ write: @escaping @Sendable (inout any ResponseBodyWriter) async throws -> Void) -> Response {
         var response = Response(status: .ok, body: ResponseBody(write))
@@ -199,14 +208,29 @@ extension TypesetServer {
     }
 }
 
+/// Turns a reply's events into the events of a stream (``TypesetServer/streamedReply(first:rest:encoder:endsWithDone:context:)``).
+protocol ReplyStreamEncoder: Sendable {
+    /// The events that open the stream, before the reply's first.
+    var opening: [JSONValue] { get }
+    /// The stream's events for one of the reply's (none, one or several); the last for
+    /// `.complete` carries llama-server's `timings`.
+    mutating func events(for event: MessageResponse) -> [JSONValue]
+}
+
+extension ReplyStreamEncoder {
+    var opening: [JSONValue] { [] }
+}
+
 /// Writes a chat reply in OpenAI's shapes: the whole `chat.completion`, or its
 /// `chat.completion.chunk` events as they come.
-struct ChatReplyEncoder {
+struct ChatReplyEncoder: ReplyStreamEncoder {
     let id: String
     let created: Int
     let model: String
     let valueOrCall: Bool
     let toolNames: Set<String>
+    /// Whether a stream ends with the usage event (`stream_options.include_usage`).
+    var includesUsage = false
     /// Log-probabilities not yet sent (streaming) or all of them (collected).
     private var logprobs: [TokenLogprob] = []
     private var anyLogprobs = false
@@ -264,8 +288,18 @@ struct ChatReplyEncoder {
 
     /// The first event: the assistant's role, and no content yet (`null`, as OpenAI and
     /// llama-server send it).
-    func opening() -> JSONValue {
-        chunk(delta: .object([("role", .string("assistant")), ("content", .null)]), finishReason: .null)
+    var opening: [JSONValue] {
+        [chunk(delta: .object([("role", .string("assistant")), ("content", .null)]), finishReason: .null)]
+    }
+
+    /// The events for one of the reply's, the usage event after the last when asked for.
+    mutating func events(for event: MessageResponse) -> [JSONValue] {
+        var events = chunks(for: event)
+        if case .complete(_, _, let stats) = event {
+            if includesUsage { events.append(usageChunk(stats)) }
+            if let last = events.popLast() { events.append(TypesetServer.adding(timings: stats, to: last)) }
+        }
+        return events
     }
 
     /// The events for one of the reply's.

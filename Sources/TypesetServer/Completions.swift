@@ -94,38 +94,9 @@ extension TypesetServer {
         let encoder = TextCompletionEncoder(id: "cmpl-" + Self.randomIdentifier(), created: Int(Date().timeIntervalSince1970), model: modelName(runner))
         if completion.sampling.stream {
             releasesHere = false
-            return streamingResponse { [self] writer in
-                defer { release() }
-                var event = first
-                var logprobs: [TokenLogprob] = []
-                while let current = event {
-                    switch current {
-                    case .logprob(let entry): logprobs.append(entry)
-                    case .chunk(let text):
-                        try await writer.write(Self.event(encoder.chunk(text: text, logprobs: logprobs, finishReason: .null)))
-                        logprobs.removeAll()
-                    case .reasoningChunk, .functionCalls: break
-                    case .complete(_, let reason, let stats):
-                        metrics.record(stats)
-                        if reason == .interrupted, context.channel.isActive {
-                            try await writer.write(Self.event(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json))
-                        }
-                        let finish = encoder.chunk(text: "", logprobs: logprobs, finishReason: ChatReplyEncoder.finishReason(reason, hasCalls: false))
-                        if completion.sampling.includeUsage {
-                            try await writer.write(Self.event(finish))
-                            try await writer.write(Self.event(Self.adding(timings: stats, to: encoder.response(text: nil, logprobs: nil, reason: nil, stats: stats))))
-                        } else {
-                            try await writer.write(Self.event(Self.adding(timings: stats, to: finish)))
-                        }
-                    }
-                    do throws(APIError) { event = try await events.next() } catch {
-                        try await writer.write(Self.event(error.json))
-                        event = nil
-                    }
-                }
-                try await writer.write(ByteBuffer(string: "data: [DONE]\n\n"))
-                try await writer.finish(nil)
-            }
+            var streamed = encoder
+            streamed.includesUsage = completion.sampling.includeUsage
+            return streamedReply(first: first, rest: events, encoder: streamed, context: context)
         }
         var logprobs: [TokenLogprob] = []
         var final: (ChatMessage, FinishReason, GenerationStats)?
@@ -147,10 +118,39 @@ extension TypesetServer {
 }
 
 /// Writes a text completion in OpenAI's `text_completion` shape.
-struct TextCompletionEncoder {
+struct TextCompletionEncoder: ReplyStreamEncoder {
     let id: String
     let created: Int
     let model: String
+    /// Whether a stream ends with the usage event (`stream_options.include_usage`).
+    var includesUsage = false
+    /// A stream's log-probabilities not yet sent.
+    private var logprobs: [TokenLogprob] = []
+
+    init(id: String, created: Int, model: String) {
+        self.id = id
+        self.created = created
+        self.model = model
+    }
+
+    /// The events for one of the reply's: a piece of text with its tokens' log-probabilities;
+    /// at the end, the finish reason, and the usage when asked for.
+    mutating func events(for event: MessageResponse) -> [JSONValue] {
+        switch event {
+        case .logprob(let entry):
+            logprobs.append(entry)
+            return []
+        case .chunk(let text):
+            defer { logprobs.removeAll() }
+            return [chunk(text: text, logprobs: logprobs, finishReason: .null)]
+        case .reasoningChunk, .functionCalls:
+            return []
+        case .complete(_, let reason, let stats):
+            let finish = chunk(text: "", logprobs: logprobs, finishReason: ChatReplyEncoder.finishReason(reason, hasCalls: false))
+            guard includesUsage else { return [TypesetServer.adding(timings: stats, to: finish)] }
+            return [finish, TypesetServer.adding(timings: stats, to: response(text: nil, logprobs: nil, reason: nil, stats: stats))]
+        }
+    }
 
     /// The whole completion (`text` `nil`: the usage-only event of a stream).
     func response(text: String?, logprobs: [TokenLogprob]?, reason: FinishReason?, stats: GenerationStats) -> JSONValue {

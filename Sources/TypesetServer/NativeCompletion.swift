@@ -77,31 +77,12 @@ extension TypesetServer {
         let events = ReplyEvents(runner.generateCompletion(
             of: prompt, request: reply, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
         let first = try await events.next()
-        let start = NativeCompletionEncoder(
+        var encoder = NativeCompletionEncoder(
             model: modelName(runner), runner: runner, prompt: prompt, completion: completion, options: reply.options)
         if completion.sampling.stream {
             releasesHere = false
-            return streamingResponse { [self] writer in
-                defer { release() }
-                var encoder = start
-                var event = first
-                while let current = event {
-                    if case .complete(_, let reason, let stats) = current {
-                        metrics.record(stats)
-                        if reason == .interrupted, context.channel.isActive {
-                            try await writer.write(Self.event(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json))
-                        }
-                    }
-                    if let value = encoder.streamed(current) { try await writer.write(Self.event(value)) }
-                    do throws(APIError) { event = try await events.next() } catch {
-                        try await writer.write(Self.event(error.json))
-                        event = nil
-                    }
-                }
-                try await writer.finish(nil)
-            }
+            return streamedReply(first: first, rest: events, encoder: encoder, endsWithDone: false, context: context)
         }
-        var encoder = start
         var event = first
         var final: (ChatMessage, FinishReason, GenerationStats)?
         while let current = event {
@@ -118,7 +99,7 @@ extension TypesetServer {
 
 /// Writes a completion in llama-server's own shape: the whole result, or one event per piece
 /// of text as it comes (`stop: false`) and a last one with the counts (`stop: true`).
-struct NativeCompletionEncoder {
+struct NativeCompletionEncoder: ReplyStreamEncoder {
     let model: String
     let runner: ModelRunner
     let prompt: [Int]
@@ -136,13 +117,13 @@ struct NativeCompletionEncoder {
         }
     }
 
-    /// The event for `event`, if it makes one.
-    mutating func streamed(_ event: MessageResponse) -> JSONValue? {
+    /// The stream's event for `event`, if it makes one.
+    mutating func events(for event: MessageResponse) -> [JSONValue] {
         switch event {
         case .logprob(let entry):
             entries.append(entry)
             predicted += 1
-            return nil
+            return []
         case .chunk(let text):
             var members: [(String, JSONValue)] = [
                 ("index", JSONValue(0)), ("content", .string(text)),
@@ -152,11 +133,11 @@ struct NativeCompletionEncoder {
             ]
             if completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries))) }
             entries.removeAll()
-            return .object(members)
+            return [.object(members)]
         case .reasoningChunk, .functionCalls:
-            return nil
+            return []
         case .complete(_, let reason, let stats):
-            return final(content: "", reason: reason, stats: stats, streamed: true)
+            return [final(content: "", reason: reason, stats: stats, streamed: true)]
         }
     }
 

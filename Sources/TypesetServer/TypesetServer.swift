@@ -402,7 +402,7 @@ struct AccessMiddleware: RouterMiddleware {
             // A browser sends its preflight without credentials: it is answered before the key
             // is checked, and says what the real request may carry.
             response = Response(status: .ok)
-            cors.addPreflightHeaders(to: &response.headers, origin: origin)
+            cors.addPreflightHeaders(to: &response.headers)
         } else {
             do {
                 if let key = server.configuration.apiKey, !Self.publicRoutes.contains(route), !Self.presents(key, in: request.headers) {

@@ -253,3 +253,25 @@ def test_llama_server_completion_schema_and_refusals(smollm2):
                               ({"samplers": ["top_k"]}, "samplers")]:
         assert error(post(smollm2, {"prompt": "Hi", **fields}, path="/completion"), 400)["param"] == parameter
     assert post(smollm2, {"prompt": "Hi", "n_predict": 2, "id_slot": -1, "cache_prompt": True, "grammar": ""}, path="/completion").status_code == 200
+
+
+@pytest.mark.parametrize("path, body, done", [
+    ("/v1/completions", {"prompt": "1, 2, 3,", "max_tokens": 4000}, True),
+    ("/completion", {"prompt": "1, 2, 3,", "n_predict": 4000}, False),
+    # A schema of a thousand numbers keeps the chat reply going past the deadline.
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "List numbers."}], "max_tokens": 3000,
+                              "response_format": {"type": "json_schema", "json_schema": {"name": "numbers", "schema": {
+                                  "type": "array", "items": {"type": "integer"}, "minItems": 1000}}}}, True),
+])
+def test_a_stream_cut_by_the_deadline_ends_with_its_error(start_server, path, body, done):
+    """Every endpoint's stream ends the same way when the request's time is up: the reply's
+    last events, then a 504 error event, then [DONE] where the dialect has one."""
+    server = start_server("--timeout", "0.5")
+    with httpx.stream("POST", server.base_url + path, json={**body, "temperature": 0, "stream": True}, timeout=60) as response:
+        assert response.status_code == 200
+        lines = [line for line in response.iter_lines() if line]
+    assert (lines[-1] == "data: [DONE]") == done
+    events = [json.loads(line[6:]) for line in lines if line != "data: [DONE]"]
+    assert events[-1]["error"]["type"] == "timeout_error" and "longer than" in events[-1]["error"]["message"]
+    assert "timings" in events[-2] and len(events) > 3                    # the reply's last event came first
+    assert error(post(server, {**body, "temperature": 0}, path=path), 504)["type"] == "timeout_error"
