@@ -66,8 +66,13 @@ final class TranscriptReplier: Sendable {
     func respond(to request: TranscriptRequest, runner: ModelRunner, emit: (TranscriptReplyEvent) async -> Void) async throws {
         var messages = request.messages
         guard let last = messages.popLast() else { return }
-        // The last request's conversation first goes back to the pool, with its cache.
-        conversation.withLock { $0 = nil }
+        // The last request's conversation first gives its cache back to the pool, now rather
+        // than whenever the last of its reply's closures lets it go.
+        let previous = conversation.withLock { held in
+            defer { held = nil }
+            return held
+        }
+        previous?.releaseCache()
         let current = runner.createConversation(history: messages)
         conversation.withLock { $0 = current }
 

@@ -37,6 +37,16 @@ public final class Conversation: Sendable {
         runner.state.withLock { $0.caches.release(owner: identifier) }
     }
 
+    /// Gives the conversation's KV cache back to the runner's pool now, as its end would, for
+    /// a caller that is done with it: a reply's closures may keep the conversation itself
+    /// alive a moment after its `.complete` is read, and a new conversation started meanwhile
+    /// would not find the cache. A later reply of this conversation starts from the pool, as a
+    /// new conversation's does. Does nothing while a reply is under way.
+    package func releaseCache() {
+        guard !isGenerating else { return }
+        runner.state.withLock { $0.caches.release(owner: identifier) }
+    }
+
     // MARK: State
 
     /// The messages so far (a copy).
