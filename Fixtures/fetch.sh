@@ -245,14 +245,14 @@ fetch_synthetic() {
   echo "$script_sha" > "$stamp"
 }
 
-# The server tests' Python side, pinned, in a venv of the cache: the real `openai` client,
-# pytest, jsonschema (and httpx, which the client brings).
+# The server tests' Python side, pinned, in a venv of the cache: the real `openai` and
+# `anthropic` clients, pytest, jsonschema (and httpx, which the openai client brings).
 server_test_python() {
   local venv="$CACHE/server-tests"
-  if ! "$venv/bin/python" -c "import openai, pytest, jsonschema, httpx" >/dev/null 2>&1; then
-    log "installing openai==2.8.0, pytest==8.4.2, jsonschema==4.26.0 into $venv"
+  if ! "$venv/bin/python" -c "import openai, anthropic, pytest, jsonschema, httpx" >/dev/null 2>&1; then
+    log "installing openai==2.8.0, anthropic==2.17.0, pytest==8.4.2, jsonschema==4.26.0 into $venv"
     "$PYTHON" -m venv "$venv" >/dev/null 2>&1 || { rm -rf "$venv"; die "cannot create a venv with $PYTHON (install python3-venv)"; }
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q "openai==2.8.0" "pytest==8.4.2" "jsonschema==4.26.0"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "openai==2.8.0" "anthropic==2.17.0" "pytest==8.4.2" "jsonschema==4.26.0"
   fi
   echo "$venv/bin/python"
 }

@@ -19,7 +19,7 @@ struct SamplingFields {
     /// Reads the shared fields of `body`, OpenAI's and llama-server's spellings of them
     /// (`n_predict` for the token limit, `repeat_penalty`), and its fields that change nothing
     /// (`cache_prompt`: the prompt cache is always used, and never changes a reply).
-    init(_ body: inout RequestObject, maxTokensFields: [String]) throws(APIError) {
+    init(_ body: inout RequestObject, maxTokensFields: [String], stopField: String = "stop") throws(APIError) {
         temperature = try body.number("temperature", in: 0 ... 2).map(Float.init)
         topP = try body.number("top_p", in: 0 ... 1).map(Float.init)
         topK = try body.integer("top_k", in: 0 ... 1_000_000)
@@ -49,21 +49,23 @@ struct SamplingFields {
             }
         }
         _ = try body.string("user")   // an end-user identifier, for the client's own records
-        switch body.value("stop") {
+        switch body.value(stopField) {
         case nil: break
         case .string(let text)?: stop = [text]
         case .array(let items)?:
             for (index, item) in items.enumerated() {
-                guard case .string(let text) = item else { throw .invalid("stop[\(index)]", "stop[\(index)] must be a string") }
+                guard case .string(let text) = item else { throw .invalid("\(stopField)[\(index)]", "\(stopField)[\(index)] must be a string") }
                 stop.append(text)
             }
-            guard stop.count <= 16 else { throw .invalid("stop", "stop may hold at most 16 sequences") }
-        default: throw .invalid("stop", "stop must be a string or an array of strings")
+            guard stop.count <= 16 else { throw .invalid(stopField, "\(stopField) may hold at most 16 sequences") }
+        default: throw .invalid(stopField, "\(stopField) must be a string or an array of strings")
         }
         stream = try body.bool("stream") ?? false
         if var options = try body.object("stream_options") {
             guard stream else { throw .invalid("stream_options", "stream_options is only allowed with stream: true") }
             includeUsage = try options.bool("include_usage") ?? false
+            // Random padding OpenAI adds to events against side channels: no effect on the reply.
+            _ = try options.bool("include_obfuscation")
             try options.finish()
         }
     }
@@ -113,9 +115,7 @@ struct ChatCompletionRequest {
         guard let messageItems = try body.array("messages") else { throw .invalid("messages", "messages is required") }
         guard !messageItems.isEmpty else { throw .invalid("messages", "messages must not be empty") }
         do { messages = try OpenAIChatFormat.decode(messages: messageItems) } catch { throw APIError(error) }
-        guard let last = messages.last, last.role == .user || last.role == .tool else {
-            throw .invalid("messages", "the last message must be from the user or a tool: it is what the model answers")
-        }
+        try Self.checkLastMessage(messages, at: "messages")
         sampling = try SamplingFields(&body, maxTokensFields: ["max_tokens", "max_completion_tokens"])
 
         if let tools = try body.array("tools") {
@@ -127,19 +127,9 @@ struct ChatCompletionRequest {
                 guard var function = try entry.object("function") else {
                     throw .invalid(entry.path(of: "function"), "tools[\(index)].function is required")
                 }
-                guard let name = try function.string("name"), !name.isEmpty else {
-                    throw .invalid(function.path(of: "name"), "tools[\(index)].function.name is required")
-                }
-                let description = try function.string("description") ?? ""
-                let parameters = function.value("parameters") ?? .object([("type", .string("object")), ("properties", .object([]))])
-                // Arguments are always held to the parameters' schema: strict or not.
-                _ = try function.bool("strict")
+                try add(try Self.function(&function, parametersField: "parameters"), at: function.path(of: "name"))
                 try function.finish()
                 try entry.finish()
-                guard !functions.contains(where: { $0.name == name }) else {
-                    throw .invalid("tools[\(index)].function.name", "two tools are named '\(name)'")
-                }
-                functions.append(FunctionDefinition(name: name, description: description, parameters: parameters))
             }
         }
         switch body.value("tool_choice") {
@@ -219,8 +209,49 @@ struct ChatCompletionRequest {
         try body.finish()
     }
 
+    /// A request of `messages` with `sampling`, and no tools, schema or log-probabilities yet:
+    /// how the other chat dialects' requests start (they fill in the rest).
+    init(model: String?, messages: [ChatMessage], sampling: SamplingFields) {
+        self.model = model
+        self.messages = messages
+        self.sampling = sampling
+    }
+
+    /// Refuses a conversation that does not end with what the model answers.
+    static func checkLastMessage(_ messages: [ChatMessage], at path: String) throws(APIError) {
+        guard let last = messages.last else { throw .invalid(path, "\(path) must not be empty") }
+        guard last.role == .user || last.role == .tool else {
+            throw .invalid(path, "the last message must be from the user or a tool: it is what the model answers")
+        }
+    }
+
+    /// A function's definition, read from a tool object: its `name`, `description`, the
+    /// schema of its arguments (in `parametersField`; an object with no properties when
+    /// absent) and `strict`, which changes nothing (arguments are always held to the schema).
+    static func function(_ object: inout RequestObject, parametersField: String) throws(APIError) -> FunctionDefinition {
+        guard let name = try object.string("name"), !name.isEmpty else {
+            throw .invalid(object.path(of: "name"), "\(object.path(of: "name")) is required")
+        }
+        let description = try object.string("description") ?? ""
+        let parameters = object.value(parametersField) ?? .object([("type", .string("object")), ("properties", .object([]))])
+        guard parameters.members != nil else {
+            throw .invalid(object.path(of: parametersField), "\(object.path(of: parametersField)) must be a JSON Schema object")
+        }
+        _ = try object.bool("strict")
+        return FunctionDefinition(name: name, description: description, parameters: parameters)
+    }
+
+    /// Adds a tool the reply may call (`path`: where its name is, for the error when two
+    /// tools share it).
+    mutating func add(_ function: FunctionDefinition, at path: String) throws(APIError) {
+        guard !functions.contains(where: { $0.name == function.name }) else {
+            throw .invalid(path, "two tools are named '\(function.name)'")
+        }
+        functions.append(function)
+    }
+
     /// `value` as a JSON Schema: an object, or `true`.
-    private static func schemaObject(_ value: JSONValue, at path: String) throws(APIError) -> JSONValue {
+    static func schemaObject(_ value: JSONValue, at path: String) throws(APIError) -> JSONValue {
         guard value.members != nil || value == .bool(true) else { throw .invalid(path, "\(path) must be a JSON Schema object") }
         return value
     }

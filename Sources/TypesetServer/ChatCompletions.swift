@@ -94,40 +94,62 @@ extension TypesetServer {
     func chatCompletion(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let runner = try readyRunner()
         let chat = try ChatCompletionRequest(try await readJSON(request))
-        try checkModel(chat.model, runner: runner)
-        try admit()
-        var releasesHere = true
-        defer { if releasesHere { release() } }
-        let plan = try await ChatPlan(chat, runner: runner)
-        let deadline = deadline
-        let events = ReplyEvents(plan.conversation.generateResponse(
-            to: plan.message, request: plan.request, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
-        // Errors that come before the first event (the prompt does not fit, the template
-        // fails) are answered with their status, not inside a 200 stream.
-        let first = try await events.next()
-        let reply = ChatReplyEncoder(
+        let dialect = ChatCompletionsDialect(
             id: "chatcmpl-" + Self.randomIdentifier(), created: Int(Date().timeIntervalSince1970), model: modelName(runner),
-            valueOrCall: plan.valueOrCall, toolNames: plan.toolNames)
-        if chat.sampling.stream {
-            releasesHere = false
-            var streamed = reply
-            streamed.includesUsage = chat.sampling.includeUsage
-            return streamedReply(first: first, rest: events, encoder: streamed, context: context)
+            includesUsage: chat.sampling.includeUsage)
+        return try await chatReply(chat, dialect: dialect, runner: runner, context: context)
+    }
+
+    /// A chat request's reply in `dialect`: whole, or streamed when the request asks. Every
+    /// chat API the server speaks ends here, so a reply is planned, admitted, timed and
+    /// counted one way; an error is answered with the request's fields as the dialect names
+    /// them.
+    func chatReply(
+        _ chat: ChatCompletionRequest, dialect: some ChatReplyDialect, runner: ModelRunner, context: ServerRequestContext
+    ) async throws -> Response {
+        do throws(APIError) {
+            try checkModel(chat.model, runner: runner)
+            try admit()
+            var releasesHere = true
+            defer { if releasesHere { release() } }
+            let plan = try await ChatPlan(chat, runner: runner)
+            var dialect = dialect
+            if chat.sampling.stream && dialect.needsPromptTokens {
+                // Counted before the reply starts, while the conversation does not hold the
+                // message yet.
+                do {
+                    dialect.start(promptTokens: try plan.conversation.prompt(answering: plan.message, request: plan.request).tokens.count)
+                } catch {
+                    throw APIError(error)
+                }
+            }
+            let deadline = deadline
+            let events = ReplyEvents(plan.conversation.generateResponse(
+                to: plan.message, request: plan.request, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
+            // Errors that come before the first event (the prompt does not fit, the template
+            // fails) are answered with their status, not inside a 200 stream.
+            let first = try await events.next()
+            var assembler = ReplyAssembler(valueOrCall: plan.valueOrCall, toolNames: plan.toolNames, wantsLogprobs: chat.logprobs)
+            if chat.sampling.stream {
+                releasesHere = false
+                return streamedReply(
+                    first: first, rest: events, encoder: ChatReplyStreamEncoder(assembler: assembler, dialect: dialect), context: context)
+            }
+            var finished: FinishedReply?
+            var event = first
+            while let current = event {
+                for case .end(let reply, _) in assembler.parts(for: current) { finished = reply }
+                event = try await events.next()
+            }
+            guard let finished else { throw APIError(.internalServerError, "the reply ended without completing") }
+            metrics.record(finished.stats)
+            if finished.reason == .interrupted {
+                throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
+            }
+            return .json(dialect.response(finished))
+        } catch {
+            throw dialect.translated(error)
         }
-        var encoder = reply
-        var event = first
-        while let current = event {
-            encoder.collect(current)
-            event = try await events.next()
-        }
-        guard let (message, reason, stats) = encoder.completion else {
-            throw APIError(.internalServerError, "the reply ended without completing")
-        }
-        metrics.record(stats)
-        if reason == .interrupted {
-            throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
-        }
-        return .json(Self.adding(timings: stats, to: encoder.response(message, reason: reason, stats: stats)))
     }
 
     /// `value` (a response or its last event) with llama-server's `timings` of the reply:
@@ -158,33 +180,34 @@ extension TypesetServer {
     /// ends: `encoder` turns each of the reply's events into the stream's (the reply's stats
     /// are recorded when it completes); a reply the deadline cut short ends with a 504 error
     /// event after its last (when the client is still there to read it), an error during the
-    /// reply with its error event; `data: [DONE]` closes the stream when `endsWithDone`
-    /// (OpenAI's streams; llama-server's own has none).
+    /// reply with its error event (``ReplyStreamEncoder/errorEvent(_:)``); `data: [DONE]`
+    /// closes the stream when the encoder's dialect has it.
     func streamedReply(
-        first: MessageResponse?, rest events: ReplyEvents, encoder: some ReplyStreamEncoder, endsWithDone: Bool = true,
-        context: ServerRequestContext
+        first: MessageResponse?, rest events: ReplyEvents, encoder: some ReplyStreamEncoder, context: ServerRequestContext
     ) -> Response {
         streamingResponse { [self] writer in
             defer { release() }
             var encoder = encoder
-            for value in encoder.opening { try await writer.write(Self.event(value)) }
+            let names = encoder.namesEvents
+            for value in encoder.opening { try await writer.write(Self.event(value, named: names)) }
             var event = first
             while let current = event {
-                for value in encoder.events(for: current) { try await writer.write(Self.event(value)) }
+                for value in encoder.events(for: current) { try await writer.write(Self.event(value, named: names)) }
                 if case .complete(_, let reason, let stats) = current {
                     metrics.record(stats)
                     if reason == .interrupted, context.channel.isActive {
-                        try await writer.write(Self.event(APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)").json))
+                        let timeout = APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
+                        try await writer.write(Self.event(encoder.errorEvent(timeout), named: names))
                     }
                 }
                 do throws(APIError) {
                     event = try await events.next()
                 } catch {
-                    try await writer.write(Self.event(error.json))
+                    try await writer.write(Self.event(encoder.errorEvent(error), named: names))
                     event = nil
                 }
             }
-            if endsWithDone { try await writer.write(ByteBuffer(string: "data: [DONE]\n\n")) }
+            if encoder.endsWithDone { try await writer.write(ByteBuffer(string: "data: [DONE]\n\n")) }
             try await writer.finish(nil)
         }
     }
@@ -199,8 +222,13 @@ extension TypesetServer {
         return response
     }
 
-    /// One server-sent event carrying `value`.
-    static func event(_ value: JSONValue) -> ByteBuffer { ByteBuffer(string: "data: " + value.compactText + "\n\n") }
+    /// One server-sent event carrying `value`; `named`, with an `event:` line giving its
+    /// `type` (`error` when it has none).
+    static func event(_ value: JSONValue, named: Bool = false) -> ByteBuffer {
+        guard named else { return ByteBuffer(string: "data: " + value.compactText + "\n\n") }
+        let name = if case .string(let type)? = value["type"] { type } else { "error" }
+        return ByteBuffer(string: "event: " + name + "\ndata: " + value.compactText + "\n\n")
+    }
 
     static func randomIdentifier() -> String {
         var generator = SystemRandomNumberGenerator()
@@ -208,80 +236,54 @@ extension TypesetServer {
     }
 }
 
-/// Turns a reply's events into the events of a stream (``TypesetServer/streamedReply(first:rest:encoder:endsWithDone:context:)``).
+/// Turns a reply's events into the events of a stream (``TypesetServer/streamedReply(first:rest:encoder:context:)``).
 protocol ReplyStreamEncoder: Sendable {
     /// The events that open the stream, before the reply's first.
-    var opening: [JSONValue] { get }
-    /// The stream's events for one of the reply's (none, one or several); the last for
-    /// `.complete` carries llama-server's `timings`.
+    var opening: [JSONValue] { mutating get }
+    /// The stream's events for one of the reply's (none, one or several).
     mutating func events(for event: MessageResponse) -> [JSONValue]
+    /// The event that says `error` (the request's time ran out, the reply failed).
+    func errorEvent(_ error: APIError) -> JSONValue
+    /// Whether each event is named (`event: <its type>`).
+    var namesEvents: Bool { get }
+    /// Whether the stream ends with `data: [DONE]` (OpenAI's chat and completions streams).
+    var endsWithDone: Bool { get }
 }
 
 extension ReplyStreamEncoder {
     var opening: [JSONValue] { [] }
+    func errorEvent(_ error: APIError) -> JSONValue { error.json }
+    var namesEvents: Bool { false }
+    var endsWithDone: Bool { true }
 }
 
-/// Writes a chat reply in OpenAI's shapes: the whole `chat.completion`, or its
-/// `chat.completion.chunk` events as they come.
-struct ChatReplyEncoder: ReplyStreamEncoder {
+/// Writes a chat reply in OpenAI's chat-completions shapes: the whole `chat.completion`, or
+/// its `chat.completion.chunk` events as they come, each with llama-server's `timings` on the
+/// last.
+struct ChatCompletionsDialect: ChatReplyDialect {
     let id: String
     let created: Int
     let model: String
-    let valueOrCall: Bool
-    let toolNames: Set<String>
     /// Whether a stream ends with the usage event (`stream_options.include_usage`).
-    var includesUsage = false
-    /// Log-probabilities not yet sent (streaming) or all of them (collected).
-    private var logprobs: [TokenLogprob] = []
-    private var anyLogprobs = false
-    /// The value-or-call reply's text, held until it is complete.
-    private var heldText = ""
-    /// The collected reply.
-    private(set) var completion: (ChatMessage, FinishReason, GenerationStats)?
-    private var callCount = 0
-
-    init(id: String, created: Int, model: String, valueOrCall: Bool, toolNames: Set<String>) {
-        self.id = id
-        self.created = created
-        self.model = model
-        self.valueOrCall = valueOrCall
-        self.toolNames = toolNames
-    }
+    let includesUsage: Bool
 
     // MARK: Whole replies
 
-    mutating func collect(_ event: MessageResponse) {
-        switch event {
-        case .logprob(let entry): logprobs.append(entry); anyLogprobs = true
-        case .complete(let message, let reason, let stats): completion = (message, reason, stats)
-        case .chunk, .reasoningChunk, .functionCalls: break
-        }
-    }
-
-    func response(_ message: ChatMessage, reason: FinishReason, stats: GenerationStats) -> JSONValue {
-        let (content, calls) = resolved(message)
+    func response(_ reply: FinishedReply) -> JSONValue {
         var members: [(String, JSONValue)] = [("role", .string("assistant"))]
-        members.append(("content", calls.isEmpty || !content.isEmpty ? .string(content) : .null))
-        if let reasoning = message.reasoning { members.append(("reasoning_content", .string(reasoning))) }
-        if !calls.isEmpty { members.append(("tool_calls", .array(calls.map { Self.call($0, index: nil) }))) }
+        members.append(("content", reply.calls.isEmpty || !reply.content.isEmpty ? .string(reply.content) : .null))
+        if let reasoning = reply.reasoning { members.append(("reasoning_content", .string(reasoning))) }
+        if !reply.calls.isEmpty { members.append(("tool_calls", .array(reply.calls.map { Self.call($0, index: nil) }))) }
         let choice = JSONValue.object([
             ("index", JSONValue(0)), ("message", .object(members)),
-            ("logprobs", anyLogprobs ? .object([("content", .array(logprobs.map(Self.logprob)))]) : .null),
-            ("finish_reason", Self.finishReason(reason, hasCalls: !calls.isEmpty)),
+            ("logprobs", reply.logprobs.map { .object([("content", .array($0.map(Self.logprob)))]) } ?? .null),
+            ("finish_reason", Self.finishReason(reply.reason, hasCalls: !reply.calls.isEmpty)),
         ])
-        return .object([
+        return TypesetServer.adding(timings: reply.stats, to: .object([
             ("id", .string(id)), ("object", .string("chat.completion")), ("created", JSONValue(created)), ("model", .string(model)),
-            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array([choice])), ("usage", Self.usage(stats)),
-        ])
-    }
-
-    /// The reply's content and calls: a value-or-call reply that is a call becomes one.
-    private func resolved(_ message: ChatMessage) -> (String, [FunctionCall]) {
-        guard valueOrCall, let value = try? JSONValue(parsing: message.content),
-              let call = Conversation.call(in: value, toolNames: toolNames, number: 1) else {
-            return (message.content, message.functionCalls)
-        }
-        return ("", [call])
+            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array([choice])),
+            ("usage", Self.usage(reply.stats)),
+        ]))
     }
 
     // MARK: Streamed replies
@@ -292,42 +294,21 @@ struct ChatReplyEncoder: ReplyStreamEncoder {
         [chunk(delta: .object([("role", .string("assistant")), ("content", .null)]), finishReason: .null)]
     }
 
-    /// The events for one of the reply's, the usage event after the last when asked for.
-    mutating func events(for event: MessageResponse) -> [JSONValue] {
-        var events = chunks(for: event)
-        if case .complete(_, _, let stats) = event {
-            if includesUsage { events.append(usageChunk(stats)) }
-            if let last = events.popLast() { events.append(TypesetServer.adding(timings: stats, to: last)) }
-        }
-        return events
-    }
-
-    /// The events for one of the reply's.
-    mutating func chunks(for event: MessageResponse) -> [JSONValue] {
-        switch event {
-        case .logprob(let entry):
-            logprobs.append(entry)
-            return []
-        case .chunk(let text):
-            if valueOrCall { heldText += text; return [] }
-            return [chunk(delta: .object([("content", .string(text))]), finishReason: .null, logprobs: takeLogprobs())]
-        case .reasoningChunk(let text):
+    func events(for part: ReplyPart) -> [JSONValue] {
+        switch part {
+        case .reasoning(let text):
             return [chunk(delta: .object([("reasoning_content", .string(text))]), finishReason: .null)]
-        case .functionCalls(let calls):
-            return [callsChunk(calls)]
-        case .complete(let message, let reason, _):
-            var events: [JSONValue] = []
-            var calls = message.functionCalls
-            if valueOrCall {
-                let (content, resolvedCalls) = resolved(message)
-                calls = resolvedCalls
-                if !content.isEmpty {
-                    events.append(chunk(delta: .object([("content", .string(content))]), finishReason: .null, logprobs: takeLogprobs()))
-                } else if !calls.isEmpty {
-                    events.append(callsChunk(calls))
-                }
-            }
-            events.append(chunk(delta: .object([]), finishReason: Self.finishReason(reason, hasCalls: !calls.isEmpty), logprobs: takeLogprobs()))
+        case .text(let text, let logprobs):
+            return [chunk(delta: .object([("content", .string(text))]), finishReason: .null, logprobs: Self.logprobs(logprobs))]
+        case .calls(let calls, let firstIndex):
+            let entries = calls.enumerated().map { Self.call($0.element, index: firstIndex + $0.offset) }
+            return [chunk(delta: .object([("tool_calls", .array(entries))]), finishReason: .null)]
+        case .end(let reply, let trailingLogprobs):
+            var events = [chunk(
+                delta: .object([]), finishReason: Self.finishReason(reply.reason, hasCalls: !reply.calls.isEmpty),
+                logprobs: Self.logprobs(trailingLogprobs))]
+            if includesUsage { events.append(usageChunk(reply.stats)) }
+            events.append(TypesetServer.adding(timings: reply.stats, to: events.removeLast()))
             return events
         }
     }
@@ -341,16 +322,9 @@ struct ChatReplyEncoder: ReplyStreamEncoder {
         ])
     }
 
-    private mutating func callsChunk(_ calls: [FunctionCall]) -> JSONValue {
-        let entries = calls.enumerated().map { Self.call($0.element, index: callCount + $0.offset) }
-        callCount += calls.count
-        return chunk(delta: .object([("tool_calls", .array(entries))]), finishReason: .null)
-    }
-
-    private mutating func takeLogprobs() -> JSONValue {
-        guard !logprobs.isEmpty else { return .null }
-        defer { logprobs.removeAll() }
-        return .object([("content", .array(logprobs.map(Self.logprob)))])
+    /// A chunk's `logprobs`: `null` when there are none.
+    private static func logprobs(_ entries: [TokenLogprob]) -> JSONValue {
+        entries.isEmpty ? .null : .object([("content", .array(entries.map(logprob)))])
     }
 
     private func chunk(delta: JSONValue, finishReason: JSONValue, logprobs: JSONValue = .null) -> JSONValue {

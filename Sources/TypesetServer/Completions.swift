@@ -146,7 +146,7 @@ struct TextCompletionEncoder: ReplyStreamEncoder {
         case .reasoningChunk, .functionCalls:
             return []
         case .complete(_, let reason, let stats):
-            let finish = chunk(text: "", logprobs: logprobs, finishReason: ChatReplyEncoder.finishReason(reason, hasCalls: false))
+            let finish = chunk(text: "", logprobs: logprobs, finishReason: ChatCompletionsDialect.finishReason(reason, hasCalls: false))
             guard includesUsage else { return [TypesetServer.adding(timings: stats, to: finish)] }
             return [finish, TypesetServer.adding(timings: stats, to: response(text: nil, logprobs: nil, reason: nil, stats: stats))]
         }
@@ -158,12 +158,12 @@ struct TextCompletionEncoder: ReplyStreamEncoder {
         if let text {
             choices.append(.object([
                 ("text", .string(text)), ("index", JSONValue(0)), ("logprobs", logprobs.map(Self.logprobs) ?? .null),
-                ("finish_reason", reason.map { ChatReplyEncoder.finishReason($0, hasCalls: false) } ?? .null),
+                ("finish_reason", reason.map { ChatCompletionsDialect.finishReason($0, hasCalls: false) } ?? .null),
             ]))
         }
         return .object([
             ("id", .string(id)), ("object", .string("text_completion")), ("created", JSONValue(created)), ("model", .string(model)),
-            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array(choices)), ("usage", ChatReplyEncoder.usage(stats)),
+            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array(choices)), ("usage", ChatCompletionsDialect.usage(stats)),
         ])
     }
 

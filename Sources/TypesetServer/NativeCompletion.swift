@@ -81,7 +81,7 @@ extension TypesetServer {
             model: modelName(runner), runner: runner, prompt: prompt, completion: completion, options: reply.options)
         if completion.sampling.stream {
             releasesHere = false
-            return streamedReply(first: first, rest: events, encoder: encoder, endsWithDone: false, context: context)
+            return streamedReply(first: first, rest: events, encoder: encoder, context: context)
         }
         var event = first
         var final: (ChatMessage, FinishReason, GenerationStats)?
@@ -109,6 +109,8 @@ struct NativeCompletionEncoder: ReplyStreamEncoder {
     fileprivate var entries: [TokenLogprob] = []
     fileprivate var allTokens: [Int] = []
     fileprivate var predicted = 0
+    /// llama-server's own stream has no `data: [DONE]`.
+    var endsWithDone: Bool { false }
 
     mutating func collect(_ event: MessageResponse) {
         if case .logprob(let entry) = event {

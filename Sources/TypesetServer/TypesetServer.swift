@@ -262,14 +262,40 @@ public final class TypesetServer: Sendable {
         }
         router.get("props") { [self] _, _ -> Response in .json(properties(try readyRunner())) }
         router.post("apply-template") { [self] request, _ -> Response in
-            .json(.object([("prompt", .string(try await renderedPrompt(request).text))]))
+            let runner = try readyRunner()
+            let chat = try ChatCompletionRequest(try await readJSON(request))
+            return .json(.object([("prompt", .string(try await renderedPrompt(of: chat, runner: runner).text))]))
         }
         for path in ["chat/completions/input_tokens", "v1/chat/completions/input_tokens"] {
             router.post(RouterPath(path)) { [self] request, _ -> Response in
-                .json(.object([
-                    ("object", .string("response.input_tokens")), ("input_tokens", JSONValue(try await renderedPrompt(request).tokens.count)),
+                let runner = try readyRunner()
+                let chat = try ChatCompletionRequest(try await readJSON(request))
+                return .json(.object([
+                    ("object", .string("response.input_tokens")),
+                    ("input_tokens", JSONValue(try await renderedPrompt(of: chat, runner: runner).tokens.count)),
                 ]))
             }
+        }
+        for path in ["v1/responses", "responses"] {
+            router.post(RouterPath(path)) { [self] request, context -> Response in try await responses(request, context: context) }
+        }
+        for path in ["v1/responses/input_tokens", "responses/input_tokens"] {
+            router.post(RouterPath(path)) { [self] request, _ -> Response in
+                let runner = try readyRunner()
+                let read = try ResponsesRequest(try await readJSON(request))
+                do throws(APIError) {
+                    let tokens = try await renderedPrompt(of: read.chat, runner: runner).tokens
+                    return .json(.object([("object", .string("response.input_tokens")), ("input_tokens", JSONValue(tokens.count))]))
+                } catch {
+                    throw ResponsesDialect.translate(error)
+                }
+            }
+        }
+        for path in ["v1/messages", "messages"] {
+            router.post(RouterPath(path)) { [self] request, context -> Response in try await messages(request, context: context) }
+        }
+        for path in ["v1/messages/count_tokens", "messages/count_tokens"] {
+            router.post(RouterPath(path)) { [self] request, _ -> Response in try await countMessageTokens(request) }
         }
         for path in ["tokenize", "v1/tokenize"] {
             router.post(RouterPath(path)) { [self] request, _ -> Response in try await tokenize(request) }
@@ -314,9 +340,7 @@ public final class TypesetServer: Sendable {
     /// `/chat/completions/input_tokens`): the request checked as a chat completion would be
     /// (its schema and tools compiled, the schema's instruction added), rendered by the chat
     /// template, and tokenized, without a reply.
-    private func renderedPrompt(_ request: Request) async throws -> (text: String, tokens: [Int]) {
-        let runner = try readyRunner()
-        let chat = try ChatCompletionRequest(try await readJSON(request))
+    func renderedPrompt(of chat: ChatCompletionRequest, runner: ModelRunner) async throws(APIError) -> (text: String, tokens: [Int]) {
         try checkModel(chat.model, runner: runner)
         let plan = try await ChatPlan(chat, runner: runner)
         do {
@@ -410,10 +434,12 @@ struct AccessMiddleware: RouterMiddleware {
                                    code: "invalid_api_key")
                 }
                 response = try await next(request, context)
-            } catch let error as APIError {
-                response = .json(error.json, status: error.status)
-            } catch let error as HTTPError {
-                response = .json(APIError(error.status, error.body ?? "\(error.status.reasonPhrase)").json, status: error.status)
+            } catch {
+                let apiError = error as? APIError ?? (error as? HTTPError).map { APIError($0.status, $0.body ?? $0.status.reasonPhrase) }
+                    ?? APIError(.internalServerError, "\(error)")
+                // Anthropic's clients read errors in Anthropic's shape.
+                let anthropic = route.hasPrefix("/v1/messages") || route.hasPrefix("/messages")
+                response = .json(anthropic ? apiError.anthropicJSON : apiError.json, status: apiError.status)
             }
         }
         cors.addOriginHeader(to: &response.headers, origin: origin)

@@ -1,0 +1,145 @@
+import Typeset
+
+/// A chat reply as every chat dialect presents it: reasoning, text, calls, and its end.
+///
+/// The engine's events (``MessageResponse``) become parts once, in ``ReplyAssembler``, which
+/// also decides what a reply held to "a value or a call" was; each dialect (chat completions,
+/// Responses, Anthropic's Messages) only writes the parts in its own shapes.
+enum ReplyPart {
+    /// Text of the model's reasoning.
+    case reasoning(String)
+    /// Text of the reply, with the log-probabilities of the tokens it came from.
+    case text(String, logprobs: [TokenLogprob])
+    /// Complete calls; `firstIndex` is the first one's position among the reply's calls.
+    case calls([FunctionCall], firstIndex: Int)
+    /// The end; `trailingLogprobs` are those of tokens no text part carried (a stream sends
+    /// them with its last event).
+    case end(FinishedReply, trailingLogprobs: [TokenLogprob])
+}
+
+/// A complete reply, as a dialect answers it whole.
+struct FinishedReply {
+    /// The reply's text (empty for a reply that only calls).
+    var content: String
+    var reasoning: String?
+    var calls: [FunctionCall]
+    var reason: FinishReason
+    var stats: GenerationStats
+    /// Every token's log-probability, or `nil` when the request did not ask for them.
+    var logprobs: [TokenLogprob]?
+}
+
+/// Turns a reply's events into ``ReplyPart``s. A reply held to "a value of the schema or a
+/// call" is told apart only once it is complete, so its text is held until then and becomes
+/// either text or a call.
+struct ReplyAssembler: Sendable {
+    /// The reply is held to a grammar of the value or a call of one of `toolNames`.
+    let valueOrCall: Bool
+    let toolNames: Set<String>
+    /// Whether the request asked for log-probabilities.
+    let wantsLogprobs: Bool
+    private var pendingLogprobs: [TokenLogprob] = []
+    private var allLogprobs: [TokenLogprob] = []
+    private var callCount = 0
+
+    init(valueOrCall: Bool, toolNames: Set<String>, wantsLogprobs: Bool) {
+        self.valueOrCall = valueOrCall
+        self.toolNames = toolNames
+        self.wantsLogprobs = wantsLogprobs
+    }
+
+    /// The parts one of the reply's events makes (none while text is held or for a
+    /// log-probability, which travels with the next text).
+    mutating func parts(for event: MessageResponse) -> [ReplyPart] {
+        switch event {
+        case .logprob(let entry):
+            pendingLogprobs.append(entry)
+            allLogprobs.append(entry)
+            return []
+        case .chunk(let text):
+            if valueOrCall { return [] }
+            return [.text(text, logprobs: takePendingLogprobs())]
+        case .reasoningChunk(let text):
+            return [.reasoning(text)]
+        case .functionCalls(let calls):
+            defer { callCount += calls.count }
+            return [.calls(calls, firstIndex: callCount)]
+        case .complete(let message, let reason, let stats):
+            var parts: [ReplyPart] = []
+            var content = message.content
+            var calls = message.functionCalls
+            if valueOrCall {
+                if let value = try? JSONValue(parsing: message.content),
+                   let call = Conversation.call(in: value, toolNames: toolNames, number: 1) {
+                    content = ""
+                    calls = [call]
+                    parts.append(.calls(calls, firstIndex: 0))
+                } else if !content.isEmpty {
+                    parts.append(.text(content, logprobs: takePendingLogprobs()))
+                }
+            }
+            let reply = FinishedReply(
+                content: content, reasoning: message.reasoning, calls: calls, reason: reason, stats: stats,
+                logprobs: wantsLogprobs ? allLogprobs : nil)
+            parts.append(.end(reply, trailingLogprobs: takePendingLogprobs()))
+            return parts
+        }
+    }
+
+    private mutating func takePendingLogprobs() -> [TokenLogprob] {
+        defer { pendingLogprobs.removeAll() }
+        return pendingLogprobs
+    }
+}
+
+/// How one chat API writes replies: whole, and as a stream of events.
+protocol ChatReplyDialect: Sendable {
+    /// The events that open a stream, before the reply's first part.
+    var opening: [JSONValue] { mutating get }
+    /// A stream's events for one part of the reply.
+    mutating func events(for part: ReplyPart) -> [JSONValue]
+    /// The whole reply, answered when the request does not stream.
+    func response(_ reply: FinishedReply) -> JSONValue
+    /// How the stream says an error (the request's time ran out, the reply failed).
+    func errorEvent(_ error: APIError) -> JSONValue
+    /// Whether each event is named (`event: <its type>`), as the Responses and Messages
+    /// streams are.
+    var namesEvents: Bool { get }
+    /// Whether the stream ends with `data: [DONE]`.
+    var endsWithDone: Bool { get }
+    /// `error` with the request field it names spelled as this dialect spells it (the chat
+    /// request a dialect's request becomes names them as chat completions does).
+    func translated(_ error: APIError) -> APIError
+    /// Whether the stream's opening tells the prompt's length, which is then counted before
+    /// the reply starts and given to ``start(promptTokens:)``.
+    var needsPromptTokens: Bool { get }
+    mutating func start(promptTokens: Int)
+}
+
+extension ChatReplyDialect {
+    var opening: [JSONValue] { [] }
+    func errorEvent(_ error: APIError) -> JSONValue { error.json }
+    var namesEvents: Bool { false }
+    var endsWithDone: Bool { true }
+    func translated(_ error: APIError) -> APIError { error }
+    var needsPromptTokens: Bool { false }
+    mutating func start(promptTokens: Int) {}
+}
+
+/// A dialect's stream of a reply: the reply's events assembled into parts, the parts written
+/// as the dialect's events.
+struct ChatReplyStreamEncoder<Dialect: ChatReplyDialect>: ReplyStreamEncoder {
+    var assembler: ReplyAssembler
+    var dialect: Dialect
+
+    var opening: [JSONValue] {
+        mutating get { dialect.opening }
+    }
+    var namesEvents: Bool { dialect.namesEvents }
+    var endsWithDone: Bool { dialect.endsWithDone }
+    func errorEvent(_ error: APIError) -> JSONValue { dialect.errorEvent(dialect.translated(error)) }
+
+    mutating func events(for event: MessageResponse) -> [JSONValue] {
+        assembler.parts(for: event).flatMap { dialect.events(for: $0) }
+    }
+}
