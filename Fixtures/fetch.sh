@@ -19,8 +19,10 @@
 #   * tiny random-weight models of the families without real weights here (qwen3, Llama 3,
 #     Phi-3, LFM2, SmolLM3, …), written by make_synthetic_models.py with gguf-py (installed
 #     with numpy into a venv in the cache) and checked against the sha256 llama.cpp ran on;
-#   * the server tests' Python side: the `openai` client, pytest and jsonschema, pinned, in a
-#     venv in the cache (Tests/Server/run.sh uses it).
+#   * the server tests' Python side: the `openai` and `anthropic` clients, pytest and
+#     jsonschema, pinned, in a venv in the cache (Tests/Server/run.sh uses it);
+#   * llama.cpp's own server test suite (inside the llama-cpp-python==0.3.36 sdist) with its
+#     pinned requirements in a venv (Tests/LlamaServerSuite/run.sh runs it).
 #
 # Everything lands in the cache directory "${TYPESET_CACHE:-$HOME/.cache/typeset}":
 #
@@ -33,6 +35,7 @@
 #   $TYPESET_CACHE/tokenizer-corpus/NN-name.txt                        (archives in downloads/)
 #   $TYPESET_CACHE/synthetic/<family>.gguf                             (python/: gguf-py's venv)
 #   $TYPESET_CACHE/server-tests/                                       (the server tests' venv)
+#   $TYPESET_CACHE/llama-server-suite/                                 (llama.cpp's suite, its venv)
 #
 # Every model is checked against its sha256. The script is idempotent: when the files are
 # already present and verified, it only hashes them (about a second) and downloads nothing.
@@ -40,7 +43,7 @@
 # Options (environment):
 #   TYPESET_CACHE=DIR        where to put things (default ~/.cache/typeset)
 #   TYPESET_SKIP_APT=1       never call apt-get (e.g. on a machine without root)
-#   TYPESET_ONLY=models|suite|maskbench|blas|corpus|synthetic|server-tests|qwen1.5b|demo
+#   TYPESET_ONLY=models|suite|maskbench|blas|corpus|synthetic|server-tests|llama-suite|qwen1.5b|demo
 #                            fetch one part only
 #                            (demo: the BLAS headers and the demo's model, 1.1 GB; also
 #                            given as the first argument: `bash Fixtures/fetch.sh demo`)
@@ -261,6 +264,36 @@ fetch_server_tests() {
   log "ok: $(server_test_python)"
 }
 
+# llama.cpp's own server test suite (tools/server/tests), from the llama-cpp-python sdist on
+# PyPI (its vendored llama.cpp, the version the peers are measured against), downloaded
+# directly (pip download would build the package), checked against its sha256, unpacked, with
+# the suite's pinned Python requirements in a venv beside it. Tests/LlamaServerSuite runs it.
+LLAMA_SUITE_VERSION=0.3.36
+LLAMA_SUITE_URL=https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/llama_cpp_python-0.3.36.tar.gz
+LLAMA_SUITE_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+fetch_llama_suite() {
+  local target="$CACHE/llama-server-suite"
+  local tests="$target/llama_cpp_python-$LLAMA_SUITE_VERSION/vendor/llama.cpp/tools/server/tests"
+  if [[ ! -f "$tests/utils.py" ]]; then
+    local work; work="$(mktemp -d "$CACHE/.download.XXXXXX")"
+    log "downloading the llama-cpp-python==$LLAMA_SUITE_VERSION sdist (llama.cpp's server test suite)"
+    "$PYTHON" -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$LLAMA_SUITE_URL" "$work/sdist.tar.gz" \
+      || die "cannot download $LLAMA_SUITE_URL"
+    [[ "$(sha256sum "$work/sdist.tar.gz" | cut -d' ' -f1)" == "$LLAMA_SUITE_SHA256" ]] || die "the llama-cpp-python sdist's sha256 differs"
+    mkdir -p "$target"
+    tar -xzf "$work/sdist.tar.gz" -C "$target"
+    rm -rf "$work"
+  fi
+  local venv="$target/venv"
+  if ! "$venv/bin/python" -c "import openai, pytest, requests, wget, filelock" >/dev/null 2>&1; then
+    log "installing the suite's requirements into $venv"
+    "$PYTHON" -m venv "$venv" >/dev/null 2>&1 || { rm -rf "$venv"; die "cannot create a venv with $PYTHON (install python3-venv)"; }
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "pytest==8.3.5" "openai==2.14.0" "requests==2.32.3" \
+      "wget==3.2" "filelock==3.16.1" "prometheus-client==0.20.0" "numpy==2.2.6"
+  fi
+  log "ok: $tests"
+}
+
 fetch_corpus() {
   ensure_pip
   TYPESET_CACHE="$CACHE" "$PYTHON" "$HERE/make_tokenizer_corpus.py"
@@ -269,7 +302,7 @@ fetch_corpus() {
 mkdir -p "$MODELS"
 case "$ONLY" in
   all)
-    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15; fetch_suite; fetch_maskbench; fetch_corpus; fetch_synthetic; fetch_server_tests ;;
+    fetch_blas; fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15; fetch_suite; fetch_maskbench; fetch_corpus; fetch_synthetic; fetch_server_tests; fetch_llama_suite ;;
   blas) fetch_blas ;;
   models) fetch_smollm2; fetch_gemma3; fetch_qwen05; fetch_qwen15 ;;
   qwen1.5b) fetch_qwen15 ;;
@@ -279,6 +312,7 @@ case "$ONLY" in
   corpus) fetch_corpus ;;
   synthetic) fetch_synthetic ;;
   server-tests) fetch_server_tests ;;
-  *) die "the part to fetch must be models, suite, maskbench, blas, corpus, synthetic, server-tests, qwen1.5b or demo (got '$ONLY')" ;;
+  llama-suite) fetch_llama_suite ;;
+  *) die "the part to fetch must be models, suite, maskbench, blas, corpus, synthetic, server-tests, llama-suite, qwen1.5b or demo (got '$ONLY')" ;;
 esac
 log "cache: $CACHE"

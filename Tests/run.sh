@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Typeset's tests, as the README runs them: the Swift suites (release build: numeric Swift is
 # 10–100× slower in debug), then the server tests (`typeset serve` driven by the real `openai`
-# client, Tests/Server/run.sh), then the count of what `import Typeset` exposes, which must
+# and `anthropic` clients, Tests/Server/run.sh), then llama.cpp's own server test suite against
+# `typeset serve` (Tests/LlamaServerSuite/run.sh), then the count of what `import Typeset` exposes, which must
 # stay at most 512 declarations (Benchmarks/public_surface.py; by the same count it was 1,246
 # before the compatibility layers became modules of their own, docs/architecture.md).
 #
@@ -17,5 +18,6 @@ swift build -c release --build-tests -Xswiftc -enable-testing
 swift test -c release --skip-build "$@"
 if [[ $# -eq 0 ]]; then
   bash Tests/Server/run.sh
+  bash Tests/LlamaServerSuite/run.sh
   python3 Benchmarks/public_surface.py --max 512
 fi

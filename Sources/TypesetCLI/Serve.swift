@@ -9,7 +9,8 @@ struct Serve: AsyncParsableCommand {
         discussion: """
         Endpoints: POST /v1/chat/completions (text, JSON Schema replies through response_format, \
         tools, streaming), POST /v1/completions, GET /v1/models, POST /tokenize and /detokenize, \
-        GET /health (503 while the model loads) and GET /metrics (Prometheus); /chat/completions, \
+        GET /health (503 while the model loads) and GET /metrics (Prometheus); OpenAI's Responses \
+        API (POST /v1/responses) and Anthropic's Messages API (POST /v1/messages); /chat/completions, \
         /models and /v1/health as llama-server serves them, with its GET /props, POST \
         /apply-template and /v1/chat/completions/input_tokens, and a browser's CORS preflight on \
         any path. A request may name any model (--strict-model-names: only this one's names). Requests are \
@@ -53,6 +54,25 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The longest a generation request may take, in seconds.")
     var timeout: Double = 600
 
+    @Option(parsing: .unconditional, help: "The sampling temperature of requests that set none (0: greedy); by default the model's own, else greedy.")
+    var temperature: Float?
+
+    @Option(help: "The random seed of requests that set none.")
+    var seed: UInt64?
+
+    @Option(help: "The most tokens a reply may have when its request sets no limit (llama-server's --n-predict); by default none but the context.")
+    var maxTokens: Int?
+
+    @Option(help: "A file holding a Jinja chat template to use in place of the model's own.")
+    var chatTemplateFile: String?
+
+    @Option(help: "Whether a model that thinks does so when a request does not say (the template's enable_thinking): on, off, or auto (the template's default).")
+    var reasoning: Reasoning = .auto
+
+    enum Reasoning: String, ExpressibleByArgument, CaseIterable {
+        case on, off, auto
+    }
+
     @Option(help: "Another name for the model (repeatable); the first is the one responses give.")
     var alias: [String] = []
 
@@ -93,15 +113,25 @@ struct Serve: AsyncParsableCommand {
         guard (0 ... 1 << 20).contains(promptCacheMib) else { throw ValidationError("--prompt-cache-mib must be between 0 and 1048576") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+        try validateNumber(temperature, "--temperature", atLeast: 0)
+        if let maxTokens, maxTokens <= 0 { throw ValidationError("--max-tokens must be positive") }
     }
 
     func run() async throws {
         let path = try ModelStore.resolve(model)
         let key = apiKey ?? ProcessInfo.processInfo.environment["TYPESET_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let template = try chatTemplateFile.map { try readText($0, what: "chat template") }
+        let thinking: Bool? = switch reasoning {
+        case .on: true
+        case .off: false
+        case .auto: nil
+        }
+        let defaults = GenerationOptions(temperature: temperature, seed: seed, maxTokens: maxTokens, enableThinking: thinking)
         let server = TypesetServer(
             modelURL: URL(fileURLWithPath: path),
             runnerOptions: ModelRunner.Options(
-                contextLength: context, threadCount: threads, maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget,
+                contextLength: context, threadCount: threads, chatTemplate: template, defaultGenerationOptions: defaults,
+                maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget,
                 grammarCacheDirectory: grammarCache, idleCacheByteLimit: promptCacheMib << 20),
             configuration: TypesetServer.Configuration(
                 host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,

@@ -1,3 +1,4 @@
+import Foundation
 import ChatTemplating
 import TypesetGrammar
 import TypesetTokenizer
@@ -34,7 +35,7 @@ struct ChatPromptRenderer: Sendable {
             }
         }
         let values = list.map { templateValue(for: $0, nativeCalls: nativeCalls, nativeTools: nativeTools, format: format) }
-        var variables: [String: TemplateValue] = [:]
+        var variables = Self.today()
         if let enableThinking { variables["enable_thinking"] = .boolean(enableThinking) }
         let tools: [TemplateValue]? = functions.isEmpty || !nativeTools ? nil : functions.map { function in
             .object([
@@ -55,6 +56,19 @@ struct ChatPromptRenderer: Sendable {
         } catch {
             throw .template(error.description)
         }
+    }
+
+    /// Today's date, as the templates that print it read it (Llama 3's `date_string`,
+    /// "06 Dec 2026"; `datetime`, "Dec 06 2026"), in the local time zone, as llama.cpp gives
+    /// it: without it, Llama 3.x's template tells the model it is 26 July 2024.
+    static func today(_ now: Date = Date()) -> [String: TemplateValue] {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .current
+        let parts = calendar.dateComponents([.day, .month, .year], from: now)
+        let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][(parts.month ?? 1) - 1]
+        let day = (parts.day ?? 1) < 10 ? "0\(parts.day ?? 1)" : "\(parts.day ?? 1)"
+        let year = parts.year ?? 1970
+        return ["date_string": .string("\(day) \(month) \(year)"), "datetime": .string("\(month) \(day) \(year)")]
     }
 
     private func templateValue(for message: ChatMessage, nativeCalls: Bool, nativeTools: Bool, format: FunctionCallFormat) -> TemplateValue {

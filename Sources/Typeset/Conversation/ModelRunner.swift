@@ -46,8 +46,9 @@ public final class ModelRunner: Sendable {
         public var threadCount: Int
         /// A Jinja chat template replacing the model's own (`tokenizer.chat_template`).
         public var chatTemplate: String?
-        /// Options for replies whose fields are `nil`; `nil` here: the model's `general.sampling.*`
-        /// metadata, else greedy decoding.
+        /// Options for replies whose fields are `nil`; a field `nil` here (or all of them, when
+        /// this is `nil`) comes from the model's `general.sampling.*` metadata, else greedy
+        /// decoding.
         public var defaultGenerationOptions: GenerationOptions?
         /// The most replies decoded together; more wait their turn. Each active reply holds its
         /// conversation's KV cache and a logits array of the vocabulary's size.
@@ -191,7 +192,8 @@ public final class ModelRunner: Sendable {
         self.grammarCacheDirectory = options.grammarCacheDirectory
         self.tokenizer = tokenizer
         self.chatTemplateSource = templateSource
-        var defaultOptions = options.defaultGenerationOptions ?? Self.defaults(from: file.metadata)
+        let modelDefaults = Self.defaults(from: file.metadata)
+        var defaultOptions = options.defaultGenerationOptions?.filled(from: modelDefaults) ?? modelDefaults
         defaultOptions.functionCallFormat = defaultOptions.functionCallFormat ?? Self.functionCallFormat(of: tokenizer)
         self.defaultOptions = defaultOptions
         self.prompts = ChatPromptRenderer(template: template, tokenizer: tokenizer)
