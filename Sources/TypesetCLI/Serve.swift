@@ -98,6 +98,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Whether pages may send credentials (cookies, HTTP authentication) across origins.")
     var corsCredentials = true
 
+    @Flag(inversion: .prefixedNo, help: "Whether GET /metrics answers (501 otherwise).")
+    var metrics = true
+
     @OptionGroup(title: "Compiling the requests' JSON Schemas")
     var budgetOptions: CompilationBudgetOptions
 
@@ -137,7 +140,8 @@ struct Serve: AsyncParsableCommand {
                 host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
                 requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias, strictModelNames: strictModelNames,
                 cors: CORSPolicy(origins: corsOrigins, methods: corsMethods, headers: corsHeaders,
-                                 allowsCredentials: corsCredentials)))
+                                 allowsCredentials: corsCredentials),
+                exposesMetrics: metrics))
         try await server.run { line in writeError("typeset serve: \(line)") }
     }
 }

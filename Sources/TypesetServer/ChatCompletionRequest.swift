@@ -15,6 +15,17 @@ struct SamplingFields {
     var stop: [String] = []
     var stream = false
     var includeUsage = false
+    /// OpenAI's penalties, over the last 64 tokens as llama.cpp applies them.
+    var frequencyPenalty: Float = 0
+    var presencePenalty: Float = 0
+    /// `logit_bias` as given: token ids, or texts whose tokens each get the bias (llama-server's
+    /// extension), with the bias (−∞ for llama-server's `false`, which bans the token).
+    var logitBias: [(token: LogitBiasKey, bias: Float)] = []
+
+    enum LogitBiasKey {
+        case id(Int)
+        case text(String)
+    }
 
     /// Reads the shared fields of `body`, OpenAI's and llama-server's spellings of them
     /// (`n_predict` for the token limit, `repeat_penalty`), and its fields that change nothing
@@ -43,11 +54,9 @@ struct SamplingFields {
         if let n = try body.integer("n", in: 1 ... 128), n != 1 {
             throw .invalid("n", "n must be 1: Typeset generates one choice per request (send several requests, which are decoded together)")
         }
-        for field in ["frequency_penalty", "presence_penalty"] {
-            if let penalty = try body.number(field, in: -2 ... 2), penalty != 0 {
-                throw .invalid(field, "\(field) is not implemented by Typeset (only 0); use repetition_penalty")
-            }
-        }
+        frequencyPenalty = try body.number("frequency_penalty", in: -2 ... 2).map(Float.init) ?? 0
+        presencePenalty = try body.number("presence_penalty", in: -2 ... 2).map(Float.init) ?? 0
+        logitBias = try Self.logitBias(body.value("logit_bias"))
         _ = try body.string("user")   // an end-user identifier, for the client's own records
         switch body.value(stopField) {
         case nil: break
@@ -70,13 +79,69 @@ struct SamplingFields {
         }
     }
 
-    /// The generation options these fields ask for (unset ones fall back to the model's).
-    var options: GenerationOptions {
+    /// The generation options these fields ask for (unset ones fall back to the model's), the
+    /// logit biases' texts tokenized by `runner`'s tokenizer.
+    func options(for runner: ModelRunner) throws(APIError) -> GenerationOptions {
         var options = GenerationOptions(
             temperature: temperature, topP: topP, minP: minP, topK: topK, repetitionPenalty: repetitionPenalty,
             seed: seed, maxTokens: maxTokens)
         options.stopSequences = stop
+        options.frequencyPenalty = frequencyPenalty
+        options.presencePenalty = presencePenalty
+        let size = runner.tokenizer.vocabulary.count
+        for (key, bias) in logitBias {
+            switch key {
+            case .id(let token):
+                guard (0 ..< size).contains(token) else {
+                    throw .invalid("logit_bias", "logit_bias names token \(token), which is not in the vocabulary (0 to \(size - 1))")
+                }
+                options.logitBias[token, default: 0] += bias
+            case .text(let text):
+                for token in runner.tokenizer.encode(text, addingSpecialTokens: false) { options.logitBias[token, default: 0] += bias }
+            }
+        }
         return options
+    }
+
+    /// `logit_bias` read: OpenAI's object of token ids (as strings) to biases from −100 to 100,
+    /// or llama-server's array of `[token id or text, bias or false]` pairs; a key that is not
+    /// a number is a text, whose tokens each get the bias.
+    private static func logitBias(_ value: JSONValue?) throws(APIError) -> [(token: LogitBiasKey, bias: Float)] {
+        func key(_ text: String) -> LogitBiasKey { Int(text).map(LogitBiasKey.id) ?? .text(text) }
+        func bias(_ value: JSONValue, at path: String) throws(APIError) -> Float {
+            switch value {
+            case .bool(false): return -.infinity
+            case .number(let text):
+                guard let number = Double(text), (-100 ... 100).contains(number) else {
+                    throw .invalid(path, "\(path) must be a number from -100 to 100, or false to ban the token")
+                }
+                return Float(number)
+            default: throw .invalid(path, "\(path) must be a number from -100 to 100, or false to ban the token")
+            }
+        }
+        switch value {
+        case nil: return []
+        case .object(let members)?:
+            var entries: [(token: LogitBiasKey, bias: Float)] = []
+            for (name, value) in members { entries.append((key(name), try bias(value, at: "logit_bias.\(name)"))) }
+            return entries
+        case .array(let items)?:
+            var entries: [(token: LogitBiasKey, bias: Float)] = []
+            for (index, item) in items.enumerated() {
+                let path = "logit_bias[\(index)]"
+                guard case .array(let pair) = item, pair.count == 2 else { throw .invalid(path, "\(path) must be [token, bias]") }
+                switch pair[0] {
+                case .number(let text):
+                    guard let token = Int(text) else { throw .invalid(path, "\(path)'s token must be a token id or a text") }
+                    entries.append((.id(token), try bias(pair[1], at: path)))
+                case .string(let text): entries.append((.text(text), try bias(pair[1], at: path)))
+                default: throw .invalid(path, "\(path)'s token must be a token id or a text")
+                }
+            }
+            return entries
+        default:
+            throw .invalid("logit_bias", "logit_bias must be an object of token ids to biases, or an array of [token, bias] pairs")
+        }
     }
 }
 

@@ -36,7 +36,7 @@ struct ChatPlan {
     init(_ chat: ChatCompletionRequest, runner: ModelRunner) async throws(APIError) {
         conversation = runner.createConversation(history: Array(chat.messages.dropLast()))
         message = chat.messages[chat.messages.count - 1]
-        request = ReplyRequest(options: chat.sampling.options)
+        request = ReplyRequest(options: try chat.sampling.options(for: runner))
         request.options.enableThinking = chat.enableThinking
         request.allowsSeveralCalls = chat.parallelToolCalls
         if chat.logprobs { request.options.logprobs = chat.topLogprobs }
@@ -59,6 +59,11 @@ struct ChatPlan {
             request.options.functionCallMode = .required
         }
         toolNames = Set(functions.map(\.name))
+        if chat.schema != nil, request.options.logitBias.values.contains(where: { $0 > 0 }) {
+            // Under a schema the grammar decides what may come next: a token it forbids cannot
+            // be favoured.
+            throw .invalid("logit_bias", "a positive logit_bias cannot be honoured under a JSON Schema, which forbids tokens it does not allow; use negative biases")
+        }
         do {
             if let schema = chat.schema {
                 if !functions.isEmpty {
@@ -154,22 +159,25 @@ extension TypesetServer {
 
     /// `value` (a response or its last event) with llama-server's `timings` of the reply:
     /// prompt tokens computed (`prompt_n`, those reused from the cache in `cache_n`) and
-    /// generated (`predicted_n`), each with milliseconds, per token and per second.
+    /// generated (`predicted_n`), each with milliseconds, per token and per second. As
+    /// llama-server counts them, the generation's rates leave out the first token, which comes
+    /// from the prompt's pass: `predicted_ms` runs from the end of the prompt's pass to the
+    /// end of the reply, in which the other `predicted_n − 1` tokens were made.
     static func adding(timings stats: GenerationStats, to value: JSONValue) -> JSONValue {
         guard case .object(var members) = value else { return value }
         let computed = stats.promptTokens - stats.cachedPromptTokens
-        func rates(_ prefix: String, count: Int, seconds: Double) -> [(String, JSONValue)] {
+        func rates(_ prefix: String, count: Int, timed: Int, seconds: Double) -> [(String, JSONValue)] {
             let milliseconds = seconds * 1000
             return [
                 (prefix + "_n", JSONValue(count)), (prefix + "_ms", JSONValue(milliseconds)),
-                (prefix + "_per_token_ms", JSONValue(count > 0 ? milliseconds / Double(count) : 0)),
-                (prefix + "_per_second", JSONValue(seconds > 0 ? Double(count) / seconds : 0)),
+                (prefix + "_per_token_ms", JSONValue(timed > 0 ? milliseconds / Double(timed) : 0)),
+                (prefix + "_per_second", JSONValue(timed > 0 && seconds > 0 ? Double(timed) * 1000 / milliseconds : 0)),
             ]
         }
         members.append(("timings", .object(
             [("cache_n", JSONValue(stats.cachedPromptTokens))]
-                + rates("prompt", count: computed, seconds: stats.prefillSeconds)
-                + rates("predicted", count: stats.completionTokens, seconds: stats.decodeSeconds))))
+                + rates("prompt", count: computed, timed: computed, seconds: stats.prefillSeconds)
+                + rates("predicted", count: stats.completionTokens, timed: max(stats.completionTokens - 1, 0), seconds: stats.decodeSeconds))))
         return .object(members)
     }
 

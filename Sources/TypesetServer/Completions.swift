@@ -30,7 +30,6 @@ struct CompletionRequest {
             throw .invalid("suffix", "suffix (insertion) is not implemented by Typeset")
         }
         if let best = try body.integer("best_of", in: 1 ... 128), best != 1 { throw .invalid("best_of", "best_of must be 1") }
-        if body.nonEmptyValue("logit_bias") != nil { throw .invalid("logit_bias", "logit_bias is not implemented by Typeset") }
         try body.finish()
     }
 }
@@ -85,7 +84,7 @@ extension TypesetServer {
         try admit()
         var releasesHere = true
         defer { if releasesHere { release() } }
-        var options = completion.sampling.options
+        var options = try completion.sampling.options(for: runner)
         options.logprobs = completion.logprobs
         let tokens = try completion.prompt.tokens(for: runner, parsingSpecialTokens: false)
         let events = ReplyEvents(runner.generateCompletion(

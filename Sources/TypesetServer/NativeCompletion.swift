@@ -61,7 +61,10 @@ extension TypesetServer {
         try admit()
         var releasesHere = true
         defer { if releasesHere { release() } }
-        var reply = ReplyRequest(options: completion.sampling.options)
+        var reply = ReplyRequest(options: try completion.sampling.options(for: runner))
+        if completion.schema != nil, reply.options.logitBias.values.contains(where: { $0 > 0 }) {
+            throw APIError.invalid("logit_bias", "a positive logit_bias cannot be honoured under json_schema, which forbids tokens it does not allow; use negative biases")
+        }
         // Each token's id comes with its log-probability (the counts of the stream's events,
         // `tokens`, `completion_probabilities`).
         reply.options.logprobs = completion.probabilities

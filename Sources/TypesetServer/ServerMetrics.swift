@@ -16,6 +16,10 @@ import Typeset
 ///     typeset_grammar_compile_seconds_total, typeset_grammar_cache_{hits,misses}_total
 ///     typeset_grammar_mask_seconds_total               masks and constrained choices while decoding
 ///     typeset_grammar_cache_bytes, process_resident_memory_bytes
+///
+/// and llama-server's families under its names (`llamacpp:prompt_tokens_total`, …), so that
+/// dashboards and alerts written for llama-server read Typeset's too. Its two throughput
+/// gauges average over the time since the last scrape, as llama-server's do.
 final class ServerMetrics: Sendable {
     /// The routes counted by name; any other path is counted as `other`.
     static let routes: Set<String> = [
@@ -35,7 +39,17 @@ final class ServerMetrics: Sendable {
         var constraintSeconds = 0.0
         var firstToken = [Int](repeating: 0, count: ServerMetrics.firstTokenBuckets.count + 1)
         var firstTokenSum = 0.0
+        var prefillSeconds = 0.0
+        var decodeSeconds = 0.0
+        /// The longest sequence, prompt and reply.
+        var longestSequence = 0
+        /// Prompt tokens computed and their seconds, tokens generated and theirs, since the
+        /// last scrape (llama-server's throughput gauges).
+        var window = (promptTokens: 0, prefillSeconds: 0.0, completionTokens: 0, decodeSeconds: 0.0)
     }
+
+    /// When the server started (llama-server's `Process-Start-Time-Unix` header).
+    let started = Int(Date().timeIntervalSince1970)
 
     private let counters = Mutex(Counters())
 
@@ -61,6 +75,13 @@ final class ServerMetrics: Sendable {
             let bucket = Self.firstTokenBuckets.firstIndex { stats.timeToFirstToken <= $0 } ?? Self.firstTokenBuckets.count
             counters.firstToken[bucket] += 1
             counters.firstTokenSum += stats.timeToFirstToken
+            counters.prefillSeconds += stats.prefillSeconds
+            counters.decodeSeconds += stats.decodeSeconds
+            counters.longestSequence = max(counters.longestSequence, stats.promptTokens + stats.completionTokens)
+            counters.window.promptTokens += stats.promptTokens - stats.cachedPromptTokens
+            counters.window.prefillSeconds += stats.prefillSeconds
+            counters.window.completionTokens += stats.completionTokens
+            counters.window.decodeSeconds += stats.decodeSeconds
         }
     }
 
@@ -75,9 +96,12 @@ final class ServerMetrics: Sendable {
         return 0
     }
 
-    /// The text `/metrics` answers.
+    /// The text `/metrics` answers (which starts a new window for the throughput gauges).
     func exposition(runner: ModelRunner?, inFlight: Int) -> String {
-        let counters = counters.withLock { $0 }
+        let counters = counters.withLock { counters in
+            defer { counters.window = (0, 0, 0, 0) }
+            return counters
+        }
         var lines: [String] = []
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
             lines.append("# HELP \(name) \(help)")
@@ -132,6 +156,32 @@ final class ServerMetrics: Sendable {
         metric("typeset_grammar_mask_seconds_total", "counter", "Seconds spent on token masks and constrained choices while decoding.",
                [("", number(counters.constraintSeconds))])
         metric("process_resident_memory_bytes", "gauge", "Resident memory of the server process.", [("", String(Self.residentBytes()))])
+
+        // llama-server's families, under its names and with its meanings.
+        func llama(_ name: String, _ type: String, _ help: String, _ value: Double) {
+            metric("llamacpp:" + name, type, help, [("", number(value))])
+        }
+        llama("prompt_tokens_total", "counter", "Number of prompt tokens processed, excluding cached tokens",
+              Double(counters.promptTokens - counters.cachedPromptTokens))
+        llama("prompt_tokens_cached_total", "counter", "Number of prompt tokens reused from the cache", Double(counters.cachedPromptTokens))
+        llama("prompt_seconds_total", "counter", "Total time spent processing prompts", counters.prefillSeconds)
+        llama("tokens_predicted_total", "counter", "Number of generation tokens processed", Double(counters.completionTokens))
+        llama("tokens_predicted_seconds_total", "counter", "Total time spent generating tokens", counters.decodeSeconds)
+        llama("n_decode_total", "counter", "Total number of forward passes", Double(activity?.steps ?? 0))
+        llama("n_tokens_max", "counter", "Largest observed sequence length (prompt + generation)", Double(counters.longestSequence))
+        // Typeset does not speculate (yet): no drafts.
+        llama("spec_decode_num_draft_tokens_total", "counter", "Speculative: Total draft tokens generated", 0)
+        llama("spec_decode_num_accepted_tokens_total", "counter", "Speculative: Total draft tokens accepted by the target model", 0)
+        llama("spec_decode_num_drafts_total", "counter", "Speculative: Total speculative decoding verification steps", 0)
+        let window = counters.window
+        llama("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s",
+              window.prefillSeconds > 0 ? Double(window.promptTokens) / window.prefillSeconds : 0)
+        llama("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s",
+              window.decodeSeconds > 0 ? Double(window.completionTokens) / window.decodeSeconds : 0)
+        llama("requests_processing", "gauge", "Number of requests processing", Double(activity?.activeGenerations ?? 0))
+        llama("requests_deferred", "gauge", "Number of requests deferred", Double(activity?.waitingGenerations ?? 0))
+        llama("n_busy_slots_per_decode", "gauge", "Average number of busy slots per forward pass",
+              Double(activity?.batchedGenerations ?? 0) / Double(max(activity?.steps ?? 0, 1)))
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -21,6 +21,7 @@ import Typeset
 ///     POST /v1/chat/completions/input_tokens  and its length in tokens
 ///     GET  /health, /v1/health    200 when ready, 503 while the model loads
 ///     GET  /metrics               Prometheus text: requests, tokens, queue, batch, grammar times
+///                                 (and llama-server's llamacpp:* families)
 ///     OPTIONS any path            a browser's CORS preflight (``CORSPolicy``)
 ///
 /// Requests are decoded together by the model runner's scheduler (continuous batching: one
@@ -58,11 +59,13 @@ public final class TypesetServer: Sendable {
         public var strictModelNames: Bool
         /// Which web pages' scripts may call the server, and how.
         public var cors: CORSPolicy
+        /// Whether `GET /metrics` answers (501 otherwise, as llama-server without `--metrics`).
+        public var exposesMetrics: Bool
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maximumBodyBytes: Int = 8 << 20,
             maximumWaitingRequests: Int = 64, requestTimeout: Duration = .seconds(600), modelAliases: [String] = [],
-            strictModelNames: Bool = false, cors: CORSPolicy = CORSPolicy()
+            strictModelNames: Bool = false, cors: CORSPolicy = CORSPolicy(), exposesMetrics: Bool = true
         ) {
             self.host = host
             self.port = port
@@ -73,6 +76,7 @@ public final class TypesetServer: Sendable {
             self.modelAliases = modelAliases
             self.strictModelNames = strictModelNames
             self.cors = cors
+            self.exposesMetrics = exposesMetrics
         }
     }
 
@@ -229,9 +233,13 @@ public final class TypesetServer: Sendable {
             }
         }
         router.get("metrics") { [self] _, _ -> Response in
+            guard configuration.exposesMetrics else {
+                throw APIError(.notImplemented, "this server's metrics are off (started with --no-metrics)", type: "not_supported_error")
+            }
             let runner: ModelRunner? = if case .ready(let runner) = model.withLock({ $0 }) { runner } else { nil }
             var response = Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: metrics.exposition(runner: runner, inFlight: inFlight.load(ordering: .relaxed)))))
             response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            response.headers[HTTPField.Name("Process-Start-Time-Unix")!] = String(metrics.started)
             return response
         }
         for path in ["v1/models", "models"] {
@@ -327,7 +335,7 @@ public final class TypesetServer: Sendable {
             ("model_alias", .string(modelName(runner))),
             ("model_path", .string(runner.url.path)),
             ("modalities", .object([("vision", .bool(false)), ("video", .bool(false)), ("audio", .bool(false))])),
-            ("endpoint_slots", .bool(false)), ("endpoint_props", .bool(false)), ("endpoint_metrics", .bool(true)),
+            ("endpoint_slots", .bool(false)), ("endpoint_props", .bool(false)), ("endpoint_metrics", .bool(configuration.exposesMetrics)),
             ("ui", .bool(false)),
             ("chat_template", .string(runner.chatTemplateSource ?? "")),
             ("bos_token", token(vocabulary.bosTokenID)), ("eos_token", token(vocabulary.eosTokenID)),

@@ -130,6 +130,48 @@ def test_llama_server_schema_spellings(smollm2, fields):
     assert error(post(smollm2, chat(**both)), 400)["param"] == "json_schema"
 
 
+def test_logit_bias_bans_and_favours_tokens(smollm2):
+    """A bias of -100 (or llama-server's false) keeps a token out of the reply, given by id or
+    as a text whose tokens are biased (llama-server's array form too); a large positive bias
+    makes a token the greedy choice."""
+    def first_tokens(**fields):
+        body = completion(smollm2, prompt="The capital of France is", n_predict=6, temperature=0, return_tokens=True, **fields)
+        return body["tokens"]
+    plain = first_tokens()
+    banned = plain[0]
+    for bias in [{str(banned): -100}, [[banned, False]]]:
+        tokens = first_tokens(logit_bias=bias)
+        assert banned not in tokens and tokens[0] != banned
+    text = httpx.post(smollm2.base_url + "/detokenize", json={"tokens": [banned]}, timeout=30).json()["content"]
+    assert first_tokens(logit_bias=[[text, False]]) == first_tokens(logit_bias={str(banned): -100})
+    favoured = httpx.post(smollm2.base_url + "/tokenize", json={"content": " Berlin"}, timeout=30).json()["tokens"][0]
+    assert first_tokens(logit_bias={str(favoured): 100})[0] == favoured
+    # The chat endpoint, through the openai client: a word banned by its tokens never appears.
+    words = smollm2.client().chat.completions.create(model="m", messages=[{"role": "user", "content": "Say the word Paris five times."}],
+                                                     max_tokens=30, temperature=0).choices[0].message.content
+    assert "Paris" in words
+    paris = httpx.post(smollm2.base_url + "/tokenize", json={"content": "Paris"}, timeout=30).json()["tokens"]
+    spaced = httpx.post(smollm2.base_url + "/tokenize", json={"content": " Paris"}, timeout=30).json()["tokens"]
+    without = smollm2.client().chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Say the word Paris five times."}], max_tokens=30, temperature=0,
+        logit_bias={str(token): -100 for token in paris + spaced}).choices[0].message.content
+    assert "Paris" not in without
+
+
+def test_frequency_and_presence_penalties(smollm2):
+    """The penalties lower what was said: asked to repeat a word, the model repeats it less
+    with either penalty; at 0 the reply is the plain one."""
+    def reply_tokens(**fields):
+        return completion(smollm2, prompt="Repeat after me: cat cat cat cat cat cat", n_predict=24, temperature=0,
+                          return_tokens=True, **fields)["tokens"]
+    cat = httpx.post(smollm2.base_url + "/tokenize", json={"content": " cat"}, timeout=30).json()["tokens"][0]
+    plain = reply_tokens()
+    assert plain.count(cat) == 24
+    assert reply_tokens(frequency_penalty=0, presence_penalty=0) == plain
+    for fields in [{"frequency_penalty": 1.5}, {"presence_penalty": 1.5}]:
+        assert reply_tokens(**fields).count(cat) < 24
+
+
 def test_timings_and_fingerprint(smollm2):
     """llama-server's timings on the reply (its last event when streamed), the counts agreeing
     with the usage; a system_fingerprint on every object."""

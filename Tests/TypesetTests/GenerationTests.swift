@@ -87,6 +87,37 @@ extension Sampler {
         #expect(logits == expected)
     }
 
+    /// Frequency and presence penalties as llama.cpp's penalties sampler applies them, against
+    /// the formula written out: after the repetition penalty, each token of the window loses
+    /// `frequency × count + presence`; tokens outside the window keep their logit.
+    @Test func frequencyAndPresencePenaltiesFollowTheFormula() {
+        let options = SamplingOptions(repetitionPenalty: 2, repetitionWindow: 4, frequencyPenalty: 0.5, presencePenalty: 0.25)
+        var sampler = Sampler(options: options)
+        #expect(sampler.stages == [.repetitionPenalty(2, window: 4), .frequencyAndPresence(frequency: 0.5, presence: 0.25, window: 4)])
+        let history = [2, 1, 4, 4, 0, 4]   // the window: 4, 4, 0, 4
+        var logits = Self.logits
+        sampler.applyPenalties(to: &logits, history: history)
+        var expected = Self.logits
+        for token in Set(history.suffix(4)) {
+            let count = Float(history.suffix(4).filter { $0 == token }.count)
+            let repeated = expected[token] > 0 ? expected[token] / 2 : expected[token] * 2
+            expected[token] = repeated - (count * 0.5 + 0.25)
+        }
+        #expect(logits == expected)
+        #expect(logits[2] == Self.logits[2] && logits[1] == Self.logits[1])
+    }
+
+    /// A logit bias comes first and adds to the logit; −∞ bans a token, even the likeliest.
+    @Test func logitBiasAddsBeforeThePenalties() {
+        var sampler = Sampler(options: SamplingOptions(repetitionPenalty: 2, logitBias: [4: -.infinity, 1: 3]))
+        #expect(sampler.stages == [.logitBias([.init(token: 1, bias: 3), .init(token: 4, bias: -.infinity)]), .repetitionPenalty(2, window: 64)])
+        var logits = Self.logits
+        sampler.applyPenalties(to: &logits, history: [1])
+        #expect(logits[4] == -.infinity)
+        #expect(logits[1] == (Self.logits[1] + 3) / 2)
+        #expect(sampler.sampled(Self.logits, history: []) == 1)
+    }
+
     @Test func repetitionPenaltyDemotesRecentTokens() {
         var sampler = Sampler(options: SamplingOptions(repetitionPenalty: 2))
         // 3.0 / 2 = 1.5 < 2.0: token 0 wins once 4 was seen recently.

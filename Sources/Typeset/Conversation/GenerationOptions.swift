@@ -14,6 +14,15 @@ public struct GenerationOptions: Sendable, Equatable {
     public var topK: Int?
     /// Divides positive (multiplies negative) logits of recently seen tokens; 1 is none.
     public var repetitionPenalty: Float?
+    /// Lowers a recent token's logit by this much per time it occurs in the last 64 tokens
+    /// (OpenAI's `frequency_penalty`, as llama.cpp counts it; 0: off).
+    package var frequencyPenalty: Float = 0
+    /// Lowers a recent token's logit by this much if it occurs in the last 64 tokens at all
+    /// (`presence_penalty`; 0: off).
+    package var presencePenalty: Float = 0
+    /// Added to the logits of these tokens before the penalties and any constraint's choice
+    /// (`logit_bias`; −∞ bans the token). Under a grammar, a token it forbids stays forbidden.
+    package var logitBias: [Int: Float] = [:]
     /// Lowers tokens that would extend a sequence already in the context, the more the longer
     /// the repeat; see ``DRYPenalty``. `nil`: off for free text, and ``DRYPenalty/json``
     /// (repeats within the reply) for replies held to a JSON Schema or able to call functions
@@ -136,7 +145,8 @@ public struct GenerationOptions: Sendable, Equatable {
     var samplingOptions: SamplingOptions {
         SamplingOptions(
             temperature: temperature ?? 0, topK: topK, topP: topP, minP: minP,
-            repetitionPenalty: repetitionPenalty ?? 1, dry: dry.flatMap { $0.multiplier > 0 ? $0 : nil }, seed: seed ?? 0)
+            repetitionPenalty: repetitionPenalty ?? 1, dry: dry.flatMap { $0.multiplier > 0 ? $0 : nil }, seed: seed ?? 0,
+            frequencyPenalty: frequencyPenalty, presencePenalty: presencePenalty, logitBias: logitBias)
     }
 }
 

@@ -347,9 +347,11 @@ public final class ModelRunner: Sendable {
     /// What the scheduler is doing: replies waiting and decoding, the forward passes run.
     public var activity: Activity {
         let statistics = state.withLock { $0.scheduler?.statistics } ?? .init()
-        return Activity(
+        var activity = Activity(
             waitingGenerations: statistics.waiting, activeGenerations: statistics.active, steps: statistics.steps,
             evaluatedTokens: statistics.evaluatedTokens, lastBatchSize: statistics.lastBatchSize)
+        activity.batchedGenerations = statistics.batchedGenerations
+        return activity
     }
 
     /// A snapshot of the runner's scheduler.
@@ -364,6 +366,8 @@ public final class ModelRunner: Sendable {
         public var evaluatedTokens: Int
         /// Replies in the last forward pass.
         public var lastBatchSize: Int
+        /// Replies over all forward passes (the sum of their batches' sizes).
+        package var batchedGenerations = 0
     }
 
     /// The compiled-grammar cache's counts (hits, misses, evictions, grammars and bytes held).

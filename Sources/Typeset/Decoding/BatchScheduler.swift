@@ -108,6 +108,8 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
         var evaluatedTokens = 0
         /// Generations in the last step's batch.
         var lastBatchSize = 0
+        /// Generations over all steps' batches (their sum).
+        var batchedGenerations = 0
         /// Generations waiting for a place.
         var waiting = 0
         /// Generations taking part in steps.
@@ -294,6 +296,7 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
                 shared.statistics.steps += 1
                 shared.statistics.evaluatedTokens += evaluated
                 shared.statistics.lastBatchSize = members.count
+                shared.statistics.batchedGenerations += members.count
             }
             complete(&active)
         }

@@ -18,8 +18,16 @@ package struct SamplingOptions: Sendable, Equatable {
     package var minP: Float?
     /// Divide positive logits (multiply negative ones) of recently seen tokens by this (1: off).
     package var repetitionPenalty: Float
-    /// How many recent tokens the repetition penalty looks at.
+    /// How many recent tokens the repetition, frequency and presence penalties look at.
     package var repetitionWindow: Int
+    /// Subtracted from a recent token's logit once per time it occurs in the window
+    /// (OpenAI's and llama.cpp's `frequency_penalty`; 0: off).
+    package var frequencyPenalty: Float = 0
+    /// Subtracted from a recent token's logit once if it occurs in the window at all
+    /// (`presence_penalty`; 0: off).
+    package var presencePenalty: Float = 0
+    /// Added to tokens' logits before anything else (`logit_bias`; −∞ bans a token).
+    package var logitBias: [Int: Float] = [:]
     /// The penalty on tokens that extend a repeated sequence (`nil`: off).
     package var dry: DRYPenalty?
     /// The random seed: the same seed, options, model and prompt give the same tokens.
@@ -27,8 +35,12 @@ package struct SamplingOptions: Sendable, Equatable {
 
     package init(
         temperature: Float = 0, topK: Int? = nil, topP: Float? = nil, minP: Float? = nil,
-        repetitionPenalty: Float = 1, repetitionWindow: Int = 64, dry: DRYPenalty? = nil, seed: UInt64 = 0
+        repetitionPenalty: Float = 1, repetitionWindow: Int = 64, dry: DRYPenalty? = nil, seed: UInt64 = 0,
+        frequencyPenalty: Float = 0, presencePenalty: Float = 0, logitBias: [Int: Float] = [:]
     ) {
+        self.frequencyPenalty = frequencyPenalty
+        self.presencePenalty = presencePenalty
+        self.logitBias = logitBias
         self.temperature = temperature
         self.topK = topK
         self.topP = topP
@@ -50,16 +62,24 @@ package struct SamplingOptions: Sendable, Equatable {
 /// work on the candidates, which the sampler keeps from token to token, so a token costs no
 /// copy of the vocabulary:
 ///
-///     logits ─► repetition penalty ─► DRY ─┬─ temperature 0 ─► the most likely token
-///              (in place)                  └─ candidates: tokens within 40·max(1, T) of the
-///                                             best, most likely first ─► top-k ─► top-p
-///                                             ─► min-p ─► temperature ─► seeded draw
+///     logits ─► logit bias ─► repetition penalty ─► frequency and presence ─► DRY ─┐
+///              (in place)                                                        │
+///         ┌─────────────────────────────────────────────────────────────────────┘
+///         ├─ temperature 0 ─► the most likely token
+///         └─ candidates: tokens within 40·max(1, T) of the best, most likely first
+///            ─► top-k ─► top-p ─► min-p ─► temperature ─► seeded draw
 package struct Sampler: Sendable {
     /// One stage of the chain.
     package enum Stage: Sendable, Equatable {
+        /// Adds a bias to tokens' logits (sorted by token).
+        case logitBias([TokenBias])
         /// Divides positive logits (multiplies negative ones) of the tokens among the last
         /// `window` of the history, each once.
         case repetitionPenalty(Float, window: Int)
+        /// Subtracts `frequency` × its count and `presence` once from the logit of each token
+        /// among the last `window` of the history (after the repetition penalty, as llama.cpp's
+        /// penalties sampler does).
+        case frequencyAndPresence(frequency: Float, presence: Float, window: Int)
         /// Subtracts the DRY penalty from the tokens that would extend a repeat.
         case dry(DRYPenalty)
         /// Keeps the `k` most likely candidates.
@@ -72,6 +92,17 @@ package struct Sampler: Sendable {
         case temperature(Float)
     }
 
+    /// A token and the bias added to its logit.
+    package struct TokenBias: Sendable, Equatable {
+        package var token: Int
+        package var bias: Float
+
+        package init(token: Int, bias: Float) {
+            self.token = token
+            self.bias = bias
+        }
+    }
+
     package let options: SamplingOptions
     /// The chain, in the order it runs; greedy when it has no ``Stage/temperature(_:)``.
     package let stages: [Stage]
@@ -82,6 +113,8 @@ package struct Sampler: Sendable {
     private var candidates = Candidates()
     /// The distinct tokens of the repetition window, storage kept from token to token.
     private var recentTokens = Set<Int>()
+    /// How often each token occurs in the window, storage kept from token to token.
+    private var recentCounts: [Int: Int] = [:]
 
     /// A sampler whose DRY penalty, if any, knows no sequence breakers.
     package init(options: SamplingOptions) {
@@ -99,7 +132,13 @@ package struct Sampler: Sendable {
         self.random = SeededGenerator(seed: options.seed)
         self.breakers = breakers
         var stages: [Stage] = []
+        if !options.logitBias.isEmpty {
+            stages.append(.logitBias(options.logitBias.sorted { $0.key < $1.key }.map { TokenBias(token: $0.key, bias: $0.value) }))
+        }
         if options.repetitionPenalty != 1 { stages.append(.repetitionPenalty(options.repetitionPenalty, window: options.repetitionWindow)) }
+        if options.frequencyPenalty != 0 || options.presencePenalty != 0 {
+            stages.append(.frequencyAndPresence(frequency: options.frequencyPenalty, presence: options.presencePenalty, window: options.repetitionWindow))
+        }
         if let dry = options.dry { stages.append(.dry(dry)) }
         if options.temperature > 0 {
             if let k = options.topK, k > 0 { stages.append(.topK(k)) }
@@ -128,6 +167,12 @@ package struct Sampler: Sendable {
     package mutating func applyPenalties(to logits: inout [Float], history: [Int], replyStart: Int = 0) {
         for stage in stages {
             switch stage {
+            case let .logitBias(biases):
+                for entry in biases where entry.token >= 0 && entry.token < logits.count { logits[entry.token] += entry.bias }
+            case let .frequencyAndPresence(frequency, presence, window):
+                recentCounts.removeAll(keepingCapacity: true)
+                for token in history.suffix(window) where token >= 0 && token < logits.count { recentCounts[token, default: 0] += 1 }
+                for (token, count) in recentCounts { logits[token] -= Float(count) * frequency + presence }
             case let .repetitionPenalty(penalty, window):
                 recentTokens.removeAll(keepingCapacity: true)
                 for token in history.suffix(window) where token >= 0 && token < logits.count && recentTokens.insert(token).inserted {
@@ -174,7 +219,7 @@ package struct Sampler: Sendable {
                 candidates.count = max(1, (0 ..< candidates.count).first { candidates.weights[$0] < threshold } ?? candidates.count)
             case let .temperature(temperature):
                 candidates.normalize(scale: 1 / temperature)
-            case .repetitionPenalty, .dry:
+            case .logitBias, .repetitionPenalty, .frequencyAndPresence, .dry:
                 continue
             }
         }
