@@ -101,6 +101,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Whether GET /metrics answers (501 otherwise).")
     var metrics = true
 
+    @Flag(help: "Add llama-server's __verbose member to every chat reply: the prompt as the template rendered it, and the counts.")
+    var verbose = false
+
     @OptionGroup(title: "Compiling the requests' JSON Schemas")
     var budgetOptions: CompilationBudgetOptions
 
@@ -141,7 +144,7 @@ struct Serve: AsyncParsableCommand {
                 requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias, strictModelNames: strictModelNames,
                 cors: CORSPolicy(origins: corsOrigins, methods: corsMethods, headers: corsHeaders,
                                  allowsCredentials: corsCredentials),
-                exposesMetrics: metrics))
+                exposesMetrics: metrics, verbose: verbose))
         try await server.run { line in writeError("typeset serve: \(line)") }
     }
 }

@@ -35,7 +35,7 @@ struct MessagesRequest {
         guard !items.isEmpty else { throw .invalid("messages", "messages must hold at least one message") }
         for (index, item) in items.enumerated() { try Self.read(item, at: "messages[\(index)]", into: &messages) }
         ResponsesRequest.nameToolResults(&messages)
-        try ChatCompletionRequest.checkLastMessage(messages, at: "messages")
+        let prefill = try ChatCompletionRequest.takePrefill(from: &messages, at: "messages")
         // The limit, with the other sampling fields every endpoint reads; Anthropic's temperature
         // stops at 1.
         if let temperature = try? body.number("temperature", in: 0 ... 2), temperature > 1 {
@@ -44,6 +44,7 @@ struct MessagesRequest {
         chat = ChatCompletionRequest(
             model: model, messages: messages,
             sampling: try SamplingFields(&body, maxTokensFields: countsOnly ? [] : ["max_tokens"], stopField: "stop_sequences"))
+        chat.prefill = prefill
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {
@@ -205,15 +206,18 @@ struct MessagesDialect: ChatReplyDialect {
     private var blockCount = 0
     private enum OpenBlock { case thinking, text }
 
-    init(id: String, model: String) {
+    init(id: String, model: String, streams: Bool) {
         self.id = id
         self.model = model
+        self.streams = streams
     }
 
     var namesEvents: Bool { true }
     var endsWithDone: Bool { false }
-    var needsPromptTokens: Bool { true }
-    mutating func start(promptTokens: Int) { self.promptTokens = promptTokens }
+    /// Whether the request streams (its `message_start` tells the prompt's length).
+    let streams: Bool
+    var needsPrompt: Bool { streams }
+    mutating func start(prompt: (text: String, tokens: [Int])) { promptTokens = prompt.tokens.count }
 
     func errorEvent(_ error: APIError) -> JSONValue { error.anthropicJSON }
 
@@ -381,7 +385,7 @@ extension TypesetServer {
     func messages(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let runner = try readyRunner()
         let read = try MessagesRequest(try await readJSON(request))
-        let dialect = MessagesDialect(id: "msg_" + Self.randomIdentifier(), model: modelName(runner))
+        let dialect = MessagesDialect(id: "msg_" + Self.randomIdentifier(), model: modelName(runner), streams: read.chat.sampling.stream)
         return try await chatReply(read.chat, dialect: dialect, runner: runner, context: context)
     }
 

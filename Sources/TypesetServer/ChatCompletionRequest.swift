@@ -173,6 +173,13 @@ struct ChatCompletionRequest {
     var topLogprobs = 0
     /// `chat_template_kwargs.enable_thinking` (llama-server's spelling).
     var enableThinking: Bool?
+    /// The beginning of the reply, from a final assistant message (``takePrefill(from:at:)``).
+    var prefill = ""
+    /// `add_generation_prompt`: false only to show a prompt (`/apply-template`) or continue a
+    /// final assistant message.
+    var addsGenerationPrompt = true
+    /// llama-server's `verbose`: the reply carries `__verbose` (the prompt as rendered, the counts).
+    var verbose = false
 
     init(_ document: JSONValue) throws(APIError) {
         var body = try RequestObject(document)
@@ -180,8 +187,22 @@ struct ChatCompletionRequest {
         guard let messageItems = try body.array("messages") else { throw .invalid("messages", "messages is required") }
         guard !messageItems.isEmpty else { throw .invalid("messages", "messages must not be empty") }
         do { messages = try OpenAIChatFormat.decode(messages: messageItems) } catch { throw APIError(error) }
-        try Self.checkLastMessage(messages, at: "messages")
+        prefill = try Self.takePrefill(from: &messages, at: "messages")
         sampling = try SamplingFields(&body, maxTokensFields: ["max_tokens", "max_completion_tokens"])
+        // vLLM's and transformers' spelling of prefill: continue_final_message, which needs the
+        // assistant's turn left open (add_generation_prompt false).
+        let continuesFinalMessage = try body.bool("continue_final_message") ?? false
+        let generationPrompt = try body.bool("add_generation_prompt")
+        if continuesFinalMessage {
+            guard generationPrompt != true else {
+                throw .invalid("continue_final_message", "continue_final_message and add_generation_prompt cannot both be true")
+            }
+            guard !prefill.isEmpty else {
+                throw .invalid("continue_final_message", "continue_final_message needs the messages to end with the assistant's message to continue")
+            }
+        }
+        addsGenerationPrompt = generationPrompt ?? true
+        verbose = try body.bool("verbose") ?? false
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {
@@ -282,12 +303,24 @@ struct ChatCompletionRequest {
         self.sampling = sampling
     }
 
-    /// Refuses a conversation that does not end with what the model answers.
-    static func checkLastMessage(_ messages: [ChatMessage], at path: String) throws(APIError) {
+    /// The beginning of the reply when the conversation ends with an assistant's message,
+    /// which is then taken off `messages` (the model continues it, as llama-server, vLLM and
+    /// Anthropic's API read a final assistant message: "prefill"); `""` otherwise. Refuses a
+    /// conversation that does not then end with what the model answers.
+    static func takePrefill(from messages: inout [ChatMessage], at path: String) throws(APIError) -> String {
+        var prefill = ""
+        if let last = messages.last, last.role == .assistant {
+            guard last.functionCalls.isEmpty, last.reasoning == nil else {
+                throw .invalid(path, "a final assistant message with tool calls or reasoning cannot be continued: end with the user's message or a tool's result")
+            }
+            prefill = last.content
+            messages.removeLast()
+        }
         guard let last = messages.last else { throw .invalid(path, "\(path) must not be empty") }
         guard last.role == .user || last.role == .tool else {
-            throw .invalid(path, "the last message must be from the user or a tool: it is what the model answers")
+            throw .invalid(path, "the last message must be from the user or a tool (or an assistant's message to continue, after one): it is what the model answers")
         }
+        return prefill
     }
 
     /// A function's definition, read from a tool object: its `name`, `description`, the

@@ -37,6 +37,10 @@ struct ChatPlan {
         conversation = runner.createConversation(history: Array(chat.messages.dropLast()))
         message = chat.messages[chat.messages.count - 1]
         request = ReplyRequest(options: try chat.sampling.options(for: runner))
+        request.prefill = chat.prefill
+        // A continued message follows the assistant's opening, whatever add_generation_prompt says
+        // (vLLM's continue_final_message asks for it false: the turn is left open either way).
+        request.addsGenerationPrompt = chat.addsGenerationPrompt || !chat.prefill.isEmpty
         request.options.enableThinking = chat.enableThinking
         request.allowsSeveralCalls = chat.parallelToolCalls
         if chat.logprobs { request.options.logprobs = chat.topLogprobs }
@@ -59,6 +63,9 @@ struct ChatPlan {
             request.options.functionCallMode = .required
         }
         toolNames = Set(functions.map(\.name))
+        if !chat.prefill.isEmpty, chat.schema != nil || !functions.isEmpty {
+            throw .invalid("messages", "a final assistant message cannot be continued under a JSON Schema or with tools: the value or call starts the reply")
+        }
         if chat.schema != nil, request.options.logitBias.values.contains(where: { $0 > 0 }) {
             // Under a schema the grammar decides what may come next: a token it forbids cannot
             // be favoured.
@@ -99,9 +106,10 @@ extension TypesetServer {
     func chatCompletion(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let runner = try readyRunner()
         let chat = try ChatCompletionRequest(try await readJSON(request))
-        let dialect = ChatCompletionsDialect(
+        var dialect = ChatCompletionsDialect(
             id: "chatcmpl-" + Self.randomIdentifier(), created: Int(Date().timeIntervalSince1970), model: modelName(runner),
             includesUsage: chat.sampling.includeUsage)
+        dialect.verbose = chat.verbose || configuration.verbose
         return try await chatReply(chat, dialect: dialect, runner: runner, context: context)
     }
 
@@ -114,16 +122,19 @@ extension TypesetServer {
     ) async throws -> Response {
         do throws(APIError) {
             try checkModel(chat.model, runner: runner)
+            guard chat.addsGenerationPrompt || !chat.prefill.isEmpty else {
+                throw APIError.invalid("add_generation_prompt", "add_generation_prompt may be false only to continue a final assistant message")
+            }
             try admit()
             var releasesHere = true
             defer { if releasesHere { release() } }
             let plan = try await ChatPlan(chat, runner: runner)
             var dialect = dialect
-            if chat.sampling.stream && dialect.needsPromptTokens {
-                // Counted before the reply starts, while the conversation does not hold the
+            if dialect.needsPrompt {
+                // Rendered before the reply starts, while the conversation does not hold the
                 // message yet.
                 do {
-                    dialect.start(promptTokens: try plan.conversation.prompt(answering: plan.message, request: plan.request).tokens.count)
+                    dialect.start(prompt: try plan.conversation.prompt(answering: plan.message, request: plan.request))
                 } catch {
                     throw APIError(error)
                 }
@@ -274,6 +285,31 @@ struct ChatCompletionsDialect: ChatReplyDialect {
     let model: String
     /// Whether a stream ends with the usage event (`stream_options.include_usage`).
     let includesUsage: Bool
+    /// Whether the reply carries llama-server's `__verbose` (the prompt as rendered, the
+    /// counts): its request's `verbose`, or the server's `--verbose`.
+    var verbose = false
+    private var prompt = ""
+
+    var needsPrompt: Bool { verbose }
+    mutating func start(prompt: (text: String, tokens: [Int])) { self.prompt = prompt.text }
+
+    init(id: String, created: Int, model: String, includesUsage: Bool) {
+        self.id = id
+        self.created = created
+        self.model = model
+        self.includesUsage = includesUsage
+    }
+
+    /// `value` with `__verbose`, when asked for.
+    private func addingVerbose(_ reply: FinishedReply, to value: JSONValue) -> JSONValue {
+        guard verbose, case .object(var members) = value else { return value }
+        members.append(("__verbose", .object([
+            ("prompt", .string(prompt)), ("content", .string(reply.content)), ("model", .string(model)),
+            ("tokens_predicted", JSONValue(reply.stats.completionTokens)), ("tokens_evaluated", JSONValue(reply.stats.promptTokens)),
+            ("tokens_cached", JSONValue(reply.stats.cachedPromptTokens)),
+        ])))
+        return .object(members)
+    }
 
     // MARK: Whole replies
 
@@ -287,11 +323,11 @@ struct ChatCompletionsDialect: ChatReplyDialect {
             ("logprobs", reply.logprobs.map { .object([("content", .array($0.map(Self.logprob)))]) } ?? .null),
             ("finish_reason", Self.finishReason(reply.reason, hasCalls: !reply.calls.isEmpty)),
         ])
-        return TypesetServer.adding(timings: reply.stats, to: .object([
+        return addingVerbose(reply, to: TypesetServer.adding(timings: reply.stats, to: .object([
             ("id", .string(id)), ("object", .string("chat.completion")), ("created", JSONValue(created)), ("model", .string(model)),
             ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array([choice])),
             ("usage", Self.usage(reply.stats)),
-        ]))
+        ])))
     }
 
     // MARK: Streamed replies
@@ -316,7 +352,7 @@ struct ChatCompletionsDialect: ChatReplyDialect {
                 delta: .object([]), finishReason: Self.finishReason(reply.reason, hasCalls: !reply.calls.isEmpty),
                 logprobs: Self.logprobs(trailingLogprobs))]
             if includesUsage { events.append(usageChunk(reply.stats)) }
-            events.append(TypesetServer.adding(timings: reply.stats, to: events.removeLast()))
+            events.append(addingVerbose(reply, to: TypesetServer.adding(timings: reply.stats, to: events.removeLast())))
             return events
         }
     }

@@ -110,10 +110,11 @@ protocol ChatReplyDialect: Sendable {
     /// `error` with the request field it names spelled as this dialect spells it (the chat
     /// request a dialect's request becomes names them as chat completions does).
     func translated(_ error: APIError) -> APIError
-    /// Whether the stream's opening tells the prompt's length, which is then counted before
-    /// the reply starts and given to ``start(promptTokens:)``.
-    var needsPromptTokens: Bool { get }
-    mutating func start(promptTokens: Int)
+    /// Whether the reply tells its prompt (its length in a stream's opening, its text for
+    /// debugging), which is then rendered before the reply starts and given to
+    /// ``start(prompt:)``.
+    var needsPrompt: Bool { get }
+    mutating func start(prompt: (text: String, tokens: [Int]))
 }
 
 extension ChatReplyDialect {
@@ -122,8 +123,8 @@ extension ChatReplyDialect {
     var namesEvents: Bool { false }
     var endsWithDone: Bool { true }
     func translated(_ error: APIError) -> APIError { error }
-    var needsPromptTokens: Bool { false }
-    mutating func start(promptTokens: Int) {}
+    var needsPrompt: Bool { false }
+    mutating func start(prompt: (text: String, tokens: [Int])) {}
 }
 
 /// A dialect's stream of a reply: the reply's events assembled into parts, the parts written

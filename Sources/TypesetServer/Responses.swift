@@ -35,8 +35,9 @@ struct ResponsesRequest {
         default: throw .invalid("input", "input must be a string or an array of items")
         }
         Self.nameToolResults(&messages)
-        try ChatCompletionRequest.checkLastMessage(messages, at: "input")
+        let prefill = try ChatCompletionRequest.takePrefill(from: &messages, at: "input")
         chat = ChatCompletionRequest(model: model, messages: messages, sampling: try SamplingFields(&body, maxTokensFields: ["max_output_tokens"]))
+        chat.prefill = prefill
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {

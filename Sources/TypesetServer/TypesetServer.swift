@@ -61,11 +61,14 @@ public final class TypesetServer: Sendable {
         public var cors: CORSPolicy
         /// Whether `GET /metrics` answers (501 otherwise, as llama-server without `--metrics`).
         public var exposesMetrics: Bool
+        /// Whether every chat reply carries llama-server's `__verbose` debugging member (the
+        /// prompt as rendered, the counts), as with `llama-server --verbose`.
+        public var verbose: Bool
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maximumBodyBytes: Int = 8 << 20,
             maximumWaitingRequests: Int = 64, requestTimeout: Duration = .seconds(600), modelAliases: [String] = [],
-            strictModelNames: Bool = false, cors: CORSPolicy = CORSPolicy(), exposesMetrics: Bool = true
+            strictModelNames: Bool = false, cors: CORSPolicy = CORSPolicy(), exposesMetrics: Bool = true, verbose: Bool = false
         ) {
             self.host = host
             self.port = port
@@ -77,6 +80,7 @@ public final class TypesetServer: Sendable {
             self.strictModelNames = strictModelNames
             self.cors = cors
             self.exposesMetrics = exposesMetrics
+            self.verbose = verbose
         }
     }
 

@@ -317,3 +317,37 @@ def test_a_stream_cut_by_the_deadline_ends_with_its_error(start_server, path, bo
     assert events[-1]["error"]["type"] == "timeout_error" and "longer than" in events[-1]["error"]["message"]
     assert "timings" in events[-2] and len(events) > 3                    # the reply's last event came first
     assert error(post(server, {**body, "temperature": 0}, path=path), 504)["type"] == "timeout_error"
+
+
+def test_a_final_assistant_message_is_continued(smollm2):
+    """Prefill: the reply continues the assistant's message, exactly as a raw completion of the
+    prompt /apply-template shows (which ends with that beginning); Anthropic's client gets the
+    same continuation; a schema cannot hold a continued message."""
+    messages = [{"role": "user", "content": "What is the capital of France?"},
+                {"role": "assistant", "content": "The capital of France is"}]
+    prompt = post(smollm2, {"messages": messages}, path="/apply-template").json()["prompt"]
+    assert prompt.endswith("<|im_start|>assistant\nThe capital of France is")
+    reply = post(smollm2, {"messages": messages, "max_tokens": 12, "temperature": 0})
+    assert reply.status_code == 200, reply.text
+    content = reply.json()["choices"][0]["message"]["content"]
+    raw = completion(smollm2, prompt=prompt, n_predict=12, temperature=0)["content"]
+    assert content == raw and content
+    vllm = post(smollm2, {"messages": messages, "max_tokens": 12, "temperature": 0,
+                          "continue_final_message": True, "add_generation_prompt": False}).json()
+    assert vllm["choices"][0]["message"]["content"] == content
+    import anthropic
+    message = anthropic.Anthropic(base_url=smollm2.base_url, api_key="unused", max_retries=0).messages.create(
+        model="m", max_tokens=12, messages=messages, extra_body={"temperature": 0})
+    assert message.content[0].text == content
+    assert error(post(smollm2, {"messages": messages, "continue_final_message": True, "add_generation_prompt": True}), 400)["param"] == "continue_final_message"
+    schema = {"messages": messages, "response_format": {"type": "json_object"}}
+    assert error(post(smollm2, schema), 400)["param"] == "messages"
+
+
+def test_verbose_shows_the_prompt(smollm2):
+    """llama-server's `verbose`: the reply carries the prompt as the template rendered it."""
+    body = post(smollm2, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3, "verbose": True}).json()
+    expected = post(smollm2, {"messages": [{"role": "user", "content": "Hi"}]}, path="/apply-template").json()["prompt"]
+    assert body["__verbose"]["prompt"] == expected
+    assert body["__verbose"]["tokens_predicted"] == body["usage"]["completion_tokens"]
+    assert "__verbose" not in post(smollm2, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}).json()

@@ -15,7 +15,8 @@ struct ChatPromptRenderer: Sendable {
 
     /// The prompt text for `messages`, ending where the assistant's reply begins.
     func render(
-        _ messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat, enableThinking: Bool?
+        _ messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat, enableThinking: Bool?,
+        addGenerationPrompt: Bool = true
     ) throws(ConversationError) -> String {
         guard let template else { return plainText(messages, functions: functions, format: format) }
         let parsed: ChatTemplate
@@ -49,7 +50,7 @@ struct ChatPromptRenderer: Sendable {
         let vocabulary = tokenizer.vocabulary
         do {
             return try parsed.render(
-                messages: values, tools: tools, addGenerationPrompt: true,
+                messages: values, tools: tools, addGenerationPrompt: addGenerationPrompt,
                 bosToken: vocabulary.bosTokenID.map { vocabulary.tokens[$0] } ?? "",
                 eosToken: vocabulary.eosTokenID.map { vocabulary.tokens[$0] } ?? "",
                 variables: variables)
@@ -195,13 +196,16 @@ struct ChatPromptRenderer: Sendable {
         try rendered(messages, functions: functions, format: format, enableThinking: enableThinking, addBOS: addBOS).tokens
     }
 
-    /// The prompt's text (``render(_:functions:format:enableThinking:)``) and its tokens
-    /// (``tokens(for:functions:format:enableThinking:addBOS:)``).
+    /// The prompt's text (``render(_:functions:format:enableThinking:addGenerationPrompt:)``)
+    /// and its tokens (``tokens(for:functions:format:enableThinking:addBOS:)``), followed by
+    /// `prefill`, the beginning of the reply the model continues (encoded as text, as message
+    /// content is).
     func rendered(
         _ messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat,
-        enableThinking: Bool?, addBOS: Bool = true
+        enableThinking: Bool?, addBOS: Bool = true, addGenerationPrompt: Bool = true, prefill: String = ""
     ) throws(ConversationError) -> (text: String, tokens: [Int]) {
-        let rendered = try render(messages, functions: functions, format: format, enableThinking: enableThinking)
+        let rendered = try render(
+            messages, functions: functions, format: format, enableThinking: enableThinking, addGenerationPrompt: addGenerationPrompt)
         let vocabulary = tokenizer.vocabulary
         var result: [Int] = []
         if addBOS, vocabulary.addBOS, let bos = vocabulary.bosTokenID, !rendered.hasPrefix(vocabulary.tokens[bos]) {
@@ -220,7 +224,8 @@ struct ChatPromptRenderer: Sendable {
             cursor = range.upperBound
         }
         appendMarkup(upTo: rendered.endIndex)
-        return (rendered, result)
+        if !prefill.isEmpty { result += tokenizer.encode(prefill, addingSpecialTokens: false, parsingSpecialTokens: false) }
+        return (rendered + prefill, result)
     }
 }
 

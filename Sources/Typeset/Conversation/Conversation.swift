@@ -187,7 +187,10 @@ public final class Conversation: Sendable {
             state.withLock { state in
                 switch outcome {
                 case .success(let reply):
-                    if reply.appendsToHistory { state.history.append(reply.message) }
+                    var message = reply.message
+                    // The history keeps the whole message: the caller's beginning and the reply.
+                    message.content = request.prefill + message.content
+                    if reply.appendsToHistory { state.history.append(message) }
                     state.lastCompletion = (reply.finishReason, reply.stats)
                 case .failure:
                     state.lastCompletion = (.error, GenerationStats())
@@ -252,8 +255,14 @@ public final class Conversation: Sendable {
                 schema: ChatPromptRenderer.callSchema(callFunctions),
                 options: options.callFormat.callGrammarOptions(several: request.allowsSeveralCalls))
         if constraint?.schema != nil || callGrammar != nil { options = options.writingJSON() }
+        if !request.prefill.isEmpty, constraint != nil || !callFunctions.isEmpty {
+            throw .unsupportedOption(
+                name: "prefill", reason: "a reply that continues an assistant message cannot be held to a schema or call functions")
+        }
         let prompt = try runner.prompts.rendered(
-            promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking)
+            promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking,
+            addGenerationPrompt: request.addsGenerationPrompt, prefill: request.prefill)
+        if !request.prefill.isEmpty { options.inlineThinkingTags = true }   // the reply is past its start: no thinking to detect
         let routing = ReplyPlan.Routing(
             options: options, constrained: constraint != nil,
             calls: callGrammar.map {

@@ -16,6 +16,13 @@ package struct ReplyRequest: Sendable {
     /// A caller's own constraint the whole reply is held to, in place of a schema (a reply
     /// starts from a copy of this value).
     package var constraint: (any TokenConstraint & Sendable)?
+    /// The beginning of the reply, written by the caller, which the model continues (an
+    /// assistant message to finish: OpenAI-style "prefill"). The reply's text is what follows
+    /// it; the history keeps the whole message. Not with a schema, a constraint or functions.
+    package var prefill = ""
+    /// Whether the prompt ends with the template's opening of the assistant's turn; only a
+    /// prompt shown without a reply (``Conversation/prompt(answering:request:)``) may leave it out.
+    package var addsGenerationPrompt = true
     /// The reply may not open with what would be a call (`{` or a code fence): the last round
     /// of `respond` after the model repeated a call, or the server's `tool_choice: none` with
     /// tools in play, when an answer in words is what is asked for.
