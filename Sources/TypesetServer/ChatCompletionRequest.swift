@@ -180,6 +180,8 @@ struct ChatCompletionRequest {
     var addsGenerationPrompt = true
     /// llama-server's `verbose`: the reply carries `__verbose` (the prompt as rendered, the counts).
     var verbose = false
+    /// A GBNF grammar the reply is held to (llama-server's `grammar`).
+    var grammar: String?
 
     init(_ document: JSONValue) throws(APIError) {
         var body = try RequestObject(document)
@@ -275,6 +277,14 @@ struct ChatCompletionRequest {
                 throw .invalid("json_schema", "json_schema and a JSON response_format cannot both be given: send the schema once")
             }
             responseFormat = .jsonSchema(try Self.schemaObject(schema, at: "json_schema"), name: "response")
+        }
+        // llama-server's GBNF grammar, in place of a schema.
+        grammar = try body.string("grammar").flatMap { $0.isEmpty ? nil : $0 }
+        if grammar != nil {
+            if case .text = responseFormat {} else {
+                throw .invalid("grammar", "grammar and a JSON response_format cannot both be given: the reply is held to one")
+            }
+            guard functions.isEmpty else { throw .invalid("grammar", "grammar cannot be combined with tools: calls have their own grammar") }
         }
         if case .text = responseFormat {} else if !sampling.stop.isEmpty {
             throw .invalid("stop", "stop cannot be combined with a JSON response_format: the value ends where its schema ends it")

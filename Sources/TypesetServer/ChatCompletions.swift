@@ -63,6 +63,15 @@ struct ChatPlan {
             request.options.functionCallMode = .required
         }
         toolNames = Set(functions.map(\.name))
+        if let grammar = chat.grammar {
+            guard chat.prefill.isEmpty else {
+                throw .invalid("messages", "a final assistant message cannot be continued under a grammar: the grammar starts the reply")
+            }
+            if request.options.logitBias.values.contains(where: { $0 > 0 }) {
+                throw .invalid("logit_bias", "a positive logit_bias cannot be honoured under a grammar, which forbids tokens it does not allow; use negative biases")
+            }
+            request.constraint = try await TypesetServer.constraint(grammar: grammar, runner: runner)
+        }
         if !chat.prefill.isEmpty, chat.schema != nil || !functions.isEmpty {
             throw .invalid("messages", "a final assistant message cannot be continued under a JSON Schema or with tools: the value or call starts the reply")
         }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import Typeset
+import TypesetGrammar
 
 /// llama-server's own `POST /completion` (also `/completions`), read and checked: a prompt
 /// continued, in llama-server's fields and answered in its shape, for the clients written
@@ -10,8 +11,9 @@ import Typeset
 /// Beside the sampling fields every generation endpoint reads (``SamplingFields``, with
 /// `n_predict` for the limit: none by default), it takes `n_probs` (the likeliest tokens at
 /// each step, `completion_probabilities`), `return_tokens`, `json_schema`, and llama-server's
-/// fields that change nothing here at their defaults (`id_slot`, `ignore_eos: false`, …). What
-/// it cannot honour (a GBNF `grammar`, `ignore_eos: true`, a sampler chain) is a 400 naming it.
+/// fields that change nothing here at their defaults (`id_slot`, `ignore_eos: false`, …), and
+/// a GBNF `grammar`. What it cannot honour (`ignore_eos: true`, a sampler chain) is a 400
+/// naming it.
 struct NativeCompletionRequest {
     var prompt: CompletionRequest.Prompt
     var sampling: SamplingFields
@@ -19,6 +21,8 @@ struct NativeCompletionRequest {
     var probabilities = 0
     var returnsTokens = false
     var schema: JSONValue?
+    /// A GBNF grammar the continuation is held to (llama.cpp's syntax).
+    var grammar: String?
 
     init(_ document: JSONValue, vocabularySize: Int) throws(APIError) {
         var body = try RequestObject(document)
@@ -43,9 +47,8 @@ struct NativeCompletionRequest {
         if try body.bool("ignore_eos") == true {
             throw .invalid("ignore_eos", "ignore_eos is not implemented by Typeset: a reply ends at the model's end of turn")
         }
-        if body.nonEmptyValue("grammar") != nil {
-            throw .invalid("grammar", "grammar (GBNF) is not implemented by Typeset: send the value's JSON Schema as json_schema")
-        }
+        grammar = try body.string("grammar").flatMap { $0.isEmpty ? nil : $0 }
+        if grammar != nil, schema != nil { throw .invalid("grammar", "grammar and json_schema cannot both be given: the reply is held to one") }
         for flag in ["post_sampling_probs", "timings_per_token", "return_progress"] where try body.bool(flag) == true {
             throw .invalid(flag, "\(flag) is not implemented by Typeset (only false)")
         }
@@ -54,6 +57,19 @@ struct NativeCompletionRequest {
 }
 
 extension TypesetServer {
+    /// The constraint of a request's GBNF `grammar`, compiled over the model's vocabulary; a
+    /// grammar that cannot be read or enforced is a 400 naming `grammar`.
+    static func constraint(grammar: String, runner: ModelRunner) async throws(APIError) -> GrammarMatcher {
+        do throws(ConversationError) {
+            return GrammarMatcher(try await runner.compiledGrammar(ebnf: grammar))
+        } catch {
+            if case .invalidSchema(let grammarError) = error {
+                throw APIError(.badRequest, "the grammar cannot be enforced: \(grammarError)", parameter: "grammar", code: "unsupported_grammar")
+            }
+            throw APIError(error)
+        }
+    }
+
     /// `POST /completion`: llama-server's own completion endpoint.
     func nativeCompletion(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let runner = try readyRunner()
@@ -62,8 +78,8 @@ extension TypesetServer {
         var releasesHere = true
         defer { if releasesHere { release() } }
         var reply = ReplyRequest(options: try completion.sampling.options(for: runner))
-        if completion.schema != nil, reply.options.logitBias.values.contains(where: { $0 > 0 }) {
-            throw APIError.invalid("logit_bias", "a positive logit_bias cannot be honoured under json_schema, which forbids tokens it does not allow; use negative biases")
+        if completion.schema != nil || completion.grammar != nil, reply.options.logitBias.values.contains(where: { $0 > 0 }) {
+            throw APIError.invalid("logit_bias", "a positive logit_bias cannot be honoured under a schema or grammar, which forbids tokens it does not allow; use negative biases")
         }
         // Each token's id comes with its log-probability (the counts of the stream's events,
         // `tokens`, `completion_probabilities`).
@@ -76,6 +92,7 @@ extension TypesetServer {
                 throw APIError(error)
             }
         }
+        if let grammar = completion.grammar { reply.constraint = try await Self.constraint(grammar: grammar, runner: runner) }
         let prompt = try completion.prompt.tokens(for: runner, parsingSpecialTokens: true)
         let events = ReplyEvents(runner.generateCompletion(
             of: prompt, request: reply, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))

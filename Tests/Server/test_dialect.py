@@ -351,3 +351,22 @@ def test_verbose_shows_the_prompt(smollm2):
     assert body["__verbose"]["prompt"] == expected
     assert body["__verbose"]["tokens_predicted"] == body["usage"]["completion_tokens"]
     assert "__verbose" not in post(smollm2, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}).json()
+
+
+def test_gbnf_grammar(smollm2):
+    """llama-server's `grammar` (GBNF) holds the reply: every reply matches the language the
+    grammar defines (checked with the equivalent regular expression), in chat and in
+    /completion; a grammar that names an undefined rule is a 400 naming `grammar`."""
+    import re
+    grammar = 'root ::= ("yes" | "no") ", because " [a-z ]{3,40} "."'
+    language = re.compile(r"(yes|no), because [a-z ]{3,40}\.")
+    for question in ["Is the sky blue?", "Is fire cold?", "Do fish swim?"]:
+        reply = post(smollm2, {"messages": [{"role": "user", "content": question}], "grammar": grammar, "max_tokens": 60, "temperature": 0})
+        assert reply.status_code == 200, reply.text
+        choice = reply.json()["choices"][0]
+        assert language.fullmatch(choice["message"]["content"]) and choice["finish_reason"] == "stop", choice
+    digits = completion(smollm2, prompt="The year the Berlin wall fell:", grammar='root ::= " " [0-9]{4}', n_predict=10, temperature=0)
+    assert re.fullmatch(r" [0-9]{4}", digits["content"]) and digits["stop_type"] == "eos"
+    assert error(post(smollm2, {"prompt": "x", "grammar": "root ::= undefined"}, path="/completion"), 400)["param"] == "grammar"
+    both = {"messages": [{"role": "user", "content": "Hi"}], "grammar": 'root ::= "a"', "response_format": {"type": "json_object"}}
+    assert error(post(smollm2, both), 400)["param"] == "grammar"

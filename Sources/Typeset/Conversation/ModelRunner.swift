@@ -291,17 +291,35 @@ public final class ModelRunner: Sendable {
     /// The compiled grammar for `schema`, from the runner's cache of compiled grammars (over
     /// its own vocabulary, bounded to 256 MiB, least recently used out).
     package func compiledGrammar(schema: JSONValue, options: JSONSchemaOptions) throws(ConversationError) -> CompiledGrammar {
-        let cache: CompiledGrammarCache? = state.withLock { state in
+        guard let cache = grammarCache() else { throw .runnerUnloaded }
+        do { return try cache.grammar(forJSONSchema: schema, options: options, budget: grammarBudget) } catch {
+            if case .budgetExceeded = error { Self.returnFreedMemory() }
+            throw .invalidSchema(error)
+        }
+    }
+
+    /// A GBNF grammar (llama.cpp's, `Grammar(ebnf:)`) compiled over the model's vocabulary,
+    /// within the runner's budget. Not kept: a request's grammar is its own.
+    package func compiledGrammar(ebnf text: String) throws(ConversationError) -> CompiledGrammar {
+        guard let cache = grammarCache() else { throw .runnerUnloaded }
+        do {
+            return try CompiledGrammar(
+                try Grammar(ebnf: text, budget: grammarBudget), vocabulary: cache.vocabulary, budget: grammarBudget,
+                maskComputation: maskComputation)
+        } catch {
+            if case .budgetExceeded = error { Self.returnFreedMemory() }
+            throw .invalidSchema(error)
+        }
+    }
+
+    /// The runner's cache of compiled grammars (made on first use); `nil` once unloaded.
+    private func grammarCache() -> CompiledGrammarCache? {
+        state.withLock { state in
             if state.grammars == nil, state.model != nil {
                 state.grammars = CompiledGrammarCache(
                     vocabulary: GrammarVocabulary(tokenizer.vocabulary), maskComputation: maskComputation, directory: grammarCacheDirectory)
             }
             return state.grammars
-        }
-        guard let cache else { throw .runnerUnloaded }
-        do { return try cache.grammar(forJSONSchema: schema, options: options, budget: grammarBudget) } catch {
-            if case .budgetExceeded = error { Self.returnFreedMemory() }
-            throw .invalidSchema(error)
         }
     }
 
@@ -309,10 +327,22 @@ public final class ModelRunner: Sendable {
     /// compilation may take its budget's seconds, which must not hold one of the few threads
     /// that run tasks; and one compilation at a time per runner bounds the memory they take.
     package func compiledGrammar(schema: JSONValue, options: JSONSchemaOptions) async throws(ConversationError) -> CompiledGrammar {
-        let result: Result<CompiledGrammar, ConversationError> = await withCheckedContinuation { continuation in
+        try await prepared { () throws(ConversationError) in try self.compiledGrammar(schema: schema, options: options) }
+    }
+
+    /// ``compiledGrammar(ebnf:)`` on the preparation queue, for async callers.
+    package func compiledGrammar(ebnf text: String) async throws(ConversationError) -> CompiledGrammar {
+        try await prepared { () throws(ConversationError) in try self.compiledGrammar(ebnf: text) }
+    }
+
+    /// `work` run on the preparation queue.
+    private func prepared<Value: Sendable>(
+        _ work: @escaping @Sendable () throws(ConversationError) -> Value
+    ) async throws(ConversationError) -> Value {
+        let result: Result<Value, ConversationError> = await withCheckedContinuation { continuation in
             preparation.async {
                 do throws(ConversationError) {
-                    continuation.resume(returning: .success(try self.compiledGrammar(schema: schema, options: options)))
+                    continuation.resume(returning: .success(try work()))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
