@@ -45,6 +45,7 @@ struct MessagesRequest {
             model: model, messages: messages,
             sampling: try SamplingFields(&body, maxTokensFields: countsOnly ? [] : ["max_tokens"], stopField: "stop_sequences"))
         chat.prefill = prefill
+        try chat.sampling.requireOneChoice()
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {

@@ -15,6 +15,8 @@ struct SamplingFields {
     var stop: [String] = []
     var stream = false
     var includeUsage = false
+    /// How many choices to generate (`n`); only chat completions makes more than one.
+    var choiceCount = 1
     /// OpenAI's penalties, over the last 64 tokens as llama.cpp applies them.
     var frequencyPenalty: Float = 0
     var presencePenalty: Float = 0
@@ -51,9 +53,7 @@ struct SamplingFields {
             maxTokens = limit < 0 ? nil : limit
             limitsTokens = true
         }
-        if let n = try body.integer("n", in: 1 ... 128), n != 1 {
-            throw .invalid("n", "n must be 1: Typeset generates one choice per request (send several requests, which are decoded together)")
-        }
+        choiceCount = try body.integer("n", in: 1 ... 16) ?? 1
         frequencyPenalty = try body.number("frequency_penalty", in: -2 ... 2).map(Float.init) ?? 0
         presencePenalty = try body.number("presence_penalty", in: -2 ... 2).map(Float.init) ?? 0
         logitBias = try Self.logitBias(body.value("logit_bias"))
@@ -76,6 +76,13 @@ struct SamplingFields {
             // Random padding OpenAI adds to events against side channels: no effect on the reply.
             _ = try options.bool("include_obfuscation")
             try options.finish()
+        }
+    }
+
+    /// Refuses `n` > 1 where one choice is all an endpoint makes.
+    func requireOneChoice() throws(APIError) {
+        guard choiceCount == 1 else {
+            throw .invalid("n", "n must be 1 here: this endpoint generates one choice per request (send several requests, which are decoded together)")
         }
     }
 
@@ -299,6 +306,8 @@ struct ChatCompletionRequest {
             enableThinking = try arguments.bool("enable_thinking")
             try arguments.finish()
         }
+        // Which of llama-server's slots decodes the request: Typeset reuses any cached prefix.
+        _ = try body.integer("id_slot", in: -1 ... Int(Int32.max))
         // Fields with no effect on the reply, accepted as OpenAI accepts them.
         _ = try body.object("metadata").map { _ in () }
         if try body.bool("store") == true { throw .invalid("store", "Typeset does not store completions (store must be false)") }

@@ -119,7 +119,49 @@ extension TypesetServer {
             id: "chatcmpl-" + Self.randomIdentifier(), created: Int(Date().timeIntervalSince1970), model: modelName(runner),
             includesUsage: chat.sampling.includeUsage)
         dialect.verbose = chat.verbose || configuration.verbose
+        if chat.sampling.choiceCount > 1 { return try await choices(chat, dialect: dialect, runner: runner, context: context) }
         return try await chatReply(chat, dialect: dialect, runner: runner, context: context)
+    }
+
+    /// Several choices of one chat request (`n`), decoded together, whole: choice `i` samples
+    /// with the request's seed plus `i` (so sampled choices differ, and greedy ones agree).
+    private func choices(
+        _ chat: ChatCompletionRequest, dialect: ChatCompletionsDialect, runner: ModelRunner, context: ServerRequestContext
+    ) async throws -> Response {
+        try checkModel(chat.model, runner: runner)
+        guard !chat.sampling.stream else {
+            throw APIError.invalid("n", "n > 1 is answered whole: stream one choice per request (requests are decoded together)")
+        }
+        guard !dialect.verbose else { throw APIError.invalid("verbose", "verbose shows one choice's prompt: ask for n = 1") }
+        try admit()
+        defer { release() }
+        let deadline = deadline
+        let isAbandoned = abandonment(channel: context.channel, deadline: deadline)
+        let replies = try await withThrowingTaskGroup(of: (Int, FinishedReply).self) { group in
+            for index in 0 ..< chat.sampling.choiceCount {
+                var choice = chat
+                choice.sampling.seed = (chat.sampling.seed ?? 0) &+ UInt64(index)
+                group.addTask {
+                    let plan = try await ChatPlan(choice, runner: runner)
+                    let events = ReplyEvents(plan.conversation.generateResponse(to: plan.message, request: plan.request, isAbandoned: isAbandoned))
+                    var assembler = ReplyAssembler(valueOrCall: plan.valueOrCall, toolNames: plan.toolNames, wantsLogprobs: chat.logprobs)
+                    var finished: FinishedReply?
+                    while let event = try await events.next() {
+                        for case .end(let reply, _) in assembler.parts(for: event) { finished = reply }
+                    }
+                    guard let finished else { throw APIError(.internalServerError, "the reply ended without completing") }
+                    return (index, finished)
+                }
+            }
+            var replies: [(Int, FinishedReply)] = []
+            for try await reply in group { replies.append(reply) }
+            return replies.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+        for reply in replies { metrics.record(reply.stats) }
+        if replies.contains(where: { $0.reason == .interrupted }) {
+            throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
+        }
+        return .json(dialect.response(choices: replies))
     }
 
     /// A chat request's reply in `dialect`: whole, or streamed when the request asks. Every
@@ -322,20 +364,29 @@ struct ChatCompletionsDialect: ChatReplyDialect {
 
     // MARK: Whole replies
 
-    func response(_ reply: FinishedReply) -> JSONValue {
-        var members: [(String, JSONValue)] = [("role", .string("assistant"))]
-        members.append(("content", reply.calls.isEmpty || !reply.content.isEmpty ? .string(reply.content) : .null))
-        if let reasoning = reply.reasoning { members.append(("reasoning_content", .string(reasoning))) }
-        if !reply.calls.isEmpty { members.append(("tool_calls", .array(reply.calls.map { Self.call($0, index: nil) }))) }
-        let choice = JSONValue.object([
-            ("index", JSONValue(0)), ("message", .object(members)),
-            ("logprobs", reply.logprobs.map { .object([("content", .array($0.map(Self.logprob)))]) } ?? .null),
-            ("finish_reason", Self.finishReason(reply.reason, hasCalls: !reply.calls.isEmpty)),
-        ])
-        return addingVerbose(reply, to: TypesetServer.adding(timings: reply.stats, to: .object([
+    func response(_ reply: FinishedReply) -> JSONValue { response(choices: [reply]) }
+
+    /// The whole reply of several choices (`n`), in order: usage counts the prompt once and
+    /// every choice's tokens; the timings are the first choice's prompt and all choices' tokens.
+    func response(choices replies: [FinishedReply]) -> JSONValue {
+        let choices = replies.enumerated().map { index, reply in
+            var members: [(String, JSONValue)] = [("role", .string("assistant"))]
+            members.append(("content", reply.calls.isEmpty || !reply.content.isEmpty ? .string(reply.content) : .null))
+            if let reasoning = reply.reasoning { members.append(("reasoning_content", .string(reasoning))) }
+            if !reply.calls.isEmpty { members.append(("tool_calls", .array(reply.calls.map { Self.call($0, index: nil) }))) }
+            return JSONValue.object([
+                ("index", JSONValue(index)), ("message", .object(members)),
+                ("logprobs", reply.logprobs.map { .object([("content", .array($0.map(Self.logprob)))]) } ?? .null),
+                ("finish_reason", Self.finishReason(reply.reason, hasCalls: !reply.calls.isEmpty)),
+            ])
+        }
+        var stats = replies[0].stats
+        stats.completionTokens = replies.reduce(0) { $0 + $1.stats.completionTokens }
+        stats.decodeSeconds = replies.map(\.stats.decodeSeconds).max() ?? 0
+        return addingVerbose(replies[0], to: TypesetServer.adding(timings: stats, to: .object([
             ("id", .string(id)), ("object", .string("chat.completion")), ("created", JSONValue(created)), ("model", .string(model)),
-            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array([choice])),
-            ("usage", Self.usage(reply.stats)),
+            ("system_fingerprint", .string(TypesetServer.systemFingerprint)), ("choices", .array(choices)),
+            ("usage", Self.usage(stats)),
         ])))
     }
 

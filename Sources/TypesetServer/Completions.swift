@@ -24,6 +24,7 @@ struct CompletionRequest {
         // OpenAI's default for this endpoint.
         if !fields.limitsTokens { fields.maxTokens = 16 }
         sampling = fields
+        try fields.requireOneChoice()
         logprobs = try body.integer("logprobs", in: 0 ... 5)
         if try body.bool("echo") == true { throw .invalid("echo", "echo is not implemented by Typeset (only false)") }
         if let suffix = try body.string("suffix"), !suffix.isEmpty {

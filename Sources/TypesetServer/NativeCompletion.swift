@@ -29,6 +29,7 @@ struct NativeCompletionRequest {
         _ = try body.string("model")
         prompt = try CompletionRequest.Prompt(body.value("prompt"), vocabularySize: vocabularySize)
         sampling = try SamplingFields(&body, maxTokensFields: [])
+        try sampling.requireOneChoice()
         if sampling.includeUsage { throw .invalid("stream_options", "stream_options is OpenAI's: /completion's last event carries the counts") }
         probabilities = try body.integer("n_probs", in: 0 ... 20) ?? 0
         returnsTokens = try body.bool("return_tokens") ?? false

@@ -38,6 +38,7 @@ struct ResponsesRequest {
         let prefill = try ChatCompletionRequest.takePrefill(from: &messages, at: "input")
         chat = ChatCompletionRequest(model: model, messages: messages, sampling: try SamplingFields(&body, maxTokensFields: ["max_output_tokens"]))
         chat.prefill = prefill
+        try chat.sampling.requireOneChoice()
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {

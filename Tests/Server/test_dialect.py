@@ -370,3 +370,25 @@ def test_gbnf_grammar(smollm2):
     assert error(post(smollm2, {"prompt": "x", "grammar": "root ::= undefined"}, path="/completion"), 400)["param"] == "grammar"
     both = {"messages": [{"role": "user", "content": "Hi"}], "grammar": 'root ::= "a"', "response_format": {"type": "json_object"}}
     assert error(post(smollm2, both), 400)["param"] == "grammar"
+
+
+def test_several_choices(smollm2):
+    """n choices, decoded together: choice i is the reply a request with the seed plus i gets
+    (so greedy choices agree and sampled ones differ), usage counts the prompt once and every
+    choice's tokens; the other endpoints refuse n > 1 by name."""
+    messages = [{"role": "user", "content": "Write a short poem about rain."}]
+    def single(seed, temperature):
+        return post(smollm2, {"messages": messages, "max_tokens": 20, "temperature": temperature, "seed": seed}).json()
+    several = smollm2.client().chat.completions.create(model="m", messages=messages, max_tokens=20, temperature=1.0, seed=7, n=3)
+    assert [choice.index for choice in several.choices] == [0, 1, 2]
+    texts = [choice.message.content for choice in several.choices]
+    assert texts == [single(7 + index, 1.0)["choices"][0]["message"]["content"] for index in range(3)]
+    assert len(set(texts)) > 1
+    one = single(7, 1.0)["usage"]
+    assert several.usage.prompt_tokens == one["prompt_tokens"]
+    assert several.usage.completion_tokens == sum(single(7 + index, 1.0)["usage"]["completion_tokens"] for index in range(3))
+    greedy = smollm2.client().chat.completions.create(model="m", messages=messages, max_tokens=12, temperature=0, n=2)
+    assert greedy.choices[0].message.content == greedy.choices[1].message.content
+    for path, body in [("/v1/completions", {"prompt": "Hi", "n": 2}), ("/completion", {"prompt": "Hi", "n": 2}),
+                       ("/v1/responses", {"input": "Hi", "n": 2})]:
+        assert error(post(smollm2, body, path=path), 400)["param"] == "n"
