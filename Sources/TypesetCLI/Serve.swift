@@ -54,6 +54,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The longest a generation request may take, in seconds.")
     var timeout: Double = 600
 
+    @Option(help: "The longest a request's body may take to arrive, in seconds (408 after it).")
+    var bodyTimeout: Double = 30
+
+    @Option(help: "Seconds a connection may sit with no request under way before it is closed.")
+    var idleTimeout: Double = 30
+
     @Option(parsing: .unconditional, help: "The sampling temperature of requests that set none (0: greedy); by default the model's own, else greedy.")
     var temperature: Float?
 
@@ -119,6 +125,8 @@ struct Serve: AsyncParsableCommand {
         guard (0 ... 1 << 20).contains(promptCacheMib) else { throw ValidationError("--prompt-cache-mib must be between 0 and 1048576") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+        guard bodyTimeout.isFinite, bodyTimeout > 0 else { throw ValidationError("--body-timeout must be a positive number of seconds") }
+        guard idleTimeout.isFinite, idleTimeout > 0 else { throw ValidationError("--idle-timeout must be a positive number of seconds") }
         try validateNumber(temperature, "--temperature", atLeast: 0)
         if let maxTokens, maxTokens <= 0 { throw ValidationError("--max-tokens must be positive") }
     }
@@ -144,7 +152,8 @@ struct Serve: AsyncParsableCommand {
                 requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias, strictModelNames: strictModelNames,
                 cors: CORSPolicy(origins: corsOrigins, methods: corsMethods, headers: corsHeaders,
                                  allowsCredentials: corsCredentials),
-                exposesMetrics: metrics, verbose: verbose))
+                exposesMetrics: metrics, verbose: verbose, bodyTimeout: .milliseconds(Int64(bodyTimeout * 1000)),
+                idleTimeout: .milliseconds(Int64(idleTimeout * 1000))))
         try await server.run { line in writeError("typeset serve: \(line)") }
     }
 }

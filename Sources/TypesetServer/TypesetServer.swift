@@ -51,6 +51,12 @@ public final class TypesetServer: Sendable {
         public var maximumWaitingRequests: Int
         /// The longest a generation request may take (504, or an error event when streaming).
         public var requestTimeout: Duration
+        /// The longest a request's body may take to arrive (408 after it: a client sending
+        /// a byte a second, or a chunked body that never ends, holds nothing longer).
+        public var bodyTimeout: Duration
+        /// How long a connection may sit with no request under way before it is closed: a
+        /// client trickling its headers, or one of thousands left open, is let go after it.
+        public var idleTimeout: Duration
         /// Other names for the model: the first is the one responses and `/v1/models` give.
         public var modelAliases: [String]
         /// Whether a request's `model` must be one of the model's names (404 otherwise, as
@@ -68,7 +74,8 @@ public final class TypesetServer: Sendable {
         public init(
             host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maximumBodyBytes: Int = 8 << 20,
             maximumWaitingRequests: Int = 64, requestTimeout: Duration = .seconds(600), modelAliases: [String] = [],
-            strictModelNames: Bool = false, cors: CORSPolicy = CORSPolicy(), exposesMetrics: Bool = true, verbose: Bool = false
+            strictModelNames: Bool = false, cors: CORSPolicy = CORSPolicy(), exposesMetrics: Bool = true, verbose: Bool = false,
+            bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(30)
         ) {
             self.host = host
             self.port = port
@@ -81,6 +88,8 @@ public final class TypesetServer: Sendable {
             self.cors = cors
             self.exposesMetrics = exposesMetrics
             self.verbose = verbose
+            self.bodyTimeout = bodyTimeout
+            self.idleTimeout = idleTimeout
         }
     }
 
@@ -130,7 +139,9 @@ public final class TypesetServer: Sendable {
         let configuration = configuration
         let application = Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ClientDisconnectHandler()])),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [ClientDisconnectHandler()],
+                idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.seconds * 1e9)))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "typeset"),
             onServerRunning: { channel in
                 onEvent("listening on http://\(configuration.host):\(channel.localAddress?.port ?? configuration.port)")
@@ -171,15 +182,29 @@ public final class TypesetServer: Sendable {
         }
     }
 
-    /// The request's body as JSON (413 past the limit, 400 when it is not JSON).
+    /// The request's body as JSON (413 past the limit, 408 when it takes longer than the body
+    /// timeout to arrive, 400 when it is not JSON).
     func readJSON(_ request: Request) async throws(APIError) -> JSONValue {
-        var request = request
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.collectBody(upTo: configuration.maximumBodyBytes)
-        } catch {
-            throw APIError(.contentTooLarge, "the request body exceeds \(configuration.maximumBodyBytes) bytes")
+        let limit = configuration.maximumBodyBytes
+        let timeout = configuration.bodyTimeout
+        let read: Result<ByteBuffer, APIError> = await withTaskGroup(of: Result<ByteBuffer, APIError>.self) { group in
+            group.addTask {
+                var request = request
+                do {
+                    return .success(try await request.collectBody(upTo: limit))
+                } catch {
+                    return .failure(APIError(.contentTooLarge, "the request body exceeds \(limit) bytes"))
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return .failure(APIError(.requestTimeout, "the request body did not arrive within \(timeout)", code: "body_timeout"))
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
         }
+        let buffer = try read.get()
         do {
             return try JSONValue(parsing: Array(buffer.readableBytesView), maximumDepth: 128, loneSurrogates: .reject)
         } catch {
