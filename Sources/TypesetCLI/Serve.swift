@@ -24,7 +24,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A GGUF file or known model name.")
     var model: String?
 
-    @Option(help: "The address to listen on (loopback by default; 0.0.0.0 for every interface).")
+    @Option(help: "The address to listen on (loopback by default; 0.0.0.0 for every interface), or several separated by commas, each on --port.")
     var host = "127.0.0.1"
 
     @Option(help: "The port to listen on (0: any free port, printed at start).")
@@ -110,6 +110,12 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Add llama-server's __verbose member to every chat reply: the prompt as the template rendered it, and the counts.")
     var verbose = false
 
+    @Flag(inversion: .prefixedNo, help: "Whether GET /slots answers (501 otherwise).")
+    var slots = true
+
+    @Option(help: "A label for the model, listed by /v1/models (repeatable).")
+    var tag: [String] = []
+
     @OptionGroup(title: "Compiling the requests' JSON Schemas")
     var budgetOptions: CompilationBudgetOptions
 
@@ -118,6 +124,9 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard (0 ... 65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        let hosts = host.split(separator: ",").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        guard !hosts.isEmpty else { throw ValidationError("--host names no address") }
+        guard hosts.count == 1 || port != 0 else { throw ValidationError("several --host addresses need one --port to share (not 0)") }
         guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
         guard queue >= 0 else { throw ValidationError("--queue must not be negative") }
         try validateThreads(threads)
@@ -141,19 +150,21 @@ struct Serve: AsyncParsableCommand {
         case .auto: nil
         }
         let defaults = GenerationOptions(temperature: temperature, seed: seed, maxTokens: maxTokens, enableThinking: thinking)
+        var configuration = TypesetServer.Configuration(
+            host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
+            requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias, strictModelNames: strictModelNames,
+            cors: CORSPolicy(origins: corsOrigins, methods: corsMethods, headers: corsHeaders, allowsCredentials: corsCredentials),
+            exposesMetrics: metrics, verbose: verbose, bodyTimeout: .milliseconds(Int64(bodyTimeout * 1000)),
+            idleTimeout: .milliseconds(Int64(idleTimeout * 1000)))
+        configuration.exposesSlots = slots
+        configuration.tags = tag
         let server = TypesetServer(
             modelURL: URL(fileURLWithPath: path),
             runnerOptions: ModelRunner.Options(
                 contextLength: context, threadCount: threads, chatTemplate: template, defaultGenerationOptions: defaults,
                 maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget,
                 grammarCacheDirectory: grammarCache, idleCacheByteLimit: promptCacheMib << 20),
-            configuration: TypesetServer.Configuration(
-                host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
-                requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias, strictModelNames: strictModelNames,
-                cors: CORSPolicy(origins: corsOrigins, methods: corsMethods, headers: corsHeaders,
-                                 allowsCredentials: corsCredentials),
-                exposesMetrics: metrics, verbose: verbose, bodyTimeout: .milliseconds(Int64(bodyTimeout * 1000)),
-                idleTimeout: .milliseconds(Int64(idleTimeout * 1000))))
+            configuration: configuration)
         try await server.run { line in writeError("typeset serve: \(line)") }
     }
 }

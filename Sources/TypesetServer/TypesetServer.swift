@@ -40,8 +40,12 @@ public final class TypesetServer: Sendable {
 
     /// How the server listens and what it allows.
     public struct Configuration: Sendable {
-        /// The address to bind: loopback unless told otherwise.
+        /// The address to bind: loopback unless told otherwise; several, separated by commas,
+        /// are each bound on the same port (`127.0.0.1,::1`).
         public var host: String
+
+        /// The addresses ``host`` names.
+        var hosts: [String] { host.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
         public var port: Int
         /// When set, every request but `GET /health` needs `Authorization: Bearer <key>`.
         public var apiKey: String?
@@ -70,6 +74,10 @@ public final class TypesetServer: Sendable {
         /// Whether every chat reply carries llama-server's `__verbose` debugging member (the
         /// prompt as rendered, the counts), as with `llama-server --verbose`.
         public var verbose: Bool
+        /// Whether `GET /slots` answers (501 otherwise, as llama-server with `--no-slots`).
+        public var exposesSlots: Bool = true
+        /// Labels for the model, listed by `/v1/models` (llama-server's `--tags`).
+        public var tags: [String] = []
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maximumBodyBytes: Int = 8 << 20,
@@ -133,21 +141,25 @@ public final class TypesetServer: Sendable {
     public func run(onEvent: @escaping @Sendable (String) -> Void = { _ in }) async throws {
         var logger = Logger(label: "typeset.serve")
         logger.logLevel = .critical
-        let router = Router(context: ServerRequestContext.self)
-        router.middlewares.add(AccessMiddleware(server: self))
-        addRoutes(to: router)
         let configuration = configuration
-        let application = Application(
-            router: router,
-            server: .http1(configuration: .init(
-                additionalChannelHandlers: [ClientDisconnectHandler()],
-                idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.seconds * 1e9)))),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "typeset"),
-            onServerRunning: { channel in
-                onEvent("listening on http://\(configuration.host):\(channel.localAddress?.port ?? configuration.port)")
-            },
-            logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        // One application per address, each with its own router over the same handlers.
+        let applications = configuration.hosts.map { host in
+            let router = Router(context: ServerRequestContext.self)
+            router.middlewares.add(AccessMiddleware(server: self))
+            addRoutes(to: router)
+            let shown = host.contains(":") ? "[\(host)]" : host
+            return Application(
+                router: router,
+                server: .http1(configuration: .init(
+                    additionalChannelHandlers: [ClientDisconnectHandler()],
+                    idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.seconds * 1e9)))),
+                configuration: .init(address: .hostname(host, port: configuration.port), serverName: "typeset"),
+                onServerRunning: { channel in
+                    onEvent("listening on http://\(shown):\(channel.localAddress?.port ?? configuration.port)")
+                },
+                logger: logger)
+        }
+        let group = ServiceGroup(configuration: .init(services: applications, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         let loading = Task { [self] () throws -> Void in
             let runner = try await ModelRunner.load(from: modelURL, options: runnerOptions) { progress in
                 self.model.withLock { if case .loading = $0 { $0 = .loading(fraction: progress.fractionCompleted) } }
@@ -276,7 +288,10 @@ public final class TypesetServer: Sendable {
                 let runner = try readyRunner()
                 let entry = JSONValue.object([
                     ("id", .string(modelName(runner))), ("object", .string("model")), ("created", JSONValue(created)),
-                    ("owned_by", .string("typeset")), ("meta", .object([
+                    ("owned_by", .string("typeset")),
+                    ("aliases", .array((configuration.modelAliases.isEmpty ? [modelName(runner)] : configuration.modelAliases).map(JSONValue.string))),
+                    ("tags", .array(configuration.tags.map(JSONValue.string))),
+                    ("meta", .object([
                         ("name", .string(runner.modelID)), ("context_length", JSONValue(runner.contextLength)),
                         ("vocabulary_size", JSONValue(runner.tokenizer.vocabulary.count)),
                     ])),
@@ -298,6 +313,12 @@ public final class TypesetServer: Sendable {
             }
         }
         router.get("props") { [self] _, _ -> Response in .json(properties(try readyRunner())) }
+        router.get("slots") { [self] _, _ -> Response in
+            guard configuration.exposesSlots else {
+                throw APIError(.notImplemented, "this server's slots are not shown (started with --no-slots)", type: "not_supported_error")
+            }
+            return .json(slots(try readyRunner()))
+        }
         router.post("apply-template") { [self] request, _ -> Response in
             let runner = try readyRunner()
             let chat = try ChatCompletionRequest(try await readJSON(request))
@@ -342,6 +363,21 @@ public final class TypesetServer: Sendable {
         }
     }
 
+    /// `GET /slots`: llama-server's view of its places: one per reply decoded together
+    /// (`--parallel`), each with the context a reply may fill and whether a reply holds it
+    /// now. Typeset's scheduler gives places to replies as they come rather than fixing
+    /// them, so the places held are the first ones; what each reply reads and has written is
+    /// not shown (llama-server's `prompt`, `params`, `next_token`).
+    private func slots(_ runner: ModelRunner) -> JSONValue {
+        let active = runner.activity.activeGenerations
+        return .array((0 ..< runnerOptions.maximumConcurrentGenerations).map { place in
+            .object([
+                ("id", JSONValue(place)), ("n_ctx", JSONValue(runner.contextLength)), ("speculative", .bool(false)),
+                ("is_processing", .bool(place < active)),
+            ])
+        })
+    }
+
     /// `GET /props`: the server's settings as llama-server describes its own (the defaults a
     /// request starts from, the context per request, the places, the model and its template).
     private func properties(_ runner: ModelRunner) -> JSONValue {
@@ -364,7 +400,7 @@ public final class TypesetServer: Sendable {
             ("model_alias", .string(modelName(runner))),
             ("model_path", .string(runner.url.path)),
             ("modalities", .object([("vision", .bool(false)), ("video", .bool(false)), ("audio", .bool(false))])),
-            ("endpoint_slots", .bool(false)), ("endpoint_props", .bool(false)), ("endpoint_metrics", .bool(configuration.exposesMetrics)),
+            ("endpoint_slots", .bool(configuration.exposesSlots)), ("endpoint_props", .bool(false)), ("endpoint_metrics", .bool(configuration.exposesMetrics)),
             ("ui", .bool(false)),
             ("chat_template", .string(runner.chatTemplateSource ?? "")),
             ("bos_token", token(vocabulary.bosTokenID)), ("eos_token", token(vocabulary.eosTokenID)),

@@ -392,3 +392,32 @@ def test_several_choices(smollm2):
     for path, body in [("/v1/completions", {"prompt": "Hi", "n": 2}), ("/completion", {"prompt": "Hi", "n": 2}),
                        ("/v1/responses", {"input": "Hi", "n": 2})]:
         assert error(post(smollm2, body, path=path), 400)["param"] == "n"
+
+
+def test_slots_tags_and_several_addresses(start_server):
+    """llama-server's /slots (a place per reply decoded together, held while a reply runs;
+    501 with --no-slots), --tag listed by /v1/models, and --host naming two addresses served
+    on one port."""
+    import socket
+    server = start_server("--parallel", "2", "--context", "512", "--tag", "chat", "--tag", "small", "--alias", "house")
+    slots = httpx.get(server.base_url + "/slots", timeout=10).json()
+    assert [(slot["id"], slot["n_ctx"], slot["is_processing"]) for slot in slots] == [(0, 512, False), (1, 512, False)]
+    with httpx.stream("POST", server.base_url + "/completion", timeout=60, json={
+            "prompt": "Repeat after me: cat cat cat cat cat cat", "n_predict": 400, "temperature": 0, "stream": True}) as response:
+        next(response.iter_lines())
+        assert [slot["is_processing"] for slot in httpx.get(server.base_url + "/slots", timeout=10).json()] == [True, False]
+    model = httpx.get(server.base_url + "/v1/models", timeout=10).json()["data"][0]
+    assert (model["id"], model["aliases"], model["tags"]) == ("house", ["house"], ["chat", "small"])
+    assert httpx.get(start_server("--no-slots").base_url + "/slots", timeout=10).status_code == 501
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        hosts = ["127.0.0.1", "[::1]"]
+    except OSError:
+        hosts = ["127.0.0.1", "localhost"]
+    both = start_server("--host", "127.0.0.1," + hosts[1].strip("[]"), "--port", str(port))
+    for host in hosts:
+        assert httpx.get(f"http://{host}:{port}/health", timeout=10).json() == {"status": "ok"}
