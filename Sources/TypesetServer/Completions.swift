@@ -5,9 +5,17 @@ import Typeset
 
 /// `POST /v1/completions`, read and checked: a prompt (text, or token ids) continued as it is.
 struct CompletionRequest {
-    enum Prompt {
-        case text(String)
-        case tokens([Int])
+    /// One prompt: texts and token ids in order (llama-server lets a prompt mix them).
+    struct Prompt {
+        enum Piece {
+            case text(String)
+            case tokens([Int])
+        }
+
+        var pieces: [Piece]
+
+        static func text(_ text: String) -> Prompt { Prompt(pieces: [.text(text)]) }
+        static func tokens(_ tokens: [Int]) -> Prompt { Prompt(pieces: [.tokens(tokens)]) }
     }
 
     var model: String?
@@ -60,16 +68,19 @@ extension CompletionRequest.Prompt {
         }
     }
 
-    /// The prompt's tokens: a text with BOS when the model adds one, its control tokens read
-    /// as such when `parsingSpecialTokens` (llama-server's own endpoint does, OpenAI's does not).
+    /// The prompt's tokens: its texts encoded (their control tokens read as such when
+    /// `parsingSpecialTokens`: llama-server's own endpoint does, OpenAI's does not) and its
+    /// ids as given, with BOS first when the model adds one and the prompt opens with text.
     func tokens(for runner: ModelRunner, parsingSpecialTokens: Bool) throws(APIError) -> [Int] {
-        let tokens: [Int]
-        switch self {
-        case .tokens(let ids): tokens = ids
-        case .text(let text):
-            var ids = runner.tokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: parsingSpecialTokens)
-            if runner.tokenizer.vocabulary.addBOS, let bos = runner.tokenizer.vocabulary.bosTokenID { ids.insert(bos, at: 0) }
-            tokens = ids
+        var tokens: [Int] = []
+        for piece in pieces {
+            switch piece {
+            case .tokens(let ids): tokens += ids
+            case .text(let text): tokens += runner.tokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: parsingSpecialTokens)
+            }
+        }
+        if case .text? = pieces.first, runner.tokenizer.vocabulary.addBOS, let bos = runner.tokenizer.vocabulary.bosTokenID {
+            tokens.insert(bos, at: 0)
         }
         guard !tokens.isEmpty else { throw APIError.invalid("prompt", "prompt must not be empty") }
         return tokens

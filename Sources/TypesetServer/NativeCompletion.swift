@@ -15,7 +15,8 @@ import TypesetGrammar
 /// a GBNF `grammar`. What it cannot honour (`ignore_eos: true`, a sampler chain) is a 400
 /// naming it.
 struct NativeCompletionRequest {
-    var prompt: CompletionRequest.Prompt
+    /// The prompts: one, or several answered as an array (not streamed).
+    var prompts: [CompletionRequest.Prompt]
     var sampling: SamplingFields
     /// The likeliest tokens listed at each step (0: none).
     var probabilities = 0
@@ -27,7 +28,7 @@ struct NativeCompletionRequest {
     init(_ document: JSONValue, vocabularySize: Int) throws(APIError) {
         var body = try RequestObject(document)
         _ = try body.string("model")
-        prompt = try CompletionRequest.Prompt(body.value("prompt"), vocabularySize: vocabularySize)
+        prompts = try Self.prompts(body.value("prompt"), vocabularySize: vocabularySize)
         sampling = try SamplingFields(&body, maxTokensFields: [])
         try sampling.requireOneChoice()
         if sampling.includeUsage { throw .invalid("stream_options", "stream_options is OpenAI's: /completion's last event carries the counts") }
@@ -53,7 +54,59 @@ struct NativeCompletionRequest {
         for flag in ["post_sampling_probs", "timings_per_token", "return_progress"] where try body.bool(flag) == true {
             throw .invalid(flag, "\(flag) is not implemented by Typeset (only false)")
         }
+        if prompts.count > 1, sampling.stream {
+            throw .invalid("prompt", "several prompts are answered whole: stream one prompt per request")
+        }
         try body.finish()
+    }
+
+    /// llama-server's prompts: a text; token ids; a sequence mixing ids and texts; an object
+    /// with `prompt_string`; or an array of several of these, answered one result each.
+    static func prompts(_ value: JSONValue?, vocabularySize: Int) throws(APIError) -> [CompletionRequest.Prompt] {
+        guard let value else { throw .invalid("prompt", "prompt is required") }
+        if case .array(let items) = value, !items.isEmpty,
+           items.allSatisfy({ if case .array = $0 { true } else if case .object = $0 { true } else if case .string = $0 { true } else { false } }),
+           !items.contains(where: { if case .number = $0 { true } else { false } }) {
+            var prompts: [CompletionRequest.Prompt] = []
+            for (index, item) in items.enumerated() {
+                prompts.append(try prompt(item, at: "prompt[\(index)]", vocabularySize: vocabularySize))
+            }
+            return prompts
+        }
+        return [try prompt(value, at: "prompt", vocabularySize: vocabularySize)]
+    }
+
+    private static func prompt(_ value: JSONValue, at path: String, vocabularySize: Int) throws(APIError) -> CompletionRequest.Prompt {
+        switch value {
+        case .string(let text): return .text(text)
+        case .object:
+            var object = try RequestObject(value, path: path)
+            guard let text = try object.string("prompt_string") else {
+                throw .invalid(object.path(of: "prompt_string"), "\(object.path(of: "prompt_string")) is required")
+            }
+            if object.nonEmptyValue("multimodal_data") != nil {
+                throw .invalid(object.path(of: "multimodal_data"), "multimodal_data needs a model that sees: this one reads text only")
+            }
+            try object.finish()
+            return .text(text)
+        case .array(let items):
+            var pieces: [CompletionRequest.Prompt.Piece] = []
+            for (index, item) in items.enumerated() {
+                switch item {
+                case .string(let text): pieces.append(.text(text))
+                case .number(let text):
+                    guard let token = Int(text), (0 ..< vocabularySize).contains(token) else {
+                        throw .invalid("\(path)[\(index)]", "\(path)[\(index)] must be a token id between 0 and \(vocabularySize - 1)")
+                    }
+                    if case .tokens(let ids)? = pieces.last { pieces[pieces.count - 1] = .tokens(ids + [token]) } else { pieces.append(.tokens([token])) }
+                default:
+                    throw .invalid("\(path)[\(index)]", "\(path)[\(index)] must be a token id or a text")
+                }
+            }
+            return CompletionRequest.Prompt(pieces: pieces)
+        default:
+            throw .invalid(path, "\(path) must be a text, token ids, or an object with prompt_string")
+        }
     }
 }
 
@@ -94,27 +147,43 @@ extension TypesetServer {
             }
         }
         if let grammar = completion.grammar { reply.constraint = try await Self.constraint(grammar: grammar, runner: runner) }
-        let prompt = try completion.prompt.tokens(for: runner, parsingSpecialTokens: true)
-        let events = ReplyEvents(runner.generateCompletion(
-            of: prompt, request: reply, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
-        let first = try await events.next()
-        var encoder = NativeCompletionEncoder(
-            model: modelName(runner), runner: runner, prompt: prompt, completion: completion, options: reply.options)
+        let prompts = try completion.prompts.map { prompt throws(APIError) in try prompt.tokens(for: runner, parsingSpecialTokens: true) }
+        let isAbandoned = abandonment(channel: context.channel, deadline: deadline)
+        let model = modelName(runner)
         if completion.sampling.stream {
+            let events = ReplyEvents(runner.generateCompletion(of: prompts[0], request: reply, isAbandoned: isAbandoned))
+            let first = try await events.next()
+            let encoder = NativeCompletionEncoder(model: model, runner: runner, prompt: prompts[0], completion: completion, options: reply.options)
             releasesHere = false
             return streamedReply(first: first, rest: events, encoder: encoder, context: context)
         }
-        var event = first
-        var final: (ChatMessage, FinishReason, GenerationStats)?
-        while let current = event {
-            if case .complete(let message, let reason, let stats) = current { final = (message, reason, stats) }
-            encoder.collect(current)
-            event = try await events.next()
+        // Each prompt's completion, decoded together, in the prompts' order.
+        let request = reply
+        let results = try await withThrowingTaskGroup(of: (Int, JSONValue, GenerationStats, FinishReason).self) { group in
+            for (index, prompt) in prompts.enumerated() {
+                group.addTask {
+                    let events = ReplyEvents(runner.generateCompletion(of: prompt, request: request, isAbandoned: isAbandoned))
+                    var encoder = NativeCompletionEncoder(model: model, runner: runner, prompt: prompt, completion: completion, options: request.options)
+                    var final: (ChatMessage, FinishReason, GenerationStats)?
+                    while let event = try await events.next() {
+                        if case .complete(let message, let reason, let stats) = event { final = (message, reason, stats) }
+                        encoder.collect(event)
+                    }
+                    guard let (message, reason, stats) = final else { throw APIError(.internalServerError, "the reply ended without completing") }
+                    var result = encoder.final(content: message.content, reason: reason, stats: stats)
+                    if prompts.count > 1, case .object(let members) = result { result = .object(members + [("index", JSONValue(index))]) }
+                    return (index, result, stats, reason)
+                }
+            }
+            var results: [(Int, JSONValue, GenerationStats, FinishReason)] = []
+            for try await result in group { results.append(result) }
+            return results.sorted { $0.0 < $1.0 }
         }
-        guard let (message, reason, stats) = final else { throw APIError(.internalServerError, "the reply ended without completing") }
-        metrics.record(stats)
-        if reason == .interrupted { throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)") }
-        return .json(encoder.final(content: message.content, reason: reason, stats: stats))
+        for result in results { metrics.record(result.2) }
+        if results.contains(where: { $0.3 == .interrupted }) {
+            throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
+        }
+        return .json(prompts.count == 1 ? results[0].1 : .array(results.map(\.1)))
     }
 }
 

@@ -421,3 +421,20 @@ def test_slots_tags_and_several_addresses(start_server):
     both = start_server("--host", "127.0.0.1," + hosts[1].strip("[]"), "--port", str(port))
     for host in hosts:
         assert httpx.get(f"http://{host}:{port}/health", timeout=10).json() == {"status": "ok"}
+
+
+def test_llama_server_prompt_forms(smollm2):
+    """/completion's prompt as llama-server reads it: token ids, a text, an object with
+    prompt_string and a sequence mixing ids and text each give the completion of the same
+    tokens; several prompts give one result each, in order."""
+    text = "The capital of France is"
+    tokens = httpx.post(smollm2.base_url + "/tokenize", json={"content": text}, timeout=30).json()["tokens"]
+    expected = completion(smollm2, prompt=text, n_predict=8, temperature=0)["content"]
+    for prompt in [tokens, {"prompt_string": text}, tokens[:2] + [text[len(httpx.post(smollm2.base_url + "/detokenize", json={"tokens": tokens[:2]}, timeout=30).json()["content"]):]]]:
+        assert completion(smollm2, prompt=prompt, n_predict=8, temperature=0)["content"] == expected, prompt
+    several = post(smollm2, {"prompt": [tokens, "The capital of Italy is", {"prompt_string": text}], "n_predict": 8, "temperature": 0},
+                   path="/completion").json()
+    assert [result["index"] for result in several] == [0, 1, 2]
+    assert several[0]["content"] == several[2]["content"] == expected
+    assert several[1]["content"] == completion(smollm2, prompt="The capital of Italy is", n_predict=8, temperature=0)["content"]
+    assert error(post(smollm2, {"prompt": [text, text], "stream": True}, path="/completion"), 400)["param"] == "prompt"
