@@ -189,6 +189,8 @@ struct ChatCompletionRequest {
     var verbose = false
     /// A GBNF grammar the reply is held to (llama-server's `grammar`).
     var grammar: String?
+    /// Whether a stream reports the prompt's reading as it goes (`return_progress`).
+    var returnsProgress = false
 
     init(_ document: JSONValue) throws(APIError) {
         var body = try RequestObject(document)
@@ -212,6 +214,11 @@ struct ChatCompletionRequest {
         }
         addsGenerationPrompt = generationPrompt ?? true
         verbose = try body.bool("verbose") ?? false
+        // llama-server's prompt_progress events while the prompt is read (streams only).
+        returnsProgress = try body.bool("return_progress") ?? false
+        if returnsProgress && !sampling.stream {
+            throw .invalid("return_progress", "return_progress reports a stream's progress: it needs stream: true")
+        }
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {

@@ -133,6 +133,9 @@ extension TypesetServer {
             throw APIError.invalid("n", "n > 1 is answered whole: stream one choice per request (requests are decoded together)")
         }
         guard !dialect.verbose else { throw APIError.invalid("verbose", "verbose shows one choice's prompt: ask for n = 1") }
+        guard chat.addsGenerationPrompt || !chat.prefill.isEmpty else {
+            throw APIError.invalid("add_generation_prompt", "add_generation_prompt may be false only to continue a final assistant message")
+        }
         try admit()
         defer { release() }
         let deadline = deadline
@@ -190,13 +193,30 @@ extension TypesetServer {
                     throw APIError(error)
                 }
             }
+            var progress: PromptProgressFeed?
+            if chat.returnsProgress {
+                do {
+                    let feed = PromptProgressFeed(promptTokens: try plan.conversation.prompt(answering: plan.message, request: plan.request).tokens.count)
+                    plan.conversation.prefillProgress = { computed, total in feed.report(computed: computed, total: total) }
+                    progress = feed
+                } catch {
+                    throw APIError(error)
+                }
+            }
             let deadline = deadline
             let events = ReplyEvents(plan.conversation.generateResponse(
                 to: plan.message, request: plan.request, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
+            let assembler = ReplyAssembler(valueOrCall: plan.valueOrCall, toolNames: plan.toolNames, wantsLogprobs: chat.logprobs)
+            if let progress {
+                releasesHere = false
+                return streamedReply(
+                    first: nil, rest: events, encoder: ChatReplyStreamEncoder(assembler: assembler, dialect: dialect), progress: progress,
+                    context: context)
+            }
             // Errors that come before the first event (the prompt does not fit, the template
             // fails) are answered with their status, not inside a 200 stream.
             let first = try await events.next()
-            var assembler = ReplyAssembler(valueOrCall: plan.valueOrCall, toolNames: plan.toolNames, wantsLogprobs: chat.logprobs)
+            var collecting = assembler
             if chat.sampling.stream {
                 releasesHere = false
                 return streamedReply(
@@ -205,7 +225,7 @@ extension TypesetServer {
             var finished: FinishedReply?
             var event = first
             while let current = event {
-                for case .end(let reply, _) in assembler.parts(for: current) { finished = reply }
+                for case .end(let reply, _) in collecting.parts(for: current) { finished = reply }
                 event = try await events.next()
             }
             guard let finished else { throw APIError(.internalServerError, "the reply ended without completing") }
@@ -253,7 +273,8 @@ extension TypesetServer {
     /// reply with its error event (``ReplyStreamEncoder/errorEvent(_:)``); `data: [DONE]`
     /// closes the stream when the encoder's dialect has it.
     func streamedReply(
-        first: MessageResponse?, rest events: ReplyEvents, encoder: some ReplyStreamEncoder, context: ServerRequestContext
+        first: MessageResponse?, rest events: ReplyEvents, encoder: some ReplyStreamEncoder, progress: PromptProgressFeed? = nil,
+        context: ServerRequestContext
     ) -> Response {
         streamingResponse { [self] writer in
             defer { release() }
@@ -261,6 +282,21 @@ extension TypesetServer {
             let names = encoder.namesEvents
             for value in encoder.opening { try await writer.write(Self.event(value, named: names)) }
             var event = first
+            if let progress {
+                // The stream began before the reply: the prompt's progress comes while its
+                // first event is awaited, and an error before it is the stream's error event.
+                let firstEvent = Task { () -> Result<MessageResponse?, APIError> in
+                    defer { progress.finish() }
+                    do throws(APIError) { return .success(try await events.next()) } catch { return .failure(error) }
+                }
+                for await update in progress.updates {
+                    if let value = encoder.progressEvent(update) { try await writer.write(Self.event(value, named: names)) }
+                }
+                switch await firstEvent.value {
+                case .success(let value): event = value
+                case .failure(let error): try await writer.write(Self.event(encoder.errorEvent(error), named: names))
+                }
+            }
             while let current = event {
                 for value in encoder.events(for: current) { try await writer.write(Self.event(value, named: names)) }
                 if case .complete(_, let reason, let stats) = current {
@@ -318,6 +354,8 @@ protocol ReplyStreamEncoder: Sendable {
     var namesEvents: Bool { get }
     /// Whether the stream ends with `data: [DONE]` (OpenAI's chat and completions streams).
     var endsWithDone: Bool { get }
+    /// The event telling how far the prompt's reading has come (`nil`: none in this stream).
+    func progressEvent(_ progress: PromptProgress) -> JSONValue?
 }
 
 extension ReplyStreamEncoder {
@@ -325,6 +363,7 @@ extension ReplyStreamEncoder {
     func errorEvent(_ error: APIError) -> JSONValue { error.json }
     var namesEvents: Bool { false }
     var endsWithDone: Bool { true }
+    func progressEvent(_ progress: PromptProgress) -> JSONValue? { nil }
 }
 
 /// Writes a chat reply in OpenAI's chat-completions shapes: the whole `chat.completion`, or
@@ -415,6 +454,15 @@ struct ChatCompletionsDialect: ChatReplyDialect {
             events.append(addingVerbose(reply, to: TypesetServer.adding(timings: reply.stats, to: events.removeLast())))
             return events
         }
+    }
+
+    /// llama-server's progress event: no choices, and `prompt_progress`.
+    func progressEvent(_ progress: PromptProgress) -> JSONValue? {
+        .object([
+            ("id", .string(id)), ("object", .string("chat.completion.chunk")), ("created", JSONValue(created)),
+            ("model", .string(model)), ("system_fingerprint", .string(TypesetServer.systemFingerprint)),
+            ("choices", .array([])), ("prompt_progress", progress.json),
+        ])
     }
 
     /// The usage event (`stream_options.include_usage`): no choices.

@@ -1,3 +1,4 @@
+import Synchronization
 import Typeset
 
 /// A chat reply as every chat dialect presents it: reasoning, text, calls, and its end.
@@ -110,6 +111,9 @@ protocol ChatReplyDialect: Sendable {
     /// `error` with the request field it names spelled as this dialect spells it (the chat
     /// request a dialect's request becomes names them as chat completions does).
     func translated(_ error: APIError) -> APIError
+    /// The stream's event telling how far the prompt's reading has come (`nil`: the dialect
+    /// has none).
+    func progressEvent(_ progress: PromptProgress) -> JSONValue?
     /// Whether the reply tells its prompt (its length in a stream's opening, its text for
     /// debugging), which is then rendered before the reply starts and given to
     /// ``start(prompt:)``.
@@ -125,6 +129,7 @@ extension ChatReplyDialect {
     func translated(_ error: APIError) -> APIError { error }
     var needsPrompt: Bool { false }
     mutating func start(prompt: (text: String, tokens: [Int])) {}
+    func progressEvent(_ progress: PromptProgress) -> JSONValue? { nil }
 }
 
 /// A dialect's stream of a reply: the reply's events assembled into parts, the parts written
@@ -139,8 +144,60 @@ struct ChatReplyStreamEncoder<Dialect: ChatReplyDialect>: ReplyStreamEncoder {
     var namesEvents: Bool { dialect.namesEvents }
     var endsWithDone: Bool { dialect.endsWithDone }
     func errorEvent(_ error: APIError) -> JSONValue { dialect.errorEvent(dialect.translated(error)) }
+    func progressEvent(_ progress: PromptProgress) -> JSONValue? { dialect.progressEvent(progress) }
 
     mutating func events(for event: MessageResponse) -> [JSONValue] {
         assembler.parts(for: event).flatMap { dialect.events(for: $0) }
     }
+}
+
+/// How far the reading of a prompt has come, for a stream that asked (`return_progress`), in
+/// llama-server's terms: the prompt's tokens, those reused from the cache, those read so far
+/// (the cached ones included), and the milliseconds since the request began.
+struct PromptProgress: Sendable {
+    var total: Int
+    var cache: Int
+    var processed: Int
+    var milliseconds: Double
+
+    var json: JSONValue {
+        .object([
+            ("total", JSONValue(total)), ("cache", JSONValue(cache)), ("processed", JSONValue(processed)),
+            ("time_ms", JSONValue(milliseconds)),
+        ])
+    }
+}
+
+/// The prompt progress of one reply, as a sequence the stream reads before the reply's first
+/// event: the conversation's prefill callback reports each chunk read; the first report is
+/// preceded by one where nothing is read yet but the cache (as llama-server starts).
+final class PromptProgressFeed: Sendable {
+    let updates: AsyncStream<PromptProgress>
+    private let continuation: AsyncStream<PromptProgress>.Continuation
+    private let promptTokens: Int
+    private let started = ContinuousClock.now
+    private let reported = Mutex(false)
+
+    /// `promptTokens`: the prompt's length, the cached tokens included.
+    init(promptTokens: Int) {
+        (updates, continuation) = AsyncStream<PromptProgress>.makeStream()
+        self.promptTokens = promptTokens
+    }
+
+    /// After a prefill chunk: `computed` of the `total` tokens to compute (those not reused).
+    func report(computed: Int, total: Int) {
+        let cache = max(0, promptTokens - total)
+        let milliseconds = (ContinuousClock.now - started).seconds * 1000
+        let first = reported.withLock { reported in
+            defer { reported = true }
+            return !reported
+        }
+        if first {
+            continuation.yield(PromptProgress(total: promptTokens, cache: cache, processed: cache, milliseconds: milliseconds))
+        }
+        continuation.yield(PromptProgress(total: promptTokens, cache: cache, processed: cache + computed, milliseconds: milliseconds))
+    }
+
+    /// No more progress: the reply has begun (or failed).
+    func finish() { continuation.finish() }
 }

@@ -291,7 +291,7 @@ def test_llama_server_completion_stream(smollm2):
 def test_llama_server_completion_schema_and_refusals(smollm2):
     body = completion(smollm2, prompt="A colour and its hex code as JSON:", n_predict=60, temperature=0, json_schema=SCHEMA)
     jsonschema.validate(json.loads(body["content"]), SCHEMA)
-    for fields, parameter in [({"grammar": "root ::= \"a\""}, "grammar"), ({"ignore_eos": True}, "ignore_eos"),
+    for fields, parameter in [({"grammar": "root ::= \"a\"", "json_schema": SCHEMA}, "grammar"), ({"ignore_eos": True}, "ignore_eos"),
                               ({"samplers": ["top_k"]}, "samplers")]:
         assert error(post(smollm2, {"prompt": "Hi", **fields}, path="/completion"), 400)["param"] == parameter
     assert post(smollm2, {"prompt": "Hi", "n_predict": 2, "id_slot": -1, "cache_prompt": True, "grammar": ""}, path="/completion").status_code == 200
@@ -438,3 +438,30 @@ def test_llama_server_prompt_forms(smollm2):
     assert several[0]["content"] == several[2]["content"] == expected
     assert several[1]["content"] == completion(smollm2, prompt="The capital of Italy is", n_predict=8, temperature=0)["content"]
     assert error(post(smollm2, {"prompt": [text, text], "stream": True}, path="/completion"), 400)["param"] == "prompt"
+
+
+def test_prompt_progress_in_a_stream(smollm2):
+    """return_progress: before the reply's first token the stream tells how far the prompt's
+    reading has come (llama-server's prompt_progress: total, cache, processed, time_ms), from
+    the cache alone to the whole prompt; the same prompt again starts from its cached tokens."""
+    messages = [{"role": "user", "content": "Summarize this. " + "The quick brown fox jumps over the lazy dog. " * 60}]
+
+    def progress_and_usage():
+        with httpx.stream("POST", smollm2.base_url + "/v1/chat/completions", timeout=120, json={
+                "messages": messages, "max_tokens": 4, "temperature": 0, "stream": True, "return_progress": True,
+                "stream_options": {"include_usage": True}}) as response:
+            events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        updates = [event["prompt_progress"] for event in events if "prompt_progress" in event]
+        first_content = next(index for index, event in enumerate(events) if event["choices"] and event["choices"][0]["delta"].get("content"))
+        assert all(index < first_content for index, event in enumerate(events) if "prompt_progress" in event)
+        return updates, events[-1]["usage"]
+
+    updates, usage = progress_and_usage()
+    assert len(updates) >= 2
+    assert all(update["total"] == usage["prompt_tokens"] for update in updates)
+    assert updates[0]["processed"] == updates[0]["cache"]
+    assert [update["processed"] for update in updates] == sorted({update["processed"] for update in updates})
+    assert updates[-1]["processed"] == updates[-1]["total"]
+    again, usage = progress_and_usage()
+    assert again[0]["cache"] == usage["prompt_tokens_details"]["cached_tokens"] > 0
+    assert error(post(smollm2, {"messages": messages, "return_progress": True}), 400)["param"] == "return_progress"
