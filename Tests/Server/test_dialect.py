@@ -404,8 +404,12 @@ def test_slots_tags_and_several_addresses(start_server):
     assert [(slot["id"], slot["n_ctx"], slot["is_processing"]) for slot in slots] == [(0, 512, False), (1, 512, False)]
     with httpx.stream("POST", server.base_url + "/completion", timeout=60, json={
             "prompt": "Repeat after me: cat cat cat cat cat cat", "n_predict": 400, "temperature": 0, "stream": True}) as response:
-        next(response.iter_lines())
+        lines = response.iter_lines()   # kept: a dropped iterator closes the stream, and the reply stops
+        next(lines)
         assert [slot["is_processing"] for slot in httpx.get(server.base_url + "/slots", timeout=10).json()] == [True, False]
+        for _ in lines:
+            pass
+    assert [slot["is_processing"] for slot in httpx.get(server.base_url + "/slots", timeout=10).json()] == [False, False]
     model = httpx.get(server.base_url + "/v1/models", timeout=10).json()["data"][0]
     assert (model["id"], model["aliases"], model["tags"]) == ("house", ["house"], ["chat", "small"])
     assert httpx.get(start_server("--no-slots").base_url + "/slots", timeout=10).status_code == 501

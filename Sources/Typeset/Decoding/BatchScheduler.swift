@@ -210,6 +210,11 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
                 let room = maximumSequences - active.count
                 let admitted = Array(shared.waiting.prefix(max(0, room)))
                 shared.waiting.removeFirst(admitted.count)
+                if !admitted.isEmpty {
+                    // Counted from their admission, not from the end of their first step.
+                    shared.statistics.active = active.count + admitted.count
+                    shared.statistics.waiting = shared.waiting.count
+                }
                 if active.isEmpty && admitted.isEmpty {
                     // Nothing to do: the thread ends (under the lock, so a submit either sees
                     // it running or starts a new one).
