@@ -191,6 +191,8 @@ struct ChatCompletionRequest {
     var grammar: String?
     /// Whether a stream reports the prompt's reading as it goes (`return_progress`).
     var returnsProgress = false
+    /// The template's `reasoning_effort` (``setReasoningEffort(_:at:)``).
+    var reasoningEffort: String?
 
     init(_ document: JSONValue) throws(APIError) {
         var body = try RequestObject(document)
@@ -313,12 +315,31 @@ struct ChatCompletionRequest {
             enableThinking = try arguments.bool("enable_thinking")
             try arguments.finish()
         }
+        // OpenAI's reasoning_effort, as llama-server reads it: "none" turns thinking off; any
+        // other level reaches the chat template as reasoning_effort.
+        if let effort = try body.string("reasoning_effort") {
+            try setReasoningEffort(effort, at: "reasoning_effort")
+        }
         // Which of llama-server's slots decodes the request: Typeset reuses any cached prefix.
         _ = try body.integer("id_slot", in: -1 ... Int(Int32.max))
         // Fields with no effect on the reply, accepted as OpenAI accepts them.
         _ = try body.object("metadata").map { _ in () }
         if try body.bool("store") == true { throw .invalid("store", "Typeset does not store completions (store must be false)") }
         try body.finish()
+    }
+
+    /// `reasoning_effort`: "none" turns thinking off; another level lets a model that thinks
+    /// think and reaches the template as `reasoning_effort`.
+    mutating func setReasoningEffort(_ effort: String, at path: String) throws(APIError) {
+        guard ["none", "minimal", "low", "medium", "high", "xhigh"].contains(effort) else {
+            throw .invalid(path, "\(path) must be none, minimal, low, medium, high or xhigh")
+        }
+        if effort == "none" {
+            enableThinking = false
+        } else {
+            enableThinking = enableThinking ?? true
+            reasoningEffort = effort
+        }
     }
 
     /// A request of `messages` with `sampling`, and no tools, schema or log-probabilities yet:

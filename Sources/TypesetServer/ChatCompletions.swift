@@ -42,6 +42,7 @@ struct ChatPlan {
         // (vLLM's continue_final_message asks for it false: the turn is left open either way).
         request.addsGenerationPrompt = chat.addsGenerationPrompt || !chat.prefill.isEmpty
         request.options.enableThinking = chat.enableThinking
+        request.options.reasoningEffort = chat.reasoningEffort
         request.allowsSeveralCalls = chat.parallelToolCalls
         if chat.logprobs { request.options.logprobs = chat.topLogprobs }
         var functions: [FunctionDefinition]

@@ -110,11 +110,8 @@ struct ResponsesRequest {
         if var reasoning = try body.object("reasoning") {
             if let level = try reasoning.string("effort") {
                 // "none" turns thinking off; any other level lets a model that thinks think
-                // (the level itself reaches no template Typeset runs).
-                guard ["none", "minimal", "low", "medium", "high", "xhigh"].contains(level) else {
-                    throw .invalid("reasoning.effort", "reasoning.effort must be none, minimal, low, medium, high or xhigh")
-                }
-                chat.enableThinking = level != "none"
+                // and reaches the template as reasoning_effort.
+                try chat.setReasoningEffort(level, at: "reasoning.effort")
                 effort = .string(level)
             }
             _ = try reasoning.string("summary")   // the reasoning is returned whole, as reasoning_text

@@ -469,3 +469,28 @@ def test_prompt_progress_in_a_stream(smollm2):
     again, usage = progress_and_usage()
     assert again[0]["cache"] == usage["prompt_tokens_details"]["cached_tokens"] > 0
     assert error(post(smollm2, {"messages": messages, "return_progress": True}), 400)["param"] == "return_progress"
+
+
+def test_reasoning_effort_reaches_the_template(start_server, tmp_path):
+    """reasoning_effort as llama-server reads it: "none" turns thinking off, another level
+    reaches the chat template as reasoning_effort (gpt-oss's reads it), in chat completions
+    and the Responses API's reasoning.effort; an unknown level is refused by name."""
+    template = tmp_path / "effort.jinja"
+    template.write_text("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+                        "effort={{ reasoning_effort | default('unset') }} thinking={{ enable_thinking | default('unset') }}\n")
+    server = start_server("--chat-template-file", str(template))
+    def prompt(**fields):
+        return post(server, {"messages": [{"role": "user", "content": "Hi"}], **fields}, path="/apply-template").json()["prompt"]
+    assert prompt().endswith("effort=unset thinking=unset")
+    assert prompt(reasoning_effort="high").endswith("effort=high thinking=True")
+    assert prompt(reasoning_effort="none").endswith("effort=unset thinking=False")
+    assert error(post(server, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_effort": "extreme"}), 400)["param"] == "reasoning_effort"
+    plain = post(server, {"messages": [{"role": "user", "content": "Hi"}]}, path="/v1/chat/completions/input_tokens").json()["input_tokens"]
+    for effort, expected in [("low", "effort=low thinking=True"), ("none", "effort=unset thinking=False")]:
+        reply = post(server, {"input": "Hi", "reasoning": {"effort": effort}, "max_output_tokens": 2}, path="/v1/responses")
+        assert reply.status_code == 200, reply.text
+        counted = post(server, {"input": "Hi", "reasoning": {"effort": effort}}, path="/v1/responses/input_tokens").json()["input_tokens"]
+        assert prompt(reasoning_effort=effort).endswith(expected)
+        chat = post(server, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_effort": effort},
+                    path="/v1/chat/completions/input_tokens").json()["input_tokens"]
+        assert counted == chat != plain

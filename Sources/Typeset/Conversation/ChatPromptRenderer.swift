@@ -16,7 +16,7 @@ struct ChatPromptRenderer: Sendable {
     /// The prompt text for `messages`, ending where the assistant's reply begins.
     func render(
         _ messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat, enableThinking: Bool?,
-        addGenerationPrompt: Bool = true
+        addGenerationPrompt: Bool = true, reasoningEffort: String? = nil
     ) throws(ConversationError) -> String {
         guard let template else { return plainText(messages, functions: functions, format: format) }
         let parsed: ChatTemplate
@@ -38,6 +38,7 @@ struct ChatPromptRenderer: Sendable {
         let values = list.map { templateValue(for: $0, nativeCalls: nativeCalls, nativeTools: nativeTools, format: format) }
         var variables = Self.today()
         if let enableThinking { variables["enable_thinking"] = .boolean(enableThinking) }
+        if let reasoningEffort { variables["reasoning_effort"] = .string(reasoningEffort) }
         let tools: [TemplateValue]? = functions.isEmpty || !nativeTools ? nil : functions.map { function in
             .object([
                 ("type", .string("function")),
@@ -202,10 +203,12 @@ struct ChatPromptRenderer: Sendable {
     /// content is).
     func rendered(
         _ messages: [ChatMessage], functions: [FunctionDefinition], format: FunctionCallFormat,
-        enableThinking: Bool?, addBOS: Bool = true, addGenerationPrompt: Bool = true, prefill: String = ""
+        enableThinking: Bool?, addBOS: Bool = true, addGenerationPrompt: Bool = true, prefill: String = "",
+        reasoningEffort: String? = nil
     ) throws(ConversationError) -> (text: String, tokens: [Int]) {
         let rendered = try render(
-            messages, functions: functions, format: format, enableThinking: enableThinking, addGenerationPrompt: addGenerationPrompt)
+            messages, functions: functions, format: format, enableThinking: enableThinking, addGenerationPrompt: addGenerationPrompt,
+            reasoningEffort: reasoningEffort)
         let vocabulary = tokenizer.vocabulary
         var result: [Int] = []
         if addBOS, vocabulary.addBOS, let bos = vocabulary.bosTokenID, !rendered.hasPrefix(vocabulary.tokens[bos]) {

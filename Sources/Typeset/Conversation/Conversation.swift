@@ -261,7 +261,7 @@ public final class Conversation: Sendable {
         }
         let prompt = try runner.prompts.rendered(
             promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking,
-            addGenerationPrompt: request.addsGenerationPrompt, prefill: request.prefill)
+            addGenerationPrompt: request.addsGenerationPrompt, prefill: request.prefill, reasoningEffort: options.reasoningEffort)
         if !request.prefill.isEmpty { options.inlineThinkingTags = true }   // the reply is past its start: no thinking to detect
         let routing = ReplyPlan.Routing(
             options: options, constrained: constraint != nil,

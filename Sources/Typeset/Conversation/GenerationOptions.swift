@@ -78,6 +78,10 @@ public struct GenerationOptions: Sendable, Equatable {
     /// `enable_thinking`; `nil` leaves the template's default). Text between `<think>` and
     /// `</think>` at the start of a reply streams as ``MessageResponse/reasoningChunk(_:)``.
     public var enableThinking: Bool?
+    /// How hard a model that reasons should think (OpenAI's `reasoning_effort`: "low",
+    /// "medium", "high", …), passed to the chat template as `reasoning_effort` for the
+    /// templates that read it (gpt-oss's); `nil` leaves the template's default.
+    package var reasoningEffort: String?
     /// Whether a `<think>` block streams as the reply's text, tags included, instead of as
     /// ``MessageResponse/reasoningChunk(_:)``.
     public var inlineThinkingTags = false
