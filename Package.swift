@@ -212,7 +212,7 @@ if withMacros {
         .target(
             name: "TypesetServer",
             dependencies: [
-                "Typeset", "TypesetGrammar", "TypesetTokenizer",
+                "Typeset", "TypesetGrammar", "TypesetTokenizer", "Models",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -68,7 +68,7 @@ def quiet():
 
 
 class Runner:
-    def __init__(self, path: Path, n_ctx: int = 512, flash_attention: bool | None = None):
+    def __init__(self, path: Path, n_ctx: int = 512, flash_attention: bool | None = None, pooling: int | None = None):
         mp = L.llama_model_default_params()
         mp.n_gpu_layers = 0
         self.model = L.llama_model_load_from_file(str(path).encode(), mp)
@@ -86,6 +86,10 @@ class Runner:
             cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attention else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
         cp.n_outputs_max = 0
         cp.n_outputs_max_per_seq = 0
+        if pooling is not None:
+            # An embedding context: the last hidden states (pooled as asked) instead of logits.
+            cp.embeddings = True
+            cp.pooling_type = pooling
         self.ctx = L.llama_init_from_model(self.model, cp)
         self.batch = L.llama_batch_init(n_ctx, 0, 1)
 
@@ -110,6 +114,24 @@ class Runner:
         first = 0 if all_logits else len(tokens) - 1
         return np.stack([np.ctypeslib.as_array(L.llama_get_logits_ith(self.ctx, first + r), shape=(self.n_vocab,)).copy()
                          for r in range(rows)])
+
+    def embeddings(self, tokens: list[int], pooled: bool) -> np.ndarray:
+        """The tokens' embeddings from an embedding context: one pooled row, or one per token."""
+        b = self.batch
+        b.n_tokens = len(tokens)
+        for i, token in enumerate(tokens):
+            b.token[i] = token
+            b.pos[i] = i
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = 0
+            b.logits[i] = 1
+        if L.llama_decode(self.ctx, b) != 0:
+            raise RuntimeError("llama_decode failed")
+        width = L.llama_model_n_embd(self.model)
+        if pooled:
+            return np.ctypeslib.as_array(L.llama_get_embeddings_seq(self.ctx, 0), shape=(1, width)).copy()
+        return np.stack([np.ctypeslib.as_array(L.llama_get_embeddings_ith(self.ctx, i), shape=(width,)).copy()
+                         for i in range(len(tokens))])
 
     def clear(self):
         L.llama_memory_clear(L.llama_get_memory(self.ctx), True)

@@ -70,14 +70,20 @@ struct ForwardPass {
     /// jump-forward decoding appends) then costs one block's worth of products less per extra
     /// row. The rows kept get the same values as with every row computed.
     ///
+    /// With `projectingToVocabulary` false, `result` gets the rows' last hidden states instead
+    /// of their logits: the final norm's output, `width` floats per row (llama.cpp's
+    /// `result_norm`, what its embeddings are pooled from).
+    ///
     /// - Precondition: unless `.all`, each sequence's `outputRows` is within `1 ... rows.count`
     ///   (the caller sets it for `.lastRows`).
-    func run(_ tokens: ArraySlice<Int>, logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
+    func run(
+        _ tokens: ArraySlice<Int>, logits: TransformerModel.Logits, projectingToVocabulary: Bool = true, into result: inout [Float]
+    ) throws(KernelError) {
         try embed(tokens)
         var lastRowsOnly = false
         if case .all = logits {} else if count > outputRowCount { lastRowsOnly = true }
         defer { workspace.lastRows.removeAll(keepingCapacity: true) }
-        try runBlocks(lastRowsOnly: lastRowsOnly, logits: logits, into: &result)
+        try runBlocks(lastRowsOnly: lastRowsOnly, logits: logits, projectingToVocabulary: projectingToVocabulary, into: &result)
         for sequence in sequences {
             for row in sequence.rows { sequence.cache.append(tokens[tokens.startIndex + row]) }
         }
@@ -86,7 +92,9 @@ struct ForwardPass {
     /// The blocks and the output logits; the last block on the pass `narrowedToLastRows`
     /// returns when `lastRowsOnly`. (Its own function so that the narrowed pass, which holds
     /// `workspace.lastRows`, is gone before `run` empties that list.)
-    private func runBlocks(lastRowsOnly: Bool, logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
+    private func runBlocks(
+        lastRowsOnly: Bool, logits: TransformerModel.Logits, projectingToVocabulary: Bool, into result: inout [Float]
+    ) throws(KernelError) {
         var pass = self
         for (index, block) in model.blocks.enumerated() {
             let narrows = lastRowsOnly && index == model.blocks.count - 1
@@ -98,7 +106,7 @@ struct ForwardPass {
             }
             try pass.feedForward(block)
         }
-        try pass.outputLogits(logits, into: &result)
+        try pass.outputLogits(logits, projectingToVocabulary: projectingToVocabulary, into: &result)
     }
 
     /// Rows whose logits `.last` asks for: every sequence's `outputRows`.
@@ -339,8 +347,11 @@ struct ForwardPass {
         addToResidual(postNorm: block.postFeedForwardNorm)
     }
 
-    /// The final norm and the output projection of each sequence's last row, or of every row.
-    private func outputLogits(_ logits: TransformerModel.Logits, into result: inout [Float]) throws(KernelError) {
+    /// The final norm and the output projection of each sequence's last row, or of every row
+    /// (without the projection: the normalized rows themselves, into `result`).
+    private func outputLogits(
+        _ logits: TransformerModel.Logits, projectingToVocabulary: Bool, into result: inout [Float]
+    ) throws(KernelError) {
         let final: UnsafeMutableBufferPointer<Float>
         switch logits {
         case .all:
@@ -358,6 +369,11 @@ struct ForwardPass {
         let rowCount = final.count / width
         model.outputNorm.withUnsafeBufferPointer { weight in
             forEachRowRange(rowCount, floatsPerRow: width) { range in _rmsNorm(rows(final, range, width: width), width: width, weight: weight, epsilon: epsilon) }
+        }
+        guard projectingToVocabulary else {
+            result.removeAll(keepingCapacity: true)
+            result.append(contentsOf: final)
+            return
         }
         let vocabulary = model.configuration.vocabularySize
         if result.count != rowCount * vocabulary {

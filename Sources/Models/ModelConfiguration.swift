@@ -45,6 +45,20 @@ public enum BlockKind: Sendable, Equatable {
     case shortConvolution
 }
 
+/// How an embedding is made of a sequence's last hidden states (the final norm's output, one
+/// vector of ``ModelConfiguration/embeddingLength`` floats per token), as llama.cpp's
+/// `pooling_type` numbers them: 0 none, 1 mean, 2 cls, 3 last.
+public enum EmbeddingPooling: String, Sendable, CaseIterable {
+    /// No pooling: one vector per token.
+    case none
+    /// The average of every token's vector.
+    case mean
+    /// The first token's vector (BERT's `[CLS]`, or the beginning-of-sequence token).
+    case cls
+    /// The last token's vector: the one that has seen the whole text in a causal model.
+    case last
+}
+
 /// A model's shape, read and validated from GGUF metadata before any weight is touched.
 ///
 /// Every field is checked to be positive and consistent (heads divide evenly into key/value
@@ -92,6 +106,10 @@ public struct ModelConfiguration: Sendable, Equatable {
     /// Inputs each short convolution sees, the current one included (LFM2's `shortconv.l_cache`),
     /// `nil` for families without them.
     public let shortConvolutionLength: Int?
+    /// How the model's embeddings are pooled (`pooling_type`): `.none` when the file says
+    /// nothing, as for every generative model. A reranker's pooling (4, `rank`), which needs a
+    /// classification head, is refused.
+    public let pooling: EmbeddingPooling
 
     /// Upper bounds that keep a hostile file from sizing absurd buffers.
     public static let maximumDimension = 1 << 20
@@ -244,6 +262,14 @@ public struct ModelConfiguration: Sendable, Equatable {
         if let softCapping = try read(try metadata.double(softCappingKey)), softCapping != 0 {
             throw .unsupportedKey(softCappingKey, value: "\(softCapping)")
         }
+        let poolingKey = parameters.key("pooling_type")
+        switch try read(try metadata.integer(poolingKey)) ?? 0 {
+        case 0: self.pooling = .none
+        case 1: self.pooling = .mean
+        case 2: self.pooling = .cls
+        case 3: self.pooling = .last
+        case let other: throw .unsupportedKey(poolingKey, value: other == 4 ? "4 (rank)" : "\(other)")
+        }
         let attentionFactorKey = parameters.key("rope.scaling.attn_factor")
         self.ropeAttentionFactor = try read(try metadata.double(attentionFactorKey)) ?? 1
         guard ropeAttentionFactor.isFinite, ropeAttentionFactor > 0 else {
@@ -263,7 +289,7 @@ public struct ModelConfiguration: Sendable, Equatable {
         "attention.head_count", "attention.head_count_kv", "attention.key_length", "attention.value_length",
         "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
         "rope.scaling.type", "rope.scaling.factor", "rope.scale_linear", "rope.scaling.attn_factor",
-        "rope.scaling.original_context_length", "rope.scaling.finetuned",
+        "rope.scaling.original_context_length", "rope.scaling.finetuned", "pooling_type",
     ]
 
     /// YaRN parameters llama.cpp keeps at fixed values for these families; a file may carry them

@@ -288,6 +288,24 @@ public final class TransformerModel: Sendable {
     public func evaluate(
         _ tokens: ArraySlice<Int>, cache: KVCache, threadCount: Int = 1, logits: Logits = .last, into result: inout [Float]
     ) throws(ModelError) {
+        try evaluate(tokens, cache: cache, threadCount: threadCount, logits: logits, projectingToVocabulary: true, into: &result)
+    }
+
+    /// Runs `tokens` as ``evaluate(_:cache:threadCount:logits:into:)-([Int],_,_,_,_)`` does with
+    /// `.all`, but stops before the output projection: writes every token's last hidden state,
+    /// the output of the final norm (`embeddingLength` floats per token, row after row), into
+    /// `result`. These are what embeddings are pooled from (llama.cpp's `result_norm`).
+    ///
+    /// - Throws: as ``evaluate(_:cache:threadCount:logits:)-([Int],_,_,_)``.
+    public func hiddenStates(_ tokens: ArraySlice<Int>, cache: KVCache, threadCount: Int = 1, into result: inout [Float]) throws(ModelError) {
+        try evaluate(tokens, cache: cache, threadCount: threadCount, logits: .all, projectingToVocabulary: false, into: &result)
+    }
+
+    /// One sequence's pass: its logits, or its last hidden states without the projection.
+    private func evaluate(
+        _ tokens: ArraySlice<Int>, cache: KVCache, threadCount: Int, logits: Logits, projectingToVocabulary: Bool,
+        into result: inout [Float]
+    ) throws(ModelError) {
         guard !tokens.isEmpty else { result.removeAll(); return }
         try check(tokens, for: cache)
         let workspace = cache.workspace
@@ -299,7 +317,7 @@ public final class TransformerModel: Sendable {
         do {
             let pass = ForwardPass(model: self, sequences: workspace.sequences, tokenCount: tokens.count, workspace: workspace,
                                    threadCount: max(1, threadCount))
-            try pass.run(tokens, logits: logits, into: &result)
+            try pass.run(tokens, logits: logits, projectingToVocabulary: projectingToVocabulary, into: &result)
         } catch {
             workspace.sequences.removeAll(keepingCapacity: true)
             throw .kernel(error)

@@ -1,7 +1,11 @@
 import ArgumentParser
 import Foundation
+import Models
 import Typeset
 import TypesetServer
+
+// `--pooling mean`: the enumeration's raw values are its arguments.
+extension EmbeddingPooling: ExpressibleByArgument {}
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,8 +16,9 @@ struct Serve: AsyncParsableCommand {
         GET /health (503 while the model loads) and GET /metrics (Prometheus); OpenAI's Responses \
         API (POST /v1/responses) and Anthropic's Messages API (POST /v1/messages); /chat/completions, \
         /models and /v1/health as llama-server serves them, with its GET /props, POST \
-        /apply-template and /v1/chat/completions/input_tokens, and a browser's CORS preflight on \
-        any path. A request may name any model (--strict-model-names: only this one's names). Requests are \
+        /apply-template and /v1/chat/completions/input_tokens; embeddings (POST /v1/embeddings, \
+        pooled as --pooling or the model says, and llama-server's /embeddings); and a browser's \
+        CORS preflight on any path. A request may name any model (--strict-model-names: only this one's names). Requests are \
         decoded together, --parallel at a time, one forward pass per step for all of them; \
         further requests wait (up to --queue of them; then 429). A JSON Schema keyword or a \
         request field Typeset cannot honour is refused with a 400 naming it. SIGTERM or SIGINT \
@@ -116,6 +121,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A label for the model, listed by /v1/models (repeatable).")
     var tag: [String] = []
 
+    @Option(help: "How the embedding endpoints pool a text's hidden states into one vector: mean, last, cls, or none (one per token); by default as the model's file declares (none for a generative model).")
+    var pooling: EmbeddingPooling?
+
     @OptionGroup(title: "Compiling the requests' JSON Schemas")
     var budgetOptions: CompilationBudgetOptions
 
@@ -158,6 +166,7 @@ struct Serve: AsyncParsableCommand {
             idleTimeout: .milliseconds(Int64(idleTimeout * 1000)))
         configuration.exposesSlots = slots
         configuration.tags = tag
+        configuration.embeddingPooling = pooling
         let server = TypesetServer(
             modelURL: URL(fileURLWithPath: path),
             runnerOptions: ModelRunner.Options(

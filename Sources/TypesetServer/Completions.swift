@@ -70,8 +70,12 @@ extension CompletionRequest.Prompt {
 
     /// The prompt's tokens: its texts encoded (their control tokens read as such when
     /// `parsingSpecialTokens`: llama-server's own endpoint does, OpenAI's does not) and its
-    /// ids as given, with BOS first when the model adds one and the prompt opens with text.
-    func tokens(for runner: ModelRunner, parsingSpecialTokens: Bool) throws(APIError) -> [Int] {
+    /// ids as given, with BOS first when the model adds one and the prompt opens with text
+    /// (and, `addingEndOfSequence`, EOS last when the model adds one and it ends with text, as
+    /// llama.cpp tokenizes an embedding's input). An empty prompt is refused, naming `field`.
+    func tokens(
+        for runner: ModelRunner, parsingSpecialTokens: Bool, addingEndOfSequence: Bool = false, field: String = "prompt"
+    ) throws(APIError) -> [Int] {
         var tokens: [Int] = []
         for piece in pieces {
             switch piece {
@@ -82,7 +86,10 @@ extension CompletionRequest.Prompt {
         if case .text? = pieces.first, runner.tokenizer.vocabulary.addBOS, let bos = runner.tokenizer.vocabulary.bosTokenID {
             tokens.insert(bos, at: 0)
         }
-        guard !tokens.isEmpty else { throw APIError.invalid("prompt", "prompt must not be empty") }
+        if addingEndOfSequence, case .text? = pieces.last, runner.tokenizer.vocabulary.addEOS, let eos = runner.tokenizer.vocabulary.eosTokenID {
+            tokens.append(eos)
+        }
+        guard !tokens.isEmpty else { throw APIError.invalid(field, "\(field) must not be empty") }
         return tokens
     }
 }

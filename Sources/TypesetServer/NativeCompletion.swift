@@ -61,26 +61,36 @@ struct NativeCompletionRequest {
     }
 
     /// llama-server's prompts: a text; token ids; a sequence mixing ids and texts; an object
-    /// with `prompt_string`; or an array of several of these, answered one result each.
-    static func prompts(_ value: JSONValue?, vocabularySize: Int) throws(APIError) -> [CompletionRequest.Prompt] {
-        guard let value else { throw .invalid("prompt", "prompt is required") }
+    /// with `prompt_string`; or an array of several of these, answered one result each. With
+    /// `acceptsContentParts` (embeddings' inputs), also an object whose `content` is OpenAI's
+    /// parts, of which this text model reads the `text` ones.
+    static func prompts(
+        _ value: JSONValue?, field: String = "prompt", vocabularySize: Int, acceptsContentParts: Bool = false
+    ) throws(APIError) -> [CompletionRequest.Prompt] {
+        guard let value else { throw .invalid(field, "\(field) is required") }
         if case .array(let items) = value, !items.isEmpty,
            items.allSatisfy({ if case .array = $0 { true } else if case .object = $0 { true } else if case .string = $0 { true } else { false } }),
            !items.contains(where: { if case .number = $0 { true } else { false } }) {
             var prompts: [CompletionRequest.Prompt] = []
             for (index, item) in items.enumerated() {
-                prompts.append(try prompt(item, at: "prompt[\(index)]", vocabularySize: vocabularySize))
+                prompts.append(try prompt(item, at: "\(field)[\(index)]", vocabularySize: vocabularySize, acceptsContentParts: acceptsContentParts))
             }
             return prompts
         }
-        return [try prompt(value, at: "prompt", vocabularySize: vocabularySize)]
+        return [try prompt(value, at: field, vocabularySize: vocabularySize, acceptsContentParts: acceptsContentParts)]
     }
 
-    private static func prompt(_ value: JSONValue, at path: String, vocabularySize: Int) throws(APIError) -> CompletionRequest.Prompt {
+    private static func prompt(
+        _ value: JSONValue, at path: String, vocabularySize: Int, acceptsContentParts: Bool
+    ) throws(APIError) -> CompletionRequest.Prompt {
         switch value {
         case .string(let text): return .text(text)
         case .object:
             var object = try RequestObject(value, path: path)
+            if acceptsContentParts, let parts = try object.array("content") {
+                try object.finish()
+                return .text(try text(ofParts: parts, at: object.path(of: "content")))
+            }
             guard let text = try object.string("prompt_string") else {
                 throw .invalid(object.path(of: "prompt_string"), "\(object.path(of: "prompt_string")) is required")
             }
@@ -107,6 +117,29 @@ struct NativeCompletionRequest {
         default:
             throw .invalid(path, "\(path) must be a text, token ids, or an object with prompt_string")
         }
+    }
+
+    /// The text of OpenAI's content parts (`[{"type": "text", "text": "…"}, …]`), joined; a
+    /// part this text model cannot read (an image, audio, a video) is refused.
+    private static func text(ofParts parts: [JSONValue], at path: String) throws(APIError) -> String {
+        var text = ""
+        for (index, part) in parts.enumerated() {
+            var object = try RequestObject(part, path: "\(path)[\(index)]")
+            let type = try object.string("type")
+            switch type {
+            case "text":
+                guard let piece = try object.string("text") else {
+                    throw .invalid(object.path(of: "text"), "\(object.path(of: "text")) is required")
+                }
+                text += piece
+            case "image_url", "input_audio", "input_video", "input_image", "file":
+                throw .invalid(object.path(of: "type"), "a part of type '\(type!)' needs a model that sees or hears: this one reads text only")
+            default:
+                throw .invalid(object.path(of: "type"), "\(object.path(of: "type")) must be 'text'")
+            }
+            try object.finish()
+        }
+        return text
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import Models
 import NIOCore
 import NIOHTTPTypes
 import ServiceLifecycle
@@ -78,6 +79,10 @@ public final class TypesetServer: Sendable {
         public var exposesSlots: Bool = true
         /// Labels for the model, listed by `/v1/models` (llama-server's `--tags`).
         public var tags: [String] = []
+        /// How the embedding endpoints pool a text's hidden states (llama-server's
+        /// `--pooling`); `nil` for the model's own declaration (none for a generative model,
+        /// which `/v1/embeddings` then refuses: it answers one vector per input).
+        public var embeddingPooling: EmbeddingPooling?
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maximumBodyBytes: Int = 8 << 20,
@@ -354,6 +359,10 @@ public final class TypesetServer: Sendable {
         }
         for path in ["v1/messages/count_tokens", "messages/count_tokens"] {
             router.post(RouterPath(path)) { [self] request, _ -> Response in try await countMessageTokens(request) }
+        }
+        router.post("v1/embeddings") { [self] request, _ -> Response in try await embeddings(request, openAIRoute: true) }
+        for path in ["embeddings", "embedding"] {
+            router.post(RouterPath(path)) { [self] request, _ -> Response in try await embeddings(request, openAIRoute: false) }
         }
         for path in ["tokenize", "v1/tokenize"] {
             router.post(RouterPath(path)) { [self] request, _ -> Response in try await tokenize(request) }

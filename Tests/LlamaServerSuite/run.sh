@@ -3,8 +3,8 @@
 # llama-cpp-python==0.3.36 vendors; Fixtures/fetch.sh llama-suite fetches it) run against
 # `typeset serve` through the `llama-server` wrapper beside this script, on SmolLM2-135M (the
 # suite's own models are on Hugging Face). The files about chat, completion, tokenize, basic
-# use, security, streaming, metrics, templates, tool calls and the Responses and Anthropic
-# compatibility, without the tests the suite marks slow (as llama.cpp's CI runs them).
+# use, security, streaming, metrics, templates, tool calls, the Responses and Anthropic
+# compatibility, and embeddings, without the tests the suite marks slow (as llama.cpp's CI runs them).
 #
 # A test that fails for a reason that is not Typeset's is listed in expected-failures.txt with
 # the reason (and must keep failing: a listed test that passes fails the run).
@@ -25,7 +25,7 @@ export TYPESET_BINARY="${TYPESET_BINARY:-$root/.build/release/typeset}"
 export LLAMA_SERVER_BIN_PATH="$here/llama-server"
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 files=(test_basic test_chat_completion test_completion test_tokenize test_security test_stream test_metrics test_template
-       test_tool_call test_compat_oai_responses test_compat_anthropic)
+       test_tool_call test_compat_oai_responses test_compat_anthropic test_embedding)
 list=()
 [[ "$SUITE_SERVER" == typeset ]] && list=(--expected-failures "$here/expected-failures.txt")
 cd "$tests"

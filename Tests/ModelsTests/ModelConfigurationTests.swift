@@ -46,6 +46,20 @@ import Testing
         #expect(configuration.headDimension == 16 && configuration.ropeFrequencyBase == 10_000)
     }
 
+    @Test func poolingIsReadAsLlamaCppNumbersIt() throws {
+        #expect(try ModelConfiguration(metadata: try Self.llama()).pooling == .none)
+        for (number, pooling) in [(0, EmbeddingPooling.none), (1, .mean), (2, .cls), (3, .last)] {
+            #expect(try ModelConfiguration(metadata: try Self.llama(["llama.pooling_type": .uint32(UInt32(number))])).pooling == pooling)
+        }
+        // A reranker's pooling needs its classification head; an unknown number is not guessed.
+        #expect(throws: ModelConfigurationError.unsupportedKey("llama.pooling_type", value: "4 (rank)")) {
+            try ModelConfiguration(metadata: try Self.llama(["llama.pooling_type": .uint32(4)]))
+        }
+        #expect(throws: ModelConfigurationError.unsupportedKey("llama.pooling_type", value: "9")) {
+            try ModelConfiguration(metadata: try Self.llama(["llama.pooling_type": .uint32(9)]))
+        }
+    }
+
     @Test func invalidConfigurationsAreTypedErrors() throws {
         #expect(throws: ModelConfigurationError.unsupportedArchitecture("qwen3moe")) {
             try ModelConfiguration(metadata: try Self.llama(["general.architecture": .string("qwen3moe")]))

@@ -128,6 +128,10 @@ public final class ModelRunner: Sendable {
     /// Renders prompts and compiles grammars for replies, in the order they were asked for,
     /// before they join the scheduler.
     let preparation: DispatchQueue
+    /// Computes embeddings, one at a time, beside the scheduler's steps.
+    let embeddingQueue: DispatchQueue
+    /// The model's shape (kept when the model is unloaded).
+    let configuration: ModelConfiguration
 
     /// The scheduler that decodes this runner's replies together.
     typealias Scheduler = BatchScheduler<ModelBatchEvaluator>
@@ -204,6 +208,8 @@ public final class ModelRunner: Sendable {
         state.caches.idleByteLimit = max(0, options.idleCacheByteLimit)
         self.state = Mutex(state)
         self.preparation = DispatchQueue(label: "typeset.model-runner.preparation", qos: .userInitiated)
+        self.embeddingQueue = DispatchQueue(label: "typeset.model-runner.embeddings", qos: .userInitiated)
+        self.configuration = model.configuration
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
     }
 
