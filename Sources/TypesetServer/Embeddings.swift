@@ -24,17 +24,15 @@ struct EmbeddingRequest {
     init(_ document: JSONValue, openAIRoute: Bool, runner: ModelRunner) throws(APIError) {
         var body = try RequestObject(document)
         model = try body.string("model")
+        let value: JSONValue
         if let input = body.value("input") {
-            field = "input"
-            repliesAsOpenAI = openAIRoute
-            inputs = try NativeCompletionRequest.prompts(input, field: field, vocabularySize: runner.tokenizer.vocabulary.count, acceptsContentParts: true)
+            (value, field, repliesAsOpenAI) = (input, "input", openAIRoute)
         } else if let content = body.value("content") {
-            field = "content"
-            repliesAsOpenAI = false
-            inputs = try NativeCompletionRequest.prompts(content, field: field, vocabularySize: runner.tokenizer.vocabulary.count, acceptsContentParts: true)
+            (value, field, repliesAsOpenAI) = (content, "content", false)
         } else {
             throw .invalid("input", "input is required (or llama-server's content)")
         }
+        inputs = try NativeCompletionRequest.prompts(value, field: field, vocabularySize: runner.tokenizer.vocabulary.count, acceptsContentParts: true)
         switch try body.string("encoding_format") ?? "float" {
         case "float": encodesBase64 = false
         case "base64":

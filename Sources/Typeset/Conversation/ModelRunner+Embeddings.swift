@@ -86,7 +86,7 @@ extension ModelRunner {
     /// token's vector as computed.
     ///
     /// - Throws: ``ConversationError/contextOverflow(promptTokens:contextLength:)``,
-    ///   ``ConversationError/invalidHistory(index:reason:)`` for no tokens,
+    ///   ``ConversationError/unsupportedOption(name:reason:)`` naming `input` for no tokens,
     ///   ``ConversationError/model(_:)`` for a token outside the vocabulary,
     ///   ``ConversationError/runnerUnloaded``.
     package func embeddings(
