@@ -219,6 +219,11 @@ if withMacros {
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            // The web page at /, compiled into the binary (PackageResources.index_html, …).
+            resources: [
+                .embedInCode("WebPage/index.html"), .embedInCode("WebPage/page.css"), .embedInCode("WebPage/page.js"),
+                .embedInCode("WebPage/automaton.js"),
             ]
         ),
         .executableTarget(

@@ -12,6 +12,11 @@
 #   toolchain (one entry: the others are removed) and a run from another path builds cold.
 # - One run at a time uses the entry (a lock); a run that finds it taken builds cold in its
 #   own directories.
+# - A module compiled against an older version of a module it imports is not always compiled
+#   again when that module changes (a stored property added to a struct it inlines: seen as a
+#   crash at run time). So the entry records the commit it was last built at, and the build
+#   directories of every module that depends on a module changed since (Sources/<module>,
+#   Tests/<module>, Benchmarks/<module>) are removed: they compile again, whole.
 # - `rm -rf "$TYPESET_CACHE/build"` empties it.
 
 restore_commit_times() {
@@ -28,6 +33,56 @@ for line in sys.stdin:
         if os.path.isfile(line) and not os.path.islink(line):
             os.utime(line, (stamp, stamp))
 '
+}
+
+# Removes, from the build directories, those of the modules that depend on a module changed
+# since the commit `$1/commit` records (of every module that depends on another, when it
+# records none that this clone knows; an empty entry has none to remove).
+drop_stale_dependents() {
+  local entry="$1" recorded="" changed
+  [[ -f "$entry/commit" ]] && recorded="$(cat "$entry/commit")"
+  if [[ -n "$recorded" ]] && git cat-file -e "$recorded^{commit}" 2>/dev/null; then
+    changed="$(git diff --name-only "$recorded" HEAD -- Sources Tests Benchmarks Examples)"
+  else
+    changed="*"
+  fi
+  [[ -n "$changed" ]] || return 0
+  CHANGED="$changed" python3 -c '
+import glob, json, os, shutil, subprocess
+# The root package and the consumer package built into the same directories (.ci/run): a
+# dependency on one of the root package'"'"'s products is one on the module of that name.
+dependencies, paths = {}, {}
+for package_path in [".", "Examples/GenerableTour"]:
+    dump = subprocess.run(["swift", "package", "--package-path", package_path, "dump-package"],
+                          capture_output=True, text=True, check=True).stdout
+    for target in json.loads(dump)["targets"]:
+        names = [next(iter(dependency.values()))[0] for dependency in target.get("dependencies", [])]
+        dependencies[target["name"]] = {name for name in names if name}
+        default = ("Tests/" if target["type"] == "test" else "Sources/") + target["name"]
+        paths[target["name"]] = os.path.normpath(os.path.join(package_path, target.get("path") or default))
+changed_files = os.environ["CHANGED"].split("\n")
+if "*" in changed_files:
+    changed = set(dependencies)
+else:
+    changed = {name for name, path in paths.items() if any(file.startswith(path + "/") for file in changed_files)}
+stale, grew = set(), True
+while grew:
+    grew = False
+    for name, uses in dependencies.items():
+        if name not in stale and uses & (changed | stale):
+            stale.add(name)
+            grew = True
+removed = set()
+for name in stale:
+    for directory in glob.glob(f".build*/*/*/{name}.build") + glob.glob(f"Tests/Fuzz/.build/*/*/{name}.build"):
+        shutil.rmtree(directory, ignore_errors=True)
+        removed.add(name)
+if removed:
+    print("build cache: compiling again the modules that import a changed one: " + ", ".join(sorted(removed)))
+' || {
+    echo "build cache: cannot tell which modules import a changed one; building cold"
+    rm -rf "$entry"/.build/* "$entry"/.build-baseline/* "$entry"/.build-tsan/* "$entry"/Tests/Fuzz/.build/*
+  }
 }
 
 use_build_cache() {
@@ -50,4 +105,6 @@ use_build_cache() {
     rm -rf "$dir"
     ln -s "$entry/$dir" "$dir"
   done
+  drop_stale_dependents "$entry"
+  git rev-parse HEAD > "$entry/commit"
 }

@@ -249,19 +249,23 @@ fetch_synthetic() {
 }
 
 # The server tests' Python side, pinned, in a venv of the cache: the real `openai` and
-# `anthropic` clients, pytest, jsonschema (and httpx, which the openai client brings).
+# `anthropic` clients, pytest, jsonschema (and httpx, which the openai client brings), and
+# Selenium for the web page's test (which drives Debian's chromium through its chromium-driver).
 server_test_python() {
   local venv="$CACHE/server-tests"
-  if ! "$venv/bin/python" -c "import openai, anthropic, pytest, jsonschema, httpx" >/dev/null 2>&1; then
-    log "installing openai==2.8.0, anthropic==2.17.0, pytest==8.4.2, jsonschema==4.26.0 into $venv"
+  if ! "$venv/bin/python" -c "import openai, anthropic, pytest, jsonschema, httpx, selenium" >/dev/null 2>&1; then
+    log "installing openai==2.8.0, anthropic==2.17.0, pytest==8.4.2, jsonschema==4.26.0, selenium==4.40.0 into $venv"
     "$PYTHON" -m venv "$venv" >/dev/null 2>&1 || { rm -rf "$venv"; die "cannot create a venv with $PYTHON (install python3-venv)"; }
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q "openai==2.8.0" "anthropic==2.17.0" "pytest==8.4.2" "jsonschema==4.26.0"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "openai==2.8.0" "anthropic==2.17.0" "pytest==8.4.2" \
+      "jsonschema==4.26.0" "selenium==4.40.0" || die "cannot install the server tests' Python packages into $venv"
   fi
   echo "$venv/bin/python"
 }
 
 fetch_server_tests() {
-  log "ok: $(server_test_python)"
+  local python
+  python="$(server_test_python)" || exit 1
+  log "ok: $python"
 }
 
 # llama.cpp's own server test suite (tools/server/tests), from the llama-cpp-python sdist on

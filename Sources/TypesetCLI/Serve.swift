@@ -18,7 +18,7 @@ struct Serve: AsyncParsableCommand {
         /models and /v1/health as llama-server serves them, with its GET /props, POST \
         /apply-template and /v1/chat/completions/input_tokens; embeddings (POST /v1/embeddings, \
         pooled as --pooling or the model says, and llama-server's /embeddings); and a browser's \
-        CORS preflight on any path. A request may name any model (--strict-model-names: only this one's names). Requests are \
+        CORS preflight on any path; a web page at / (a chat, and a playground for typed values). A request may name any model (--strict-model-names: only this one's names). Requests are \
         decoded together, --parallel at a time, one forward pass per step for all of them; \
         further requests wait (up to --queue of them; then 429). A JSON Schema keyword or a \
         request field Typeset cannot honour is refused with a 400 naming it. SIGTERM or SIGINT \
@@ -118,6 +118,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Whether GET /slots answers (501 otherwise).")
     var slots = true
 
+    @Flag(inversion: .prefixedNo, help: "Whether GET / serves the web page: a chat with the model, and a playground showing a typed value's tokens as its grammar allowed them (404 otherwise, as llama-server's --no-ui).")
+    var webPage = true
+
     @Option(help: "A label for the model, listed by /v1/models (repeatable).")
     var tag: [String] = []
 
@@ -165,6 +168,7 @@ struct Serve: AsyncParsableCommand {
             exposesMetrics: metrics, verbose: verbose, bodyTimeout: .milliseconds(Int64(bodyTimeout * 1000)),
             idleTimeout: .milliseconds(Int64(idleTimeout * 1000)))
         configuration.exposesSlots = slots
+        configuration.servesWebPage = webPage
         configuration.tags = tag
         configuration.embeddingPooling = pooling
         let server = TypesetServer(

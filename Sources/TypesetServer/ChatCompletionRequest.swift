@@ -193,6 +193,9 @@ struct ChatCompletionRequest {
     var returnsProgress = false
     /// The template's `reasoning_effort` (``setReasoningEffort(_:at:)``).
     var reasoningEffort: String?
+    /// Whether the reply carries each token's trace (`typeset_trace`, Typeset's extension):
+    /// what the grammar allowed, whether it forced the token, how long its mask took.
+    var tracesTokens = false
 
     init(_ document: JSONValue) throws(APIError) {
         var body = try RequestObject(document)
@@ -221,6 +224,7 @@ struct ChatCompletionRequest {
         if returnsProgress && !sampling.stream {
             throw .invalid("return_progress", "return_progress reports a stream's progress: it needs stream: true")
         }
+        tracesTokens = try body.bool("typeset_trace") ?? false
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {

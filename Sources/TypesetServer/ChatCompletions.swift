@@ -43,6 +43,7 @@ struct ChatPlan {
         request.addsGenerationPrompt = chat.addsGenerationPrompt || !chat.prefill.isEmpty
         request.options.enableThinking = chat.enableThinking
         request.options.reasoningEffort = chat.reasoningEffort
+        if chat.tracesTokens { request.options.tokenTrace = TokenTrace() }
         request.allowsSeveralCalls = chat.parallelToolCalls
         if chat.logprobs { request.options.logprobs = chat.topLogprobs }
         var functions: [FunctionDefinition]
@@ -134,6 +135,7 @@ extension TypesetServer {
             throw APIError.invalid("n", "n > 1 is answered whole: stream one choice per request (requests are decoded together)")
         }
         guard !dialect.verbose else { throw APIError.invalid("verbose", "verbose shows one choice's prompt: ask for n = 1") }
+        guard !chat.tracesTokens else { throw APIError.invalid("typeset_trace", "typeset_trace follows one choice's tokens: ask for n = 1") }
         guard chat.addsGenerationPrompt || !chat.prefill.isEmpty else {
             throw APIError.invalid("add_generation_prompt", "add_generation_prompt may be false only to continue a final assistant message")
         }
@@ -208,11 +210,11 @@ extension TypesetServer {
             let events = ReplyEvents(plan.conversation.generateResponse(
                 to: plan.message, request: plan.request, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
             let assembler = ReplyAssembler(valueOrCall: plan.valueOrCall, toolNames: plan.toolNames, wantsLogprobs: chat.logprobs)
+            let trace = plan.request.options.tokenTrace.map { TokenTraceWriter(trace: $0, vocabulary: runner.tokenizer.vocabulary) }
+            let encoder = ChatReplyStreamEncoder(assembler: assembler, dialect: dialect, trace: trace)
             if let progress {
                 releasesHere = false
-                return streamedReply(
-                    first: nil, rest: events, encoder: ChatReplyStreamEncoder(assembler: assembler, dialect: dialect), progress: progress,
-                    context: context)
+                return streamedReply(first: nil, rest: events, encoder: encoder, progress: progress, context: context)
             }
             // Errors that come before the first event (the prompt does not fit, the template
             // fails) are answered with their status, not inside a 200 stream.
@@ -220,8 +222,7 @@ extension TypesetServer {
             var collecting = assembler
             if chat.sampling.stream {
                 releasesHere = false
-                return streamedReply(
-                    first: first, rest: events, encoder: ChatReplyStreamEncoder(assembler: assembler, dialect: dialect), context: context)
+                return streamedReply(first: first, rest: events, encoder: encoder, context: context)
             }
             var finished: FinishedReply?
             var event = first
@@ -234,7 +235,8 @@ extension TypesetServer {
             if finished.reason == .interrupted {
                 throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
             }
-            return .json(dialect.response(finished))
+            let response = dialect.response(finished)
+            return .json(trace?.adding(to: response) ?? response)
         } catch {
             throw dialect.translated(error)
         }

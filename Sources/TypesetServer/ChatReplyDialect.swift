@@ -137,6 +137,9 @@ extension ChatReplyDialect {
 struct ChatReplyStreamEncoder<Dialect: ChatReplyDialect>: ReplyStreamEncoder {
     var assembler: ReplyAssembler
     var dialect: Dialect
+    /// When the request asked for it, the tokens' trace: the steps decoded since the previous
+    /// event go with the last event each reply event makes.
+    var trace: TokenTraceWriter?
 
     var opening: [JSONValue] {
         mutating get { dialect.opening }
@@ -147,7 +150,9 @@ struct ChatReplyStreamEncoder<Dialect: ChatReplyDialect>: ReplyStreamEncoder {
     func progressEvent(_ progress: PromptProgress) -> JSONValue? { dialect.progressEvent(progress) }
 
     mutating func events(for event: MessageResponse) -> [JSONValue] {
-        assembler.parts(for: event).flatMap { dialect.events(for: $0) }
+        var events = assembler.parts(for: event).flatMap { dialect.events(for: $0) }
+        if let trace, let last = events.popLast() { events.append(trace.adding(to: last)) }
+        return events
     }
 }
 

@@ -23,6 +23,8 @@ import Typeset
 ///     GET  /health, /v1/health    200 when ready, 503 while the model loads
 ///     GET  /metrics               Prometheus text: requests, tokens, queue, batch, grammar times
 ///                                 (and llama-server's llamacpp:* families)
+///     GET  /                      the web page: a chat, and the typed-value playground (``WebPage``)
+///     POST /grammar/automaton     a JSON Schema's automaton in Graphviz's DOT, for the page
 ///     OPTIONS any path            a browser's CORS preflight (``CORSPolicy``)
 ///
 /// Requests are decoded together by the model runner's scheduler (continuous batching: one
@@ -83,6 +85,9 @@ public final class TypesetServer: Sendable {
         /// `--pooling`); `nil` for the model's own declaration (none for a generative model,
         /// which `/v1/embeddings` then refuses: it answers one vector per input).
         public var embeddingPooling: EmbeddingPooling?
+        /// Whether `GET /` serves the web page (a chat, and the typed-value playground); 404
+        /// otherwise, as llama-server with `--no-ui`.
+        public var servesWebPage = true
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maximumBodyBytes: Int = 8 << 20,
@@ -370,6 +375,7 @@ public final class TypesetServer: Sendable {
         for path in ["detokenize", "v1/detokenize"] {
             router.post(RouterPath(path)) { [self] request, _ -> Response in try await detokenize(request) }
         }
+        addWebPageRoutes(to: router)
     }
 
     /// `GET /slots`: llama-server's view of its places: one per reply decoded together
@@ -495,8 +501,9 @@ struct AccessMiddleware: RouterMiddleware {
     /// Anthropic's header for the key.
     static let apiKeyField = HTTPField.Name("X-Api-Key")!
 
-    /// The routes that need no API key (a load balancer's health check).
-    static let publicRoutes: Set<String> = ["/health", "/v1/health"]
+    /// The routes that need no API key: a load balancer's health check, and the web page's
+    /// files (the page asks for the key to call the API).
+    static let publicRoutes = Set(["/health", "/v1/health"]).union(WebPage.paths)
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now

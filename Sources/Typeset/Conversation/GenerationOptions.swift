@@ -82,6 +82,9 @@ public struct GenerationOptions: Sendable, Equatable {
     /// "medium", "high", …), passed to the chat template as `reasoning_effort` for the
     /// templates that read it (gpt-oss's); `nil` leaves the template's default.
     package var reasoningEffort: String?
+    /// Where the reply records, token by token, what its constraint allowed and how long each
+    /// mask took (`nil`: nothing is recorded).
+    package var tokenTrace: TokenTrace?
     /// Whether a `<think>` block streams as the reply's text, tags included, instead of as
     /// ``MessageResponse/reasoningChunk(_:)``.
     public var inlineThinkingTags = false

@@ -76,6 +76,8 @@ final class ReplyDecoder: TokenStepper {
     private var reasoning = ""
     private var calls: [FunctionCall] = []
     private var constraintSeconds = 0.0
+    /// The time the current mask took to compute, for ``GenerationOptions/tokenTrace``.
+    private var maskSeconds = 0.0
     /// After a Hermes call: the bytes the model has written since (nil when not after a call).
     private var afterCall: [UInt8]?
     /// The most tokens another Hermes call can take: its marker and the closing markup
@@ -131,6 +133,7 @@ final class ReplyDecoder: TokenStepper {
         bareCall = callFormat == .json
         callClosing = tokenizer.encode(callFormat.closing, addingSpecialTokens: false, parsingSpecialTokens: true)
         stops = StopSequences(options.stopSequences)
+        traceForced(opening)
     }
 
     // MARK: TokenStepper
@@ -170,7 +173,7 @@ final class ReplyDecoder: TokenStepper {
             // Mask the logits with the constraint; the chosen token is accepted into it.
             let started = clock.now
             defer { constraintSeconds += (clock.now - started).seconds }
-            if !maskIsCurrent { constraint.fillNextTokenMask(into: &mask) }
+            if !maskIsCurrent { fillMask(constraint) }
             mask.apply(to: &logits)
             // `nil`: no token keeps the value finishable (or none is allowed at all).
             guard let chosen = selector.select(&logits, context, constraint: &constraint, budget: budget(context.remainingTokens)) else {
@@ -181,7 +184,7 @@ final class ReplyDecoder: TokenStepper {
         case .call(var matcher, let text):
             let started = clock.now
             defer { constraintSeconds += (clock.now - started).seconds }
-            if !maskIsCurrent { matcher.fillNextTokenMask(into: &mask) }
+            if !maskIsCurrent { fillMask(matcher) }
             mask.apply(to: &logits)
             // Room for the closing markup Typeset writes after the call.
             let remaining = context.remainingTokens - (bareCall ? 0 : callClosing.count)
@@ -195,6 +198,12 @@ final class ReplyDecoder: TokenStepper {
         if vocabulary.isEndOfGeneration(token) {
             if case .call = phase { return .finish(.constraint) }
             return .append(token)
+        }
+        // The end of generation is not one of the reply's tokens, nor is it traced.
+        if let trace = options.tokenTrace {
+            let masked: Bool = if case .free = phase { false } else { true }
+            trace.append(TokenTrace.Step(token: token, allowedCount: masked ? mask.allowedCount : nil, isForced: false,
+                                         maskSeconds: masked ? maskSeconds : 0))
         }
         if let count = options.logprobs {
             emit(.logprob(TokenLogprob.entry(for: token, logits: modelLogits, alternativeCount: count, vocabulary: vocabulary)))
@@ -230,7 +239,10 @@ final class ReplyDecoder: TokenStepper {
             let json = String(remainder.drop { $0 == " " || $0 == "\n" || $0 == "\t" })
             if json.isEmpty {
                 // The model writes `<tool_call>\n{…}`: give it the newline it was trained on.
-                if marked, !callFormat.afterOpening.isEmpty { forced = tokenizer.encode(callFormat.afterOpening, addingSpecialTokens: false) }
+                if marked, !callFormat.afterOpening.isEmpty {
+                    forced = tokenizer.encode(callFormat.afterOpening, addingSpecialTokens: false)
+                    traceForced(forced)
+                }
             } else if !matcher.accept(bytes: Array(json.utf8)) {
                 // Not a well-formed call after all: keep it as text.
                 router.resume()
@@ -259,6 +271,7 @@ final class ReplyDecoder: TokenStepper {
             // A bare call is the whole reply: it ends here, complete (not "cut short").
             if bareCall { return .appendAndFinish(token, forced: forced, .stop) }
             forced += callClosing
+            traceForced(callClosing)
             provisional = nil
             router.resume()
             afterCall = []
@@ -315,18 +328,29 @@ final class ReplyDecoder: TokenStepper {
         }
     }
 
+    /// Records `tokens`, written without sampling, in the options' trace.
+    private func traceForced(_ tokens: [Int]) {
+        guard let trace = options.tokenTrace else { return }
+        for token in tokens { trace.append(TokenTrace.Step(token: token, allowedCount: nil, isForced: true, maskSeconds: 0)) }
+    }
+
+    /// Fills the mask for `constraint`'s next token, timed.
+    private func fillMask(_ constraint: some TokenConstraint) {
+        let started = clock.now
+        constraint.fillNextTokenMask(into: &mask)
+        maskSeconds = (clock.now - started).seconds
+    }
+
     func prepareNextStep() {
         guard !maskIsCurrent else { return }
         switch phase {
         case .constrained(let constraint):
-            let started = clock.now
-            constraint.fillNextTokenMask(into: &mask)
-            constraintSeconds += (clock.now - started).seconds
+            fillMask(constraint)
+            constraintSeconds += maskSeconds
             maskIsCurrent = true
         case .call(let matcher, _):
-            let started = clock.now
-            matcher.fillNextTokenMask(into: &mask)
-            constraintSeconds += (clock.now - started).seconds
+            fillMask(matcher)
+            constraintSeconds += maskSeconds
             maskIsCurrent = true
         case .free:
             break
@@ -361,6 +385,7 @@ final class ReplyDecoder: TokenStepper {
         let started = clock.now
         let (tokens, provisional) = jumpForward(after: token, constraint: &constraint, limit: limit)
         constraintSeconds += (clock.now - started).seconds
+        traceForced(tokens)
         var text = ""
         for forcedToken in tokens { text += (try? detokenizer.append(forcedToken)) ?? "" }
         return (tokens, text, options.computesBoundaryTokensAhead ? provisional : nil)
@@ -416,7 +441,7 @@ final class ReplyDecoder: TokenStepper {
     /// where the grammar forces bytes.
     private func mayMerge(_ token: Int, at constraint: some TokenConstraint) -> Bool {
         let text = vocabulary.bytes(of: token)
-        constraint.fillNextTokenMask(into: &mask)
+        fillMask(constraint)
         for (index, word) in mask.words.enumerated() where word != 0 {
             var bits = word
             while bits != 0 {
