@@ -140,8 +140,8 @@ struct Run: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data(text.utf8))
             case .reasoningChunk(let text):
                 FileHandle.standardError.write(Data(text.utf8))
-            case .logprob:
-                break
+            case .logprob, .functionCallDelta:
+                break   // calls are printed once complete
             case .functionCalls(let calls):
                 for call in calls { FileHandle.standardOutput.write(Data("\n[call \(call.name)(\(call.argumentsText))]\n".utf8)) }
             case .complete(_, let finishReason, let stats):

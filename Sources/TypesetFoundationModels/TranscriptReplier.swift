@@ -106,8 +106,8 @@ final class TranscriptReplier: Sendable {
                 for call in calls {
                     await emit(.toolCall(id: call.id, name: call.name, arguments: call.arguments.compactText, tokenCount: 0))
                 }
-            case .logprob:
-                break
+            case .logprob, .functionCallDelta:
+                break   // a call is recorded in the transcript once complete
             case .complete(let message, let reason, let stats):
                 if reason == .exceededContext {
                     throw TranscriptReplyFailure.contextSizeExceeded(

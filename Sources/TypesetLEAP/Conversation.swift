@@ -177,7 +177,7 @@ final class TypesetConversation: Conversation {
                     case .chunk(let text): continuation.yield(.chunk(.init(text: text)))
                     case .reasoningChunk(let text): continuation.yield(.reasoningChunk(.init(reasoning: text)))
                     case .functionCalls(let calls): continuation.yield(.functionCalls(.init(functionCalls: calls.map(LeapFunctionCall.init))))
-                    case .logprob: break
+                    case .logprob, .functionCallDelta: break   // LEAP's calls come complete
                     case .complete(let message, let reason, let stats):
                         continuation.yield(.complete(.init(
                             fullMessage: ChatMessage(message), finishReason: GenerationFinishReason(reason), stats: GenerationStats(stats),

@@ -205,6 +205,8 @@ struct MessagesDialect: ChatReplyDialect {
     // A stream's state: the open block and how many blocks were opened.
     private var open: (kind: OpenBlock, index: Int)?
     private var blockCount = 0
+    /// The index of the tool_use block being streamed.
+    private var callBlock = 0
     private enum OpenBlock { case thinking, text }
 
     init(id: String, model: String, streams: Bool) {
@@ -279,22 +281,23 @@ struct MessagesDialect: ChatReplyDialect {
             var events = open?.kind == .text ? [] : closeBlock() + openBlock(.text)
             events.append(delta(.object([("type", .string("text_delta")), ("text", .string(text))])))
             return events
-        case .calls(let calls, _):
+        case .callStarted(let id, let name, _):
+            // A tool_use block, complete before any other begins.
             var events = closeBlock()
-            for call in calls {
-                let index = JSONValue(blockCount)
-                blockCount += 1
-                events.append(.object([
-                    ("type", .string("content_block_start")), ("index", index),
-                    ("content_block", Self.toolUse(call, input: .object([]))),
-                ]))
-                events.append(.object([
-                    ("type", .string("content_block_delta")), ("index", index),
-                    ("delta", .object([("type", .string("input_json_delta")), ("partial_json", .string(call.argumentsText))])),
-                ]))
-                events.append(.object([("type", .string("content_block_stop")), ("index", index)]))
-            }
+            callBlock = blockCount
+            blockCount += 1
+            events.append(.object([
+                ("type", .string("content_block_start")), ("index", JSONValue(callBlock)),
+                ("content_block", Self.toolUse(FunctionCall(id: id, name: name, arguments: .object([])), input: .object([]))),
+            ]))
             return events
+        case .callArguments(let piece, _):
+            return [.object([
+                ("type", .string("content_block_delta")), ("index", JSONValue(callBlock)),
+                ("delta", .object([("type", .string("input_json_delta")), ("partial_json", .string(piece))])),
+            ])]
+        case .callFinished, .callAbandoned:
+            return [.object([("type", .string("content_block_stop")), ("index", JSONValue(callBlock))])]
         case .end(let reply, _):
             let (reason, sequence) = Self.stopReason(reply)
             return closeBlock() + [

@@ -125,35 +125,58 @@ extension TypesetServer {
         return try await chatReply(chat, dialect: dialect, runner: runner, context: context)
     }
 
-    /// Several choices of one chat request (`n`), decoded together, whole: choice `i` samples
-    /// with the request's seed plus `i` (so sampled choices differ, and greedy ones agree).
+    /// Several choices of one chat request (`n`), decoded together: choice `i` samples with the
+    /// request's seed plus `i` (so sampled choices differ, and greedy ones agree). Answered
+    /// whole, or streamed: each chunk names its choice's `index`, the choices' chunks
+    /// interleaved as they come, and the usage (when asked) counts them all at the end.
     private func choices(
         _ chat: ChatCompletionRequest, dialect: ChatCompletionsDialect, runner: ModelRunner, context: ServerRequestContext
     ) async throws -> Response {
         try checkModel(chat.model, runner: runner)
-        guard !chat.sampling.stream else {
-            throw APIError.invalid("n", "n > 1 is answered whole: stream one choice per request (requests are decoded together)")
-        }
         guard !dialect.verbose else { throw APIError.invalid("verbose", "verbose shows one choice's prompt: ask for n = 1") }
         guard !chat.tracesTokens else { throw APIError.invalid("typeset_trace", "typeset_trace follows one choice's tokens: ask for n = 1") }
+        guard !chat.returnsProgress else { throw APIError.invalid("return_progress", "return_progress follows one choice's prompt: ask for n = 1") }
         guard chat.addsGenerationPrompt || !chat.prefill.isEmpty else {
             throw APIError.invalid("add_generation_prompt", "add_generation_prompt may be false only to continue a final assistant message")
         }
         try admit()
-        defer { release() }
+        var releasesHere = true
+        defer { if releasesHere { release() } }
         let deadline = deadline
         let isAbandoned = abandonment(channel: context.channel, deadline: deadline)
+        // Each choice planned and started; the first event of each awaited here, so that an
+        // error before any token (the prompt does not fit) is answered with its status.
+        var started: [(plan: ChatPlan, first: MessageResponse?, events: ReplyEvents)] = []
+        for index in 0 ..< chat.sampling.choiceCount {
+            var choice = chat
+            choice.sampling.seed = (chat.sampling.seed ?? 0) &+ UInt64(index)
+            let plan = try await ChatPlan(choice, runner: runner)
+            let events = ReplyEvents(plan.conversation.generateResponse(to: plan.message, request: plan.request, isAbandoned: isAbandoned))
+            started.append((plan, nil, events))
+        }
+        for index in started.indices { started[index].first = try await started[index].events.next() }
+        let encoders = started.enumerated().map { index, choice in
+            var choiceDialect = dialect
+            choiceDialect.choiceIndex = index
+            choiceDialect.includesUsage = false
+            return ChatReplyStreamEncoder(
+                assembler: ReplyAssembler(valueOrCall: choice.plan.valueOrCall, toolNames: choice.plan.toolNames, wantsLogprobs: chat.logprobs),
+                dialect: choiceDialect)
+        }
+        if chat.sampling.stream {
+            releasesHere = false
+            return streamedChoices(started.map { ($0.first, $0.events) }, encoders: encoders, dialect: dialect, context: context)
+        }
         let replies = try await withThrowingTaskGroup(of: (Int, FinishedReply).self) { group in
-            for index in 0 ..< chat.sampling.choiceCount {
-                var choice = chat
-                choice.sampling.seed = (chat.sampling.seed ?? 0) &+ UInt64(index)
+            for (index, choice) in started.enumerated() {
                 group.addTask {
-                    let plan = try await ChatPlan(choice, runner: runner)
-                    let events = ReplyEvents(plan.conversation.generateResponse(to: plan.message, request: plan.request, isAbandoned: isAbandoned))
-                    var assembler = ReplyAssembler(valueOrCall: plan.valueOrCall, toolNames: plan.toolNames, wantsLogprobs: chat.logprobs)
+                    let events = choice.events
+                    var assembler = encoders[index].assembler
                     var finished: FinishedReply?
-                    while let event = try await events.next() {
-                        for case .end(let reply, _) in assembler.parts(for: event) { finished = reply }
+                    var event = choice.first
+                    while let current = event {
+                        for case .end(let reply, _) in assembler.parts(for: current) { finished = reply }
+                        event = try await events.next()
                     }
                     guard let finished else { throw APIError(.internalServerError, "the reply ended without completing") }
                     return (index, finished)
@@ -168,6 +191,73 @@ extension TypesetServer {
             throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
         }
         return .json(dialect.response(choices: replies))
+    }
+
+    /// Several choices' replies (``choices(_:dialect:runner:context:)``) in one stream: each
+    /// choice's events written as they come, by its own encoder (its chunks name its index),
+    /// then one usage event counting every choice (the prompt as choice 0 read it), when
+    /// asked, and `[DONE]`. An error in one choice ends the stream with its error event (the
+    /// other choices stop), as OpenAI's clients end at an error event.
+    private func streamedChoices(
+        _ choices: [(first: MessageResponse?, events: ReplyEvents)], encoders: [ChatReplyStreamEncoder<ChatCompletionsDialect>],
+        dialect: ChatCompletionsDialect, context: ServerRequestContext
+    ) -> Response {
+        streamingResponse { [self] writer in
+            defer { release() }
+            var encoders = encoders
+            // The choices' events, merged: (choice, event), `nil` when a choice has ended.
+            let (merged, continuation) = AsyncStream<(Int, Result<MessageResponse, APIError>?)>.makeStream()
+            let readers = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for (index, choice) in choices.enumerated() {
+                        group.addTask {
+                            var event = choice.first
+                            while let current = event {
+                                continuation.yield((index, .success(current)))
+                                do throws(APIError) { event = try await choice.events.next() } catch {
+                                    continuation.yield((index, .failure(error)))
+                                    event = nil
+                                }
+                            }
+                            continuation.yield((index, nil))
+                        }
+                    }
+                }
+                continuation.finish()
+            }
+            defer { readers.cancel() }
+            for index in encoders.indices {
+                for value in encoders[index].opening { try await writer.write(Self.event(value)) }
+            }
+            var stats: [Int: GenerationStats] = [:]
+            var interrupted = false
+            events: for await (index, outcome) in merged {
+                switch outcome {
+                case .success(let event)?:
+                    for value in encoders[index].events(for: event) { try await writer.write(Self.event(value)) }
+                    if case .complete(_, let reason, let replyStats) = event {
+                        metrics.record(replyStats)
+                        stats[index] = replyStats
+                        interrupted = interrupted || reason == .interrupted
+                    }
+                case .failure(let error)?:
+                    try await writer.write(Self.event(encoders[index].errorEvent(error)))
+                    break events
+                case nil:
+                    break
+                }
+            }
+            if interrupted, context.channel.isActive {
+                let timeout = APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
+                try await writer.write(Self.event(timeout.json))
+            }
+            if dialect.includesUsage, stats.count == choices.count, var total = stats[0] {
+                total.completionTokens = stats.values.reduce(0) { $0 + $1.completionTokens }
+                try await writer.write(Self.event(dialect.usageChunk(total)))
+            }
+            try await writer.write(ByteBuffer(string: "data: [DONE]\n\n"))
+            try await writer.finish(nil)
+        }
     }
 
     /// A chat request's reply in `dialect`: whole, or streamed when the request asks. Every
@@ -377,7 +467,9 @@ struct ChatCompletionsDialect: ChatReplyDialect {
     let created: Int
     let model: String
     /// Whether a stream ends with the usage event (`stream_options.include_usage`).
-    let includesUsage: Bool
+    var includesUsage: Bool
+    /// The index the chunks give their choice (one of several, `n`).
+    var choiceIndex = 0
     /// Whether the reply carries llama-server's `__verbose` (the prompt as rendered, the
     /// counts): its request's `verbose`, or the server's `--verbose`.
     var verbose = false
@@ -446,9 +538,18 @@ struct ChatCompletionsDialect: ChatReplyDialect {
             return [chunk(delta: .object([("reasoning_content", .string(text))]), finishReason: .null)]
         case .text(let text, let logprobs):
             return [chunk(delta: .object([("content", .string(text))]), finishReason: .null, logprobs: Self.logprobs(logprobs))]
-        case .calls(let calls, let firstIndex):
-            let entries = calls.enumerated().map { Self.call($0.element, index: firstIndex + $0.offset) }
-            return [chunk(delta: .object([("tool_calls", .array(entries))]), finishReason: .null)]
+        case .callStarted(let id, let name, let index):
+            // The call's id, type and name, with no arguments yet; they follow piece by piece.
+            let entry = JSONValue.object([
+                ("index", JSONValue(index)), ("id", .string(id)), ("type", .string("function")),
+                ("function", .object([("name", .string(name)), ("arguments", .string(""))])),
+            ])
+            return [chunk(delta: .object([("tool_calls", .array([entry]))]), finishReason: .null)]
+        case .callArguments(let piece, let index):
+            let entry = JSONValue.object([("index", JSONValue(index)), ("function", .object([("arguments", .string(piece))]))])
+            return [chunk(delta: .object([("tool_calls", .array([entry]))]), finishReason: .null)]
+        case .callFinished, .callAbandoned:
+            return []   // the finish reason says it (tool_calls, or length for a call cut short)
         case .end(let reply, let trailingLogprobs):
             var events = [chunk(
                 delta: .object([]), finishReason: Self.finishReason(reply.reason, hasCalls: !reply.calls.isEmpty),
@@ -483,7 +584,7 @@ struct ChatCompletionsDialect: ChatReplyDialect {
     }
 
     private func chunk(delta: JSONValue, finishReason: JSONValue, logprobs: JSONValue = .null) -> JSONValue {
-        let choice = JSONValue.object([("index", JSONValue(0)), ("delta", delta), ("logprobs", logprobs), ("finish_reason", finishReason)])
+        let choice = JSONValue.object([("index", JSONValue(choiceIndex)), ("delta", delta), ("logprobs", logprobs), ("finish_reason", finishReason)])
         return .object([
             ("id", .string(id)), ("object", .string("chat.completion.chunk")), ("created", JSONValue(created)),
             ("model", .string(model)), ("system_fingerprint", .string(TypesetServer.systemFingerprint)),

@@ -11,8 +11,16 @@ enum ReplyPart {
     case reasoning(String)
     /// Text of the reply, with the log-probabilities of the tokens it came from.
     case text(String, logprobs: [TokenLogprob])
-    /// Complete calls; `firstIndex` is the first one's position among the reply's calls.
-    case calls([FunctionCall], firstIndex: Int)
+    /// A call begins: its id and name; `index` is its position among the reply's calls.
+    /// Its arguments follow, then its end, before another call begins.
+    case callStarted(id: String, name: String, index: Int)
+    /// The next piece of the arguments of the call at `index` (the pieces joined are its
+    /// `argumentsText`).
+    case callArguments(String, index: Int)
+    /// The call at `index` is complete.
+    case callFinished(FunctionCall, index: Int)
+    /// The call at `index` ends incomplete (the reply was cut short in it): no call.
+    case callAbandoned(index: Int)
     /// The end; `trailingLogprobs` are those of tokens no text part carried (a stream sends
     /// them with its last event).
     case end(FinishedReply, trailingLogprobs: [TokenLogprob])
@@ -32,7 +40,8 @@ struct FinishedReply {
 
 /// Turns a reply's events into ``ReplyPart``s. A reply held to "a value of the schema or a
 /// call" is told apart only once it is complete, so its text is held until then and becomes
-/// either text or a call.
+/// either text or a call. Calls come as the model writes them (``MessageResponse/functionCallDelta(id:name:arguments:)``):
+/// each one started, its arguments piece by piece, finished, one call after another.
 struct ReplyAssembler: Sendable {
     /// The reply is held to a grammar of the value or a call of one of `toolNames`.
     let valueOrCall: Bool
@@ -42,6 +51,10 @@ struct ReplyAssembler: Sendable {
     private var pendingLogprobs: [TokenLogprob] = []
     private var allLogprobs: [TokenLogprob] = []
     private var callCount = 0
+    /// The call being streamed: its position, name and arguments so far.
+    private var openCall: (id: String, name: String, index: Int, arguments: String)?
+    /// The calls finished so far, by id, with their positions.
+    private var finishedCalls: [String: Int] = [:]
 
     init(valueOrCall: Bool, toolNames: Set<String>, wantsLogprobs: Bool) {
         self.valueOrCall = valueOrCall
@@ -59,14 +72,37 @@ struct ReplyAssembler: Sendable {
             return []
         case .chunk(let text):
             if valueOrCall { return [] }
-            return [.text(text, logprobs: takePendingLogprobs())]
+            // Text after a call (or the text of a call cut short) begins once the call ends.
+            return finishOpenCall() + [.text(text, logprobs: takePendingLogprobs())]
         case .reasoningChunk(let text):
-            return [.reasoning(text)]
-        case .functionCalls(let calls):
-            defer { callCount += calls.count }
-            return [.calls(calls, firstIndex: callCount)]
-        case .complete(let message, let reason, let stats):
+            return finishOpenCall() + [.reasoning(text)]
+        case .functionCallDelta(let id, let name, let arguments):
             var parts: [ReplyPart] = []
+            if openCall?.id != id {
+                parts += finishOpenCall()
+                openCall = (id, name, callCount, "")
+                parts.append(.callStarted(id: id, name: name, index: callCount))
+                callCount += 1
+            }
+            if !arguments.isEmpty {
+                openCall!.arguments += arguments
+                parts.append(.callArguments(arguments, index: openCall!.index))
+            }
+            return parts
+        case .functionCalls(let calls):
+            var parts: [ReplyPart] = []
+            for call in calls where finishedCalls[call.id] == nil {
+                if openCall?.id == call.id {
+                    parts.append(.callFinished(call, index: openCall!.index))
+                    finishedCalls[call.id] = openCall!.index
+                    openCall = nil
+                } else {
+                    parts += finishOpenCall() + whole(call)
+                }
+            }
+            return parts
+        case .complete(let message, let reason, let stats):
+            var parts = finishOpenCall()
             var content = message.content
             var calls = message.functionCalls
             if valueOrCall {
@@ -74,7 +110,7 @@ struct ReplyAssembler: Sendable {
                    let call = Conversation.call(in: value, toolNames: toolNames, number: 1) {
                     content = ""
                     calls = [call]
-                    parts.append(.calls(calls, firstIndex: 0))
+                    parts += whole(call)
                 } else if !content.isEmpty {
                     parts.append(.text(content, logprobs: takePendingLogprobs()))
                 }
@@ -85,6 +121,27 @@ struct ReplyAssembler: Sendable {
             parts.append(.end(reply, trailingLogprobs: takePendingLogprobs()))
             return parts
         }
+    }
+
+    /// The call being streamed, ended: a call is complete when anything else follows it (its
+    /// arguments were streamed whole by then); arguments that do not read as JSON are those of
+    /// a call cut short, which is abandoned.
+    private mutating func finishOpenCall() -> [ReplyPart] {
+        guard let call = openCall else { return [] }
+        openCall = nil
+        finishedCalls[call.id] = call.index
+        guard let arguments = try? JSONValue(parsing: call.arguments) else { return [.callAbandoned(index: call.index)] }
+        return [.callFinished(FunctionCall(id: call.id, name: call.name, arguments: arguments), index: call.index)]
+    }
+
+    /// A call that was not streamed, as the parts of one that was.
+    private mutating func whole(_ call: FunctionCall) -> [ReplyPart] {
+        defer { callCount += 1 }
+        finishedCalls[call.id] = callCount
+        return [
+            .callStarted(id: call.id, name: call.name, index: callCount), .callArguments(call.argumentsText, index: callCount),
+            .callFinished(call, index: callCount),
+        ]
     }
 
     private mutating func takePendingLogprobs() -> [TokenLogprob] {

@@ -123,7 +123,7 @@ extension TypesetServer {
             switch current {
             case .logprob(let entry): logprobs.append(entry)
             case .complete(let message, let reason, let stats): final = (message, reason, stats)
-            case .chunk, .reasoningChunk, .functionCalls: break
+            case .chunk, .reasoningChunk, .functionCallDelta, .functionCalls: break
             }
             event = try await events.next()
         }
@@ -161,7 +161,7 @@ struct TextCompletionEncoder: ReplyStreamEncoder {
         case .chunk(let text):
             defer { logprobs.removeAll() }
             return [chunk(text: text, logprobs: logprobs, finishReason: .null)]
-        case .reasoningChunk, .functionCalls:
+        case .reasoningChunk, .functionCallDelta, .functionCalls:
             return []
         case .complete(_, let reason, let stats):
             let finish = chunk(text: "", logprobs: logprobs, finishReason: ChatCompletionsDialect.finishReason(reason, hasCalls: false))

@@ -259,7 +259,7 @@ struct NativeCompletionEncoder: ReplyStreamEncoder {
             if completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries))) }
             entries.removeAll()
             return [.object(members)]
-        case .reasoningChunk, .functionCalls:
+        case .reasoningChunk, .functionCallDelta, .functionCalls:
             return []
         case .complete(_, let reason, let stats):
             return [final(content: "", reason: reason, stats: stats, streamed: true)]

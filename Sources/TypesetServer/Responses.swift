@@ -311,6 +311,10 @@ struct ResponsesDialect: ChatReplyDialect {
     /// The item being written: reasoning or the message, with its text so far.
     private var open: (kind: OpenItem, text: String)?
     private enum OpenItem { case reasoning, message }
+    /// The call being streamed: its id, name and arguments so far.
+    private var callID = ""
+    private var callName = ""
+    private var callArguments = ""
 
     init(id: String, created: Int, model: String, settings: [(String, JSONValue)], runner: ModelRunner) {
         self.id = id
@@ -377,23 +381,42 @@ struct ResponsesDialect: ChatReplyDialect {
                 ("delta", .string(text)), ("logprobs", .array(logprobs.map(ChatCompletionsDialect.logprob))),
             ]))
             return events
-        case .calls(let calls, _):
+        case .callStarted(let id, let name, _):
+            // The call's item is the next output item; it is complete before any other begins.
             var events = closeItem()
-            for call in calls {
-                let index = JSONValue(output.count)
-                let itemID = JSONValue.string("fc_" + call.id)
-                events.append(event("response.output_item.added", [("output_index", index), ("item", callItem(call, status: "in_progress", arguments: ""))]))
-                events.append(event("response.function_call_arguments.delta", [
-                    ("item_id", itemID), ("output_index", index), ("delta", .string(call.argumentsText)),
-                ]))
-                events.append(event("response.function_call_arguments.done", [
-                    ("item_id", itemID), ("output_index", index), ("name", .string(call.name)), ("arguments", .string(call.argumentsText)),
-                ]))
-                let item = callItem(call, status: "completed")
-                events.append(event("response.output_item.done", [("output_index", index), ("item", item)]))
-                output.append(item)
-            }
+            let call = FunctionCall(id: id, name: name, arguments: .object([]))
+            callID = id
+            callName = name
+            callArguments = ""
+            events.append(event("response.output_item.added", [
+                ("output_index", JSONValue(output.count)), ("item", callItem(call, status: "in_progress", arguments: "")),
+            ]))
             return events
+        case .callArguments(let piece, _):
+            callArguments += piece
+            return [event("response.function_call_arguments.delta", [
+                ("item_id", .string("fc_" + callID)), ("output_index", JSONValue(output.count)), ("delta", .string(piece)),
+            ])]
+        case .callAbandoned:
+            // The call's item ends incomplete, with the arguments written before the cut.
+            let index = JSONValue(output.count)
+            let item = JSONValue.object([
+                ("id", .string("fc_" + callID)), ("type", .string("function_call")), ("status", .string("incomplete")),
+                ("call_id", .string(callID)), ("name", .string(callName)), ("arguments", .string(callArguments)),
+            ])
+            output.append(item)
+            return [event("response.output_item.done", [("output_index", index), ("item", item)])]
+        case .callFinished(let call, _):
+            let index = JSONValue(output.count)
+            let item = callItem(call, status: "completed")
+            output.append(item)
+            return [
+                event("response.function_call_arguments.done", [
+                    ("item_id", .string("fc_" + call.id)), ("output_index", index), ("name", .string(call.name)),
+                    ("arguments", .string(call.argumentsText)),
+                ]),
+                event("response.output_item.done", [("output_index", index), ("item", item)]),
+            ]
         case .end(let reply, _):
             var events = closeItem()
             let status = status(reply.reason)

@@ -116,6 +116,9 @@ def test_responses_tool_calls(qwen):
     added = [event for event in events if event.type == "response.output_item.added" and event.item.type == "function_call"]
     done = [event for event in events if event.type == "response.function_call_arguments.done"]
     assert added and done and json.loads(done[0].arguments) == arguments
+    # The arguments stream as they are written: several deltas, joined the done event's.
+    pieces = [event.delta for event in events if event.type == "response.function_call_arguments.delta"]
+    assert len(pieces) > 2 and "".join(pieces) == done[0].arguments == calls[0].arguments
     assert events[-1].response.output[-1].call_id == calls[0].call_id
     follow_up = client.responses.create(model="m", tools=tools, tool_choice="none", temperature=0, max_output_tokens=40, input=[
         {"role": "user", "content": question},
@@ -250,6 +253,9 @@ def test_messages_tool_use(qwen):
         events = list(stream)
         final = stream.get_final_message()
     assert any(event.type == "content_block_start" and event.content_block.type == "tool_use" for event in events)
+    # The input streams as it is written: several input_json_delta pieces, joined the input.
+    pieces = [event.delta.partial_json for event in events if event.type == "content_block_delta" and event.delta.type == "input_json_delta"]
+    assert len(pieces) > 2 and json.loads("".join(pieces)) == uses[0].input
     assert [block.input for block in final.content if block.type == "tool_use"] == [use.input for use in uses]
     answer = client.messages.create(model="m", max_tokens=60, **GREEDY, tools=tools, tool_choice={"type": "none"}, messages=question + [
         {"role": "assistant", "content": [{"type": "tool_use", "id": uses[0].id, "name": "get_weather", "input": uses[0].input}]},

@@ -140,7 +140,31 @@ def test_streamed_tool_calls(smollm2):
                  tool_choice="required", stream=True)
     calls = [call for chunk in stream if chunk.choices for call in (chunk.choices[0].delta.tool_calls or [])]
     assert calls and calls[0].function.name == "get_weather"
-    jsonschema.validate(json.loads(calls[0].function.arguments), WEATHER["function"]["parameters"])
+    arguments = "".join(call.function.arguments or "" for call in calls if call.index == 0)
+    jsonschema.validate(json.loads(arguments), WEATHER["function"]["parameters"])
+
+
+@pytest.mark.parametrize("model", ["qwen", "smollm2"])
+def test_tool_call_arguments_stream_as_they_are_written(request, model):
+    """As OpenAI and llama-server stream them: the call's id, type and name first with empty
+    arguments, then the arguments in pieces; joined (as the client's own stream helper joins
+    them) they are the arguments of the same request answered whole."""
+    server = request.getfixturevalue(model)
+    client = server.client()
+    arguments = dict(model=server.model, messages=[{"role": "user", "content": "What is the weather in Oslo, in celsius?"}],
+                     tools=[WEATHER], tool_choice="required", temperature=0, max_tokens=100)
+    whole = client.chat.completions.create(**arguments).choices[0].message.tool_calls[0]
+    deltas = [call for chunk in client.chat.completions.create(**arguments, stream=True) if chunk.choices
+              for call in (chunk.choices[0].delta.tool_calls or [])]
+    first, rest = deltas[0], deltas[1:]
+    assert first.index == 0 and first.id == whole.id and first.type == "function"
+    assert first.function.name == "get_weather" and first.function.arguments == ""
+    assert len(rest) > 2 and all(delta.index == 0 and delta.id is None and delta.function.name is None for delta in rest)
+    assert "".join(delta.function.arguments for delta in rest) == whole.function.arguments
+    with client.chat.completions.stream(**arguments) as stream:
+        final = stream.get_final_completion().choices[0].message.tool_calls[0]
+    assert (final.id, final.function.name, final.function.arguments) == (whole.id, whole.function.name, whole.function.arguments)
+    assert json.loads(final.function.arguments)["city"] == "Oslo"
 
 
 def test_a_tool_result_round_trip(qwen):

@@ -389,6 +389,19 @@ def test_several_choices(smollm2):
     assert several.usage.completion_tokens == sum(single(7 + index, 1.0)["usage"]["completion_tokens"] for index in range(3))
     greedy = smollm2.client().chat.completions.create(model="m", messages=messages, max_tokens=12, temperature=0, n=2)
     assert greedy.choices[0].message.content == greedy.choices[1].message.content
+
+    # Streamed: each chunk names its choice, the choices' text the same as answered whole,
+    # each choice ends with its finish reason, and the usage counts them all.
+    streamed, finished, usage = ["", "", ""], [None, None, None], None
+    for chunk in smollm2.client().chat.completions.create(model="m", messages=messages, max_tokens=20, temperature=1.0, seed=7, n=3,
+                                                          stream=True, stream_options={"include_usage": True}):
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            streamed[choice.index] += choice.delta.content or ""
+            finished[choice.index] = choice.finish_reason or finished[choice.index]
+    assert streamed == texts
+    assert finished == [choice.finish_reason for choice in several.choices]
+    assert usage.completion_tokens == several.usage.completion_tokens and usage.prompt_tokens == several.usage.prompt_tokens
     for path, body in [("/v1/completions", {"prompt": "Hi", "n": 2}), ("/completion", {"prompt": "Hi", "n": 2}),
                        ("/v1/responses", {"input": "Hi", "n": 2})]:
         assert error(post(smollm2, body, path=path), 400)["param"] == "n"

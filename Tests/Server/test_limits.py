@@ -90,7 +90,7 @@ def test_a_tool_whose_parameters_cannot_be_enforced_is_refused(smollm2):
 
 @pytest.mark.parametrize("fields, parameter", [
     ({"n": 17}, "n"),
-    ({"n": 2, "stream": True}, "n"),
+    ({"n": 2, "stream": True, "return_progress": True}, "return_progress"),
     ({"temperature": 3}, "temperature"),
     ({"top_p": -1}, "top_p"),
     ({"max_tokens": 0}, "max_tokens"),

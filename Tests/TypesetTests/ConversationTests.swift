@@ -18,6 +18,8 @@ private struct CollectedReply {
     var chunks: [String] = []
     var reasoning: [String] = []
     var calls: [[FunctionCall]] = []
+    /// The calls' deltas as they streamed: id, name, arguments piece.
+    var callDeltas: [(id: String, name: String, arguments: String)] = []
     var message: ChatMessage?
     var finishReason: FinishReason?
     var stats: GenerationStats?
@@ -32,6 +34,7 @@ private func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) asyn
         case .reasoningChunk(let text): reply.reasoning.append(text)
         case .logprob: break
         case .functionCalls(let calls): reply.calls.append(calls)
+        case .functionCallDelta(let id, let name, let arguments): reply.callDeltas.append((id, name, arguments))
         case .complete(let message, let finishReason, let stats):
             reply.message = message
             reply.finishReason = finishReason
@@ -515,6 +518,12 @@ struct ConversationTests {
         #expect(try JSONSchemaValidator(schemaText: parameters.compactText).problems(in: call.argumentsText) == [])
         #expect(call.id == "call_1")
         #expect(reply.message?.functionCalls == calls)
+        // Streamed as written: the name first, with no arguments, then the arguments in pieces
+        // that join to the call's (LFM's Python syntax: whole, once complete).
+        let deltas = reply.callDeltas.filter { $0.id == call.id }
+        #expect(deltas.first?.arguments == "" && deltas.allSatisfy { $0.name == call.name })
+        #expect(deltas.map(\.arguments).joined() == call.argumentsText)
+        #expect(format == .lfm ? deltas.count == 2 : deltas.count > 3, "\(format): \(deltas.map(\.arguments))")
         // Answer it and let the model go on.
         let followUp = try await collect(conversation.generateResponse(
             to: .tool(#"{"temperature": 18, "sky": "clear"}"#, answering: call), options: GenerationOptions(maxTokens: 40)))

@@ -193,6 +193,12 @@ public enum MessageResponse: Sendable {
     case logprob(TokenLogprob)
     /// Text of the model's reasoning (between `<think>` and `</think>`).
     case reasoningChunk(String)
+    /// A function call as it is written, before it is complete: first its name (with
+    /// `arguments` empty), then its arguments' JSON, piece by piece. The pieces of one call
+    /// (its `id`) joined are its ``FunctionCall/argumentsText``. The complete calls follow as
+    /// ``functionCalls(_:)``; a reply cut short in a call streams part of one, and no
+    /// ``functionCalls(_:)``.
+    case functionCallDelta(id: String, name: String, arguments: String)
     /// The function calls the reply makes, once they are complete. The caller runs them and
     /// answers each with `ChatMessage.tool(_:answering:)` in a new `generateResponse`.
     case functionCalls([FunctionCall])

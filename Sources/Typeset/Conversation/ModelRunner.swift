@@ -273,7 +273,7 @@ public final class ModelRunner: Sendable {
     }
 
     /// Whether the model is still loaded.
-    public var isLoaded: Bool { state.withLock { $0.model != nil } }
+    package var isLoaded: Bool { state.withLock { $0.model != nil } }
 
     /// Releases the model and every conversation's cache; generations under way are
     /// interrupted. Afterwards, conversations keep their history but are read-only (every

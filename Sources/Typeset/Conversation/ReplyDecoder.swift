@@ -91,6 +91,8 @@ final class ReplyDecoder: TokenStepper {
     private var stops: StopSequences
     /// A step's logits as the model gave them, when log-probabilities are asked for.
     private var modelLogits: [Float] = []
+    /// The call being written, streamed as it comes (``StreamedCall``); `nil` between calls.
+    private var streamedCall: StreamedCall?
 
     /// The decoder of `plan`'s reply; `emit` gets what it streams.
     init(
@@ -251,20 +253,24 @@ final class ReplyDecoder: TokenStepper {
                 break
             }
             phase = .call(matcher, text: json)
+            streamCall(json)
         case .call(var matcher, let soFar):
-            var json = soFar + text
+            var written = text
             if !matcher.isComplete {
                 // The forced keys and punctuation of the call, leaving room for its closing markup.
                 let limit = context.remainingTokens - 1 - (bareCall ? 0 : callClosing.count)
                 let (tokens, piece, next) = appendForcedTokens(after: token, constraint: &matcher, limit: limit)
                 forced = tokens
                 provisional = next
-                json += piece
+                written += piece
             }
-            phase = .call(matcher, text: json)
+            phase = .call(matcher, text: soFar + written)
+            streamCall(written)
         }
         if case .call(let matcher, let json) = phase, matcher.isComplete {
-            calls += callFormat.calls(in: json + detokenizer.finish(), firstNumber: firstCallNumber + calls.count)
+            let made = callFormat.calls(in: json + detokenizer.finish(), firstNumber: firstCallNumber + calls.count)
+            finishStreamedCalls(made)
+            calls += made
             detokenizer = tokenizer.makeStreamingDetokenizer()
             maskIsCurrent = false
             phase = .free
@@ -372,6 +378,75 @@ final class ReplyDecoder: TokenStepper {
             }
         }
         return callStart
+    }
+
+    // MARK: Streaming calls
+
+    /// A call being written in a JSON format (`{"name": …, "arguments": …}`), streamed as
+    /// ``MessageResponse/functionCallDelta(id:name:arguments:)``: its name once complete, then
+    /// its arguments in `compactText`'s form as they arrive (the last `}` held back: it may
+    /// close the call rather than the arguments). The call grammar writes the name first.
+    private struct StreamedCall {
+        let id: String
+        var writer = CompactJSONWriter()
+        /// The call so far, in compact form.
+        var compact: [UInt8] = []
+        var name: String?
+        /// Where the arguments start in `compact`, once the name is known.
+        var argumentsStart: Int?
+        /// The arguments' bytes streamed so far.
+        var sent: [UInt8] = []
+    }
+
+    /// `text`, the next piece of the call being written, streamed.
+    private func streamCall(_ text: String) {
+        guard callFormat != .lfm, !text.isEmpty else { return }   // LFM's calls: streamed once complete
+        var call = streamedCall ?? StreamedCall(id: "call_\(firstCallNumber + calls.count)")
+        defer { streamedCall = call }
+        call.compact += call.writer.append(text.utf8)
+        if call.name == nil {
+            let opening = Array(#"{"name":""#.utf8), separator = Array(#","arguments":"#.utf8)
+            guard call.compact.starts(with: opening.prefix(call.compact.count)) else { call.writer.stop(); return }
+            // The name's literal ends at its first unescaped quote.
+            var index = opening.count, escaped = false
+            while index < call.compact.count, escaped || call.compact[index] != UInt8(ascii: "\"") {
+                escaped = !escaped && call.compact[index] == UInt8(ascii: "\\")
+                index += 1
+            }
+            guard index + separator.count <= call.compact.count else { return }
+            guard call.compact[(index + 1)...].starts(with: separator),
+                  case .string(let name)? = try? JSONValue(parsing: String(decoding: call.compact[(opening.count - 1) ... index], as: UTF8.self))
+            else { call.writer.stop(); return }
+            call.name = name
+            call.argumentsStart = index + 1 + separator.count
+            emit(.functionCallDelta(id: call.id, name: name, arguments: ""))
+        }
+        guard let name = call.name, let start = call.argumentsStart else { return }
+        var available = call.compact[start...]
+        if available.last == UInt8(ascii: "}") { available = available.dropLast() }
+        guard available.count > call.sent.count else { return }
+        let piece = available.dropFirst(call.sent.count)
+        call.sent += piece
+        emit(.functionCallDelta(id: call.id, name: name, arguments: String(decoding: piece, as: UTF8.self)))
+    }
+
+    /// The calls `made` of the call just completed: the rest of the one streamed, and each
+    /// other (LFM's list, a call whose name was not streamed) whole.
+    private func finishStreamedCalls(_ made: [FunctionCall]) {
+        defer { streamedCall = nil }
+        for call in made {
+            let arguments = Array(call.argumentsText.utf8)
+            if let streamed = streamedCall, streamed.id == call.id, streamed.name != nil {
+                // What was streamed is the start of the arguments (of objects that name each
+                // member once: a repeated one is read once); the rest follows.
+                if arguments.count > streamed.sent.count, arguments.starts(with: streamed.sent) {
+                    emit(.functionCallDelta(id: call.id, name: call.name, arguments: String(decoding: arguments[streamed.sent.count...], as: UTF8.self)))
+                }
+                continue
+            }
+            emit(.functionCallDelta(id: call.id, name: call.name, arguments: ""))
+            if !arguments.isEmpty { emit(.functionCallDelta(id: call.id, name: call.name, arguments: call.argumentsText)) }
+        }
     }
 
     // MARK: Jump-forward decoding

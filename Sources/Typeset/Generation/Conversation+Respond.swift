@@ -214,7 +214,7 @@ extension Conversation {
                 switch response {
                 case .chunk(let text): onText(text)
                 case .complete(let reply, let finishReason, let stats): final = Reply(message: reply, finishReason: finishReason, stats: stats)
-                case .reasoningChunk, .functionCalls, .logprob: break
+                case .reasoningChunk, .functionCallDelta, .functionCalls, .logprob: break
                 }
             }
             try Task.checkCancellation()
