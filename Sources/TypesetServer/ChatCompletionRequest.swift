@@ -160,6 +160,40 @@ struct ChatCompletionRequest {
         case named(String)
     }
 
+    /// `tool_choice` read: `"none"`, `"auto"` (absent: the default), `"required"`, or the
+    /// object naming one of `functions`: chat completions' `{"type": "function", "function":
+    /// {"name": …}}`, or with `flat` the Responses API's `{"type": "function", "name": …}`.
+    static func toolChoice(_ value: JSONValue?, functions: [FunctionDefinition], flat: Bool) throws(APIError) -> ToolChoice {
+        let shape = flat ? #"{"type": "function", "name": …}"# : #"{"type": "function", "function": {"name": …}}"#
+        let refusal = APIError.invalid("tool_choice", #"tool_choice must be "none", "auto", "required" or "# + shape)
+        let choice: ToolChoice
+        switch value {
+        case nil, .string("auto")?: choice = .automatic
+        case .string("none")?: choice = .none
+        case .string("required")?: choice = .required
+        case let object? where object.members != nil:
+            var object = try RequestObject(object, path: "tool_choice")
+            guard try object.string("type") == "function" else { throw refusal }
+            var name: String?
+            if flat {
+                name = try object.string("name")
+            } else if var function = try object.object("function") {
+                name = try function.string("name")
+                try function.finish()
+            }
+            guard let name else { throw refusal }
+            try object.finish()
+            guard functions.contains(where: { $0.name == name }) else {
+                throw .invalid("tool_choice", "tool_choice names '\(name)', which is not among the tools")
+            }
+            choice = .named(name)
+        default:
+            throw refusal
+        }
+        if choice != .none && choice != .automatic && functions.isEmpty { throw .invalid("tool_choice", "tool_choice requires tools") }
+        return choice
+    }
+
     enum ResponseFormat {
         case text
         /// Any JSON object.
@@ -193,6 +227,9 @@ struct ChatCompletionRequest {
     var returnsProgress = false
     /// The template's `reasoning_effort` (``setReasoningEffort(_:at:)``).
     var reasoningEffort: String?
+    /// Whether every streamed event carries the reply's timings so far (llama-server's
+    /// `timings_per_token`; a whole reply has its timings anyway).
+    var timingsPerToken = false
     /// Whether the reply carries each token's trace (`typeset_trace`, Typeset's extension):
     /// what the grammar allowed, whether it forced the token, how long its mask took.
     var tracesTokens = false
@@ -225,6 +262,7 @@ struct ChatCompletionRequest {
             throw .invalid("return_progress", "return_progress reports a stream's progress: it needs stream: true")
         }
         tracesTokens = try body.bool("typeset_trace") ?? false
+        timingsPerToken = try body.bool("timings_per_token") ?? false
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {
@@ -240,29 +278,7 @@ struct ChatCompletionRequest {
                 try entry.finish()
             }
         }
-        switch body.value("tool_choice") {
-        case nil: break
-        case .string("none")?: toolChoice = .none
-        case .string("auto")?: toolChoice = .automatic
-        case .string("required")?: toolChoice = .required
-        case let choice? where choice.members != nil:
-            var object = try RequestObject(choice, path: "tool_choice")
-            guard try object.string("type") == "function", var function = try object.object("function"),
-                  let name = try function.string("name") else {
-                throw .invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}")
-            }
-            try function.finish()
-            try object.finish()
-            guard functions.contains(where: { $0.name == name }) else {
-                throw .invalid("tool_choice", "tool_choice names '\(name)', which is not among the tools")
-            }
-            toolChoice = .named(name)
-        default:
-            throw .invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}")
-        }
-        if toolChoice != .none && toolChoice != .automatic && functions.isEmpty {
-            throw .invalid("tool_choice", "tool_choice requires tools")
-        }
+        toolChoice = try Self.toolChoice(body.value("tool_choice"), functions: functions, flat: false)
         parallelToolCalls = try body.bool("parallel_tool_calls") ?? true
 
         if var format = try body.object("response_format") {
@@ -412,5 +428,14 @@ struct ChatCompletionRequest {
         case .jsonObject: .object([("type", .string("object"))])
         case .jsonSchema(let schema, _): schema
         }
+    }
+}
+
+extension GenerationOptions {
+    /// Refuses a positive `logit_bias` under `holder` (a grammar the reply is held to): the
+    /// grammar decides what may come next, and a token it forbids cannot be favoured.
+    func requireNoPositiveBias(under holder: String) throws(APIError) {
+        guard logitBias.values.contains(where: { $0 > 0 }) else { return }
+        throw .invalid("logit_bias", "a positive logit_bias cannot be honoured under \(holder), which forbids tokens it does not allow; use negative biases")
     }
 }

@@ -43,7 +43,8 @@ struct ChatPlan {
         request.addsGenerationPrompt = chat.addsGenerationPrompt || !chat.prefill.isEmpty
         request.options.enableThinking = chat.enableThinking
         request.options.reasoningEffort = chat.reasoningEffort
-        if chat.tracesTokens { request.options.tokenTrace = TokenTrace() }
+        // The trace records the tokens for typeset_trace, and counts them for timings_per_token.
+        if chat.tracesTokens || chat.timingsPerToken { request.options.tokenTrace = TokenTrace() }
         request.allowsSeveralCalls = chat.parallelToolCalls
         if chat.logprobs { request.options.logprobs = chat.topLogprobs }
         var functions: [FunctionDefinition]
@@ -69,19 +70,13 @@ struct ChatPlan {
             guard chat.prefill.isEmpty else {
                 throw .invalid("messages", "a final assistant message cannot be continued under a grammar: the grammar starts the reply")
             }
-            if request.options.logitBias.values.contains(where: { $0 > 0 }) {
-                throw .invalid("logit_bias", "a positive logit_bias cannot be honoured under a grammar, which forbids tokens it does not allow; use negative biases")
-            }
+            try request.options.requireNoPositiveBias(under: "a grammar")
             request.constraint = try await TypesetServer.constraint(grammar: grammar, runner: runner)
         }
         if !chat.prefill.isEmpty, chat.schema != nil || !functions.isEmpty {
             throw .invalid("messages", "a final assistant message cannot be continued under a JSON Schema or with tools: the value or call starts the reply")
         }
-        if chat.schema != nil, request.options.logitBias.values.contains(where: { $0 > 0 }) {
-            // Under a schema the grammar decides what may come next: a token it forbids cannot
-            // be favoured.
-            throw .invalid("logit_bias", "a positive logit_bias cannot be honoured under a JSON Schema, which forbids tokens it does not allow; use negative biases")
-        }
+        if chat.schema != nil { try request.options.requireNoPositiveBias(under: "a JSON Schema") }
         do {
             if let schema = chat.schema {
                 if !functions.isEmpty {
@@ -136,6 +131,9 @@ extension TypesetServer {
         guard !dialect.verbose else { throw APIError.invalid("verbose", "verbose shows one choice's prompt: ask for n = 1") }
         guard !chat.tracesTokens else { throw APIError.invalid("typeset_trace", "typeset_trace follows one choice's tokens: ask for n = 1") }
         guard !chat.returnsProgress else { throw APIError.invalid("return_progress", "return_progress follows one choice's prompt: ask for n = 1") }
+        guard !chat.timingsPerToken || !chat.sampling.stream else {
+            throw APIError.invalid("timings_per_token", "timings_per_token follows one choice's tokens: ask for n = 1")
+        }
         guard chat.addsGenerationPrompt || !chat.prefill.isEmpty else {
             throw APIError.invalid("add_generation_prompt", "add_generation_prompt may be false only to continue a final assistant message")
         }
@@ -277,31 +275,27 @@ extension TypesetServer {
             defer { if releasesHere { release() } }
             let plan = try await ChatPlan(chat, runner: runner)
             var dialect = dialect
-            if dialect.needsPrompt {
-                // Rendered before the reply starts, while the conversation does not hold the
-                // message yet.
-                do {
-                    dialect.start(prompt: try plan.conversation.prompt(answering: plan.message, request: plan.request))
-                } catch {
-                    throw APIError(error)
-                }
+            // The prompt, rendered once for what tells it (before the reply starts, while the
+            // conversation does not hold the message yet).
+            var prompt: (text: String, tokens: [Int]) = ("", [])
+            if dialect.needsPrompt || chat.returnsProgress || chat.timingsPerToken {
+                do { prompt = try plan.conversation.prompt(answering: plan.message, request: plan.request) } catch { throw APIError(error) }
             }
-            var progress: PromptProgressFeed?
-            if chat.returnsProgress {
-                do {
-                    let feed = PromptProgressFeed(promptTokens: try plan.conversation.prompt(answering: plan.message, request: plan.request).tokens.count)
-                    plan.conversation.prefillProgress = { computed, total in feed.report(computed: computed, total: total) }
-                    progress = feed
-                } catch {
-                    throw APIError(error)
+            if dialect.needsPrompt { dialect.start(prompt: prompt) }
+            let progress = chat.returnsProgress ? PromptProgressFeed(promptTokens: prompt.tokens.count) : nil
+            let timings = chat.timingsPerToken ? plan.request.options.tokenTrace.map { RunningTimings(promptTokens: prompt.tokens.count, trace: $0) } : nil
+            if progress != nil || timings != nil {
+                plan.conversation.prefillProgress = { computed, total in
+                    progress?.report(computed: computed, total: total)
+                    timings?.report(computed: computed, total: total)
                 }
             }
             let deadline = deadline
             let events = ReplyEvents(plan.conversation.generateResponse(
                 to: plan.message, request: plan.request, isAbandoned: abandonment(channel: context.channel, deadline: deadline)))
             let assembler = ReplyAssembler(valueOrCall: plan.valueOrCall, toolNames: plan.toolNames, wantsLogprobs: chat.logprobs)
-            let trace = plan.request.options.tokenTrace.map { TokenTraceWriter(trace: $0, vocabulary: runner.tokenizer.vocabulary) }
-            let encoder = ChatReplyStreamEncoder(assembler: assembler, dialect: dialect, trace: trace)
+            let trace = chat.tracesTokens ? plan.request.options.tokenTrace.map { TokenTraceWriter(trace: $0, vocabulary: runner.tokenizer.vocabulary) } : nil
+            let encoder = ChatReplyStreamEncoder(assembler: assembler, dialect: dialect, trace: trace, timings: timings)
             if let progress {
                 releasesHere = false
                 return streamedReply(first: nil, rest: events, encoder: encoder, progress: progress, context: context)
@@ -339,8 +333,22 @@ extension TypesetServer {
     /// from the prompt's pass: `predicted_ms` runs from the end of the prompt's pass to the
     /// end of the reply, in which the other `predicted_n − 1` tokens were made.
     static func adding(timings stats: GenerationStats, to value: JSONValue) -> JSONValue {
-        guard case .object(var members) = value else { return value }
-        let computed = stats.promptTokens - stats.cachedPromptTokens
+        adding(timings: timings(
+            cached: stats.cachedPromptTokens, computed: stats.promptTokens - stats.cachedPromptTokens, promptSeconds: stats.prefillSeconds,
+            generated: stats.completionTokens, generationSeconds: stats.decodeSeconds), to: value)
+    }
+
+    /// `value` (an object) with `timings` as its member of that name, unless it has one.
+    static func adding(timings: JSONValue, to value: JSONValue) -> JSONValue {
+        guard case .object(var members) = value, !members.contains(where: { $0.0 == "timings" }) else { return value }
+        members.append(("timings", timings))
+        return .object(members)
+    }
+
+    /// llama-server's `timings` object: `cached` prompt tokens reused, `computed` read in
+    /// `promptSeconds`, `generated` tokens of which all but the first were made in
+    /// `generationSeconds`.
+    static func timings(cached: Int, computed: Int, promptSeconds: Double, generated: Int, generationSeconds: Double) -> JSONValue {
         func rates(_ prefix: String, count: Int, timed: Int, seconds: Double) -> [(String, JSONValue)] {
             let milliseconds = seconds * 1000
             return [
@@ -349,11 +357,10 @@ extension TypesetServer {
                 (prefix + "_per_second", JSONValue(timed > 0 && seconds > 0 ? Double(timed) * 1000 / milliseconds : 0)),
             ]
         }
-        members.append(("timings", .object(
-            [("cache_n", JSONValue(stats.cachedPromptTokens))]
-                + rates("prompt", count: computed, timed: computed, seconds: stats.prefillSeconds)
-                + rates("predicted", count: stats.completionTokens, timed: max(stats.completionTokens - 1, 0), seconds: stats.decodeSeconds))))
-        return .object(members)
+        return .object(
+            [("cache_n", JSONValue(cached))]
+                + rates("prompt", count: computed, timed: computed, seconds: promptSeconds)
+                + rates("predicted", count: generated, timed: max(generated - 1, 0), seconds: generationSeconds))
     }
 
     /// What `system_fingerprint` says: the engine and its version.
@@ -448,7 +455,7 @@ protocol ReplyStreamEncoder: Sendable {
     /// Whether the stream ends with `data: [DONE]` (OpenAI's chat and completions streams).
     var endsWithDone: Bool { get }
     /// The event telling how far the prompt's reading has come (`nil`: none in this stream).
-    func progressEvent(_ progress: PromptProgress) -> JSONValue?
+    mutating func progressEvent(_ progress: PromptProgress) -> JSONValue?
 }
 
 extension ReplyStreamEncoder {

@@ -170,7 +170,7 @@ protocol ChatReplyDialect: Sendable {
     func translated(_ error: APIError) -> APIError
     /// The stream's event telling how far the prompt's reading has come (`nil`: the dialect
     /// has none).
-    func progressEvent(_ progress: PromptProgress) -> JSONValue?
+    mutating func progressEvent(_ progress: PromptProgress) -> JSONValue?
     /// Whether the reply tells its prompt (its length in a stream's opening, its text for
     /// debugging), which is then rendered before the reply starts and given to
     /// ``start(prompt:)``.
@@ -197,6 +197,8 @@ struct ChatReplyStreamEncoder<Dialect: ChatReplyDialect>: ReplyStreamEncoder {
     /// When the request asked for it, the tokens' trace: the steps decoded since the previous
     /// event go with the last event each reply event makes.
     var trace: TokenTraceWriter?
+    /// When the request asked for them (`timings_per_token`), the timings every event carries.
+    var timings: RunningTimings?
 
     var opening: [JSONValue] {
         mutating get { dialect.opening }
@@ -204,12 +206,54 @@ struct ChatReplyStreamEncoder<Dialect: ChatReplyDialect>: ReplyStreamEncoder {
     var namesEvents: Bool { dialect.namesEvents }
     var endsWithDone: Bool { dialect.endsWithDone }
     func errorEvent(_ error: APIError) -> JSONValue { dialect.errorEvent(dialect.translated(error)) }
-    func progressEvent(_ progress: PromptProgress) -> JSONValue? { dialect.progressEvent(progress) }
+    mutating func progressEvent(_ progress: PromptProgress) -> JSONValue? {
+        guard let event = dialect.progressEvent(progress) else { return nil }
+        return timings == nil ? event : TypesetServer.adding(timings: progress.timings, to: event)
+    }
 
     mutating func events(for event: MessageResponse) -> [JSONValue] {
         var events = assembler.parts(for: event).flatMap { dialect.events(for: $0) }
         if let trace, let last = events.popLast() { events.append(trace.adding(to: last)) }
+        if let timings {
+            let now = timings.json
+            events = events.map { TypesetServer.adding(timings: now, to: $0) }
+        }
         return events
+    }
+}
+
+/// The timings of a reply under way, for a stream that asked for them on every event
+/// (llama-server's `timings_per_token`): the prompt's tokens computed so far and their time
+/// since the request began, the tokens generated so far (counted by ``trace``) and the time
+/// since the prompt was read, in the shape of the reply's final `timings`.
+final class RunningTimings: Sendable {
+    /// Where the reply's tokens are counted (set as the reply's ``GenerationOptions/tokenTrace``).
+    let trace: TokenTrace
+    private let promptTokens: Int
+    private let started = ContinuousClock.now
+    private let prompt = Mutex<(cached: Int, computed: Int, seconds: Double, read: ContinuousClock.Instant?)>((0, 0, 0, nil))
+
+    /// `promptTokens`: the prompt's length, the cached tokens included; `trace`: the reply's.
+    init(promptTokens: Int, trace: TokenTrace) {
+        self.promptTokens = promptTokens
+        self.trace = trace
+    }
+
+    /// After a prefill chunk: `computed` of the `total` tokens to compute (those not reused).
+    func report(computed: Int, total: Int) {
+        let now = ContinuousClock.now
+        prompt.withLock { prompt in
+            prompt = (max(0, promptTokens - total), computed, (now - started).seconds, computed >= total ? now : nil)
+        }
+    }
+
+    /// The timings now.
+    var json: JSONValue {
+        let now = ContinuousClock.now
+        let (cached, computed, seconds, read) = prompt.withLock { $0 }
+        return TypesetServer.timings(
+            cached: cached, computed: computed, promptSeconds: seconds, generated: trace.count,
+            generationSeconds: read.map { (now - $0).seconds } ?? 0)
     }
 }
 
@@ -227,6 +271,14 @@ struct PromptProgress: Sendable {
             ("total", JSONValue(total)), ("cache", JSONValue(cache)), ("processed", JSONValue(processed)),
             ("time_ms", JSONValue(milliseconds)),
         ])
+    }
+
+    /// The timings at this point (`timings_per_token`): the prompt's tokens computed so far
+    /// and their time (none before the first is read), nothing generated yet.
+    var timings: JSONValue {
+        TypesetServer.timings(
+            cached: cache, computed: processed - cache, promptSeconds: processed > cache ? milliseconds / 1000 : 0, generated: 0,
+            generationSeconds: 0)
     }
 }
 

@@ -24,6 +24,11 @@ struct NativeCompletionRequest {
     var schema: JSONValue?
     /// A GBNF grammar the continuation is held to (llama.cpp's syntax).
     var grammar: String?
+    /// llama-server's telemetry in a stream: the timings so far on every event
+    /// (`timings_per_token`), and `prompt_progress` events while the prompt is read
+    /// (`return_progress`).
+    var timingsPerToken = false
+    var returnsProgress = false
 
     init(_ document: JSONValue, vocabularySize: Int) throws(APIError) {
         var body = try RequestObject(document)
@@ -51,8 +56,13 @@ struct NativeCompletionRequest {
         }
         grammar = try body.string("grammar").flatMap { $0.isEmpty ? nil : $0 }
         if grammar != nil, schema != nil { throw .invalid("grammar", "grammar and json_schema cannot both be given: the reply is held to one") }
-        for flag in ["post_sampling_probs", "timings_per_token", "return_progress"] where try body.bool(flag) == true {
-            throw .invalid(flag, "\(flag) is not implemented by Typeset (only false)")
+        if try body.bool("post_sampling_probs") == true {
+            throw .invalid("post_sampling_probs", "post_sampling_probs is not implemented by Typeset (only false): n_probs gives the model's own probabilities")
+        }
+        timingsPerToken = try body.bool("timings_per_token") ?? false
+        returnsProgress = try body.bool("return_progress") ?? false
+        if returnsProgress && !sampling.stream {
+            throw .invalid("return_progress", "return_progress reports a stream's progress: it needs stream: true")
         }
         if prompts.count > 1, sampling.stream {
             throw .invalid("prompt", "several prompts are answered whole: stream one prompt per request")
@@ -165,9 +175,7 @@ extension TypesetServer {
         var releasesHere = true
         defer { if releasesHere { release() } }
         var reply = ReplyRequest(options: try completion.sampling.options(for: runner))
-        if completion.schema != nil || completion.grammar != nil, reply.options.logitBias.values.contains(where: { $0 > 0 }) {
-            throw APIError.invalid("logit_bias", "a positive logit_bias cannot be honoured under a schema or grammar, which forbids tokens it does not allow; use negative biases")
-        }
+        if completion.schema != nil || completion.grammar != nil { try reply.options.requireNoPositiveBias(under: "a schema or grammar") }
         // Each token's id comes with its log-probability (the counts of the stream's events,
         // `tokens`, `completion_probabilities`).
         reply.options.logprobs = completion.probabilities
@@ -184,9 +192,25 @@ extension TypesetServer {
         let isAbandoned = abandonment(channel: context.channel, deadline: deadline)
         let model = modelName(runner)
         if completion.sampling.stream {
+            var encoder = NativeCompletionEncoder(model: model, runner: runner, prompt: prompts[0], completion: completion, options: reply.options)
+            let progress = completion.returnsProgress ? PromptProgressFeed(promptTokens: prompts[0].count) : nil
+            if completion.timingsPerToken {
+                let trace = TokenTrace()   // counts the tokens
+                reply.options.tokenTrace = trace
+                encoder.timings = RunningTimings(promptTokens: prompts[0].count, trace: trace)
+            }
+            if progress != nil || encoder.timings != nil {
+                reply.onPrefill = { [timings = encoder.timings] computed, total in
+                    progress?.report(computed: computed, total: total)
+                    timings?.report(computed: computed, total: total)
+                }
+            }
             let events = ReplyEvents(runner.generateCompletion(of: prompts[0], request: reply, isAbandoned: isAbandoned))
+            if let progress {
+                releasesHere = false
+                return streamedReply(first: nil, rest: events, encoder: encoder, progress: progress, context: context)
+            }
             let first = try await events.next()
-            let encoder = NativeCompletionEncoder(model: model, runner: runner, prompt: prompts[0], completion: completion, options: reply.options)
             releasesHere = false
             return streamedReply(first: first, rest: events, encoder: encoder, context: context)
         }
@@ -232,8 +256,21 @@ struct NativeCompletionEncoder: ReplyStreamEncoder {
     fileprivate var entries: [TokenLogprob] = []
     fileprivate var allTokens: [Int] = []
     fileprivate var predicted = 0
+    /// When the request asked for them (`timings_per_token`), the timings every event carries.
+    var timings: RunningTimings?
     /// llama-server's own stream has no `data: [DONE]`.
     var endsWithDone: Bool { false }
+
+    /// llama-server's progress event: an empty piece with `prompt_progress` (and the timings so
+    /// far, when asked).
+    func progressEvent(_ progress: PromptProgress) -> JSONValue? {
+        var members: [(String, JSONValue)] = [
+            ("index", JSONValue(0)), ("content", .string("")), ("tokens", .array([])), ("stop", .bool(false)), ("id_slot", JSONValue(-1)),
+            ("tokens_predicted", JSONValue(0)), ("tokens_evaluated", JSONValue(prompt.count)), ("prompt_progress", progress.json),
+        ]
+        if timings != nil { members.append(("timings", progress.timings)) }
+        return .object(members)
+    }
 
     mutating func collect(_ event: MessageResponse) {
         if case .logprob(let entry) = event {
@@ -257,6 +294,7 @@ struct NativeCompletionEncoder: ReplyStreamEncoder {
                 ("tokens_predicted", JSONValue(predicted)), ("tokens_evaluated", JSONValue(prompt.count)),
             ]
             if completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries))) }
+            if let timings { members.append(("timings", timings.json)) }
             entries.removeAll()
             return [.object(members)]
         case .reasoningChunk, .functionCallDelta, .functionCalls:

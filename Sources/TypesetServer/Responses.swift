@@ -39,6 +39,13 @@ struct ResponsesRequest {
         chat = ChatCompletionRequest(model: model, messages: messages, sampling: try SamplingFields(&body, maxTokensFields: ["max_output_tokens"]))
         chat.prefill = prefill
         try chat.sampling.requireOneChoice()
+        // llama-server's telemetry: prompt_progress events while the prompt is read, and the
+        // timings so far on every event.
+        chat.returnsProgress = try body.bool("return_progress") ?? false
+        if chat.returnsProgress && !chat.sampling.stream {
+            throw .invalid("return_progress", "return_progress reports a stream's progress: it needs stream: true")
+        }
+        chat.timingsPerToken = try body.bool("timings_per_token") ?? false
 
         if let tools = try body.array("tools") {
             for (index, tool) in tools.enumerated() {
@@ -51,26 +58,7 @@ struct ResponsesRequest {
                 try entry.finish()
             }
         }
-        switch body.value("tool_choice") {
-        case nil, .string("auto")?: break
-        case .string("none")?: chat.toolChoice = .none
-        case .string("required")?: chat.toolChoice = .required
-        case let choice? where choice.members != nil:
-            var object = try RequestObject(choice, path: "tool_choice")
-            guard try object.string("type") == "function", let name = try object.string("name") else {
-                throw .invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"name\": …}")
-            }
-            try object.finish()
-            guard chat.functions.contains(where: { $0.name == name }) else {
-                throw .invalid("tool_choice", "tool_choice names '\(name)', which is not among the tools")
-            }
-            chat.toolChoice = .named(name)
-        default:
-            throw .invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"name\": …}")
-        }
-        if chat.toolChoice != .none && chat.toolChoice != .automatic && chat.functions.isEmpty {
-            throw .invalid("tool_choice", "tool_choice requires tools")
-        }
+        chat.toolChoice = try ChatCompletionRequest.toolChoice(body.value("tool_choice"), functions: chat.functions, flat: true)
         chat.parallelToolCalls = try body.bool("parallel_tool_calls") ?? true
 
         var format = JSONValue.object([("type", .string("text"))])
@@ -361,6 +349,14 @@ struct ResponsesDialect: ChatReplyDialect {
                 event("response.in_progress", [("response", response)]),
             ]
         }
+    }
+
+    /// llama-server's progress event in a Responses stream: `response.in_progress` with
+    /// `prompt_progress`.
+    mutating func progressEvent(_ progress: PromptProgress) -> JSONValue? {
+        event("response.in_progress", [
+            ("response", responseObject(status: "in_progress", output: [], reply: nil)), ("prompt_progress", progress.json),
+        ])
     }
 
     mutating func events(for part: ReplyPart) -> [JSONValue] {

@@ -484,6 +484,28 @@ def test_prompt_progress_in_a_stream(smollm2):
     assert error(post(smollm2, {"messages": messages, "return_progress": True}), 400)["param"] == "return_progress"
 
 
+@pytest.mark.parametrize("path", ["/completion", "/v1/chat/completions"])
+def test_timings_on_every_event(smollm2, path):
+    """timings_per_token (with return_progress): every event carries llama-server's timings so
+    far: the progress events the prompt's reading (none read at first, then all of it, nothing
+    generated), the reply's events the tokens generated so far, up to the final timings, which
+    count the reply's tokens."""
+    text = "Summarize this. " + "The quick brown fox jumps over the lazy dog. " * 20
+    body = {"prompt": text, "n_predict": 6} if path == "/completion" else {"messages": [{"role": "user", "content": text}], "max_tokens": 6}
+    with httpx.stream("POST", smollm2.base_url + path, timeout=120, json={
+            **body, "temperature": 0, "stream": True, "timings_per_token": True, "return_progress": True}) as response:
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+    progress = [event for event in events if "prompt_progress" in event]
+    replies = [event for event in events if "prompt_progress" not in event][1 if path != "/completion" else 0:]
+    assert len(progress) >= 2 and progress[0]["timings"]["prompt_n"] == 0 and progress[0]["timings"]["prompt_ms"] == 0
+    assert progress[-1]["timings"]["prompt_n"] == progress[-1]["prompt_progress"]["processed"] - progress[-1]["prompt_progress"]["cache"]
+    assert all(event["timings"]["predicted_n"] == 0 for event in progress)
+    generated = [event["timings"]["predicted_n"] for event in replies]
+    assert generated == sorted(generated) and generated[-1] == 6 and generated[0] >= 1
+    assert all(event["timings"]["prompt_n"] == progress[-1]["timings"]["prompt_n"] for event in replies)
+    assert all(value >= 0 for event in progress + replies for value in event["timings"].values())
+
+
 def test_reasoning_effort_reaches_the_template(start_server, tmp_path):
     """reasoning_effort as llama-server reads it: "none" turns thinking off, another level
     reaches the chat template as reasoning_effort (gpt-oss's reads it), in chat completions

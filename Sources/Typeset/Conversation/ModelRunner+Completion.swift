@@ -27,7 +27,9 @@ extension ModelRunner {
             options.functionCallMode = .disabled
             let constraint = try constraint(for: request)
             if constraint?.schema != nil { options = options.writingJSON() }
-            return ReplyPlan(prompt: prompt, options: options, constraint: constraint?.start, routing: .plain, cacheOwner: nil)
+            var plan = ReplyPlan(prompt: prompt, options: options, constraint: constraint?.start, routing: .plain, cacheOwner: nil)
+            plan.onPrefill = request.onPrefill
+            return plan
         }
     }
 }

@@ -30,6 +30,9 @@ package struct ReplyRequest: Sendable {
     /// Whether the reply may make several function calls (OpenAI's `parallel_tool_calls`):
     /// when false, the end of generation is all that may follow the first call.
     package var allowsSeveralCalls = true
+    /// Told the prompt tokens computed so far and those to compute in all, after each prefill
+    /// chunk (a completion's; a conversation's reply uses ``Conversation/prefillProgress``).
+    package var onPrefill: (@Sendable (_ computed: Int, _ total: Int) -> Void)?
 
     package init(options: GenerationOptions, schema: ReplySchema? = nil) {
         self.options = options

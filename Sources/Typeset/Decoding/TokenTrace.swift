@@ -23,17 +23,25 @@ package final class TokenTrace: Sendable, Equatable {
         package var maskSeconds: Double
     }
 
-    private let steps = Mutex<[Step]>([])
+    private let steps = Mutex<(pending: [Step], count: Int)>(([], 0))
 
     package init() {}
 
-    func append(_ step: Step) { steps.withLock { $0.append(step) } }
+    func append(_ step: Step) {
+        steps.withLock { steps in
+            steps.pending.append(step)
+            steps.count += 1
+        }
+    }
+
+    /// The steps recorded in all (those taken included): the reply's tokens so far.
+    package var count: Int { steps.withLock { $0.count } }
 
     /// The steps recorded since the last call, in order.
     package func takeSteps() -> [Step] {
         steps.withLock { steps in
-            defer { steps.removeAll() }
-            return steps
+            defer { steps.pending.removeAll() }
+            return steps.pending
         }
     }
 
