@@ -168,16 +168,7 @@ extension TypesetServer {
         let replies = try await withThrowingTaskGroup(of: (Int, FinishedReply).self) { group in
             for (index, choice) in started.enumerated() {
                 group.addTask {
-                    let events = choice.events
-                    var assembler = encoders[index].assembler
-                    var finished: FinishedReply?
-                    var event = choice.first
-                    while let current = event {
-                        for case .end(let reply, _) in assembler.parts(for: current) { finished = reply }
-                        event = try await events.next()
-                    }
-                    guard let finished else { throw APIError(.internalServerError, "the reply ended without completing") }
-                    return (index, finished)
+                    (index, try await Self.finishedReply(first: choice.first, rest: choice.events, assembler: encoders[index].assembler))
                 }
             }
             var replies: [(Int, FinishedReply)] = []
@@ -303,18 +294,11 @@ extension TypesetServer {
             // Errors that come before the first event (the prompt does not fit, the template
             // fails) are answered with their status, not inside a 200 stream.
             let first = try await events.next()
-            var collecting = assembler
             if chat.sampling.stream {
                 releasesHere = false
                 return streamedReply(first: first, rest: events, encoder: encoder, context: context)
             }
-            var finished: FinishedReply?
-            var event = first
-            while let current = event {
-                for case .end(let reply, _) in collecting.parts(for: current) { finished = reply }
-                event = try await events.next()
-            }
-            guard let finished else { throw APIError(.internalServerError, "the reply ended without completing") }
+            let finished = try await Self.finishedReply(first: first, rest: events, assembler: assembler)
             metrics.record(finished.stats)
             if finished.reason == .interrupted {
                 throw APIError(.gatewayTimeout, "the request took longer than \(configuration.requestTimeout)")
@@ -324,6 +308,20 @@ extension TypesetServer {
         } catch {
             throw dialect.translated(error)
         }
+    }
+
+    /// A reply read to its end (`first`, then the `rest` of its events), as `assembler` makes
+    /// it whole.
+    static func finishedReply(first: MessageResponse?, rest events: ReplyEvents, assembler: ReplyAssembler) async throws(APIError) -> FinishedReply {
+        var assembler = assembler
+        var finished: FinishedReply?
+        var event = first
+        while let current = event {
+            for case .end(let reply, _) in assembler.parts(for: current) { finished = reply }
+            event = try await events.next()
+        }
+        guard let finished else { throw APIError(.internalServerError, "the reply ended without completing") }
+        return finished
     }
 
     /// `value` (a response or its last event) with llama-server's `timings` of the reply:
