@@ -53,8 +53,8 @@ struct ReplyAssembler: Sendable {
     private var callCount = 0
     /// The call being streamed: its position, name and arguments so far.
     private var openCall: (id: String, name: String, index: Int, arguments: String)?
-    /// The calls finished so far, by id, with their positions.
-    private var finishedCalls: [String: Int] = [:]
+    /// The ids of the calls finished so far.
+    private var finishedCalls: Set<String> = []
 
     init(valueOrCall: Bool, toolNames: Set<String>, wantsLogprobs: Bool) {
         self.valueOrCall = valueOrCall
@@ -91,10 +91,10 @@ struct ReplyAssembler: Sendable {
             return parts
         case .functionCalls(let calls):
             var parts: [ReplyPart] = []
-            for call in calls where finishedCalls[call.id] == nil {
+            for call in calls where !finishedCalls.contains(call.id) {
                 if openCall?.id == call.id {
                     parts.append(.callFinished(call, index: openCall!.index))
-                    finishedCalls[call.id] = openCall!.index
+                    finishedCalls.insert(call.id)
                     openCall = nil
                 } else {
                     parts += finishOpenCall() + whole(call)
@@ -129,7 +129,7 @@ struct ReplyAssembler: Sendable {
     private mutating func finishOpenCall() -> [ReplyPart] {
         guard let call = openCall else { return [] }
         openCall = nil
-        finishedCalls[call.id] = call.index
+        finishedCalls.insert(call.id)
         guard let arguments = try? JSONValue(parsing: call.arguments) else { return [.callAbandoned(index: call.index)] }
         return [.callFinished(FunctionCall(id: call.id, name: call.name, arguments: arguments), index: call.index)]
     }
@@ -137,7 +137,7 @@ struct ReplyAssembler: Sendable {
     /// A call that was not streamed, as the parts of one that was.
     private mutating func whole(_ call: FunctionCall) -> [ReplyPart] {
         defer { callCount += 1 }
-        finishedCalls[call.id] = callCount
+        finishedCalls.insert(call.id)
         return [
             .callStarted(id: call.id, name: call.name, index: callCount), .callArguments(call.argumentsText, index: callCount),
             .callFinished(call, index: callCount),

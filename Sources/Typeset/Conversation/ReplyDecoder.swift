@@ -394,8 +394,14 @@ final class ReplyDecoder: TokenStepper {
         var name: String?
         /// Where the arguments start in `compact`, once the name is known.
         var argumentsStart: Int?
+        /// How many of the arguments' bytes (from `argumentsStart`) are streamed.
+        var sentCount = 0
+
         /// The arguments' bytes streamed so far.
-        var sent: [UInt8] = []
+        var sent: ArraySlice<UInt8> {
+            guard let start = argumentsStart else { return [] }
+            return compact[start ..< start + sentCount]
+        }
     }
 
     /// `text`, the next piece of the call being written, streamed.
@@ -424,9 +430,9 @@ final class ReplyDecoder: TokenStepper {
         guard let name = call.name, let start = call.argumentsStart else { return }
         var available = call.compact[start...]
         if available.last == UInt8(ascii: "}") { available = available.dropLast() }
-        guard available.count > call.sent.count else { return }
-        let piece = available.dropFirst(call.sent.count)
-        call.sent += piece
+        guard available.count > call.sentCount else { return }
+        let piece = available.dropFirst(call.sentCount)
+        call.sentCount = available.count
         emit(.functionCallDelta(id: call.id, name: name, arguments: String(decoding: piece, as: UTF8.self)))
     }
 
