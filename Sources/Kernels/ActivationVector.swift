@@ -349,9 +349,7 @@ func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<I
         sums.update(repeating: 0, count: 16)
         return 0
     }
-    var first = 0
-    while !any(_magnitudeBits(chunk(first >> 4)) .== SIMD16(repeating: largest)) { first += 16 }
-    while x[first].magnitude.bitPattern != largest { first += 1 }
+    let first = _firstIndex(ofMagnitudeBits: largest, in: chunk)
     let inverseScale = -127 / x[first]
     for index in 0..<16 {
         // min(127, round(v)) is round(min(v, 127)) (rounding is monotone and keeps 127).
@@ -360,6 +358,31 @@ func _quantizeQ8_K(_ x: UnsafePointer<Float>, into codes: UnsafeMutablePointer<I
         sums[index] = _wrappingSum(lanes)
     }
     return 1 / inverseScale
+}
+
+/// The index of the first of 256 values (sixteen `chunk`s) whose magnitude's bit pattern is
+/// `bits`, which one of them has and which is neither zero nor a NaN's. On AVX2 targets a
+/// compare into a lane mask per chunk (as floats: for positive non-NaN values equal floats
+/// are equal bit patterns); elsewhere Swift's `.==`, then the lanes one by one. (Generic
+/// `any(_:.==_:)` compiled to a lane-by-lane loop through the stack on AVX2: 40% of the
+/// quantization's time in four-sequence decoding.)
+@inline(__always)
+func _firstIndex(ofMagnitudeBits bits: UInt32, in chunk: (Int) -> SIMD16<Float>) -> Int {
+    #if TYPESET_AVX2
+    let target = SIMD16<Float>(repeating: Float(bitPattern: bits))
+    var index = 0
+    while true {
+        let lanes = equalLanes(unsafeBitCast(_magnitudeBits(chunk(index)), to: SIMD16<Float>.self), target)
+        if lanes != 0 { return 16 &* index &+ lanes.trailingZeroBitCount }
+        index &+= 1
+    }
+    #else
+    var index = 0
+    while !any(_magnitudeBits(chunk(index)) .== SIMD16(repeating: bits)) { index += 1 }
+    var first = 16 * index
+    while chunk(index)[first & 15].magnitude.bitPattern != bits { first += 1 }
+    return first
+    #endif
 }
 
 /// The scalar reference of `_quantizeQ8_K`, written as ggml's C reads.
