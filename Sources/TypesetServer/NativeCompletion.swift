@@ -10,7 +10,8 @@ import TypesetGrammar
 ///
 /// Beside the sampling fields every generation endpoint reads (``SamplingFields``, with
 /// `n_predict` for the limit: none by default), it takes `n_probs` (the likeliest tokens at
-/// each step, `completion_probabilities`), `return_tokens`, `json_schema`, and llama-server's
+/// each step, `completion_probabilities`; with `post_sampling_probs`, those the sampler drew
+/// from), `return_tokens`, `json_schema`, and llama-server's
 /// fields that change nothing here at their defaults (`id_slot`, `ignore_eos: false`, …), and
 /// a GBNF `grammar`. What it cannot honour (`ignore_eos: true`, a sampler chain) is a 400
 /// naming it.
@@ -20,6 +21,10 @@ struct NativeCompletionRequest {
     var sampling: SamplingFields
     /// The likeliest tokens listed at each step (0: none).
     var probabilities = 0
+    /// Whether those are the probabilities the sampler drew from (`post_sampling_probs`:
+    /// after top-k, top-p, min-p, temperature and any grammar), listed as `prob` and
+    /// `top_probs`, rather than the model's own log-probabilities (`logprob`, `top_logprobs`).
+    var probabilitiesAfterSampling = false
     var returnsTokens = false
     var schema: JSONValue?
     /// A GBNF grammar the continuation is held to (llama.cpp's syntax).
@@ -56,9 +61,10 @@ struct NativeCompletionRequest {
         }
         grammar = try body.string("grammar").flatMap { $0.isEmpty ? nil : $0 }
         if grammar != nil, schema != nil { throw .invalid("grammar", "grammar and json_schema cannot both be given: the reply is held to one") }
-        if try body.bool("post_sampling_probs") == true {
-            throw .invalid("post_sampling_probs", "post_sampling_probs is not implemented by Typeset (only false): n_probs gives the model's own probabilities")
-        }
+        probabilitiesAfterSampling = try body.bool("post_sampling_probs") ?? false
+        // Where llama-server samples (its GPU backend or the CPU): the same tokens and
+        // probabilities either way, as its own tests check; Typeset samples on the CPU.
+        _ = try body.bool("backend_sampling")
         timingsPerToken = try body.bool("timings_per_token") ?? false
         returnsProgress = try body.bool("return_progress") ?? false
         if returnsProgress && !sampling.stream {
@@ -179,6 +185,7 @@ extension TypesetServer {
         // Each token's id comes with its log-probability (the counts of the stream's events,
         // `tokens`, `completion_probabilities`).
         reply.options.logprobs = completion.probabilities
+        reply.options.logprobsAfterSampling = completion.probabilitiesAfterSampling
         if let schema = completion.schema {
             reply.schema = .value(schema)
             do {
@@ -293,7 +300,7 @@ struct NativeCompletionEncoder: ReplyStreamEncoder {
                 ("stop", .bool(false)), ("id_slot", JSONValue(-1)),
                 ("tokens_predicted", JSONValue(predicted)), ("tokens_evaluated", JSONValue(prompt.count)),
             ]
-            if completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries))) }
+            if completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries, afterSampling: completion.probabilitiesAfterSampling))) }
             if let timings { members.append(("timings", timings.json)) }
             entries.removeAll()
             return [.object(members)]
@@ -324,7 +331,7 @@ struct NativeCompletionEncoder: ReplyStreamEncoder {
             ("stop_type", .string(stopType)), ("stopping_word", .string(stoppingWord)),
             ("tokens_cached", JSONValue(stats.promptTokens + stats.completionTokens)),
         ]
-        if !streamed, completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries))) }
+        if !streamed, completion.probabilities > 0 { members.append(("completion_probabilities", Self.probabilities(entries, afterSampling: completion.probabilitiesAfterSampling))) }
         return TypesetServer.adding(timings: stats, to: .object(members))
     }
 
@@ -337,19 +344,21 @@ struct NativeCompletionEncoder: ReplyStreamEncoder {
             ("top_p", JSONValue(Double(filled.topP ?? 1))), ("min_p", JSONValue(Double(filled.minP ?? 0))),
             ("repeat_penalty", JSONValue(Double(filled.repetitionPenalty ?? 1))),
             ("stop", .array(filled.stopSequences.map(JSONValue.string))), ("stream", .bool(completion.sampling.stream)),
-            ("n_probs", JSONValue(completion.probabilities)),
+            ("n_probs", JSONValue(completion.probabilities)), ("post_sampling_probs", .bool(completion.probabilitiesAfterSampling)),
         ])
     }
 
     /// llama-server's `completion_probabilities`: each chosen token with its id, text, bytes and
-    /// log-probability, and the likeliest tokens at its step.
-    static func probabilities(_ entries: [TokenLogprob]) -> JSONValue {
+    /// log-probability (`afterSampling`: the probability it was drawn with), and the likeliest
+    /// tokens at its step.
+    static func probabilities(_ entries: [TokenLogprob], afterSampling: Bool) -> JSONValue {
         func candidate(_ candidate: TokenLogprob.Candidate) -> [(String, JSONValue)] {
-            [("id", JSONValue(candidate.token)), ("token", .string(candidate.text)), ("logprob", JSONValue(Double(candidate.logprob))),
-             ("bytes", .array(candidate.bytes.map { JSONValue(Int($0)) }))]
+            let value = afterSampling ? ("prob", JSONValue(Double(exp(candidate.logprob)))) : ("logprob", JSONValue(Double(candidate.logprob)))
+            return [("id", JSONValue(candidate.token)), ("token", .string(candidate.text)), value,
+                    ("bytes", .array(candidate.bytes.map { JSONValue(Int($0)) }))]
         }
         return .array(entries.map { entry in
-            .object(candidate(entry.chosen) + [("top_logprobs", .array(entry.alternatives.map { .object(candidate($0)) }))])
+            .object(candidate(entry.chosen) + [(afterSampling ? "top_probs" : "top_logprobs", .array(entry.alternatives.map { .object(candidate($0)) }))])
         })
     }
 }

@@ -4,6 +4,7 @@ fields, and null or empty fields that ask for nothing. Each is checked against w
 means (the same reply as the OpenAI spelling, a schema the reply validates against), not only
 against a 200."""
 import json
+import math
 
 import httpx
 import jsonschema
@@ -273,6 +274,35 @@ def test_llama_server_completion_probabilities(smollm2):
         assert len(tops) == 3 and tops == sorted(tops, reverse=True) and all(value <= 0 for value in tops)
         assert entry["top_logprobs"][0]["id"] == entry["id"]         # greedy: the likeliest
         assert bytes(entry["bytes"]).decode() == entry["token"]
+
+
+def test_llama_server_post_sampling_probabilities(smollm2):
+    """post_sampling_probs lists the distribution each token was drawn from: the model's own
+    probabilities at that step (n_probs without it), cut to top_k and sharpened by the
+    temperature, which this test computes itself; greedy puts it all on the token chosen."""
+    prompt = "Today was the day. Today I would finally become a"
+    own = completion(smollm2, prompt=prompt, n_predict=1, n_probs=20, temperature=0)["completion_probabilities"][0]
+    for temperature in (0.7, 1.5):
+        body = completion(smollm2, prompt=prompt, n_predict=1, n_probs=10, temperature=temperature, top_k=4, top_p=1, min_p=0,
+                          post_sampling_probs=True, seed=3)
+        entry = body["completion_probabilities"][0]
+        assert "logprob" not in entry and "top_logprobs" not in entry
+        kept = own["top_logprobs"][:4]
+        weights = [math.exp(candidate["logprob"] / temperature) for candidate in kept]
+        expected = [(candidate["id"], weight / sum(weights)) for candidate, weight in zip(kept, weights)]
+        assert [candidate["id"] for candidate in entry["top_probs"]] == [token for token, _ in expected]
+        for candidate, (_, probability) in zip(entry["top_probs"], expected):
+            assert candidate["prob"] == pytest.approx(probability, rel=1e-3)
+            assert bytes(candidate["bytes"]).decode() == candidate["token"]
+        assert entry["prob"] == pytest.approx(dict(expected)[entry["id"]], rel=1e-3)
+        assert body["generation_settings"]["post_sampling_probs"] is True
+    greedy = completion(smollm2, prompt=prompt, n_predict=3, n_probs=5, temperature=0, post_sampling_probs=True)
+    for entry in greedy["completion_probabilities"]:
+        assert entry["prob"] == 1 and [(candidate["id"], candidate["prob"]) for candidate in entry["top_probs"]] == [(entry["id"], 1)]
+    assert greedy["completion_probabilities"][0]["id"] == own["id"]
+    # Where llama-server samples changes nothing: accepted either way.
+    same = completion(smollm2, prompt=prompt, n_predict=3, n_probs=5, temperature=0, post_sampling_probs=True, backend_sampling=True)
+    assert same["completion_probabilities"] == greedy["completion_probabilities"]
 
 
 def test_llama_server_completion_stream(smollm2):

@@ -52,6 +52,27 @@ extension Sampler {
         #expect(counts[5] == 0)
     }
 
+    /// The distribution a draw came from, as llama-server's `post_sampling_probs` lists it:
+    /// softmax(logits / T) over what top-k kept, computed here from the logits; a greedy pick
+    /// is certain.
+    @Test func lastDistributionIsTheOneDrawnFrom() {
+        let temperature: Float = 0.7
+        var sampler = Sampler(options: SamplingOptions(temperature: temperature, topK: 3, seed: 5))
+        let token = sampler.sampled(Self.logits, history: [])!
+        let kept = [4, 0, 1]
+        let weights = kept.map { exp(Double(Self.logits[$0] / temperature)) }
+        let expected = weights.map { $0 / weights.reduce(0, +) }
+        let (probability, likeliest) = sampler.lastDistribution(chose: token, count: 5)
+        #expect(likeliest.map(\.token) == kept)
+        for (entry, value) in zip(likeliest, expected) { #expect(abs(Double(entry.probability) - value) < 1e-5) }
+        #expect(abs(Double(probability) - expected[kept.firstIndex(of: token)!]) < 1e-5)
+        #expect(sampler.lastDistribution(chose: token, count: 2).likeliest.map(\.token) == [4, 0])
+        var greedy = Sampler(options: .greedy)
+        let chosen = greedy.sampled(Self.logits, history: [])!
+        let certain = greedy.lastDistribution(chose: chosen, count: 3)
+        #expect(certain.probability == 1 && certain.likeliest.map(\.token) == [4] && certain.likeliest.map(\.probability) == [1])
+    }
+
     @Test func filtersKeepOnlyTheirTokens() {
         var topK = Sampler(options: SamplingOptions(temperature: 5, topK: 2, seed: 1))
         #expect(Set((0 ..< 500).map { _ in topK.sampled(Self.logits, history: [])! }) == [4, 0])

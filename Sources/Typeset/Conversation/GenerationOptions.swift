@@ -41,6 +41,11 @@ public struct GenerationOptions: Sendable, Equatable {
     /// likely alternatives (0–20), as ``MessageResponse/logprob(_:)`` before the token's text.
     /// `nil`: none (the default; computing them costs a pass over the vocabulary per token).
     public var logprobs: Int?
+    /// With `logprobs`, report the probabilities of the distribution each token was drawn
+    /// from, after the whole sampling chain (penalties, top-k, top-p, min-p, temperature, a
+    /// grammar's mask), instead of the model's own: llama-server's `post_sampling_probs`.
+    /// Tokens the chain left out are not listed; a greedy pick has probability 1.
+    package var logprobsAfterSampling = false
 
     /// A JSON Schema (as JSON text) the reply must satisfy. The reply then always parses and
     /// validates, or finishes with ``FinishReason/constraint`` when `maxTokens` cuts it.

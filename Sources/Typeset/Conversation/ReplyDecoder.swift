@@ -155,7 +155,7 @@ final class ReplyDecoder: TokenStepper {
     /// One step: the next token (and any markup forced after it) for `logits`.
     func step(_ logits: inout [Float], _ context: TokenStepContext) -> TokenStepDecision {
         // The model's own distribution, before masks and penalties change the logits.
-        if options.logprobs != nil { modelLogits.replaceSubrange(modelLogits.indices, with: logits) }
+        if options.logprobs != nil, !options.logprobsAfterSampling { modelLogits.replaceSubrange(modelLogits.indices, with: logits) }
         let token: Int
         switch phase {
         case .free:
@@ -208,7 +208,9 @@ final class ReplyDecoder: TokenStepper {
                                          maskSeconds: masked ? maskSeconds : 0))
         }
         if let count = options.logprobs {
-            emit(.logprob(TokenLogprob.entry(for: token, logits: modelLogits, alternativeCount: count, vocabulary: vocabulary)))
+            emit(.logprob(options.logprobsAfterSampling
+                ? TokenLogprob.entry(for: token, drawnBy: selector.sampler, alternativeCount: count, vocabulary: vocabulary)
+                : TokenLogprob.entry(for: token, logits: modelLogits, alternativeCount: count, vocabulary: vocabulary)))
         }
         var forced: [Int] = []
         var provisional: Int?

@@ -115,6 +115,8 @@ package struct Sampler: Sendable {
     private var recentTokens = Set<Int>()
     /// How often each token occurs in the window, storage kept from token to token.
     private var recentCounts: [Int: Int] = [:]
+    /// Whether `candidates` holds the last draw's distribution (false after a greedy pick).
+    private var hasCandidates = false
 
     /// A sampler whose DRY penalty, if any, knows no sequence breakers.
     package init(options: SamplingOptions) {
@@ -195,6 +197,7 @@ package struct Sampler: Sendable {
     /// stages narrow the likely tokens and a seeded draw picks one. Reads `logits` without
     /// copying them; `nil` when every logit is −∞ or NaN.
     package mutating func draw(from logits: [Float]) -> Int? {
+        hasCandidates = false
         guard case let .temperature(temperature)? = stages.last else {
             return logits.withUnsafeBufferPointer(indexOfLargest)
         }
@@ -223,6 +226,7 @@ package struct Sampler: Sendable {
                 continue
             }
         }
+        hasCandidates = true
         let draw = Float(random.next() >> 40) / Float(1 << 24)
         var cumulative: Float = 0
         for index in 0 ..< candidates.count {
@@ -230,6 +234,29 @@ package struct Sampler: Sendable {
             if draw < cumulative { return candidates.tokens[index] }
         }
         return candidates.tokens[candidates.count - 1]
+    }
+}
+
+extension Sampler {
+    /// The distribution the last ``draw(from:)`` chose `token` from, after the whole chain
+    /// (llama-server's `post_sampling_probs`): `token`'s probability and the `count` most
+    /// probable tokens, most probable first, leaving out those of probability 0. After a
+    /// greedy pick that distribution is all on the token chosen, as llama.cpp's greedy
+    /// temperature leaves it.
+    ///
+    /// - Complexity: O(candidates of the last draw).
+    package func lastDistribution(chose token: Int, count: Int) -> (probability: Float, likeliest: [(token: Int, probability: Float)]) {
+        guard hasCandidates else {
+            var all: [(token: Int, probability: Float)] = []
+            if count > 0 { all.append((token: token, probability: Float(1))) }
+            return (1, all)
+        }
+        var probability: Float = 0
+        for index in 0 ..< candidates.count where candidates.tokens[index] == token { probability = candidates.weights[index] }
+        let likeliest = (0 ..< min(count, candidates.count)).lazy
+            .filter { candidates.weights[$0] > 0 }
+            .map { (token: candidates.tokens[$0], probability: candidates.weights[$0]) }
+        return (probability, Array(likeliest))
     }
 }
 

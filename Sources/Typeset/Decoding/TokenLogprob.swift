@@ -7,7 +7,9 @@ import TypesetTokenizer
 ///
 /// The probabilities are the model's own (a softmax of its logits), before sampling changes
 /// them: temperature, penalties and a grammar's mask do not enter, so a constrained token the
-/// model found unlikely shows as unlikely. Forced tokens (markup Typeset writes) have none.
+/// model found unlikely shows as unlikely (llama-server's `post_sampling_probs` asks for the
+/// sampler's instead: ``entry(for:drawnBy:alternativeCount:vocabulary:)``). Forced tokens
+/// (markup Typeset writes) have none.
 public struct TokenLogprob: Sendable, Equatable {
     /// One token and its natural-log probability.
     public struct Candidate: Sendable, Equatable {
@@ -50,5 +52,16 @@ public struct TokenLogprob: Sendable, Equatable {
         }
         let alternatives = likeliestTokens(alternativeCount, of: logits.indices, in: logits)
         return TokenLogprob(chosen: candidate(token, logits[token]), alternatives: alternatives.map { candidate($0, logits[$0]) })
+    }
+
+    /// The entry for `token` as `sampler`'s last draw chose it: the log of each probability in
+    /// the distribution after the whole chain, with its `alternativeCount` most probable tokens
+    /// (fewer when fewer had a probability above 0).
+    static func entry(for token: Int, drawnBy sampler: Sampler, alternativeCount: Int, vocabulary: Vocabulary) -> TokenLogprob {
+        let (probability, likeliest) = sampler.lastDistribution(chose: token, count: alternativeCount)
+        func candidate(_ id: Int, _ probability: Float) -> Candidate {
+            Candidate(token: id, bytes: vocabulary.bytes(of: id), logprob: log(probability))
+        }
+        return TokenLogprob(chosen: candidate(token, probability), alternatives: likeliest.map { candidate($0.token, $0.probability) })
     }
 }
