@@ -229,7 +229,7 @@ if withMacros {
         .executableTarget(
             name: "TypesetCLI",
             dependencies: [
-                "GGUF", "Models", "TypesetTokenizer", "TypesetGrammar",
+                "GGUF", "Models", "TypesetTokenizer", "TypesetGrammar", "ChatTemplating",
                 "Typeset",
                 "TypesetServer",
                 "KernelBenchmarks",

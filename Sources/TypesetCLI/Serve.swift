@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChatTemplating
 import Foundation
 import Models
 import Typeset
@@ -74,6 +75,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The most tokens a reply may have when its request sets no limit (llama-server's --n-predict); by default none but the context.")
     var maxTokens: Int?
 
+    @Option(help: ArgumentHelp(
+        "A chat template to use in place of the model's own: the name of one of llama.cpp's built-in formats (llama-server's names: chatml, llama3, mistral-v7, gemma, command-r, …), or a Jinja template's text.",
+        valueName: "name-or-jinja"))
+    var chatTemplate: String?
+
     @Option(help: "A file holding a Jinja chat template to use in place of the model's own.")
     var chatTemplateFile: String?
 
@@ -148,13 +154,26 @@ struct Serve: AsyncParsableCommand {
         guard bodyTimeout.isFinite, bodyTimeout > 0 else { throw ValidationError("--body-timeout must be a positive number of seconds") }
         guard idleTimeout.isFinite, idleTimeout > 0 else { throw ValidationError("--idle-timeout must be a positive number of seconds") }
         try validateNumber(temperature, "--temperature", atLeast: 0)
+        if chatTemplate != nil, chatTemplateFile != nil { throw ValidationError("--chat-template and --chat-template-file both give the template: give one") }
+        _ = try namedOrWrittenTemplate()
         if let maxTokens, maxTokens <= 0 { throw ValidationError("--max-tokens must be positive") }
+    }
+
+    /// `--chat-template`'s Jinja source: a built-in format's by name, or the text itself when it
+    /// is a template (it has a Jinja tag); anything else is a name that is not one of them.
+    func namedOrWrittenTemplate() throws -> String? {
+        guard let chatTemplate else { return nil }
+        if let source = BuiltInChatTemplates.source(named: chatTemplate) { return source }
+        guard chatTemplate.contains("{{") || chatTemplate.contains("{%") else {
+            throw ValidationError("--chat-template \(chatTemplate) is neither a built-in format nor a Jinja template; the built-in formats are \(BuiltInChatTemplates.names.joined(separator: ", "))")
+        }
+        return chatTemplate
     }
 
     func run() async throws {
         let path = try ModelStore.resolve(model)
         let key = apiKey ?? ProcessInfo.processInfo.environment["TYPESET_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        let template = try chatTemplateFile.map { try readText($0, what: "chat template") }
+        let template = try namedOrWrittenTemplate() ?? chatTemplateFile.map { try readText($0, what: "chat template") }
         let thinking: Bool? = switch reasoning {
         case .on: true
         case .off: false
