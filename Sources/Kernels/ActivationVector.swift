@@ -202,14 +202,9 @@ func _quantize(_ values: UnsafePointer<Float>, count: Int, format: ActivationVec
             return
         }
     }
-    // Pairs in quad order: (4k, 4k + 2), (4k + 1, 4k + 3). Only the pair kernels read them:
-    // where the byte kernels replace those for every type (AVX512-VNNI), the codes are all
-    // they read; with AVX2 or AVX512BW alone, only Q8_0's products (q8_0 activations) stay on
-    // the pair kernels.
-    #if !TYPESET_VNNI
-    #if TYPESET_AVX2
-    guard format == .q8_0 else { return }
-    #endif
+    // Pairs in quad order: (4k, 4k + 2), (4k + 1, 4k + 3). Only the pair kernels read them,
+    // which run where the byte kernels do not (targets without AVX2).
+    #if !TYPESET_AVX2
     for quad in 0 ..< count / 4 {
         let codes = storage.codes + 4 * quad
         storage.pairs[2 * quad] = _pair(codes[0], codes[2])

@@ -96,12 +96,6 @@ protocol ColumnSink {
     mutating func flush()
     /// Moves the 16-bit sums into the 32-bit sums, multiplied per row by `scales`.
     mutating func flush(scaledBy scales: SIMD16<Int32>)
-    #if TYPESET_AVX2
-    /// Adds `pair` × the columns' activation pair `index` straight into the 32-bit sums
-    /// (`vpmaddwd`: both products of a lane pair, summed and widened in one instruction), for
-    /// codes whose 16-bit products would need a flush every other pair (Q8_0's).
-    mutating func consumeWidening(_ pair: SIMD32<Int16>, index: Int)
-    #endif
 }
 
 /// One activation column.
@@ -124,11 +118,6 @@ struct OneColumn: ColumnSink {
         sums &+= _widenPairs(partial) &* scales
         partial = SIMD32<Int16>()
     }
-    #if TYPESET_AVX2
-    @inline(__always) mutating func consumeWidening(_ pair: SIMD32<Int16>, index: Int) {
-        sums &+= productsOfWordPairs(pair, _broadcastPair(pairs[index]))
-    }
-    #endif
 }
 
 /// Four activation columns whose pairs are `stride` apart.
@@ -164,15 +153,6 @@ struct FourColumns: ColumnSink {
         sums.3 &+= _widenPairs(partial.3) &* scales
         partial = (SIMD32<Int16>(), SIMD32<Int16>(), SIMD32<Int16>(), SIMD32<Int16>())
     }
-    #if TYPESET_AVX2
-    @inline(__always) mutating func consumeWidening(_ pair: SIMD32<Int16>, index: Int) {
-        let first = pairs + index
-        sums.0 &+= productsOfWordPairs(pair, _broadcastPair(first[0]))
-        sums.1 &+= productsOfWordPairs(pair, _broadcastPair(first[stride]))
-        sums.2 &+= productsOfWordPairs(pair, _broadcastPair(first[2 &* stride]))
-        sums.3 &+= productsOfWordPairs(pair, _broadcastPair(first[3 &* stride]))
-    }
-    #endif
 }
 
 /// Two sinks fed the same pair vectors: one weight unpacking serves both column sets.
@@ -192,10 +172,4 @@ struct JoinedSinks<First: ColumnSink, Second: ColumnSink>: ColumnSink {
         first.flush(scaledBy: scales)
         second.flush(scaledBy: scales)
     }
-    #if TYPESET_AVX2
-    @inline(__always) mutating func consumeWidening(_ pair: SIMD32<Int16>, index: Int) {
-        first.consumeWidening(pair, index: index)
-        second.consumeWidening(pair, index: index)
-    }
-    #endif
 }

@@ -36,8 +36,8 @@ import VectorIntrinsics
 ///     0…15 (4 bits)        3,840    8   (30,720 ≤ 32,767)
 ///     0…31 (5 bits)        7,936    4   (31,744)
 ///     0…63 (6 bits)       16,128    2   (32,256)
-///     0…255 (8 bits)      65,280    none: one pair saturates, so Q8_0 stays on the pair
-///                                   kernels there
+///     0…255 (8 bits)      65,280    none: one pair saturates, so Q8_0's signed codes go
+///                                   in through `addSigned`, widened at once
 ///
 /// and the block kernels call `settle()` (`vpmaddwd` by ones, into the 32-bit sums) in time.
 struct PendingQuadSums {
@@ -54,6 +54,16 @@ struct PendingQuadSums {
         pairs &+= productsOfBytePairs(unsigned: quad, signed: codes)
         #endif
     }
+
+    #if !TYPESET_VNNI
+    /// Adds the products of signed byte `weights` and `codes` (four int8 codes per lane, each
+    /// within ±127) straight into the 32-bit sums: `magnitudes` (the weights' magnitudes) times
+    /// the codes carrying the weights' signs (`vpsignb`), a pair at most 2 × 128 × 127 = 32,512,
+    /// widened at once (`vpmaddwd` by ones). ggml's AVX2 Q8_0 product does the same.
+    @inline(__always) mutating func addSigned(_ weights: SIMD16<UInt32>, magnitudes: SIMD16<UInt32>, _ codes: SIMD16<UInt32>) {
+        sums &+= productsOfWordPairs(productsOfBytePairs(unsigned: magnitudes, signed: bytes(codes, signedAs: weights)), SIMD32(repeating: 1))
+    }
+    #endif
 
     /// Widens the 16-bit sums into the 32-bit ones (nothing to do with VNNI).
     @inline(__always) mutating func settle() {
@@ -80,6 +90,11 @@ protocol QuadSink {
     /// Widens the pending sums where they are held in 16 bits: the block kernels call it
     /// before more quads than those hold (see `PendingQuadSums`); `flush` does it too.
     mutating func settle()
+    #if !TYPESET_VNNI
+    /// Adds `weights` (four signed bytes per lane) · the column's activation word `word`,
+    /// widened at once (`PendingQuadSums.addSigned`); `magnitudes` are the weights'.
+    mutating func consumeSigned(_ weights: SIMD16<UInt32>, magnitudes: SIMD16<UInt32>, word: Int)
+    #endif
     /// Moves the pending sums into the totals.
     mutating func flush()
     /// Moves `(pending − offset × the column's activation sum number `sum`) × scales` into
@@ -112,6 +127,11 @@ struct OneQuadColumn: QuadSink {
     @inline(__always) mutating func consume(_ quad: SIMD16<UInt32>, word: Int) {
         pending.add(quad, _broadcastQuad(codes, word))
     }
+    #if !TYPESET_VNNI
+    @inline(__always) mutating func consumeSigned(_ weights: SIMD16<UInt32>, magnitudes: SIMD16<UInt32>, word: Int) {
+        pending.addSigned(weights, magnitudes: magnitudes, _broadcastQuad(codes, word))
+    }
+    #endif
     @inline(__always) mutating func settle() { pending.settle() }
     @inline(__always) mutating func flush() { totals &+= pending.take() }
     @inline(__always) mutating func flush(scaledBy scales: SIMD16<Int32>, offset: Int32, sum: Int) {
@@ -134,6 +154,14 @@ struct FourQuadColumns: QuadSink {
         pending.2.add(quad, _broadcastQuad(codes + 2 &* stride, word))
         pending.3.add(quad, _broadcastQuad(codes + 3 &* stride, word))
     }
+    #if !TYPESET_VNNI
+    @inline(__always) mutating func consumeSigned(_ weights: SIMD16<UInt32>, magnitudes: SIMD16<UInt32>, word: Int) {
+        pending.0.addSigned(weights, magnitudes: magnitudes, _broadcastQuad(codes, word))
+        pending.1.addSigned(weights, magnitudes: magnitudes, _broadcastQuad(codes + stride, word))
+        pending.2.addSigned(weights, magnitudes: magnitudes, _broadcastQuad(codes + 2 &* stride, word))
+        pending.3.addSigned(weights, magnitudes: magnitudes, _broadcastQuad(codes + 3 &* stride, word))
+    }
+    #endif
     @inline(__always) mutating func settle() {
         pending.0.settle()
         pending.1.settle()
@@ -163,6 +191,12 @@ struct JoinedQuadSinks<First: QuadSink, Second: QuadSink>: QuadSink {
         first.consume(quad, word: word)
         second.consume(quad, word: word)
     }
+    #if !TYPESET_VNNI
+    @inline(__always) mutating func consumeSigned(_ weights: SIMD16<UInt32>, magnitudes: SIMD16<UInt32>, word: Int) {
+        first.consumeSigned(weights, magnitudes: magnitudes, word: word)
+        second.consumeSigned(weights, magnitudes: magnitudes, word: word)
+    }
+    #endif
     @inline(__always) mutating func settle() {
         first.settle()
         second.settle()
@@ -246,6 +280,20 @@ func _q5Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 @inline(__always)
 func _q8Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     for word in 0..<8 { sink.consume(_words(body, word), word: word) }
+}
+#else
+/// Q8_0 without VNNI: word `c` is quad `c`, stored as code + 128, which is the signed code
+/// with its top bit flipped. As unsigned bytes those reach 255 and overflow `vpmaddubsw`'s
+/// pairs (`PendingQuadSums`), so the signed codes go in, through their magnitudes and the
+/// activations carrying their signs (`PendingQuadSums.addSigned`); no offset to take off.
+/// Per quad and column a sign, a multiply, a widening and an add, where the pair kernels spent
+/// two multiplies, two adds and the unpacking of two pair vectors.
+@inline(__always)
+func _q8SignedQuads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+    for word in 0..<8 {
+        let weights = _words(body, word) ^ 0x8080_8080
+        sink.consumeSigned(weights, magnitudes: bytes(weights, signedAs: weights), word: word)
+    }
 }
 #endif
 
@@ -364,10 +412,7 @@ func _productOfGroupOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layou
         #if TYPESET_VNNI
         _scaledBlocksOfBytes(group, layout, &columns, offset: 128) { _q8Quads($0, &$1) }
         #else
-        // Its codes overflow `vpmaddubsw` (PendingQuadSums): the pair kernel's driver, inlined
-        // here. (Through `_productOfGroup`, a call, the set's address escaped, and every
-        // driver's loop then stored the running results to memory twice per block.)
-        _q8_0Blocks(group, layout, &columns)
+        _scaledBlocksOfBytes(group, layout, &columns, offset: 0) { _q8SignedQuads($0, &$1) }
         #endif
     case .q4_1: _q4_1BlocksOfBytes(group, layout, &columns)
     case .q4_K: _q4_KBlocksOfBytes(group, layout, &columns)

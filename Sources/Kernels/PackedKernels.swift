@@ -165,24 +165,15 @@ func _q5Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 }
 
 /// Q8_0: 8 words of codes + 128; word `c` is quad `c`. Values −128…127 after the offset:
-/// a flush every 2 pairs, or on AVX2 targets (which run Q8_0 here unless they have VNNI) each pair
-/// multiplied and widened by one `vpmaddwd`: two multiplies and two adds per quad and column
-/// instead of three and three.
+/// a flush every 2 pairs.
 @inline(__always)
 func _q8Block<S: ColumnSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     let bias = SIMD32<Int16>(repeating: 128)
     for word in 0..<8 {
         let words = _words(body, word)
-        let even = _pairVector(words, shift: 0, mask: 0x00FF_00FF) &- bias
-        let odd = _pairVector(words, shift: 8, mask: 0x00FF_00FF) &- bias
-        #if TYPESET_AVX2
-        sink.consumeWidening(even, index: 2 &* word)
-        sink.consumeWidening(odd, index: 2 &* word &+ 1)
-        #else
-        sink.consume(even, index: 2 &* word)
-        sink.consume(odd, index: 2 &* word &+ 1)
+        sink.consume(_pairVector(words, shift: 0, mask: 0x00FF_00FF) &- bias, index: 2 &* word)
+        sink.consume(_pairVector(words, shift: 8, mask: 0x00FF_00FF) &- bias, index: 2 &* word &+ 1)
         sink.flush()
-        #endif
     }
 }
 

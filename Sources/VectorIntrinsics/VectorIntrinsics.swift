@@ -82,6 +82,26 @@ public func productsOfWordPairs(_ lanes: SIMD32<Int16>, _ factors: SIMD32<Int16>
     #endif
 }
 
+/// Each byte of `values` negated where the same byte of `signs` is negative, zeroed where it
+/// is zero, kept where it is positive (`vpsignb`, one per 256-bit half: AVX-512 has no
+/// 512-bit form). With `values` = `signs`, each byte's magnitude, read as unsigned (−128's is
+/// 128). A byte of `values` of −128 against a negative sign stays −128.
+@inlinable @inline(__always)
+public func bytes(_ values: SIMD16<UInt32>, signedAs signs: SIMD16<UInt32>) -> SIMD16<UInt32> {
+    let v = unsafeBitCast(values, to: (SIMD8<UInt32>, SIMD8<UInt32>).self)
+    let s = unsafeBitCast(signs, to: (SIMD8<UInt32>, SIMD8<UInt32>).self)
+    return unsafeBitCast((bytes(v.0, signedAs: s.0), bytes(v.1, signedAs: s.1)), to: SIMD16<UInt32>.self)
+}
+
+/// ``bytes(_:signedAs:)`` on a 256-bit vector (`vpsignb`, AVX2).
+@inlinable @inline(__always)
+func bytes(_ values: SIMD8<UInt32>, signedAs signs: SIMD8<UInt32>) -> SIMD8<UInt32> {
+    var result = SIMD8<UInt32>()
+    result._storage._value = Builtin.bitcast_Vec32xInt8_Vec8xInt32(Builtin.int_x86_avx2_psign_b(
+        Builtin.bitcast_Vec8xInt32_Vec32xInt8(values._storage._value), Builtin.bitcast_Vec8xInt32_Vec32xInt8(signs._storage._value)))
+    return result
+}
+
 /// ``productsOfBytePairs(unsigned:signed:)`` on 256-bit vectors (`vpmaddubsw`, AVX2): 32
 /// products summed two by two into 16 lanes.
 @inlinable @inline(__always)
