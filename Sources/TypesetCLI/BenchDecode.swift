@@ -36,6 +36,12 @@ struct BenchDecode: ParsableCommand {
     @Option(help: "Sequences decoded together (continuous batching); tok/s are then the aggregate.")
     var sequences = 1
 
+    @Flag(help: "Draft tokens by prompt lookup (what followed the last few tokens where they occurred before) and verify them in the passes; prints how many were drafted and kept, and the tokens per pass.")
+    var lookup = false
+
+    @Option(help: "A file whose text is the prompt, in place of the filler (control tokens such as a chat template's markup read as such; --prompt-tokens then only caps it).")
+    var promptFile: String?
+
     @Flag(help: "Print JSON.")
     var json = false
 
@@ -63,26 +69,36 @@ struct BenchDecode: ParsableCommand {
         let loaded = try LoadedModel(model, progress: progressOptions.makeReporter())
         let vocabulary = loaded.tokenizer.vocabulary
         var prompt: [Int] = vocabulary.addBOS ? [vocabulary.bosTokenID!] : []
-        let body = loaded.tokenizer.encode(Self.filler, addingSpecialTokens: false)
-        while prompt.count < promptTokens { prompt += body }
+        // A prompt file is the user's own text: its control tokens (a chat template's markup) are read as such.
+        let body = loaded.tokenizer.encode(try promptFile.map { try readText($0, what: "prompt") } ?? Self.filler,
+                                           addingSpecialTokens: false, parsingSpecialTokens: promptFile != nil)
+        if promptFile != nil {
+            prompt += body
+        } else {
+            while prompt.count < promptTokens { prompt += body }
+        }
         prompt = Array(prompt.prefix(promptTokens))
+        let contextLength = prompt.count + genTokens
         if sequences > 1 { return try runBatched(loaded, body: body) }
         // One token more than measured: the loop does not evaluate the last token it appends,
         // so --gen-tokens decode steps (forward passes) follow the prefill, as llama-bench counts.
         let generator = TextGenerator(model: loaded.model, tokenizer: loaded.tokenizer,
-                                      contextLength: promptTokens + genTokens, threadCount: threads)
+                                      contextLength: contextLength, threadCount: threads)
         var prefill: [Double] = [], decode: [Double] = []
+        var drafts = DraftCounts()
         var firstTokenSeconds = 0.0
         var generated: [Int] = []
         for run in 0 ... runs {
             generator.cache.clear()
-            let result = try generator.generate(prompt: prompt, maxTokens: genTokens + 1, stopsAtEndOfGeneration: false, onToken: { _ in
+            let result = try generator.generate(prompt: prompt, maxTokens: genTokens + 1, stopsAtEndOfGeneration: false,
+                                                lookup: lookup ? PromptLookup() : nil, onToken: { _ in
                 if run == 0 && firstTokenSeconds == 0 { firstTokenSeconds = processSeconds() }
                 return true
             })
             if run > 0 {
                 prefill.append(result.stats.prefillTokensPerSecond)
                 decode.append(Double(genTokens) / result.stats.decodeSeconds)
+                drafts.add(result.stats)
             }
             generated = Array(result.tokens.prefix(genTokens))
         }
@@ -109,7 +125,7 @@ struct BenchDecode: ParsableCommand {
                 ("resident_bytes", JSONValue(resident)),
                 ("weights_bytes", JSONValue(loaded.file.fileSize)),
                 ("kv_cache_bytes", JSONValue(generator.cache.byteCount)),
-            ])
+            ] + (lookup ? drafts.json : []))
             print(report.compactText)
         } else {
             print(String(format: "prefill %.1f tok/s (%d tokens), decode %.1f tok/s (%d tokens), %d threads, medians of %d runs",
@@ -117,6 +133,7 @@ struct BenchDecode: ParsableCommand {
             print(String(format: "first token %.0f ms after process start; resident %.0f MiB (file %.0f MiB mapped, KV cache %.1f MiB)",
                          firstTokenSeconds * 1000, Double(resident) / 1_048_576, Double(loaded.file.fileSize) / 1_048_576,
                          Double(generator.cache.byteCount) / 1_048_576))
+            if lookup { print(drafts.summary) }
         }
     }
 }
@@ -133,11 +150,14 @@ extension BenchDecode {
             return Array(prompt.prefix(promptTokens))
         }
         var prefill: [Double] = [], decode: [Double] = [], perSequence: [Double] = []
+        var drafts = DraftCounts()
         for run in 0 ... runs {
             let results = try TextGenerator.generate(
                 model: loaded.model, tokenizer: loaded.tokenizer, prompts: prompts, maxTokens: genTokens + 1,
-                stopsAtEndOfGeneration: false, contextLength: promptTokens + genTokens, threadCount: threads)
+                stopsAtEndOfGeneration: false, lookup: lookup ? PromptLookup() : nil,
+                contextLength: prompts.map(\.count).max()! + genTokens, threadCount: threads)
             guard run > 0 else { continue }
+            results.forEach { drafts.add($0.stats) }
             let slowestPrefill = results.map(\.stats.prefillSeconds).max() ?? 1
             let slowestDecode = results.map(\.stats.decodeSeconds).max() ?? 1
             prefill.append(Double(sequences * promptTokens) / slowestPrefill)
@@ -151,11 +171,37 @@ extension BenchDecode {
                 ("runs", JSONValue(runs)), ("prefill_tok_s", JSONValue(median(prefill))), ("decode_tok_s", JSONValue(median(decode))),
                 ("decode_tok_s_per_sequence", JSONValue(median(perSequence))),
                 ("decode_tok_s_all", .array(decode.map { JSONValue($0) })),
-            ]).compactText)
+            ] + (lookup ? drafts.json : [])).compactText)
         } else {
             print(String(format: "%d sequences together: prefill %.1f tok/s, decode %.1f tok/s in all (%.1f per sequence), %d threads, medians of %d runs",
                          sequences, median(prefill), median(decode), median(perSequence), threads, runs))
+            if lookup { print(drafts.summary) }
         }
+    }
+}
+
+/// Drafted and kept tokens over the timed runs, and the tokens each decode pass yielded.
+struct DraftCounts {
+    var drafted = 0, kept = 0, tokens = 0, passes = 0
+
+    mutating func add(_ stats: GenerationStats) {
+        drafted += stats.draftedTokens
+        kept += stats.acceptedDraftTokens
+        tokens += max(0, stats.completionTokens - 1)   // the first token comes from the prefill
+        passes += stats.decodePasses
+    }
+
+    var acceptance: Double { drafted == 0 ? 0 : Double(kept) / Double(drafted) }
+    var tokensPerPass: Double { passes == 0 ? 1 : Double(tokens) / Double(passes) }
+
+    var summary: String {
+        String(format: "prompt lookup: %d tokens drafted, %d kept (%.0f%%), %.2f tokens per decode pass", drafted, kept,
+               100 * acceptance, tokensPerPass)
+    }
+
+    var json: [(String, JSONValue)] {
+        [("drafted_tokens", JSONValue(drafted)), ("kept_draft_tokens", JSONValue(kept)),
+         ("draft_acceptance", JSONValue(acceptance)), ("tokens_per_pass", JSONValue(tokensPerPass))]
     }
 }
 

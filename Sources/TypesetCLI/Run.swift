@@ -77,6 +77,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Context length in tokens (prompt plus reply).")
     var context = 2048
 
+    @Flag(help: "Draft tokens by prompt lookup (what followed the last few tokens where they occurred before) and verify them in the passes: the same reply, in fewer passes where it copies from the prompt.")
+    var lookup = false
+
     @Argument(help: "The prompt.")
     var prompt: String
 
@@ -116,6 +119,7 @@ struct Run: AsyncParsableCommand {
             },
             seed: seed, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: !noSchemaInPrompt)
         options.schemaOptions.whitespace = try parseWhitespace(whitespace)
+        if lookup { options.promptLookup = PromptLookup() }
         let conversation = runner.createConversation(systemPrompt: system)
         conversation.prefillProgress = { computed, total in
             reporter.report("reading the prompt (\(total) tokens)", fraction: Double(computed) / Double(total))
@@ -146,10 +150,12 @@ struct Run: AsyncParsableCommand {
                 for call in calls { FileHandle.standardOutput.write(Data("\n[call \(call.name)(\(call.argumentsText))]\n".utf8)) }
             case .complete(_, let finishReason, let stats):
                 FileHandle.standardOutput.write(Data("\n".utf8))
+                let drafts = lookup
+                    ? String(format: "; %d of %d drafted tokens kept", stats.acceptedDraftTokens, stats.draftedTokens) : ""
                 writeError(String(
-                    format: "[%d prompt tokens; first token after %.0f ms; %d tokens at %.1f tok/s; finish: %@]",
+                    format: "[%d prompt tokens; first token after %.0f ms; %d tokens at %.1f tok/s%@; finish: %@]",
                     stats.promptTokens, stats.timeToFirstToken * 1000, stats.completionTokens, stats.tokensPerSecond,
-                    finishReason.rawValue))
+                    drafts, finishReason.rawValue))
                 if isValue, finishReason != .stop { throw RunError.incompleteValue(finishReason, completionTokens: stats.completionTokens) }
             }
         }

@@ -83,6 +83,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A file holding a Jinja chat template to use in place of the model's own.")
     var chatTemplateFile: String?
 
+    @Flag(help: "Draft tokens by prompt lookup for every reply (what followed the last few tokens where they occurred before), verified in the batch's passes: the same replies, in fewer passes where they copy from their prompts (/metrics counts drafted and kept tokens).")
+    var lookup = false
+
     @Option(help: "Whether a model that thinks does so when a request does not say (the template's enable_thinking): on, off, or auto (the template's default).")
     var reasoning: Reasoning = .auto
 
@@ -179,7 +182,8 @@ struct Serve: AsyncParsableCommand {
         case .off: false
         case .auto: nil
         }
-        let defaults = GenerationOptions(temperature: temperature, seed: seed, maxTokens: maxTokens, enableThinking: thinking)
+        var defaults = GenerationOptions(temperature: temperature, seed: seed, maxTokens: maxTokens, enableThinking: thinking)
+        if lookup { defaults.promptLookup = PromptLookup() }
         var configuration = TypesetServer.Configuration(
             host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,
             requestTimeout: .milliseconds(Int64(timeout * 1000)), modelAliases: alias, strictModelNames: strictModelNames,

@@ -36,6 +36,9 @@ final class ServerMetrics: Sendable {
         var promptTokens = 0
         var cachedPromptTokens = 0
         var completionTokens = 0
+        /// Tokens prompt lookup drafted, and those the replies kept.
+        var draftedTokens = 0
+        var acceptedDraftTokens = 0
         var constraintSeconds = 0.0
         var firstToken = [Int](repeating: 0, count: ServerMetrics.firstTokenBuckets.count + 1)
         var firstTokenSum = 0.0
@@ -71,6 +74,8 @@ final class ServerMetrics: Sendable {
             counters.promptTokens += stats.promptTokens
             counters.cachedPromptTokens += stats.cachedPromptTokens
             counters.completionTokens += stats.completionTokens
+            counters.draftedTokens += stats.draftedTokens
+            counters.acceptedDraftTokens += stats.acceptedDraftTokens
             counters.constraintSeconds += stats.constraintSeconds
             let bucket = Self.firstTokenBuckets.firstIndex { stats.timeToFirstToken <= $0 } ?? Self.firstTokenBuckets.count
             counters.firstToken[bucket] += 1
@@ -130,6 +135,10 @@ final class ServerMetrics: Sendable {
         metric("typeset_cached_prompt_tokens_total", "counter", "Prompt tokens reused from a cache instead of computed.",
                [("", String(counters.cachedPromptTokens))])
         metric("typeset_completion_tokens_total", "counter", "Tokens generated.", [("", String(counters.completionTokens))])
+        metric("typeset_drafted_tokens_total", "counter", "Tokens drafted by prompt lookup (--lookup) and verified in the passes.",
+               [("", String(counters.draftedTokens))])
+        metric("typeset_accepted_draft_tokens_total", "counter", "Drafted tokens the replies kept: tokens that took no pass of their own.",
+               [("", String(counters.acceptedDraftTokens))])
         var cumulative = 0
         var buckets: [(String, String)] = []
         for (index, bound) in Self.firstTokenBuckets.enumerated() {

@@ -253,3 +253,45 @@ def test_metrics_are_prometheus_text(smollm2):
         assert f"# TYPE {name.removesuffix('_bucket')}" in text or f"# TYPE {name}" in text, name
     metrics = smollm2.metrics()
     assert metrics['typeset_requests_total{route="/v1/chat/completions",status="200"}'] > 0
+
+
+def test_prompt_lookup_gives_the_same_replies_in_fewer_passes(smollm2, start_server):
+    """`typeset serve --lookup`: every reply as without it (plain, sampled with a seed, under a
+    JSON Schema, several at once), the drafted and kept tokens counted in /metrics, and a reply
+    that copies from its prompt taking fewer passes than tokens."""
+    drafted = start_server("--lookup")
+    copying = ("Repeat this list exactly: Maria Okafor, order A-20931, 14 Elm Street, Springfield; "
+               "Li Wei, order B-77120, 3 Harbour Road, Portsmouth.")
+    schema = json.loads((SCHEMAS / "city_fact.json").read_text())
+    requests = [
+        (copying, {"max_tokens": 60}),
+        (PROMPTS[0], {"max_tokens": 40}),
+        (PROMPTS[1], {"max_tokens": 40, "temperature": 0.8, "seed": 5}),
+        (PROMPTS[2], {"max_tokens": 200, "response_format": {"type": "json_schema", "json_schema": {"name": "city", "schema": schema}}}),
+    ]
+
+    def one(server, index):
+        text, kwargs = requests[index]
+        kwargs = {"temperature": 0, **kwargs}
+        reply = server.client().chat.completions.create(
+            model=server.model, messages=[SYSTEM, {"role": "user", "content": text}], **kwargs)
+        return reply.choices[0].message.content, reply.choices[0].finish_reason
+
+    plain = [one(smollm2, index) for index in range(len(requests))]
+    before = drafted.metrics()
+    alone = [one(drafted, index) for index in range(len(requests))]
+    after = drafted.metrics()
+    assert alone == plain
+    jsonschema.validate(json.loads(alone[3][0]), schema)
+    kept = after["typeset_accepted_draft_tokens_total"] - before["typeset_accepted_draft_tokens_total"]
+    assert after["typeset_drafted_tokens_total"] - before["typeset_drafted_tokens_total"] > kept >= 10
+    with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+        together = list(pool.map(lambda index: one(drafted, index), range(len(requests))))
+    assert together == plain
+    # The copying reply alone: fewer passes than the tokens it generated.
+    before = drafted.metrics()
+    one(drafted, 0)
+    after = drafted.metrics()
+    passes = after["typeset_forward_passes_total"] - before["typeset_forward_passes_total"]
+    tokens = after["typeset_completion_tokens_total"] - before["typeset_completion_tokens_total"]
+    assert passes < tokens * 0.8, (passes, tokens)

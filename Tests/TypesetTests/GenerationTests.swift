@@ -346,6 +346,37 @@ extension Sampler {
         #expect(result.tokens.count == 5)  // positions 20…23 evaluated, the fifth token sampled last
     }
 
+    /// Prompt lookup's drafts change the passes, never the tokens: greedy and sampled, alone
+    /// and batched, on a reply that copies from its prompt (drafts kept) and one that does not.
+    @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
+    func promptLookupGivesTheSameTokens() throws {
+        let generator = try Self.generator(contextLength: 512)
+        let tokenizer = generator.tokenizer
+        let copying = Self.chatML(
+            system: nil,
+            user: "Repeat this list exactly: Maria Okafor, order A-20931, 14 Elm Street, Springfield; Li Wei, order B-77120, 3 Harbour Road, Portsmouth.",
+            tokenizer: tokenizer)
+        let free = Self.chatML(system: nil, user: "Write a short poem about the sea.", tokenizer: tokenizer)
+        for sampling in [SamplingOptions.greedy, SamplingOptions(temperature: 0.9, topP: 0.95, seed: 11)] {
+            for prompt in [copying, free] {
+                let plain = try generator.generate(prompt: prompt, maxTokens: 60, sampling: sampling)
+                let drafted = try generator.generate(prompt: prompt, maxTokens: 60, sampling: sampling, lookup: PromptLookup())
+                let text = (try? tokenizer.decode(plain.tokens)) ?? ""
+                #expect(drafted.tokens == plain.tokens, "\(sampling.temperature): \(text)")
+                #expect(drafted.finishReason == plain.finishReason)
+                if prompt == copying && sampling.temperature == 0 {
+                    #expect(drafted.stats.acceptedDraftTokens >= 10 && drafted.stats.decodePasses < plain.stats.decodePasses,
+                            "kept \(drafted.stats.acceptedDraftTokens) of \(drafted.stats.draftedTokens)")
+                }
+            }
+        }
+        let batched = try TextGenerator.generate(model: generator.model, tokenizer: tokenizer, prompts: [copying, free], maxTokens: 40,
+                                                 lookup: PromptLookup(), contextLength: 512)
+        for (prompt, result) in zip([copying, free], batched) {
+            #expect(result.tokens == (try generator.generate(prompt: prompt, maxTokens: 40)).tokens)
+        }
+    }
+
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
     func logitsHookMasksTokens() throws {
         let generator = try Self.generator()

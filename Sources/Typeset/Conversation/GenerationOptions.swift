@@ -46,6 +46,10 @@ public struct GenerationOptions: Sendable, Equatable {
     /// grammar's mask), instead of the model's own: llama-server's `post_sampling_probs`.
     /// Tokens the chain left out are not listed; a greedy pick has probability 1.
     package var logprobsAfterSampling = false
+    /// Drafts of the next tokens read from the conversation so far, verified in the passes
+    /// (``PromptLookup``): the same reply, in fewer passes where it copies from its prompt.
+    /// `nil`: none.
+    package var promptLookup: PromptLookup?
 
     /// A JSON Schema (as JSON text) the reply must satisfy. The reply then always parses and
     /// validates, or finishes with ``FinishReason/constraint`` when `maxTokens` cuts it.
@@ -138,6 +142,7 @@ public struct GenerationOptions: Sendable, Equatable {
         result.maxTokens = maxTokens ?? defaults.maxTokens
         result.enableThinking = enableThinking ?? defaults.enableThinking
         result.functionCallFormat = functionCallFormat ?? defaults.functionCallFormat
+        result.promptLookup = promptLookup ?? defaults.promptLookup
         return result
     }
 

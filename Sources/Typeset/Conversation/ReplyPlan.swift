@@ -230,9 +230,10 @@ extension ModelRunner {
                     plan: plan, tokenizer: tokenizer, cancellation: cancellation, isAbandoned: isAbandoned,
                     emit: { continuation.yield($0) })
                 let vocabulary = tokenizer.vocabulary
-                let loop = TokenLoop(
+                var loop = TokenLoop(
                     source: ModelSequence(model: model, cache: cache, threadCount: threadCount),
                     maxTokens: plan.options.maxTokens ?? Int.max, isEndOfGeneration: { vocabulary.isEndOfGeneration($0) })
+                loop.lookup = plan.options.promptLookup
                 let generation = Scheduler.Generation(
                     loop: loop, stepper: decoder, prompt: plan.prompt, opening: decoder.opening, requested: requested)
                 generation.completion = { result in

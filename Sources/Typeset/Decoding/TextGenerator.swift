@@ -44,6 +44,8 @@ package final class TextGenerator {
     /// - Parameters:
     ///   - stopsAtEndOfGeneration: whether an end-of-generation token ends generation (`false`
     ///     generates exactly `maxTokens` tokens, as throughput benchmarks do).
+    ///   - lookup: drafts read from the tokens so far, verified in the passes (the same tokens,
+    ///     fewer passes where they are right; ``PromptLookup``).
     ///   - logitsProcessor: called with each step's logits before sampling, to change them in
     ///     place; set a logit to `-.infinity` to forbid that token.
     ///   - onToken: called with each generated token (end-of-generation excluded); return
@@ -56,13 +58,14 @@ package final class TextGenerator {
     ///   prompt alone does not fit the context, ``ModelError/emptyPrompt`` for no tokens.
     package func generate(
         prompt: [Int], maxTokens: Int, sampling: SamplingOptions = .greedy, stopsAtEndOfGeneration: Bool = true,
-        logitsProcessor: ((inout [Float]) -> Void)? = nil, onToken: (Int) -> Bool = { _ in true }
+        lookup: PromptLookup? = nil, logitsProcessor: ((inout [Float]) -> Void)? = nil, onToken: (Int) -> Bool = { _ in true }
     ) throws(ModelError) -> Result {
         let vocabulary = tokenizer.vocabulary
         var selector = TokenSelector(sampling: sampling, tokenizer: tokenizer)
-        let loop = TokenLoop(
+        var loop = TokenLoop(
             source: sequence, maxTokens: maxTokens,
             isEndOfGeneration: stopsAtEndOfGeneration ? { vocabulary.isEndOfGeneration($0) } : { _ in false })
+        loop.lookup = lookup
         let outcome = try loop.run(prompt: prompt) { logits, context in
             logitsProcessor?(&logits)
             guard let token = selector.select(&logits, context) else { return .finish(.constraint) }
@@ -83,7 +86,7 @@ package final class TextGenerator {
     ///   the context).
     package static func generate(
         model: TransformerModel, tokenizer: Tokenizer, prompts: [[Int]], maxTokens: Int, sampling: SamplingOptions = .greedy,
-        stopsAtEndOfGeneration: Bool = true, contextLength: Int = 2048, threadCount: Int = 2
+        stopsAtEndOfGeneration: Bool = true, lookup: PromptLookup? = nil, contextLength: Int = 2048, threadCount: Int = 2
     ) throws(ModelError) -> [Result] {
         let vocabulary = tokenizer.vocabulary
         let scheduler = BatchScheduler(
@@ -93,8 +96,9 @@ package final class TextGenerator {
         for (index, prompt) in prompts.enumerated() {
             let ends: (Int) -> Bool = stopsAtEndOfGeneration ? { vocabulary.isEndOfGeneration($0) } : { _ in false }
             let stepper = SamplingStepper(selector: TokenSelector(sampling: sampling, tokenizer: tokenizer), isEndOfGeneration: ends)
-            let loop = TokenLoop(source: ModelSequence(model: model, contextLength: contextLength, threadCount: threadCount),
+            var loop = TokenLoop(source: ModelSequence(model: model, contextLength: contextLength, threadCount: threadCount),
                                  maxTokens: maxTokens, isEndOfGeneration: stepper.isEndOfGeneration)
+            loop.lookup = lookup
             group.enter()
             let generation = BatchScheduler<ModelBatchEvaluator>.Generation(loop: loop, stepper: stepper, prompt: prompt)
             generation.completion = { outcome in

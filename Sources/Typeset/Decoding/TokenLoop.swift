@@ -10,7 +10,8 @@ enum TokenStepDecision {
     /// appended: the next step decides on the logits before it, as it would without it, and
     /// when that step chooses it (and forces nothing after it) the step after runs on the
     /// logits after it at once, without another pass. Otherwise it leaves the source. The
-    /// tokens chosen are the same either way; only the passes differ.
+    /// tokens chosen are the same either way; only the passes differ. (A draft of one token,
+    /// the step's own: it takes the place of the loop's ``TokenLoop/lookup`` draft.)
     case append(Int, forced: [Int] = [], provisional: Int? = nil)
     /// Append the chosen token, then any forced ones, and end with the reason, without
     /// computing the logits after them (the caller knows that nothing may follow).
@@ -78,7 +79,7 @@ extension TokenStepper {
 ///     │        │ .append(token, forced): end of generation? ── yes ─► finish (.stop)
 ///     │        ▼
 ///     │   append; budget spent? context full? ── yes ─► finish
-///     └── evaluate the appended tokens ─► logits
+///     └── evaluate the appended tokens (and a draft after them) ─► logits
 ///
 /// The step — masking, sampling, routing text, forcing markup — is the caller's; the loop owns
 /// the prefill with prefix reuse, the stop conditions that do not depend on the text (cancellation,
@@ -92,6 +93,14 @@ extension TokenStepper {
 ///
 /// A decode step allocates nothing here: the step's tokens go into one array the loop keeps,
 /// and a driver keeps one logits array per loop (the step masks and samples it in place).
+///
+/// Drafts: after the step's tokens, a pass may compute tokens not yet chosen — the step's
+/// provisional token, or with ``lookup`` set, a draft read from the history — with a row of
+/// logits after each. The next step decides on the row before them; while the steps choose
+/// the drafted tokens (and force nothing), each next step runs on the row after the last one
+/// chosen, without another pass; the first token that differs (or forced markup) drops the
+/// rest of the draft from the source. Every step sees the logits and draws as it would with
+/// no draft, so the tokens are the same; a draft saves the passes of the tokens it guessed.
 struct TokenLoop<Source: LogitsSource> {
     typealias Context = TokenStepContext
     typealias Outcome = TokenLoopOutcome
@@ -106,6 +115,11 @@ struct TokenLoop<Source: LogitsSource> {
     /// batch can go on decoding its other sequences between the chunks). The logits are those
     /// of one batch, bit for bit: a row's values do not depend on the rows evaluated with it.
     var prefillChunkLength = 512
+    /// Drafts read from the history, computed after each step's tokens (`nil`: none).
+    var lookup: PromptLookup?
+    /// The most tokens the next `lookup` draft may hold: a batch's driver lowers it when its
+    /// pass has no rows to spare (`BatchScheduler`).
+    var draftLimit = Int.max
 
     // MARK: State of a run
 
@@ -120,12 +134,14 @@ struct TokenLoop<Source: LogitsSource> {
     private var pendingCount = 0
     private var history: [Int] = []
     private var output: [Int] = []
-    /// The tokens of the step being evaluated: the appended ones, then the provisional one.
+    /// The tokens of the step being evaluated: the appended ones, then the drafted ones.
     private var stepTokens: [Int] = []
-    /// The token at the end of `stepTokens` that is computed but not yet appended.
-    private var provisional: Int?
-    /// The logits after the provisional token, while the step before it decides.
-    private var provisionalLogits: [Float] = []
+    /// The tokens at the end of `stepTokens` that are computed but not yet appended: the
+    /// step's provisional token, or `lookup`'s draft (`drafted` says which).
+    private var drafted: [Int] = []
+    private var draftedByLookup = false
+    /// The rows of logits after each drafted token, while the steps decide on the rows before.
+    private var draftLogits: [Float] = []
     private(set) var finishReason: FinishReason?
     private var requested = ContinuousClock.now
     private var prefillStart = ContinuousClock.now
@@ -136,6 +152,9 @@ struct TokenLoop<Source: LogitsSource> {
     private var decodePasses = 0
     /// Passes saved by provisional tokens the steps chose.
     private var passesSavedByProvisionalTokens = 0
+    /// Tokens `lookup` drafted, and those of them the steps chose.
+    private var draftedTokens = 0
+    private var acceptedDraftTokens = 0
 
     init(source: Source, maxTokens: Int, isEndOfGeneration: @escaping (Int) -> Bool) {
         self.source = source
@@ -200,13 +219,15 @@ struct TokenLoop<Source: LogitsSource> {
         output = opening
         output.reserveCapacity(opening.count + room)
         stepTokens.removeAll(keepingCapacity: true)
-        provisional = nil
+        drafted.removeAll(keepingCapacity: true)
         finishReason = nil
         decodeStart = nil
         firstToken = nil
         end = nil
         decodePasses = 0
         passesSavedByProvisionalTokens = 0
+        draftedTokens = 0
+        acceptedDraftTokens = 0
         prefillStart = clock.now
     }
 
@@ -231,9 +252,9 @@ struct TokenLoop<Source: LogitsSource> {
     }
 
     /// How many rows of logits the evaluation of ``nextTokens(limit:)``'s tokens must give,
-    /// those of its last tokens, row after row: 2 when the step ends with a provisional token
-    /// (the logits before it and after it), else 1.
-    var logitRows: Int { !isPrefilling && provisional != nil ? 2 : 1 }
+    /// those of its last tokens, row after row: with drafted tokens, the row before them and
+    /// one after each; else 1.
+    var logitRows: Int { isPrefilling ? 1 : drafted.count + 1 }
 
     /// Takes the logits after the tokens ``nextTokens(limit:)`` gave, and, once the prompt is
     /// computed, runs a step: the next tokens to evaluate, or the end of the run.
@@ -250,19 +271,30 @@ struct TokenLoop<Source: LogitsSource> {
         } else {
             decodePasses += 1
         }
-        // A provisional token's pass gave two rows: the step decides on the first (the logits
-        // before the token); the second waits in `provisionalLogits`.
-        var pending = provisional
-        provisional = nil
-        if pending != nil {
-            let rowLength = logits.count / 2
-            provisionalLogits.removeAll(keepingCapacity: true)
-            provisionalLogits.append(contentsOf: logits[rowLength...])
-            logits.removeLast(rowLength)
+        // A pass with drafted tokens gave a row before them and one after each: the step
+        // decides on the first; the others wait in `draftLogits`, taken in turn while the
+        // steps choose the drafted tokens.
+        var pending = drafted[...]
+        let byLookup = draftedByLookup
+        drafted.removeAll(keepingCapacity: true)
+        if !pending.isEmpty {
+            let rowLength = logits.count / (pending.count + 1)
+            draftLogits.removeAll(keepingCapacity: true)
+            draftLogits.append(contentsOf: logits[rowLength...])
+            logits.removeLast(logits.count - rowLength)
+        }
+        let draftLength = pending.count
+        // The drafted tokens the steps chose, and the rows taken from `draftLogits`.
+        var keptCount = 0, nextRow = 0
+        defer {
+            if byLookup {
+                lookup?.record(drafted: draftLength, kept: keptCount)
+                acceptedDraftTokens += keptCount
+            }
         }
         while true {
-            if isCancelled() { dropProvisional(&pending); return finish(.interrupted) }
-            if output.count >= maxTokens { dropProvisional(&pending); return finish(reasonAtLimit()) }
+            if isCancelled() { dropDrafts(&pending); return finish(.interrupted) }
+            if output.count >= maxTokens { dropDrafts(&pending); return finish(reasonAtLimit()) }
             // The context's reference to `history` ends with the step, so appending to it
             // below does not copy it.
             let decision = step(&logits, Context(
@@ -272,7 +304,7 @@ struct TokenLoop<Source: LogitsSource> {
             var next: Int?
             switch decision {
             case .finish(let reason):
-                dropProvisional(&pending)
+                dropDrafts(&pending)
                 return finish(reason)
             case .append(let token, let tokens, let provisional):
                 (chosen, forced, next) = (token, tokens, provisional)
@@ -280,48 +312,69 @@ struct TokenLoop<Source: LogitsSource> {
                 (chosen, forced) = (token, tokens)
             }
             if firstToken == nil { firstToken = clock.now }
-            // The step chose the provisional token: the source holds it already.
-            let kept = pending != nil && chosen == pending
-            if !kept { dropProvisional(&pending) }
-            if isEndOfGeneration(chosen) { return finish(.stop) }
+            // The step chose the next drafted token: the source holds it already.
+            let kept = pending.first == chosen
+            if kept {
+                pending.removeFirst()
+                keptCount += 1
+            } else {
+                dropDrafts(&pending)
+            }
+            if isEndOfGeneration(chosen) { dropDrafts(&pending); return finish(.stop) }
             output.append(chosen)
             history.append(chosen)
             output += forced
             history += forced
-            if case .appendAndFinish(_, _, let reason) = decision { return finish(reason) }
-            if output.count >= maxTokens { return finish(reasonAtLimit()) }
-            if history.count > source.contextLength { return finish(.exceededContext) }
-            // A provisional token only where it fits: once appended it must be within the
-            // limits just checked.
-            if let token = next, output.count >= maxTokens || history.count >= source.contextLength || isEndOfGeneration(token) {
-                next = nil
-            }
+            if case .appendAndFinish(_, _, let reason) = decision { dropDrafts(&pending); return finish(reason) }
+            if output.count >= maxTokens { dropDrafts(&pending); return finish(reasonAtLimit()) }
+            if history.count > source.contextLength { dropDrafts(&pending); return finish(.exceededContext) }
             stepTokens.removeAll(keepingCapacity: true)
             if kept {
-                pending = nil
                 // Nothing forced after it: the logits after it are at hand (a provisional
                 // token the step proposes would be decided on them), so the step after runs
-                // on them now, a pass saved.
+                // on them now, a pass saved. Forced tokens come before anything drafted after
+                // it: the rest of the draft goes.
                 if forced.isEmpty {
-                    passesSavedByProvisionalTokens += 1
-                    swap(&logits, &provisionalLogits)
+                    if !byLookup { passesSavedByProvisionalTokens += 1 }
+                    let rowLength = logits.count
+                    logits.withUnsafeMutableBufferPointer { row in
+                        draftLogits.withUnsafeBufferPointer { rows in
+                            row.baseAddress!.update(from: rows.baseAddress! + nextRow * rowLength, count: rowLength)
+                        }
+                    }
+                    nextRow += 1
                     continue
                 }
+                dropDrafts(&pending)
             } else {
                 stepTokens.append(chosen)
             }
             stepTokens += forced
-            if let next { stepTokens.append(next) }
-            provisional = next
+            // The next draft, where it fits: once appended, its tokens must be within the
+            // limits just checked. The step's provisional token, else the lookup's.
+            let room = min(maxTokens - output.count, source.contextLength - history.count)
+            if let token = next, room >= 1, !isEndOfGeneration(token) {
+                drafted.append(token)
+                draftedByLookup = false
+            } else if lookup != nil, room >= 1 {
+                for token in lookup!.draft(after: history, limit: min(room, draftLimit)) {
+                    if isEndOfGeneration(token) { break }
+                    drafted.append(token)
+                }
+                draftedByLookup = true
+                draftedTokens += drafted.count
+            }
+            stepTokens += drafted
             return
         }
     }
 
-    /// Takes a provisional token the step did not choose out of the source (its pass stored it).
-    private mutating func dropProvisional(_ pending: inout Int?) {
-        guard pending != nil else { return }
-        source.truncate(to: source.count - 1)
-        pending = nil
+    /// Takes the drafted tokens the steps did not choose out of the source (their pass stored
+    /// them).
+    private mutating func dropDrafts(_ pending: inout ArraySlice<Int>) {
+        guard !pending.isEmpty else { return }
+        source.truncate(to: source.count - pending.count)
+        pending.removeAll()
     }
 
     /// ``advance(_:isCancelled:reasonAtLimit:onPrefill:step:)`` with `stepper`'s.
@@ -356,6 +409,8 @@ struct TokenLoop<Source: LogitsSource> {
             prefillSeconds: (decodeStart - prefillStart).seconds, decodeSeconds: (end - decodeStart).seconds,
             decodePasses: decodePasses)
         stats.passesSavedByProvisionalTokens = passesSavedByProvisionalTokens
+        stats.draftedTokens = draftedTokens
+        stats.acceptedDraftTokens = acceptedDraftTokens
         return Outcome(tokens: output, finishReason: finishReason ?? .interrupted, stats: stats)
     }
 }
