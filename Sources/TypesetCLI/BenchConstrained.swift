@@ -43,6 +43,9 @@ struct BenchConstrained: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "With jump-forward, the last forced token the model may merge with what follows computed provisionally in the forced tokens' pass (the same replies; fewer passes).")
     var provisional = true
 
+    @Flag(help: "Drafts by prompt lookup in both kinds of reply (the same replies; fewer passes where they copy from the prompt), with the drafted and kept tokens.")
+    var lookup = false
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -59,10 +62,12 @@ struct BenchConstrained: AsyncParsableCommand {
             ?? BrewSummary.generationSchema.jsonSchema.compactText
         // The same prompt for both: the schema instruction is written into it, not injected.
         let prompt = Conversation.instructedRequest(self.prompt, schema: schemaText)
-        let free = GenerationOptions(temperature: 0, maxTokens: maxTokens)
+        var free = GenerationOptions(temperature: 0, maxTokens: maxTokens)
+        if lookup { free.promptLookup = PromptLookup() }
         var constrained = GenerationOptions(temperature: 0, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: false)
         constrained.jumpsForward = jumpForward
         constrained.computesBoundaryTokensAhead = provisional
+        constrained.promptLookup = free.promptLookup
         var constrainedReply = ""
         func measure(_ options: GenerationOptions) async throws -> GenerationStats {
             var last: GenerationStats?
@@ -78,6 +83,7 @@ struct BenchConstrained: AsyncParsableCommand {
         _ = try await measure(constrained)   // warm-up and the schema's compilation
         var freeRates: [Double] = [], constrainedRates: [Double] = []
         var freeTokens = 0, constrainedTokens = 0, freePasses = 0, constrainedPasses = 0, passesSaved = 0
+        var freeDrafts = DraftCounts(), constrainedDrafts = DraftCounts()
         var grammarShares: [Double] = [], grammarMicrosecondsPerToken: [Double] = []
         for _ in 0 ..< runs {
             let a = try await measure(free)
@@ -85,6 +91,8 @@ struct BenchConstrained: AsyncParsableCommand {
             freePasses = a.decodePasses
             constrainedPasses = b.decodePasses
             passesSaved = b.passesSavedByProvisionalTokens
+            freeDrafts.add(a)
+            constrainedDrafts.add(b)
             freeRates.append(a.tokensPerSecond)
             constrainedRates.append(b.tokensPerSecond)
             freeTokens = a.completionTokens
@@ -106,13 +114,17 @@ struct BenchConstrained: AsyncParsableCommand {
                 ("grammar_share", JSONValue(median(grammarShares))),
                 ("grammar_microseconds_per_token", JSONValue(median(grammarMicrosecondsPerToken))),
                 ("constrained_reply", .string(constrainedReply)),
-            ])
+            ] + (lookup ? freeDrafts.json.map { ("free_" + $0.0, $0.1) } + constrainedDrafts.json.map { ("constrained_" + $0.0, $0.1) } : []))
             print(report.compactText)
         } else {
             print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema ?? "of the demo's BrewSummary")")
             print(String(format: "free          %6.1f tok/s (median; %d tokens per reply in %d passes)", median(freeRates), freeTokens, freePasses))
             print(String(format: "constrained   %6.1f tok/s (median; %d tokens per reply in %d passes, %d saved by provisional tokens)",
                          median(constrainedRates), constrainedTokens, constrainedPasses, passesSaved))
+            if lookup {
+                print("free        " + freeDrafts.summary)
+                print("constrained " + constrainedDrafts.summary)
+            }
             print(String(format: "ratio         %.3f", ratio))
             print(String(format: "grammar       %.1f µs per token, %.2f%% of constrained decoding (median)",
                          median(grammarMicrosecondsPerToken), 100 * median(grammarShares)))
