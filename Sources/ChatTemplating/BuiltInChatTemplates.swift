@@ -7,7 +7,10 @@
 /// what llama.cpp's code writes, byte for byte, for conversations of `system`, `user` and
 /// `assistant` messages of text (the tests compare both on such conversations, from
 /// expectations that llama-server wrote). Like llama.cpp's formats, they render text only:
-/// no tools, no tool calls. A message without text renders as empty text.
+/// no tools, no tool calls (the templates do not mention `tools`, so Typeset gives a tool's
+/// result to them as a user message in its own wrapper, where llama.cpp would write a `tool`
+/// turn). A message without text renders as empty text. 44 of llama.cpp's 54 names; not
+/// rwkv-world, gigachat, yandex, the bailing and hunyuan formats, pangu-embedded.
 package enum BuiltInChatTemplates {
     /// The names, in llama.cpp's order.
     package static let names: [String] = templates.map(\.name)
@@ -16,6 +19,10 @@ package enum BuiltInChatTemplates {
     package static func source(named name: String) -> String? {
         templates.first { $0.name == name }?.source
     }
+
+    /// llama.cpp's `trim`: ASCII whitespace only (`isspace` byte by byte), where Jinja's
+    /// `trim` also takes Unicode's spaces (a no-break space, an ideographic space).
+    private static let trim = "trim(' \\t\\n\\r\\v\\f')"
 
     /// Each message's text as llama.cpp reads it: its content, or "" when it has none.
     private static let content = "{%- set content = message.content if message.content is string else '' -%}"
@@ -32,7 +39,7 @@ package enum BuiltInChatTemplates {
     /// `systemMessages`, as plain text before the first instruction), each later turn opened
     /// with `[INST] ` (`<s>[INST] ` with `bosInHistory`), texts trimmed with `trims`.
     private static func llama2(systemMessages: Bool, bosInHistory: Bool, trims: Bool) -> String {
-        let text = trims ? "(content | trim)" : "content"
+        let text = trims ? "(content | \(trim))" : "content"
         let system = systemMessages ? "'<<SYS>>\\n' + \(text) + '\\n<</SYS>>\\n\\n'" : "\(text) + '\\n'"
         return "{%- set turn = namespace(open=true) -%}{{- '[INST] ' -}}" + eachMessage(
             "{%- if not turn.open -%}{%- set turn.open = true -%}{{- '\(bosInHistory ? "<s>[INST] " : "[INST] ")' -}}{%- endif -%}"
@@ -48,7 +55,7 @@ package enum BuiltInChatTemplates {
             "{%- if not turn.open -%}{{- '\(leadingSpace)[INST]\(trailingSpace)' -}}{%- set turn.open = true -%}{%- endif -%}"
                 + "{%- if message.role == 'system' -%}{{- content + '\\n\\n' -}}"
                 + "{%- elif message.role == 'user' -%}{{- content + '\(leadingSpace)[/INST]' -}}"
-                + "{%- else -%}{{- '\(trailingSpace)' + \(trimsReplies ? "(content | trim)" : "content") + '</s>' -}}{%- set turn.open = false -%}{%- endif -%}")
+                + "{%- else -%}{{- '\(trailingSpace)' + \(trimsReplies ? "(content | \(trim))" : "content") + '</s>' -}}{%- set turn.open = false -%}{%- endif -%}")
     }
 
     /// Mistral's v7 format: `[SYSTEM_PROMPT]`, `[INST]`, and replies ended with `</s>`.
@@ -62,10 +69,10 @@ package enum BuiltInChatTemplates {
     /// EXAONE 3 and 4: `[|role|]` turns; EXAONE 4 also writes tool results.
     private static func exaone(tools: Bool) -> String {
         eachMessage(
-            "{%- if message.role == 'system' -%}{{- '[|system|]' + (content | trim) + '[|endofturn|]\\n' -}}"
-                + "{%- elif message.role == 'user' -%}{{- '[|user|]' + (content | trim) + '\\n' -}}"
-                + "{%- elif message.role == 'assistant' -%}{{- '[|assistant|]' + (content | trim) + '[|endofturn|]\\n' -}}"
-                + (tools ? "{%- elif message.role == 'tool' -%}{{- '[|tool|]' + (content | trim) + '[|endofturn|]\\n' -}}" : "")
+            "{%- if message.role == 'system' -%}{{- '[|system|]' + (content | \(trim)) + '[|endofturn|]\\n' -}}"
+                + "{%- elif message.role == 'user' -%}{{- '[|user|]' + (content | \(trim)) + '\\n' -}}"
+                + "{%- elif message.role == 'assistant' -%}{{- '[|assistant|]' + (content | \(trim)) + '[|endofturn|]\\n' -}}"
+                + (tools ? "{%- elif message.role == 'tool' -%}{{- '[|tool|]' + (content | \(trim)) + '[|endofturn|]\\n' -}}" : "")
                 + "{%- endif -%}",
             generationPrompt: "'[|assistant|]'")
     }
@@ -84,11 +91,11 @@ package enum BuiltInChatTemplates {
     /// Gemma's turns: `model` for the assistant, system texts (trimmed, joined) put before the
     /// next user turn's text.
     private static let gemma = "{%- set system = namespace(text='') -%}" + eachMessage(
-        "{%- if message.role == 'system' -%}{%- set system.text = system.text + (content | trim) -%}{%- else -%}"
+        "{%- if message.role == 'system' -%}{%- set system.text = system.text + (content | \(trim)) -%}{%- else -%}"
             + "{%- set role = 'model' if message.role == 'assistant' else message.role -%}"
             + "{{- '<start_of_turn>' + role + '\\n' -}}"
             + "{%- if system.text and role != 'model' -%}{{- system.text + '\\n\\n' -}}{%- set system.text = '' -%}{%- endif -%}"
-            + "{{- (content | trim) + '<end_of_turn>\\n' -}}{%- endif -%}",
+            + "{{- (content | \(trim)) + '<end_of_turn>\\n' -}}{%- endif -%}",
         generationPrompt: "'<start_of_turn>model\\n'")
 
     /// Orion's `Human:` / `Assistant:` turns, system texts put before the next user text.
@@ -150,21 +157,21 @@ package enum BuiltInChatTemplates {
         ("deepseek-ocr", eachMessage("{{- content -}}")),
         ("command-r", eachMessage(
             "{%- set turn = {'system': 'SYSTEM', 'user': 'USER', 'assistant': 'CHATBOT'}.get(message.role) -%}"
-                + "{%- if turn -%}{{- '<|START_OF_TURN_TOKEN|><|' + turn + '_TOKEN|>' + (content | trim) + '<|END_OF_TURN_TOKEN|>' -}}{%- endif -%}",
+                + "{%- if turn -%}{{- '<|START_OF_TURN_TOKEN|><|' + turn + '_TOKEN|>' + (content | \(trim)) + '<|END_OF_TURN_TOKEN|>' -}}{%- endif -%}",
             generationPrompt: "'<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>'")),
         ("llama3", eachMessage(
-            "{{- '<|start_header_id|>' + message.role + '<|end_header_id|>\\n\\n' + (content | trim) + '<|eot_id|>' -}}",
+            "{{- '<|start_header_id|>' + message.role + '<|end_header_id|>\\n\\n' + (content | \(trim)) + '<|eot_id|>' -}}",
             generationPrompt: "'<|start_header_id|>assistant<|end_header_id|>\\n\\n'")),
         ("chatglm3", "{{- '[gMASK]sop' -}}" + eachMessage("{{- '<|' + message.role + '|>\\n ' + content -}}", generationPrompt: "'<|assistant|>'")),
         ("chatglm4", "{{- '[gMASK]<sop>' -}}" + eachMessage("{{- '<|' + message.role + '|>\\n' + content -}}", generationPrompt: "'<|assistant|>\\n'")),
         ("glmedge", eachMessage("{{- '<|' + message.role + '|>\\n' + content -}}", generationPrompt: "'<|assistant|>'")),
         ("minicpm", eachMessage(
-            "{%- if message.role == 'user' -%}{{- '<用户>' + (content | trim) + '<AI>' -}}{%- else -%}{{- content | trim -}}{%- endif -%}")),
+            "{%- if message.role == 'user' -%}{{- '<用户>' + (content | \(trim)) + '<AI>' -}}{%- else -%}{{- content | \(trim) -}}{%- endif -%}")),
         ("exaone3", exaone(tools: false)),
         ("exaone4", exaone(tools: true)),
         ("exaone-moe", eachMessage(
             "{%- if message.role in ['system', 'user', 'assistant', 'tool'] -%}"
-                + "{{- '<|' + message.role + '|>\\n' + (content | trim) + '<|endofturn|>\\n' -}}{%- endif -%}",
+                + "{{- '<|' + message.role + '|>\\n' + (content | \(trim)) + '<|endofturn|>\\n' -}}{%- endif -%}",
             generationPrompt: "'<|assistant|>\\n'")),
         ("granite", granite(namesToolCallsAssistant: false)),
         ("granite-4.0", granite(namesToolCallsAssistant: true)),
@@ -173,7 +180,7 @@ package enum BuiltInChatTemplates {
             "{{- '<|role_start|>' + message.role + '<|role_end|>' + content + '<|turn_end|>' -}}",
             generationPrompt: "'<|role_start|>assistant<|role_end|>'")),
         ("llama4", eachMessage(
-            "{{- '<|header_start|>' + message.role + '<|header_end|>\\n\\n' + (content | trim) + '<|eot|>' -}}",
+            "{{- '<|header_start|>' + message.role + '<|header_end|>\\n\\n' + (content | \(trim)) + '<|eot|>' -}}",
             generationPrompt: "'<|header_start|>assistant<|header_end|>\\n\\n'")),
         ("smolvlm", "{{- '<|im_start|>' -}}" + eachMessage(
             "{%- if message.role == 'system' -%}{{- content + '\\n\\n' -}}"
@@ -188,11 +195,11 @@ package enum BuiltInChatTemplates {
                 + "{%- if opening -%}{{- opening + '<|im_middle|>' -}}{%- endif -%}{{- content + '<|im_end|>' -}}",
             generationPrompt: "'<|im_assistant|>assistant<|im_middle|>'")),
         ("seed_oss", eachMessage(
-            "{{- '<seed:bos>' + message.role + '\\n' + ((content | trim) if message.role == 'assistant' else content) + '<seed:eos>' -}}",
+            "{{- '<seed:bos>' + message.role + '\\n' + ((content | \(trim)) if message.role == 'assistant' else content) + '<seed:eos>' -}}",
             generationPrompt: "'<seed:bos>assistant\\n'")),
         ("grok-2", eachMessage(
-            "{%- if message.role == 'system' -%}{{- 'System: ' + (content | trim) + '<|separator|>\\n\\n' -}}"
-                + "{%- elif message.role == 'user' -%}{{- 'Human: ' + (content | trim) + '<|separator|>\\n\\n' -}}"
+            "{%- if message.role == 'system' -%}{{- 'System: ' + (content | \(trim)) + '<|separator|>\\n\\n' -}}"
+                + "{%- elif message.role == 'user' -%}{{- 'Human: ' + (content | \(trim)) + '<|separator|>\\n\\n' -}}"
                 + "{%- elif message.role == 'assistant' -%}{{- 'Assistant: ' + content + '<|separator|>\\n\\n' -}}{%- endif -%}",
             generationPrompt: "'Assistant:'")),
         ("solar-open", eachMessage(

@@ -15,8 +15,9 @@ import VectorIntrinsics
 // AVX512BW alone, `vpmaddubsw` sums them two by two into 16-bit lanes, added up over several
 // quads and widened at the end (`PendingQuadSums`), an instruction and an add for 64; with
 // AVX2, the same two instructions on each 256-bit half of the 16 rows. Offsets
-// that make a type's codes signed (Q4_0's 8, Q5_0's 16, Q8_0's 128, Q6_K's 32) stay out of
-// the bytes and are taken off with the activations' block sums, as ggml's VNNI path does.
+// that make a type's codes signed (Q4_0's 8, Q5_0's 16, Q6_K's 32, and with VNNI Q8_0's 128)
+// stay out of the bytes and are taken off with the activations' block sums, as ggml's VNNI
+// path does; without VNNI Q8_0's signed codes go in instead (`_q8SignedQuads`).
 //
 // Every layout of PackedMatrix.swift gives quads cheaply: the low nibbles of a packed word
 // are elements 4w ..< 4w + 4 of the block (the high nibbles 16 further), a Q8_0 word is a
@@ -30,7 +31,8 @@ import VectorIntrinsics
 /// With AVX512-VNNI they are 32-bit sums from the start. Without it, each quad's
 /// products are summed two by two into 16-bit lanes (`vpmaddubsw`), which hold the products
 /// of several quads before they could overflow: with activation codes of at most 128 in
-/// magnitude, a pair is at most 2 × 128 × the largest weight code, so
+/// magnitude (the quantizers write −127…127, which `addSigned`'s sign trick needs: `vpsignb`
+/// leaves −128 as it is), a pair is at most 2 × 128 × the largest weight code, so
 ///
 ///     weight codes   largest pair   quads between settles
 ///     0…15 (4 bits)        3,840    8   (30,720 ≤ 32,767)

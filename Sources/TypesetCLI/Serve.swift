@@ -76,7 +76,7 @@ struct Serve: AsyncParsableCommand {
     var maxTokens: Int?
 
     @Option(help: ArgumentHelp(
-        "A chat template to use in place of the model's own: the name of one of llama.cpp's built-in formats (llama-server's names: chatml, llama3, mistral-v7, gemma, command-r, …), or a Jinja template's text.",
+        "A chat template to use in place of the model's own: the name of one of llama.cpp's built-in formats (44 of llama-server's names: chatml, llama3, mistral-v7, gemma, command-r, …), or a Jinja template's text.",
         valueName: "name-or-jinja"))
     var chatTemplate: String?
 

@@ -31,7 +31,7 @@ struct BuiltInTemplateTests {
     @Test("Every built-in format has expectations, and every expectation a format")
     func everyFormatIsChecked() {
         #expect(Set(Self.cases.map(\.name)) == Set(BuiltInChatTemplates.names))
-        #expect(Self.cases.count == 4 * BuiltInChatTemplates.names.count)
+        #expect(Self.cases.count == 5 * BuiltInChatTemplates.names.count)
     }
 
     @Test("Rendered like llama.cpp's C++ format", arguments: cases)

@@ -78,7 +78,8 @@ import Testing
         #expect(without.stats.decodePasses == 59)
         #expect(with.stats.decodePasses < 40, "passes: \(with.stats.decodePasses)")
         #expect(with.stats.draftedTokens > with.stats.acceptedDraftTokens && with.stats.acceptedDraftTokens > 20)
-        #expect(with.stats.decodePasses + with.stats.acceptedDraftTokens == 59)
+        // Every kept token but a last one (which nothing reads) saved its own pass.
+        #expect((59 ... 60).contains(with.stats.decodePasses + with.stats.acceptedDraftTokens))
         // The source holds what was appended (the last token too when it was drafted), no
         // drafted token left over.
         #expect(([1, 2] + with.tokens).starts(with: drafted.source.held) && drafted.source.held.count >= 1 + with.tokens.count)

@@ -104,7 +104,7 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
     struct Statistics: Sendable, Equatable {
         /// Forward passes run.
         var steps = 0
-        /// Rows evaluated (prompt and generated tokens), over all steps.
+        /// Rows evaluated (prompt and generated tokens, and drafted ones, kept or not), over all steps.
         var evaluatedTokens = 0
         /// Generations in the last step's batch.
         var lastBatchSize = 0
@@ -287,7 +287,7 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
             let rowLength = logits.count / rowCounts.reduce(0, +)
             // Drafts (prompt lookup) get the rows a pass has to spare: a lone decoder drafts
             // as its lookup decides; several share what is left below `draftRowsPerPass`.
-            let decoders = members.count { !$0.loop.isFinished }
+            let decoders = members.count { !$0.loop.isFinished && !$0.loop.isPrefilling }
             let draftShare = decoders <= 1 ? Int.max : max(0, Self.draftRowsPerPass - decoders) / decoders
             // The batch's slices share the loops' token buffers: dropped before the steps
             // refill them, so refilling does not copy.
@@ -296,7 +296,7 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
             for (generation, rows) in zip(members, rowCounts) {
                 let length = rows * rowLength
                 if generation.logits.count != length {
-                    // In place: a reply alternates between one row and two (a provisional token).
+                    // In place: a reply's rows vary with its drafts (a provisional token, a lookup's).
                     generation.logits.removeAll(keepingCapacity: true)
                     generation.logits.append(contentsOf: repeatElement(0, count: length))
                 }

@@ -40,7 +40,8 @@ package struct PromptLookup: Sendable, Equatable {
     /// (the longest n that occurs), at most `limit` and the current length; empty when none
     /// occurs, while drafting is paused, or when `limit` is 0.
     ///
-    /// - Complexity: O(`history.count` × `longestMatch`) at worst.
+    /// - Complexity: O(`history.count` × Σ n over the n-grams tried) at worst: a scan of the
+    ///   history per n, backwards, stopping at the first match.
     package mutating func draft(after history: [Int], limit: Int) -> [Int] {
         if pause > 0 {
             pause -= 1

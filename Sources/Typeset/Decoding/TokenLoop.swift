@@ -91,8 +91,9 @@ extension TokenStepper {
 /// drives one loop on its own source; `BatchScheduler` drives many, their tokens evaluated
 /// together.
 ///
-/// A decode step allocates nothing here: the step's tokens go into one array the loop keeps,
-/// and a driver keeps one logits array per loop (the step masks and samples it in place).
+/// A decode step without drafts allocates nothing here: the step's tokens go into one array
+/// the loop keeps, and a driver keeps one logits array per loop (the step masks and samples it
+/// in place).
 ///
 /// Drafts: after the step's tokens, a pass may compute tokens not yet chosen — the step's
 /// provisional token, or with ``lookup`` set, a draft read from the history — with a row of
@@ -140,6 +141,8 @@ struct TokenLoop<Source: LogitsSource> {
     /// step's provisional token, or `lookup`'s draft (`drafted` says which).
     private var drafted: [Int] = []
     private var draftedByLookup = false
+    /// The last pass's drafted tokens, while the steps decide on them.
+    private var verifying: [Int] = []
     /// The rows of logits after each drafted token, while the steps decide on the rows before.
     private var draftLogits: [Float] = []
     private(set) var finishReason: FinishReason?
@@ -274,24 +277,29 @@ struct TokenLoop<Source: LogitsSource> {
         // A pass with drafted tokens gave a row before them and one after each: the step
         // decides on the first; the others wait in `draftLogits`, taken in turn while the
         // steps choose the drafted tokens.
-        var pending = drafted[...]
-        let byLookup = draftedByLookup
+        // (The two arrays trade places, so that neither is copied.)
+        swap(&drafted, &verifying)
         drafted.removeAll(keepingCapacity: true)
-        if !pending.isEmpty {
-            let rowLength = logits.count / (pending.count + 1)
+        let byLookup = draftedByLookup
+        var pending = verifying.count
+        if pending > 0 {
+            let rowLength = logits.count / (pending + 1)
             draftLogits.removeAll(keepingCapacity: true)
             draftLogits.append(contentsOf: logits[rowLength...])
             logits.removeLast(logits.count - rowLength)
         }
-        let draftLength = pending.count
-        // The drafted tokens the steps chose, and the rows taken from `draftLogits`.
-        var keptCount = 0, nextRow = 0
-        defer {
-            if byLookup {
-                lookup?.record(drafted: draftLength, kept: keptCount)
-                acceptedDraftTokens += keptCount
-            }
+        // The drafted tokens the steps chose (the rows taken from `draftLogits`), whether a
+        // step chose another token, and whether the draft is accounted for.
+        var keptCount = 0, refused = false, recorded = false
+        // What the lookup learns: how many of its tokens the steps decided on, and kept. A
+        // draft cut by forced markup or the end of the run was not refused past what was kept.
+        func record(_ loop: inout TokenLoop) {
+            guard byLookup, !recorded else { return }
+            recorded = true
+            loop.lookup?.record(drafted: refused ? loop.verifying.count : keptCount, kept: keptCount)
+            loop.acceptedDraftTokens += keptCount
         }
+        defer { record(&self) }
         while true {
             if isCancelled() { dropDrafts(&pending); return finish(.interrupted) }
             if output.count >= maxTokens { dropDrafts(&pending); return finish(reasonAtLimit()) }
@@ -313,11 +321,12 @@ struct TokenLoop<Source: LogitsSource> {
             }
             if firstToken == nil { firstToken = clock.now }
             // The step chose the next drafted token: the source holds it already.
-            let kept = pending.first == chosen
+            let kept = pending > 0 && verifying[keptCount] == chosen
             if kept {
-                pending.removeFirst()
+                pending -= 1
                 keptCount += 1
             } else {
+                refused = pending > 0
                 dropDrafts(&pending)
             }
             if isEndOfGeneration(chosen) { dropDrafts(&pending); return finish(.stop) }
@@ -339,10 +348,9 @@ struct TokenLoop<Source: LogitsSource> {
                     let rowLength = logits.count
                     logits.withUnsafeMutableBufferPointer { row in
                         draftLogits.withUnsafeBufferPointer { rows in
-                            row.baseAddress!.update(from: rows.baseAddress! + nextRow * rowLength, count: rowLength)
+                            row.baseAddress!.update(from: rows.baseAddress! + (keptCount - 1) * rowLength, count: rowLength)
                         }
                     }
-                    nextRow += 1
                     continue
                 }
                 dropDrafts(&pending)
@@ -353,6 +361,7 @@ struct TokenLoop<Source: LogitsSource> {
             // The next draft, where it fits: once appended, its tokens must be within the
             // limits just checked. The step's provisional token, else the lookup's.
             let room = min(maxTokens - output.count, source.contextLength - history.count)
+            record(&self)   // before the next draft, which the lookup sizes on it
             if let token = next, room >= 1, !isEndOfGeneration(token) {
                 drafted.append(token)
                 draftedByLookup = false
@@ -371,10 +380,10 @@ struct TokenLoop<Source: LogitsSource> {
 
     /// Takes the drafted tokens the steps did not choose out of the source (their pass stored
     /// them).
-    private mutating func dropDrafts(_ pending: inout ArraySlice<Int>) {
-        guard !pending.isEmpty else { return }
-        source.truncate(to: source.count - pending.count)
-        pending.removeAll()
+    private mutating func dropDrafts(_ pending: inout Int) {
+        guard pending > 0 else { return }
+        source.truncate(to: source.count - pending)
+        pending = 0
     }
 
     /// ``advance(_:isCancelled:reasonAtLimit:onPrefill:step:)`` with `stepper`'s.

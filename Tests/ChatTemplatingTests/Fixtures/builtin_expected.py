@@ -36,6 +36,11 @@ CONVERSATIONS = {
         {"role": "assistant", "content": "\nDanke!\n"},
         {"role": "user", "content": "Two\n\nparagraphs."},
     ],
+    # llama.cpp trims ASCII whitespace only: a no-break space and an ideographic space stay.
+    "Unicode spaces at the edges": [
+        {"role": "system", "content": "\u3000Be brief.\u00a0"},
+        {"role": "user", "content": "\u00a0¿Qué hora es?\u3000\n"},
+    ],
     "two system messages": [
         {"role": "system", "content": "First rule."},
         {"role": "system", "content": " Second rule. "},
