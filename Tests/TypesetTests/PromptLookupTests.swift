@@ -97,6 +97,24 @@ import Testing
         }
     }
 
+    @Test func aRefusedDraftPausesTheNextOne() throws {
+        // The prompt holds 1 2 3 and 2 9 5; the model writes 1 2 9 4 4 …. After 1 2 the lookup
+        // drafts 3 2 9 5, refused at once (9); the pass after it drafts nothing, although the
+        // history then ends with 2 9, which occurred before.
+        let prompt = [1, 2, 3, 2, 9, 5]
+        let source = ScriptedSource(contextLength: 100) { held in
+            var logits = [Float](repeating: 0, count: 10)
+            let reply = [1, 2, 9]
+            logits[held.count - prompt.count < reply.count ? reply[held.count - prompt.count] : 4] = 1
+            return logits
+        }
+        var loop = TokenLoop(source: source, maxTokens: 8, isEndOfGeneration: { $0 == 7 })
+        loop.lookup = PromptLookup()
+        let outcome = try loop.run(prompt: prompt, step: Self.greedy)
+        #expect(outcome.tokens == [1, 2, 9, 4, 4, 4, 4, 4])
+        #expect(Array(source.evaluations.prefix(4)) == [prompt, [1], [2, 3, 2, 9, 5], [9]])
+    }
+
     @Test func forcedTokensAfterAKeptDraftDropTheRest() throws {
         // The step forces [0] after each 4 it chooses: a draft through a 4 is cut there.
         func step(_ logits: inout [Float], _ context: TokenStepContext) -> TokenStepDecision {
