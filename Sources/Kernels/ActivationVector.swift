@@ -74,8 +74,8 @@ public struct ActivationVector: Sendable {
     /// Codes two by two as the packed kernels read them (``PackedMatrix``, "Pairs"): for each
     /// quad of elements `4k ..< 4k + 4`, `pairs[2k]` holds codes `4k` (low 16 bits) and
     /// `4k + 2` (high 16 bits), `pairs[2k + 1]` codes `4k + 1` and `4k + 3`, sign-extended.
-    /// Left zero where no pair kernel reads them: with AVX512-VNNI, and with AVX2 or AVX512BW
-    /// alone in every format but q8_0 (Q8_0's products stay on the pair kernels there).
+    /// Filled only where the pair kernels run, on targets without AVX2; elsewhere the byte
+    /// kernels read the codes, and these are allocated but stay zero.
     private(set) var pairs: [UInt32]
 
     /// Elements.
