@@ -39,6 +39,9 @@ struct BenchDecode: ParsableCommand {
     @Flag(help: "Draft tokens by prompt lookup (what followed the last few tokens where they occurred before) and verify them in the passes; prints how many were drafted and kept, and the tokens per pass.")
     var lookup = false
 
+    @Option(help: "A smaller model of the same vocabulary (a GGUF file or known model name) whose greedy guesses are verified in the passes (where --lookup finds none); prints how many were drafted and kept, the tokens per pass and the draft model's passes.")
+    var draft: String?
+
     @Option(help: "A file whose text is the prompt, in place of the filler (control tokens such as a chat template's markup read as such; --prompt-tokens then only caps it).")
     var promptFile: String?
 
@@ -79,7 +82,11 @@ struct BenchDecode: ParsableCommand {
         }
         prompt = Array(prompt.prefix(promptTokens))
         let contextLength = prompt.count + genTokens
-        if sequences > 1 { return try runBatched(loaded, body: body) }
+        let draftModel = try draft.map { name in
+            try DraftModel(path: try ModelStore.resolve(name), targetModel: loaded.model, targetVocabulary: vocabulary,
+                           contextLength: promptTokens + genTokens + 16, threadCount: threads)
+        }
+        if sequences > 1 { return try runBatched(loaded, body: body, draftModel: draftModel) }
         // One token more than measured: the loop does not evaluate the last token it appends,
         // so --gen-tokens decode steps (forward passes) follow the prefill, as llama-bench counts.
         let generator = TextGenerator(model: loaded.model, tokenizer: loaded.tokenizer,
@@ -91,7 +98,7 @@ struct BenchDecode: ParsableCommand {
         for run in 0 ... runs {
             generator.cache.clear()
             let result = try generator.generate(prompt: prompt, maxTokens: genTokens + 1, stopsAtEndOfGeneration: false,
-                                                lookup: lookup ? PromptLookup() : nil, onToken: { _ in
+                                                lookup: lookup ? PromptLookup() : nil, draftModel: draftModel, onToken: { _ in
                 if run == 0 && firstTokenSeconds == 0 { firstTokenSeconds = processSeconds() }
                 return true
             })
@@ -125,7 +132,8 @@ struct BenchDecode: ParsableCommand {
                 ("resident_bytes", JSONValue(resident)),
                 ("weights_bytes", JSONValue(loaded.file.fileSize)),
                 ("kv_cache_bytes", JSONValue(generator.cache.byteCount)),
-            ] + (lookup ? drafts.json : []))
+            ] + (draftModel.map { [("draft_weights_bytes", JSONValue($0.weightByteCount)), ("draft_kv_cache_bytes", JSONValue($0.idleCacheByteCount))] } ?? [])
+              + (lookup || draftModel != nil ? drafts.json : []))
             print(report.compactText)
         } else {
             print(String(format: "prefill %.1f tok/s (%d tokens), decode %.1f tok/s (%d tokens), %d threads, medians of %d runs",
@@ -133,7 +141,11 @@ struct BenchDecode: ParsableCommand {
             print(String(format: "first token %.0f ms after process start; resident %.0f MiB (file %.0f MiB mapped, KV cache %.1f MiB)",
                          firstTokenSeconds * 1000, Double(resident) / 1_048_576, Double(loaded.file.fileSize) / 1_048_576,
                          Double(generator.cache.byteCount) / 1_048_576))
-            if lookup { print(drafts.summary) }
+            if let draftModel {
+                print(String(format: "draft model: weights %.0f MiB mapped, KV cache %.1f MiB", Double(draftModel.weightByteCount) / 1_048_576,
+                             Double(draftModel.idleCacheByteCount) / 1_048_576))
+            }
+            if lookup || draftModel != nil { print(drafts.summary) }
         }
     }
 }
@@ -141,7 +153,7 @@ struct BenchDecode: ParsableCommand {
 extension BenchDecode {
     /// `--sequences N`: N prompts of the filler (each starting a few tokens further into it,
     /// so they differ) decoded together; aggregate tok/s over the slowest sequence's time.
-    func runBatched(_ loaded: LoadedModel, body: [Int]) throws {
+    func runBatched(_ loaded: LoadedModel, body: [Int], draftModel: DraftModel?) throws {
         let vocabulary = loaded.tokenizer.vocabulary
         let prompts: [[Int]] = (0 ..< sequences).map { index in
             var prompt: [Int] = vocabulary.addBOS ? [vocabulary.bosTokenID!] : []
@@ -154,7 +166,7 @@ extension BenchDecode {
         for run in 0 ... runs {
             let results = try TextGenerator.generate(
                 model: loaded.model, tokenizer: loaded.tokenizer, prompts: prompts, maxTokens: genTokens + 1,
-                stopsAtEndOfGeneration: false, lookup: lookup ? PromptLookup() : nil,
+                stopsAtEndOfGeneration: false, lookup: lookup ? PromptLookup() : nil, draftModel: draftModel,
                 contextLength: prompts.map(\.count).max()! + genTokens, threadCount: threads)
             guard run > 0 else { continue }
             results.forEach { drafts.add($0.stats) }
@@ -171,22 +183,23 @@ extension BenchDecode {
                 ("runs", JSONValue(runs)), ("prefill_tok_s", JSONValue(median(prefill))), ("decode_tok_s", JSONValue(median(decode))),
                 ("decode_tok_s_per_sequence", JSONValue(median(perSequence))),
                 ("decode_tok_s_all", .array(decode.map { JSONValue($0) })),
-            ] + (lookup ? drafts.json : [])).compactText)
+            ] + (lookup || draftModel != nil ? drafts.json : [])).compactText)
         } else {
             print(String(format: "%d sequences together: prefill %.1f tok/s, decode %.1f tok/s in all (%.1f per sequence), %d threads, medians of %d runs",
                          sequences, median(prefill), median(decode), median(perSequence), threads, runs))
-            if lookup { print(drafts.summary) }
+            if lookup || draftModel != nil { print(drafts.summary) }
         }
     }
 }
 
 /// Drafted and kept tokens over the timed runs, and the tokens each decode pass yielded.
 struct DraftCounts {
-    var drafted = 0, kept = 0, tokens = 0, passes = 0
+    var drafted = 0, kept = 0, tokens = 0, passes = 0, draftPasses = 0
 
     mutating func add(_ stats: GenerationStats) {
         drafted += stats.draftedTokens
         kept += stats.acceptedDraftTokens
+        draftPasses += stats.draftModelPasses
         tokens += max(0, stats.completionTokens - 1)   // the first token comes from the prefill
         passes += stats.decodePasses
     }
@@ -195,13 +208,16 @@ struct DraftCounts {
     var tokensPerPass: Double { passes == 0 ? 1 : Double(tokens) / Double(passes) }
 
     var summary: String {
-        String(format: "prompt lookup: %d tokens drafted, %d kept (%.0f%%), %.2f tokens per decode pass", drafted, kept,
+        String(format: "drafts: %d tokens drafted, %d kept (%.0f%%), %.2f tokens per decode pass", drafted, kept,
                100 * acceptance, tokensPerPass)
+            + (draftPasses > 0 ? String(format: "; %d draft model passes (%.2f per decode pass)", draftPasses,
+                                        Double(draftPasses) / Double(max(1, passes))) : "")
     }
 
     var json: [(String, JSONValue)] {
         [("drafted_tokens", JSONValue(drafted)), ("kept_draft_tokens", JSONValue(kept)),
-         ("draft_acceptance", JSONValue(acceptance)), ("tokens_per_pass", JSONValue(tokensPerPass))]
+         ("draft_acceptance", JSONValue(acceptance)), ("tokens_per_pass", JSONValue(tokensPerPass)),
+         ("draft_model_passes", JSONValue(draftPasses))]
     }
 }
 

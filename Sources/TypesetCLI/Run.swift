@@ -80,6 +80,9 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Draft tokens by prompt lookup (what followed the last few tokens where they occurred before) and verify them in the passes: the same reply, in fewer passes where it copies from the prompt.")
     var lookup = false
 
+    @Option(help: "A smaller model of the same vocabulary (a GGUF file or known model name) whose greedy guesses of the next tokens are verified in the passes: the same reply, in fewer passes where it guesses right.")
+    var draft: String?
+
     @Argument(help: "The prompt.")
     var prompt: String
 
@@ -103,10 +106,9 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         let path = try ModelStore.resolve(model)
         let reporter = progressOptions.makeReporter()
-        let runner = try await ModelRunner.load(
-            from: URL(fileURLWithPath: path),
-            options: ModelRunner.Options(contextLength: context, threadCount: threads, grammarBudget: budgetOptions.budget),
-            progress: reporter.loadingProgress)
+        var runnerOptions = ModelRunner.Options(contextLength: context, threadCount: threads, grammarBudget: budgetOptions.budget)
+        runnerOptions.draftModelPath = try draft.map { try ModelStore.resolve($0) }
+        let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: runnerOptions, progress: reporter.loadingProgress)
         reporter.clear()
         let schemaText = try schema.map { try readText($0, what: "schema") }
         var options = GenerationOptions(
@@ -150,7 +152,7 @@ struct Run: AsyncParsableCommand {
                 for call in calls { FileHandle.standardOutput.write(Data("\n[call \(call.name)(\(call.argumentsText))]\n".utf8)) }
             case .complete(_, let finishReason, let stats):
                 FileHandle.standardOutput.write(Data("\n".utf8))
-                let drafts = lookup
+                let drafts = lookup || draft != nil
                     ? String(format: "; %d of %d drafted tokens kept", stats.acceptedDraftTokens, stats.draftedTokens) : ""
                 writeError(String(
                     format: "[%d prompt tokens; first token after %.0f ms; %d tokens at %.1f tok/s%@; finish: %@]",

@@ -86,6 +86,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Draft tokens by prompt lookup for every reply (what followed the last few tokens where they occurred before), verified in the batch's passes: the same replies, in fewer passes where they copy from their prompts (/metrics counts drafted and kept tokens).")
     var lookup = false
 
+    @Option(help: "A smaller model of the same vocabulary (a GGUF file or known model name) whose greedy guesses of each reply's next tokens are verified in the batch's passes (where prompt lookup, with --lookup, finds none): the same replies, in fewer passes where it guesses right. Sequences draft while the batch has rows to spare.")
+    var draft: String?
+
     @Option(help: "Whether a model that thinks does so when a request does not say (the template's enable_thinking): on, off, or auto (the template's default).")
     var reasoning: Reasoning = .auto
 
@@ -194,13 +197,12 @@ struct Serve: AsyncParsableCommand {
         configuration.servesWebPage = webPage
         configuration.tags = tag
         configuration.embeddingPooling = pooling
-        let server = TypesetServer(
-            modelURL: URL(fileURLWithPath: path),
-            runnerOptions: ModelRunner.Options(
-                contextLength: context, threadCount: threads, chatTemplate: template, defaultGenerationOptions: defaults,
-                maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget,
-                grammarCacheDirectory: grammarCache, idleCacheByteLimit: promptCacheMib << 20),
-            configuration: configuration)
+        var runnerOptions = ModelRunner.Options(
+            contextLength: context, threadCount: threads, chatTemplate: template, defaultGenerationOptions: defaults,
+            maximumConcurrentGenerations: parallel, grammarBudget: budgetOptions.budget,
+            grammarCacheDirectory: grammarCache, idleCacheByteLimit: promptCacheMib << 20)
+        runnerOptions.draftModelPath = try draft.map { try ModelStore.resolve($0) }
+        let server = TypesetServer(modelURL: URL(fileURLWithPath: path), runnerOptions: runnerOptions, configuration: configuration)
         try await server.run { line in writeError("typeset serve: \(line)") }
     }
 }

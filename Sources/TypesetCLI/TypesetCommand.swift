@@ -61,6 +61,7 @@ extension TokenizerError: UserFacingError {}
 extension ModelLoadError: UserFacingError {}
 extension ModelError: UserFacingError {}
 extension ConversationError: UserFacingError {}
+extension DraftModelError: UserFacingError {}
 
 func writeError(_ line: String) {
     var standardError = StandardError()

@@ -36,7 +36,7 @@ final class ServerMetrics: Sendable {
         var promptTokens = 0
         var cachedPromptTokens = 0
         var completionTokens = 0
-        /// Tokens prompt lookup drafted, and those the replies kept.
+        /// Tokens prompt lookup or the draft model drafted, and those the replies kept.
         var draftedTokens = 0
         var acceptedDraftTokens = 0
         var constraintSeconds = 0.0
@@ -135,7 +135,7 @@ final class ServerMetrics: Sendable {
         metric("typeset_cached_prompt_tokens_total", "counter", "Prompt tokens reused from a cache instead of computed.",
                [("", String(counters.cachedPromptTokens))])
         metric("typeset_completion_tokens_total", "counter", "Tokens generated.", [("", String(counters.completionTokens))])
-        metric("typeset_drafted_tokens_total", "counter", "Tokens drafted by prompt lookup (--lookup) and verified in the passes.",
+        metric("typeset_drafted_tokens_total", "counter", "Tokens drafted by prompt lookup (--lookup) or the draft model (--draft) and verified in the passes.",
                [("", String(counters.draftedTokens))])
         metric("typeset_accepted_draft_tokens_total", "counter", "Drafted tokens the replies kept: tokens that took no pass of their own.",
                [("", String(counters.acceptedDraftTokens))])

@@ -2,12 +2,13 @@
 replies that validate, tool calls whose arguments validate, completions, concurrency."""
 import concurrent.futures
 import json
+import subprocess
 
 import httpx
 import jsonschema
 import pytest
 
-from conftest import SCHEMAS
+from conftest import BINARY, SCHEMAS
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 
@@ -255,11 +256,13 @@ def test_metrics_are_prometheus_text(smollm2):
     assert metrics['typeset_requests_total{route="/v1/chat/completions",status="200"}'] > 0
 
 
-def test_prompt_lookup_gives_the_same_replies_in_fewer_passes(smollm2, start_server):
-    """`typeset serve --lookup`: every reply as without it (plain, sampled with a seed, under a
-    JSON Schema, several at once), the drafted and kept tokens counted in /metrics, and a reply
+@pytest.mark.parametrize("flags", [("--lookup",), ("--draft", "smollm2")], ids=["lookup", "draft-model"])
+def test_drafts_give_the_same_replies_in_fewer_passes(smollm2, start_server, flags):
+    """`typeset serve --lookup` and `--draft MODEL` (here the model drafting for itself, so its
+    drafts are right): every reply as without them (plain, sampled with a seed, under a JSON
+    Schema, several at once), the drafted and kept tokens counted in /metrics, and a reply
     that copies from its prompt taking fewer passes than tokens."""
-    drafted = start_server("--lookup")
+    drafted = start_server(*flags)
     copying = ("Repeat this list exactly: Maria Okafor, order A-20931, 14 Elm Street, Springfield; "
                "Li Wei, order B-77120, 3 Harbour Road, Portsmouth.")
     schema = json.loads((SCHEMAS / "city_fact.json").read_text())
@@ -284,7 +287,7 @@ def test_prompt_lookup_gives_the_same_replies_in_fewer_passes(smollm2, start_ser
     assert alone == plain
     jsonschema.validate(json.loads(alone[3][0]), schema)
     kept = after["typeset_accepted_draft_tokens_total"] - before["typeset_accepted_draft_tokens_total"]
-    assert after["typeset_drafted_tokens_total"] - before["typeset_drafted_tokens_total"] > kept >= 10
+    assert after["typeset_drafted_tokens_total"] - before["typeset_drafted_tokens_total"] >= kept >= 10
     with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
         together = list(pool.map(lambda index: one(drafted, index), range(len(requests))))
     assert together == plain
@@ -295,3 +298,16 @@ def test_prompt_lookup_gives_the_same_replies_in_fewer_passes(smollm2, start_ser
     passes = after["typeset_forward_passes_total"] - before["typeset_forward_passes_total"]
     tokens = after["typeset_completion_tokens_total"] - before["typeset_completion_tokens_total"]
     assert passes < tokens * 0.8, (passes, tokens)
+
+
+@pytest.mark.parametrize("draft, message", [
+    ("gemma3", "the draft model's vocabulary has 262144 tokens and the model's 49152"),
+    ("/nonexistent/draft.gguf", "no model file at /nonexistent/draft.gguf"),
+])
+def test_a_draft_model_that_cannot_draft_stops_the_server_at_load(draft, message):
+    """A draft of another vocabulary or a missing file: the server says so and exits before
+    serving a request, not at the first one."""
+    finished = subprocess.run([str(BINARY), "serve", "--model", "smollm2", "--port", "0", "--draft", draft],
+                              capture_output=True, text=True, timeout=120)
+    assert finished.returncode != 0
+    assert message in finished.stderr, finished.stderr

@@ -74,6 +74,10 @@ public final class ModelRunner: Sendable {
         /// the positions it has committed, about 22.5 KB per token for SmolLM2-135M and 12 KB
         /// for Qwen2.5-0.5B. 0 keeps none; the default is 256 MiB.
         public var idleCacheByteLimit: Int
+        /// A GGUF file of a smaller model with the same vocabulary, whose greedy continuations
+        /// every reply drafts and verifies (``DraftModel``): the same replies, in fewer passes
+        /// of the model where the draft guesses right. `nil`: no draft model.
+        package var draftModelPath: String?
 
         @usableFromInline package static let defaultIdleCacheByteLimit = 256 << 20
 
@@ -205,6 +209,17 @@ public final class ModelRunner: Sendable {
             evaluator: ModelBatchEvaluator(model: model, threadCount: self.threadCount),
             maximumSequences: max(1, options.maximumConcurrentGenerations))
         var state = RunnerState(model: model, scheduler: scheduler)
+        if let draftPath = options.draftModelPath {
+            progress?(LoadProgress(stage: .mappingWeights, fractionCompleted: 0.95))
+            do throws(DraftModelError) {
+                state.draftModel = try DraftModel(
+                    path: draftPath, targetModel: model, targetVocabulary: tokenizer.vocabulary, contextLength: contextLength,
+                    threadCount: threadCount)
+            } catch {
+                if case let .loadFailed(path, reason) = error { throw .loadFailed(path: path, reason: reason) }
+                throw .loadFailed(path: draftPath, reason: error.description)
+            }
+        }
         state.caches.idleByteLimit = max(0, options.idleCacheByteLimit)
         self.state = Mutex(state)
         self.preparation = DispatchQueue(label: "typeset.model-runner.preparation", qos: .userInitiated)
@@ -282,6 +297,7 @@ public final class ModelRunner: Sendable {
         let (flags, scheduler) = state.withLock { state in
             defer {
                 state.model = nil
+                state.draftModel = nil
                 state.scheduler = nil
                 state.grammars = nil
                 state.caches.removeAll()
@@ -416,6 +432,8 @@ public final class ModelRunner: Sendable {
 struct RunnerState: Sendable {
     var model: TransformerModel?
     var scheduler: ModelRunner.Scheduler?
+    /// The model drafting for every reply, if any (`Options.draftModelPath`).
+    var draftModel: DraftModel?
     /// Made on the first constrained reply (the grammar vocabulary takes a pass over the tokens).
     var grammars: CompiledGrammarCache?
     var activeGenerations: [CancellationFlag] = []

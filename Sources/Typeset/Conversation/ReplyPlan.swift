@@ -219,10 +219,10 @@ extension ModelRunner {
                 guard plan.prompt.count < contextLength else {
                     throw .contextOverflow(promptTokens: plan.prompt.count, contextLength: contextLength)
                 }
-                let (model, scheduler, prepared) = try state.withLock { state throws(ConversationError) in
+                let (model, scheduler, prepared, draftModel) = try state.withLock { state throws(ConversationError) in
                     guard let model = state.model, let scheduler = state.scheduler else { throw .runnerUnloaded }
                     let prepared = state.caches.cache(for: plan.prompt, owner: plan.cacheOwner, of: model, contextLength: contextLength)
-                    return (model, scheduler, prepared)
+                    return (model, scheduler, prepared, state.draftModel)
                 }
                 let cache = prepared.fill(releasingUnder: state)
                 let pooledCache = plan.cacheOwner == nil ? cache : nil
@@ -234,6 +234,7 @@ extension ModelRunner {
                     source: ModelSequence(model: model, cache: cache, threadCount: threadCount),
                     maxTokens: plan.options.maxTokens ?? Int.max, isEndOfGeneration: { vocabulary.isEndOfGeneration($0) })
                 loop.lookup = plan.options.promptLookup
+                loop.drafter = draftModel.map(ModelDrafter.init)
                 let generation = Scheduler.Generation(
                     loop: loop, stepper: decoder, prompt: plan.prompt, opening: decoder.opening, requested: requested)
                 generation.completion = { result in

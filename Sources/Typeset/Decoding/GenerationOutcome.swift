@@ -42,10 +42,13 @@ public struct GenerationStats: Sendable, Equatable {
     /// chose them (the last token of a grammar's forced text, which the model may merge with
     /// what follows), whose step then ran on the logits after them without a pass of its own.
     package var passesSavedByProvisionalTokens = 0
-    /// Tokens drafted by prompt lookup, and those of them the steps chose (each a token that
-    /// took no pass of its own).
+    /// Tokens drafted by prompt lookup or a draft model, and those of them the steps chose
+    /// (each a token that took no pass of its own).
     package var draftedTokens = 0
     package var acceptedDraftTokens = 0
+    /// The draft model's passes (one per token it drafted, and one for each draft it ended
+    /// early on an unlikely token).
+    package var draftModelPasses = 0
     /// The stop sequence (``GenerationOptions/stopSequences``) that ended the reply, if one did.
     package var stopSequence: String?
 

@@ -46,6 +46,8 @@ package final class TextGenerator {
     ///     generates exactly `maxTokens` tokens, as throughput benchmarks do).
     ///   - lookup: drafts read from the tokens so far, verified in the passes (the same tokens,
     ///     fewer passes where they are right; ``PromptLookup``).
+    ///   - draftModel: drafts of a smaller model where `lookup` finds none, verified the same
+    ///     way (``DraftModel``).
     ///   - logitsProcessor: called with each step's logits before sampling, to change them in
     ///     place; set a logit to `-.infinity` to forbid that token.
     ///   - onToken: called with each generated token (end-of-generation excluded); return
@@ -58,7 +60,8 @@ package final class TextGenerator {
     ///   prompt alone does not fit the context, ``ModelError/emptyPrompt`` for no tokens.
     package func generate(
         prompt: [Int], maxTokens: Int, sampling: SamplingOptions = .greedy, stopsAtEndOfGeneration: Bool = true,
-        lookup: PromptLookup? = nil, logitsProcessor: ((inout [Float]) -> Void)? = nil, onToken: (Int) -> Bool = { _ in true }
+        lookup: PromptLookup? = nil, draftModel: DraftModel? = nil, logitsProcessor: ((inout [Float]) -> Void)? = nil,
+        onToken: (Int) -> Bool = { _ in true }
     ) throws(ModelError) -> Result {
         let vocabulary = tokenizer.vocabulary
         var selector = TokenSelector(sampling: sampling, tokenizer: tokenizer)
@@ -66,6 +69,7 @@ package final class TextGenerator {
             source: sequence, maxTokens: maxTokens,
             isEndOfGeneration: stopsAtEndOfGeneration ? { vocabulary.isEndOfGeneration($0) } : { _ in false })
         loop.lookup = lookup
+        loop.drafter = draftModel.map(ModelDrafter.init)
         let outcome = try loop.run(prompt: prompt) { logits, context in
             logitsProcessor?(&logits)
             guard let token = selector.select(&logits, context) else { return .finish(.constraint) }
@@ -78,7 +82,7 @@ package final class TextGenerator {
     /// Generates continuations of several prompts together, each with its own cache of
     /// `contextLength` tokens: one forward pass per step for all of them (the weights read once
     /// per step), the way a server batches its requests. Each result is the one
-    /// ``generate(prompt:maxTokens:sampling:stopsAtEndOfGeneration:logitsProcessor:onToken:)``
+    /// ``generate(prompt:maxTokens:sampling:stopsAtEndOfGeneration:lookup:draftModel:logitsProcessor:onToken:)``
     /// gives alone (greedy: the same tokens), since a sequence's logits do not depend on the
     /// others in its batch. Blocks until all are done.
     ///
@@ -86,7 +90,8 @@ package final class TextGenerator {
     ///   the context).
     package static func generate(
         model: TransformerModel, tokenizer: Tokenizer, prompts: [[Int]], maxTokens: Int, sampling: SamplingOptions = .greedy,
-        stopsAtEndOfGeneration: Bool = true, lookup: PromptLookup? = nil, contextLength: Int = 2048, threadCount: Int = 2
+        stopsAtEndOfGeneration: Bool = true, lookup: PromptLookup? = nil, draftModel: DraftModel? = nil, contextLength: Int = 2048,
+        threadCount: Int = 2
     ) throws(ModelError) -> [Result] {
         let vocabulary = tokenizer.vocabulary
         let scheduler = BatchScheduler(
@@ -99,6 +104,7 @@ package final class TextGenerator {
             var loop = TokenLoop(source: ModelSequence(model: model, contextLength: contextLength, threadCount: threadCount),
                                  maxTokens: maxTokens, isEndOfGeneration: stepper.isEndOfGeneration)
             loop.lookup = lookup
+            loop.drafter = draftModel.map(ModelDrafter.init)
             group.enter()
             let generation = BatchScheduler<ModelBatchEvaluator>.Generation(loop: loop, stepper: stepper, prompt: prompt)
             generation.completion = { outcome in

@@ -118,6 +118,9 @@ struct TokenLoop<Source: LogitsSource> {
     var prefillChunkLength = 512
     /// Drafts read from the history, computed after each step's tokens (`nil`: none).
     var lookup: PromptLookup?
+    /// Drafts of a draft model, computed after each step's tokens where `lookup` finds none
+    /// (`nil`: none). The loop gives its cache back when the run finishes.
+    var drafter: ModelDrafter?
     /// The most tokens the next `lookup` draft may hold: a batch's driver lowers it when its
     /// pass has no rows to spare (`BatchScheduler`).
     var draftLimit = Int.max
@@ -138,9 +141,9 @@ struct TokenLoop<Source: LogitsSource> {
     /// The tokens of the step being evaluated: the appended ones, then the drafted ones.
     private var stepTokens: [Int] = []
     /// The tokens at the end of `stepTokens` that are computed but not yet appended: the
-    /// step's provisional token, or `lookup`'s draft (`drafted` says which).
+    /// step's provisional token, or a draft of `lookup` or `drafter` (`draftKind` says which).
     private var drafted: [Int] = []
-    private var draftedByLookup = false
+    private var draftKind = DraftKind.provisional
     /// The last pass's drafted tokens, while the steps decide on them.
     private var verifying: [Int] = []
     /// The rows of logits after each drafted token, while the steps decide on the rows before.
@@ -155,9 +158,16 @@ struct TokenLoop<Source: LogitsSource> {
     private var decodePasses = 0
     /// Passes saved by provisional tokens the steps chose.
     private var passesSavedByProvisionalTokens = 0
-    /// Tokens `lookup` drafted, and those of them the steps chose.
+    /// Tokens `lookup` and `drafter` drafted, those of them the steps chose, and the draft
+    /// model's passes.
     private var draftedTokens = 0
     private var acceptedDraftTokens = 0
+    private var draftModelPassesAtStart = 0
+
+    /// Where the drafted tokens of a pass come from.
+    private enum DraftKind {
+        case provisional, lookup, model
+    }
 
     init(source: Source, maxTokens: Int, isEndOfGeneration: @escaping (Int) -> Bool) {
         self.source = source
@@ -231,6 +241,7 @@ struct TokenLoop<Source: LogitsSource> {
         passesSavedByProvisionalTokens = 0
         draftedTokens = 0
         acceptedDraftTokens = 0
+        draftModelPassesAtStart = drafter?.passes ?? 0
         prefillStart = clock.now
     }
 
@@ -280,7 +291,7 @@ struct TokenLoop<Source: LogitsSource> {
         // (The two arrays trade places, so that neither is copied.)
         swap(&drafted, &verifying)
         drafted.removeAll(keepingCapacity: true)
-        let byLookup = draftedByLookup
+        let kind = draftKind
         var pending = verifying.count
         if pending > 0 {
             let rowLength = logits.count / (pending + 1)
@@ -294,9 +305,9 @@ struct TokenLoop<Source: LogitsSource> {
         // What the lookup learns: how many of its tokens the steps decided on, and kept. A
         // draft cut by forced markup or the end of the run was not refused past what was kept.
         func record(_ loop: inout TokenLoop) {
-            guard byLookup, !recorded else { return }
+            guard kind != .provisional, !recorded else { return }
             recorded = true
-            loop.lookup?.record(drafted: refused ? loop.verifying.count : keptCount, kept: keptCount)
+            if kind == .lookup { loop.lookup?.record(drafted: refused ? loop.verifying.count : keptCount, kept: keptCount) }
             loop.acceptedDraftTokens += keptCount
         }
         defer { record(&self) }
@@ -344,7 +355,7 @@ struct TokenLoop<Source: LogitsSource> {
                 // on them now, a pass saved. Forced tokens come before anything drafted after
                 // it: the rest of the draft goes.
                 if forced.isEmpty {
-                    if !byLookup { passesSavedByProvisionalTokens += 1 }
+                    if kind == .provisional { passesSavedByProvisionalTokens += 1 }
                     let rowLength = logits.count
                     logits.withUnsafeMutableBufferPointer { row in
                         draftLogits.withUnsafeBufferPointer { rows in
@@ -359,18 +370,24 @@ struct TokenLoop<Source: LogitsSource> {
             }
             stepTokens += forced
             // The next draft, where it fits: once appended, its tokens must be within the
-            // limits just checked. The step's provisional token, else the lookup's.
+            // limits just checked. The step's provisional token, else the lookup's, else the
+            // draft model's.
             let room = min(maxTokens - output.count, source.contextLength - history.count)
             record(&self)   // before the next draft, which the lookup sizes on it
             if let token = next, room >= 1, !isEndOfGeneration(token) {
                 drafted.append(token)
-                draftedByLookup = false
-            } else if lookup != nil, room >= 1 {
-                for token in lookup!.draft(after: history, limit: min(room, draftLimit)) {
+                draftKind = .provisional
+            } else if room >= 1, draftLimit > 0 {
+                draftKind = .lookup
+                var proposal = lookup?.draft(after: history, limit: min(room, draftLimit)) ?? []
+                if proposal.isEmpty, let drafter {
+                    draftKind = .model
+                    proposal = drafter.draft(after: history, limit: min(room, draftLimit))
+                }
+                for token in proposal {
                     if isEndOfGeneration(token) { break }
                     drafted.append(token)
                 }
-                draftedByLookup = true
                 draftedTokens += drafted.count
             }
             stepTokens += drafted
@@ -404,6 +421,7 @@ struct TokenLoop<Source: LogitsSource> {
     mutating func finish(_ reason: FinishReason) {
         guard finishReason == nil else { return }
         finishReason = reason
+        drafter?.release()
         end = clock.now
         if decodeStart == nil { decodeStart = end }
     }
@@ -420,6 +438,7 @@ struct TokenLoop<Source: LogitsSource> {
         stats.passesSavedByProvisionalTokens = passesSavedByProvisionalTokens
         stats.draftedTokens = draftedTokens
         stats.acceptedDraftTokens = acceptedDraftTokens
+        stats.draftModelPasses = (drafter?.passes ?? 0) - draftModelPassesAtStart
         return Outcome(tokens: output, finishReason: finishReason ?? .interrupted, stats: stats)
     }
 }
