@@ -48,6 +48,17 @@ public struct GGUFTensor: @unchecked Sendable {
     public var type: GGMLType { info.type }
     public var shape: [Int] { info.shape }
 
+    /// The first `rowCount` rows of this matrix, sharing its bytes (a view of the same name).
+    ///
+    /// - Precondition: a tensor of at most two dimensions, 0 < `rowCount` ≤ ``GGUFTensorInfo/rowCount``.
+    public func prefix(rows rowCount: Int) -> GGUFTensor {
+        precondition(info.shape.count <= 2 && rowCount > 0 && rowCount <= info.rowCount, "a prefix of \(rowCount) rows of '\(name)'")
+        let prefix = GGUFTensorInfo(
+            name: info.name, shape: [info.rowLength, rowCount], type: info.type, dataOffset: info.dataOffset,
+            fileOffset: info.fileOffset, elementCount: info.rowLength * rowCount, byteCount: info.rowByteCount * rowCount)
+        return GGUFTensor(info: prefix, owner: owner)
+    }
+
     /// Releases the resident pages of this tensor's data in a memory-mapped file (for a
     /// tensor whose data was copied elsewhere): they are read again from the file if the
     /// tensor is used afterwards, so the view stays valid. No effect on in-memory files.

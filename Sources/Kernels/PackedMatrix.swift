@@ -99,7 +99,22 @@ public struct PackedMatrix: Sendable {
     }
 
     /// Bytes of packed data.
-    public var byteCount: Int { storage.byteCount }
+    public var byteCount: Int { layout.groupBytes * (rowCount / Self.groupRows) }
+
+    /// The first `rowCount` rows, sharing these bytes (groups are stored one after another).
+    ///
+    /// - Precondition: `rowCount` is a positive multiple of 16, at most ``rowCount``.
+    public func prefix(rows rowCount: Int) -> PackedMatrix {
+        precondition(rowCount > 0 && rowCount % Self.groupRows == 0 && rowCount <= self.rowCount, "a prefix of \(rowCount) packed rows")
+        return PackedMatrix(type: type, rowCount: rowCount, rowLength: rowLength, storage: storage)
+    }
+
+    private init(type: GGMLType, rowCount: Int, rowLength: Int, storage: MappedMemory) {
+        self.type = type
+        self.rowCount = rowCount
+        self.rowLength = rowLength
+        self.storage = storage
+    }
 
     var layout: PackedLayout { PackedLayout(type: type, rowLength: rowLength) }
 

@@ -24,6 +24,18 @@ public struct WeightMatrix: Sendable {
         packed = packing && PackedMatrix.canPack(tensor) ? try PackedMatrix(tensor, threadCount: threadCount) : nil
     }
 
+    private init(tensor: GGUFTensor, packed: PackedMatrix?) {
+        self.tensor = tensor
+        self.packed = packed
+    }
+
+    /// The first `rowCount` rows, sharing these weights (and their packed copy).
+    ///
+    /// - Precondition: 0 < `rowCount` ≤ ``rowCount``, a multiple of 16 when the matrix is packed.
+    public func prefix(rows rowCount: Int) -> WeightMatrix {
+        WeightMatrix(tensor: tensor.prefix(rows: rowCount), packed: packed?.prefix(rows: rowCount))
+    }
+
     /// Rows (outputs of a product).
     public var rowCount: Int { tensor.info.rowCount }
     /// Elements per row (inputs of a product).

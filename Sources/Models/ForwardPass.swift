@@ -375,7 +375,7 @@ struct ForwardPass {
             result.append(contentsOf: final)
             return
         }
-        let vocabulary = model.configuration.vocabularySize
+        let vocabulary = model.logitsPerRow
         if result.count != rowCount * vocabulary {
             // In place, so a caller alternating between one row and two allocates once.
             result.removeAll(keepingCapacity: true)

@@ -168,6 +168,38 @@ public final class TransformerModel: Sendable {
         if let unused = loader.unusedTensorName() { throw .unusedTensor(unused) }
     }
 
+    /// The same model computing the logits of the first `rowCount` vocabulary entries only:
+    /// a pass reads that part of the output matrix (for a small model with a large
+    /// vocabulary, much of what a pass reads), the rest of the weights shared. A draft model
+    /// whose guesses are mostly among the frequent tokens (BPE vocabularies number them
+    /// first) drafts with it. Every token may still be evaluated; only the logits are fewer.
+    ///
+    /// - Returns: `nil` when `rowCount` is not within 1 … the vocabulary, or the output
+    ///   matrix is packed and `rowCount` is not a multiple of 16.
+    public func limitingLogits(to rowCount: Int) -> TransformerModel? {
+        guard rowCount > 0, rowCount <= output.outputWidth, output.weights.packed == nil || rowCount % 16 == 0 else { return nil }
+        return TransformerModel(
+            copying: self, output: Projection(weights: output.weights.prefix(rows: rowCount), bias: output.bias.map { Array($0.prefix(rowCount)) }))
+    }
+
+    private init(copying model: TransformerModel, output: Projection) {
+        configuration = model.configuration
+        file = model.file
+        traits = model.traits
+        tokenEmbedding = model.tokenEmbedding
+        self.output = output
+        outputNorm = model.outputNorm
+        blocks = model.blocks
+        rotaryEmbeddings = model.rotaryEmbeddings
+        longContextRotaryEmbeddings = model.longContextRotaryEmbeddings
+        attentionScale = model.attentionScale
+        everyMatrixIsPacked = model.everyMatrixIsPacked
+    }
+
+    /// The logits a pass writes per row: the vocabulary's size, unless limited
+    /// (``limitingLogits(to:)``).
+    public var logitsPerRow: Int { output.outputWidth }
+
     /// Opens the model file at `path` (memory-mapped) and reads it.
     public convenience init(contentsOf path: String) throws(ModelLoadError) {
         let file: GGUFFile

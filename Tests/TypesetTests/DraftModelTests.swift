@@ -31,9 +31,11 @@ struct DraftModelTests {
     /// Random weights with a convolution state, SmolLM2's vocabulary.
     static let randomLFM2 = Result { try Loaded(TestModels.syntheticPath(of: "lfm2")) }
 
+    /// A draft over the whole vocabulary, drafting whatever its probability.
     static func draft(_ draft: Loaded, for target: Loaded, minimumProbability: Float = 0) throws -> DraftModel {
         try DraftModel(model: draft.model, vocabulary: draft.vocabulary, targetModel: target.model,
-                       targetVocabulary: target.vocabulary, contextLength: 512, threadCount: 2, minimumProbability: minimumProbability)
+                       targetVocabulary: target.vocabulary, contextLength: 512, threadCount: 2, minimumProbability: minimumProbability,
+                       draftedVocabularyCount: .max)
     }
 
     static let prompt = "<|im_start|>user\nRepeat after me: the quick brown fox jumps over the lazy dog, the quick brown fox jumps over the lazy dog.<|im_end|>\n<|im_start|>assistant\n"
@@ -115,6 +117,24 @@ struct DraftModelTests {
         #expect(first.stats.draftModelPasses == second.stats.draftModelPasses)
     }
 
+    @Test func limitedLogitsAreTheFirstOnesOfTheWholeVocabulary() throws {
+        let target = try Self.smolLM2.get()
+        let limited = try #require(target.model.limitingLogits(to: 1024))
+        #expect(target.model.limitingLogits(to: 1000) == nil && target.model.limitingLogits(to: 0) == nil)
+        let tokens = target.tokenizer.encode(Self.prompt, addingSpecialTokens: true, parsingSpecialTokens: true)
+        let whole = try target.model.evaluate(tokens, cache: target.model.makeCache(contextLength: 256), threadCount: 2, logits: .lastRows(2))
+        let first = try limited.evaluate(tokens, cache: limited.makeCache(contextLength: 256), threadCount: 2, logits: .lastRows(2))
+        let vocabulary = target.model.logitsPerRow
+        #expect(limited.logitsPerRow == 1024 && first.count == 2 * 1024)
+        #expect(Array(first[..<1024]) == Array(whole[..<1024]) && Array(first[1024...]) == Array(whole[vocabulary ..< vocabulary + 1024]))
+        // The default draft, among the first 32,768 tokens: the same reply.
+        let draftModel = try DraftModel(model: target.model, vocabulary: target.vocabulary, targetModel: target.model,
+                                        targetVocabulary: target.vocabulary, contextLength: 512, threadCount: 2)
+        #expect(draftModel.model.logitsPerRow == 32768)
+        let (plain, drafted) = try Self.replies(target, draftModel: draftModel)
+        #expect(drafted.tokens == plain.tokens && drafted.stats.acceptedDraftTokens > 0)
+    }
+
     @Test func anotherVocabularyIsRefusedNamingTheDifference() throws {
         let target = try Self.smolLM2.get()
         let gemma = try Loaded(TestModels.gemma3Path)
@@ -190,5 +210,31 @@ struct DraftModelTests {
             #expect(replies.count == 3 && Set(replies).count == 1, "\(replies)")
             #expect(stats[2].acceptedDraftTokens > 0 && stats[2].decodePasses < stats[0].decodePasses)
         }
+    }
+
+    @Test func aValueUnderASchemaIsTheSameWithDrafts() async throws {
+        // Drafts are written under the grammar (the draft model's logits masked at each drafted
+        // position), and the keys it forces, when the draft holds them, are kept with it.
+        let url = URL(fileURLWithPath: TestModels.smolLM2Path)
+        var options = ModelRunner.Options(contextLength: 1024)
+        let plain = try await ModelRunner.load(from: url, options: options)
+        options.draftModelPath = TestModels.smolLM2Path
+        let drafting = try await ModelRunner.load(from: url, options: options)
+        let schema = #"{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"city":{"type":"string"}},"required":["name","age","city"],"additionalProperties":false}"#
+        let request = GenerationOptions(temperature: 0, maxTokens: 80, jsonSchema: schema)
+        var replies: [(String, GenerationStats)] = []
+        for runner in [plain, drafting] {
+            let conversation = runner.createConversation()
+            for try await response in conversation.generateResponse(to: "Ada Lovelace, 36, lives in London. Give her as JSON.", options: request) {
+                if case let .complete(message, reason, stats) = response {
+                    #expect(reason == .stop)
+                    replies.append((message.content, stats))
+                }
+            }
+        }
+        #expect(replies.count == 2 && replies[0].0 == replies[1].0, "\(replies.map(\.0))")
+        #expect(try JSONSchemaValidator(schemaText: schema).problems(in: replies[1].0).isEmpty)
+        #expect(replies[1].1.acceptedDraftTokens > 0 && replies[1].1.decodePasses < replies[0].1.decodePasses,
+                "passes \(replies[1].1.decodePasses) of \(replies[0].1.decodePasses)")
     }
 }

@@ -287,6 +287,24 @@ final class ReplyDecoder: TokenStepper {
         return .append(token, forced: forced, provisional: provisional)
     }
 
+    /// The constraint of a value or a call under way; free text has none. (The value's
+    /// constraint leaves the phase while `body` runs, so that accepting into it copies nothing.)
+    func withDraftConstraint(_ body: (inout any TokenConstraint) -> Void) -> Bool {
+        switch phase {
+        case .free:
+            return false
+        case .constrained(var constraint):
+            phase = .free
+            body(&constraint)
+            phase = .constrained(constraint)
+        case .call(let matcher, _):
+            // A copy: the call's matcher is a value, left as it is.
+            var constraint: any TokenConstraint = matcher
+            body(&constraint)
+        }
+        return true
+    }
+
     /// The reply, once the loop is over: what the detokenizer and the router still hold is
     /// flushed (and streamed), and the message assembled.
     func finish(_ outcome: TokenLoopOutcome) -> Reply {

@@ -1,4 +1,5 @@
 import Models
+import TypesetGrammar
 
 /// What one step of a ``TokenLoop`` does with the logits it was given.
 enum TokenStepDecision {
@@ -61,11 +62,16 @@ protocol TokenStepper: AnyObject {
     /// Whether `prepareNextStep` has anything to do now: the scheduler hands the preparation
     /// to another thread only then (a thread woken for nothing takes a core from the pass).
     var hasWorkToPrepare: Bool { get }
+    /// Calls `body` with the constraint the next tokens are held to (a grammar's state after
+    /// the tokens appended so far), which drafts are written under or cut to; `nil` when the
+    /// next tokens are free. `body` must leave it as it found it (rolling back what it accepts).
+    func withDraftConstraint(_ body: (inout any TokenConstraint) -> Void) -> Bool
 }
 
 extension TokenStepper {
     func prepareNextStep() {}
     var hasWorkToPrepare: Bool { false }
+    func withDraftConstraint(_ body: (inout any TokenConstraint) -> Void) -> Bool { false }
 }
 
 /// The decoding loop every generation runs: `TextGenerator` (the token-level API, and so
@@ -191,6 +197,7 @@ struct TokenLoop<Source: LogitsSource> {
         prompt: [Int], opening: [Int] = [], requested: ContinuousClock.Instant = .now,
         isCancelled: () -> Bool = { false }, reasonAtLimit: () -> FinishReason = { .maxTokens },
         onPrefill: ((_ computed: Int, _ total: Int) -> Void)? = nil,
+        withDraftConstraint: ((inout any TokenConstraint) -> Void) -> Bool = { _ in false },
         step: (inout [Float], Context) -> TokenStepDecision
     ) throws(ModelError) -> Outcome {
         var loop = self
@@ -203,7 +210,8 @@ struct TokenLoop<Source: LogitsSource> {
                 guard let tokens = loop.nextTokens() else { break }
                 try source.evaluate(tokens, logitRows: loop.logitRows, into: &logits)
             }
-            loop.advance(&logits, isCancelled: isCancelled, reasonAtLimit: reasonAtLimit, onPrefill: onPrefill, step: step)
+            loop.advance(&logits, isCancelled: isCancelled, reasonAtLimit: reasonAtLimit, onPrefill: onPrefill, step: step,
+                         withDraftConstraint: withDraftConstraint)
         }
         return loop.outcome
     }
@@ -272,9 +280,13 @@ struct TokenLoop<Source: LogitsSource> {
 
     /// Takes the logits after the tokens ``nextTokens(limit:)`` gave, and, once the prompt is
     /// computed, runs a step: the next tokens to evaluate, or the end of the run.
+    ///
+    /// `withDraftConstraint` is the stepper's (``TokenStepper/withDraftConstraint(_:)``): the
+    /// drafts are written under its constraint, or cut at the first token it refuses.
     mutating func advance(
         _ logits: inout [Float], isCancelled: () -> Bool, reasonAtLimit: () -> FinishReason,
-        onPrefill: ((_ computed: Int, _ total: Int) -> Void)?, step: (inout [Float], Context) -> TokenStepDecision
+        onPrefill: ((_ computed: Int, _ total: Int) -> Void)?, step: (inout [Float], Context) -> TokenStepDecision,
+        withDraftConstraint: ((inout any TokenConstraint) -> Void) -> Bool = { _ in false }
     ) {
         guard finishReason == nil else { return }
         if isPrefilling {
@@ -301,7 +313,7 @@ struct TokenLoop<Source: LogitsSource> {
         }
         // The drafted tokens the steps chose (the rows taken from `draftLogits`), whether a
         // step chose another token, and whether the draft is accounted for.
-        var keptCount = 0, refused = false, recorded = false
+        var keptCount = 0, refused = false, recorded = false, forcedDrafts = false
         // What the lookup learns: how many of its tokens the steps decided on, and kept. A
         // draft cut by forced markup or the end of the run was not refused past what was kept.
         func record(_ loop: inout TokenLoop) {
@@ -349,12 +361,21 @@ struct TokenLoop<Source: LogitsSource> {
             if output.count >= maxTokens { dropDrafts(&pending); return finish(reasonAtLimit()) }
             if history.count > source.contextLength { dropDrafts(&pending); return finish(.exceededContext) }
             stepTokens.removeAll(keepingCapacity: true)
+            // Forced tokens the draft holds next (a draft written under the grammar writes
+            // what it forces) are kept with it.
+            if kept, !forced.isEmpty, forced.count <= pending,
+               verifying[keptCount ..< keptCount + forced.count].elementsEqual(forced) {
+                pending -= forced.count
+                keptCount += forced.count
+                forcedDrafts = true
+            }
             if kept {
-                // Nothing forced after it: the logits after it are at hand (a provisional
-                // token the step proposes would be decided on them), so the step after runs
-                // on them now, a pass saved. Forced tokens come before anything drafted after
-                // it: the rest of the draft goes.
-                if forced.isEmpty {
+                // Nothing forced after it (or only what the draft held): the logits after it
+                // are at hand (a provisional token the step proposes would be decided on
+                // them), so the step after runs on them now, a pass saved. Other forced tokens
+                // come before anything drafted after it: the rest of the draft goes.
+                if forced.isEmpty || forcedDrafts {
+                    forcedDrafts = false
                     if kind == .provisional { passesSavedByProvisionalTokens += 1 }
                     let rowLength = logits.count
                     logits.withUnsafeMutableBufferPointer { row in
@@ -379,10 +400,23 @@ struct TokenLoop<Source: LogitsSource> {
                 draftKind = .provisional
             } else if room >= 1, draftLimit > 0 {
                 draftKind = .lookup
-                var proposal = lookup?.draft(after: history, limit: min(room, draftLimit)) ?? []
+                let limit = min(room, draftLimit)
+                var proposal = lookup?.draft(after: history, limit: limit) ?? []
+                // A lookup's draft stops before the first token the grammar refuses.
+                if !proposal.isEmpty {
+                    _ = withDraftConstraint { constraint in
+                        var allowed = 0
+                        while allowed < proposal.count, constraint.accept(token: proposal[allowed]) { allowed += 1 }
+                        constraint.rollback(allowed)
+                        proposal.removeLast(proposal.count - allowed)
+                    }
+                }
                 if proposal.isEmpty, let drafter {
                     draftKind = .model
-                    proposal = drafter.draft(after: history, limit: min(room, draftLimit))
+                    let constrained = withDraftConstraint { constraint in
+                        proposal = drafter.draft(after: history, limit: limit, constraint: &constraint)
+                    }
+                    if !constrained { proposal = drafter.draft(after: history, limit: limit) }
                 }
                 for token in proposal {
                     if isEndOfGeneration(token) { break }
@@ -406,14 +440,15 @@ struct TokenLoop<Source: LogitsSource> {
     /// ``advance(_:isCancelled:reasonAtLimit:onPrefill:step:)`` with `stepper`'s.
     mutating func advance(_ logits: inout [Float], stepper: some TokenStepper) {
         advance(&logits, isCancelled: { stepper.isCancelled }, reasonAtLimit: stepper.reasonAtLimit,
-                onPrefill: stepper.prefillProgress, step: stepper.step)
+                onPrefill: stepper.prefillProgress, step: stepper.step, withDraftConstraint: stepper.withDraftConstraint)
     }
 
     /// ``run(prompt:opening:requested:isCancelled:reasonAtLimit:onPrefill:step:)`` with
     /// `stepper`'s step and hooks.
     func run(prompt: [Int], opening: [Int] = [], requested: ContinuousClock.Instant = .now, stepper: some TokenStepper) throws(ModelError) -> Outcome {
         try run(prompt: prompt, opening: opening, requested: requested, isCancelled: { stepper.isCancelled },
-                reasonAtLimit: stepper.reasonAtLimit, onPrefill: stepper.prefillProgress, step: stepper.step)
+                reasonAtLimit: stepper.reasonAtLimit, onPrefill: stepper.prefillProgress,
+                withDraftConstraint: stepper.withDraftConstraint, step: stepper.step)
     }
 
     /// Ends the run with `reason` (a driver's, for example when its evaluation failed or the
