@@ -46,6 +46,9 @@ struct BenchConstrained: AsyncParsableCommand {
     @Flag(help: "Drafts by prompt lookup in both kinds of reply (the same replies; fewer passes where they copy from the prompt), with the drafted and kept tokens.")
     var lookup = false
 
+    @Option(help: "A smaller model of the same vocabulary (a GGUF file or known model name) drafting in both kinds of reply (under the schema in the constrained one), with the drafted and kept tokens.")
+    var draft: String?
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -57,7 +60,9 @@ struct BenchConstrained: AsyncParsableCommand {
 
     func run() async throws {
         let path = try ModelStore.resolve(model)
-        let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: ModelRunner.Options(threadCount: threads))
+        var runnerOptions = ModelRunner.Options(threadCount: threads)
+        runnerOptions.draftModelPath = try draft.map { try ModelStore.resolve($0) }
+        let runner = try await ModelRunner.load(from: URL(fileURLWithPath: path), options: runnerOptions)
         let schemaText = try schema.map { try readText($0, what: "schema") }
             ?? BrewSummary.generationSchema.jsonSchema.compactText
         // The same prompt for both: the schema instruction is written into it, not injected.
@@ -114,14 +119,14 @@ struct BenchConstrained: AsyncParsableCommand {
                 ("grammar_share", JSONValue(median(grammarShares))),
                 ("grammar_microseconds_per_token", JSONValue(median(grammarMicrosecondsPerToken))),
                 ("constrained_reply", .string(constrainedReply)),
-            ] + (lookup ? freeDrafts.json.map { ("free_" + $0.0, $0.1) } + constrainedDrafts.json.map { ("constrained_" + $0.0, $0.1) } : []))
+            ] + (lookup || draft != nil ? freeDrafts.json.map { ("free_" + $0.0, $0.1) } + constrainedDrafts.json.map { ("constrained_" + $0.0, $0.1) } : []))
             print(report.compactText)
         } else {
             print("model \(runner.modelID), \(threads) threads, \(runs) runs each, schema \(schema ?? "of the demo's BrewSummary")")
             print(String(format: "free          %6.1f tok/s (median; %d tokens per reply in %d passes)", median(freeRates), freeTokens, freePasses))
             print(String(format: "constrained   %6.1f tok/s (median; %d tokens per reply in %d passes, %d saved by provisional tokens)",
                          median(constrainedRates), constrainedTokens, constrainedPasses, passesSaved))
-            if lookup {
+            if lookup || draft != nil {
                 print("free        " + freeDrafts.summary)
                 print("constrained " + constrainedDrafts.summary)
             }

@@ -69,6 +69,9 @@ struct DraftModelTests {
         let (plain, drafted) = try Self.replies(target, draftModel: try Self.draft(try Self.randomLlama.get(), for: target), sampling: sampling)
         #expect(drafted.tokens == plain.tokens)
         #expect(drafted.stats.draftedTokens > 20 && drafted.stats.acceptedDraftTokens < drafted.stats.draftedTokens / 2)
+        // Drafts refused whole pause drafting (1, 2, 4, … steps): far fewer than a draft of
+        // eight tokens at each of the 48 steps.
+        #expect(drafted.stats.draftModelPasses < 48 * 8 / 3, "draft passes: \(drafted.stats.draftModelPasses)")
     }
 
     @Test func aRecurrentTargetStaysExactThroughRefusedDrafts() throws {
@@ -82,8 +85,9 @@ struct DraftModelTests {
         }
     }
 
-    @Test func batchedSequencesDraftingGiveTheirOwnReplies() throws {
-        // Two sequences share the scheduler's passes and the draft model's idle caches.
+    @Test func batchedSequencesGiveTheirOwnRepliesAndRunNoDraftModel() throws {
+        // Two sequences share the scheduler's passes: the draft model, whose passes would hold
+        // up both, runs only for a generation alone in its batch.
         let target = try Self.smolLM2.get()
         let prompts = [Self.prompt, "<|im_start|>user\nCount from one to ten.<|im_end|>\n<|im_start|>assistant\n"].map {
             target.tokenizer.encode($0, addingSpecialTokens: true, parsingSpecialTokens: true)
@@ -97,9 +101,25 @@ struct DraftModelTests {
             model: target.model, tokenizer: target.tokenizer, prompts: prompts, maxTokens: 32, stopsAtEndOfGeneration: false,
             draftModel: draftModel, contextLength: 512)
         #expect(batched.map(\.tokens) == alone)
-        #expect(batched.contains { $0.stats.acceptedDraftTokens > 0 })
-        // Both finished runs gave their caches back.
-        #expect(draftModel.idleCacheByteCount > 0)
+        #expect(batched.allSatisfy { $0.stats.draftModelPasses == 0 })
+        // One prompt alone in the batch drafts.
+        let single = try TextGenerator.generate(
+            model: target.model, tokenizer: target.tokenizer, prompts: [prompts[1]], maxTokens: 32, stopsAtEndOfGeneration: false,
+            draftModel: draftModel, contextLength: 512)
+        #expect(single[0].tokens == alone[1] && single[0].stats.acceptedDraftTokens > 0)
+        #expect(draftModel.idleCacheByteCount > 0)   // its cache given back
+    }
+
+    @Test func aLongHistoryForAShortRemainderIsNotDrafted() throws {
+        // 8 tokens may still come after a prompt of ~40 the draft has not computed: computing
+        // them would cost more than drafting could save.
+        let target = try Self.smolLM2.get()
+        let tokens = target.tokenizer.encode(Self.prompt, addingSpecialTokens: true, parsingSpecialTokens: true)
+        #expect(tokens.count > 2 * 8)
+        let generator = TextGenerator(model: target.model, tokenizer: target.tokenizer, contextLength: 512)
+        let short = try generator.generate(prompt: tokens, maxTokens: 8, stopsAtEndOfGeneration: false,
+                                           draftModel: try Self.draft(target, for: target))
+        #expect(short.stats.draftModelPasses == 0)
     }
 
     @Test func theCheckedDraftReusesAFinishedGenerationsCache() throws {
@@ -107,10 +127,10 @@ struct DraftModelTests {
         let draftModel = try Self.draft(target, for: target)
         let tokens = target.tokenizer.encode(Self.prompt, addingSpecialTokens: true, parsingSpecialTokens: true)
         let generator = TextGenerator(model: target.model, tokenizer: target.tokenizer, contextLength: 512)
-        let first = try generator.generate(prompt: tokens, maxTokens: 16, stopsAtEndOfGeneration: false, draftModel: draftModel)
+        let first = try generator.generate(prompt: tokens, maxTokens: 32, stopsAtEndOfGeneration: false, draftModel: draftModel)
         generator.cache.clear()
-        let second = try generator.generate(prompt: tokens, maxTokens: 16, stopsAtEndOfGeneration: false, draftModel: draftModel)
-        #expect(second.tokens == first.tokens)
+        let second = try generator.generate(prompt: tokens, maxTokens: 32, stopsAtEndOfGeneration: false, draftModel: draftModel)
+        #expect(second.tokens == first.tokens && first.stats.draftedTokens > 0)
         // The second run's first draft found the prompt in the idle cache: it evaluated the
         // draft's tokens only, not the prompt again (a pass per drafted token at most).
         #expect(second.stats.draftModelPasses <= second.stats.draftedTokens + 1)

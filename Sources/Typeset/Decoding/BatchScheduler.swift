@@ -307,6 +307,7 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
                 }
                 firstRow += rows
                 generation.loop.draftLimit = draftShare
+                generation.loop.mayRunDrafter = active.count == 1
                 generation.loop.advance(&generation.logits, stepper: generation.stepper)
             }
             shared.withLock { shared in

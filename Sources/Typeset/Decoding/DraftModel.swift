@@ -189,6 +189,7 @@ final class ModelDrafter {
     private var logits: [Float] = []
     /// The constraint's mask at each drafted position, when drafting under one.
     private var mask: TokenBitmask?
+    private var backoff = DraftBackoff()
     /// Draft passes run (each drafted token's, and those that ended a draft early).
     private(set) var passes = 0
 
@@ -198,19 +199,23 @@ final class ModelDrafter {
 
     /// The draft model's greedy continuation of `history`: at most `limit` and the draft
     /// model's `maximumDraftLength` tokens, ending before the first it gives a probability
-    /// below `minimumProbability` or that does not fit its context. Empty when `limit` is 0.
-    func draft(after history: [Int], limit: Int) -> [Int] {
-        draft(after: history, limit: limit, restrict: { _ in }, accept: { _ in true })
+    /// below `minimumProbability` or that does not fit its context. Empty when `limit` is 0,
+    /// while drafting is paused (``record(drafted:kept:)``), and when the draft's cache is
+    /// more than twice `remaining` (the tokens the generation may still append) behind the
+    /// history: computing them would cost more than drafting could save (a reply nearly done
+    /// when it finds itself alone in a batch, a long prompt for a short reply).
+    func draft(after history: [Int], limit: Int, remaining: Int) -> [Int] {
+        draft(after: history, limit: limit, remaining: remaining, restrict: { _ in }, accept: { _ in true })
     }
 
     /// The same, each token chosen among those `constraint` allows after the ones before it
     /// (its probability then among them: a token the grammar forces is certain), which is left
     /// as it was.
-    func draft(after history: [Int], limit: Int, constraint: inout any TokenConstraint) -> [Int] {
+    func draft(after history: [Int], limit: Int, remaining: Int, constraint: inout any TokenConstraint) -> [Int] {
         if mask?.vocabularySize != constraint.vocabularySize { mask = TokenBitmask(vocabularySize: constraint.vocabularySize) }
         var accepted = 0
         defer { constraint.rollback(accepted) }
-        return draft(after: history, limit: limit, restrict: { logits in
+        return draft(after: history, limit: limit, remaining: remaining, restrict: { logits in
             constraint.fillNextTokenMask(into: &mask!)
             mask!.apply(to: &logits)
         }, accept: { token in
@@ -220,14 +225,16 @@ final class ModelDrafter {
         })
     }
 
-    private func draft(after history: [Int], limit: Int, restrict: (inout [Float]) -> Void, accept: (Int) -> Bool) -> [Int] {
+    private func draft(
+        after history: [Int], limit: Int, remaining: Int, restrict: (inout [Float]) -> Void, accept: (Int) -> Bool
+    ) -> [Int] {
         let count = min(limit, draftModel.maximumDraftLength)
-        guard count > 0, !history.isEmpty else { return [] }
-
+        guard count > 0, !history.isEmpty, !backoff.isPaused() else { return [] }
         let sequence = self.sequence ?? ModelSequence(
             model: draftModel.model, cache: draftModel.takeCache(for: history), threadCount: draftModel.threadCount)
         self.sequence = sequence
         let reused = sequence.reusablePrefixLength(for: history)
+        guard history.count - reused <= 2 * remaining else { return [] }
         sequence.truncate(to: reused)
         var tokens: [Int] = []
         var next = history[reused...]
@@ -257,6 +264,12 @@ final class ModelDrafter {
             for value in row where value > cutoff { sum += expf(value - largest) }
             return (token, 1 / sum)
         }
+    }
+
+    /// Learns from a draft of `drafted` tokens of which the steps kept the first `kept`: a
+    /// generation whose drafts keep being refused drafts less and less often (``DraftBackoff``).
+    func record(drafted: Int, kept: Int) {
+        backoff.record(drafted: drafted, kept: kept)
     }
 
     /// Gives the cache back to the draft model. The next draft takes one again.

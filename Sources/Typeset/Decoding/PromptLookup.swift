@@ -23,9 +23,7 @@ package struct PromptLookup: Sendable, Equatable {
     package var maximumLength: Int
     /// The length of the next draft (1 ... `maximumLength`).
     private(set) var length: Int
-    /// Steps to go without drafting, and how many drafts in a row kept nothing.
-    private var pause = 0
-    private var misses = 0
+    private var backoff = DraftBackoff()
 
     /// - Precondition: 1 ≤ `shortestMatch` ≤ `longestMatch`, `maximumLength` ≥ 1.
     package init(longestMatch: Int = 3, shortestMatch: Int = 2, maximumLength: Int = 8) {
@@ -43,10 +41,7 @@ package struct PromptLookup: Sendable, Equatable {
     /// - Complexity: O(`history.count` × Σ n over the n-grams tried) at worst: a scan of the
     ///   history per n, backwards, stopping at the first match.
     package mutating func draft(after history: [Int], limit: Int) -> [Int] {
-        if pause > 0 {
-            pause -= 1
-            return []
-        }
+        if backoff.isPaused() { return [] }
         let count = min(length, limit)
         guard count > 0 else { return [] }
         for n in stride(from: min(longestMatch, history.count - 1), through: shortestMatch, by: -1) {
@@ -69,12 +64,34 @@ package struct PromptLookup: Sendable, Equatable {
     /// Adapts to a draft of `drafted` tokens of which the steps kept the first `kept`.
     package mutating func record(drafted: Int, kept: Int) {
         guard drafted > 0 else { return }
+        backoff.record(drafted: drafted, kept: kept)
+        length = kept == drafted ? min(maximumLength, length + 1) : max(1, min(maximumLength, kept + 1))
+    }
+}
+
+/// Drafting paused after drafts of which nothing was kept: after one, the next step drafts
+/// nothing; after each further one in a row, twice as many steps (1, 2, 4, … 32). A sequence
+/// whose drafts keep failing all but stops drafting, and starts again once one is kept.
+struct DraftBackoff: Equatable {
+    /// Steps to go without drafting, and how many drafts in a row kept nothing.
+    private var pause = 0
+    private var misses = 0
+
+    /// Whether this step drafts nothing (counting it against the pause).
+    mutating func isPaused() -> Bool {
+        guard pause > 0 else { return false }
+        pause -= 1
+        return true
+    }
+
+    /// Learns from a draft of `drafted` tokens of which the first `kept` were kept.
+    mutating func record(drafted: Int, kept: Int) {
+        guard drafted > 0 else { return }
         if kept == 0 {
             misses += 1
             pause = min(32, 1 << min(misses - 1, 5))
         } else {
             misses = 0
         }
-        length = kept == drafted ? min(maximumLength, length + 1) : max(1, min(maximumLength, kept + 1))
     }
 }

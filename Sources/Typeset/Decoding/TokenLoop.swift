@@ -127,9 +127,13 @@ struct TokenLoop<Source: LogitsSource> {
     /// Drafts of a draft model, computed after each step's tokens where `lookup` finds none
     /// (`nil`: none). The loop gives its cache back when the run finishes.
     var drafter: ModelDrafter?
-    /// The most tokens the next `lookup` draft may hold: a batch's driver lowers it when its
-    /// pass has no rows to spare (`BatchScheduler`).
+    /// The most tokens the next draft may hold: a batch's driver lowers it when its pass has
+    /// no rows to spare (`BatchScheduler`).
     var draftLimit = Int.max
+    /// Whether `drafter` may run: a batch's driver allows it only to a generation alone in
+    /// its batch, since the draft model's passes (and its prefill of the history) hold up the
+    /// whole batch's step.
+    var mayRunDrafter = true
 
     // MARK: State of a run
 
@@ -319,7 +323,12 @@ struct TokenLoop<Source: LogitsSource> {
         func record(_ loop: inout TokenLoop) {
             guard kind != .provisional, !recorded else { return }
             recorded = true
-            if kind == .lookup { loop.lookup?.record(drafted: refused ? loop.verifying.count : keptCount, kept: keptCount) }
+            let decided = refused ? loop.verifying.count : keptCount
+            switch kind {
+            case .lookup: loop.lookup?.record(drafted: decided, kept: keptCount)
+            case .model: loop.drafter?.record(drafted: decided, kept: keptCount)
+            case .provisional: break
+            }
             loop.acceptedDraftTokens += keptCount
         }
         defer { record(&self) }
@@ -411,12 +420,12 @@ struct TokenLoop<Source: LogitsSource> {
                         proposal.removeLast(proposal.count - allowed)
                     }
                 }
-                if proposal.isEmpty, let drafter {
+                if proposal.isEmpty, mayRunDrafter, let drafter {
                     draftKind = .model
                     let constrained = withDraftConstraint { constraint in
-                        proposal = drafter.draft(after: history, limit: limit, constraint: &constraint)
+                        proposal = drafter.draft(after: history, limit: limit, remaining: room, constraint: &constraint)
                     }
-                    if !constrained { proposal = drafter.draft(after: history, limit: limit) }
+                    if !constrained { proposal = drafter.draft(after: history, limit: limit, remaining: room) }
                 }
                 for token in proposal {
                     if isEndOfGeneration(token) { break }
