@@ -63,8 +63,9 @@ protocol TokenStepper: AnyObject {
     /// to another thread only then (a thread woken for nothing takes a core from the pass).
     var hasWorkToPrepare: Bool { get }
     /// Calls `body` with the constraint the next tokens are held to (a grammar's state after
-    /// the tokens appended so far), which drafts are written under or cut to; `nil` when the
-    /// next tokens are free. `body` must leave it as it found it (rolling back what it accepts).
+    /// the tokens appended so far), which drafts are written under or cut to, and returns
+    /// true; returns false without calling it when the next tokens are free. `body` must
+    /// leave the constraint as it found it (rolling back what it accepts).
     func withDraftConstraint(_ body: (inout any TokenConstraint) -> Void) -> Bool
 }
 
