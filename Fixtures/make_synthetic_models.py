@@ -41,6 +41,10 @@ What each one exercises:
     lfm2         short convolutions (L = 3) in blocks 0, 1, 3, 5 and QK-norm GQA attention in
                  blocks 2 and 4, the final norm stored as token_embd_norm
     smollm3      Llama's block without RoPE in every fourth block (block 3)
+    qwen3moe     Qwen 3's attention with a mixture of experts in every block: 8 experts of 64
+                 hidden units, 2 used per token, softmax router scores renormalized over the
+                 chosen two (llama.cpp's build_moe_ffn), experts stored as one 3-D tensor per
+                 projection (`ffn_{gate,up,down}_exps`)
 
 The Swift tests never run Python or llama.cpp; they read the .json files and the .gguf files
 `write` produced.
@@ -151,6 +155,8 @@ MODELS = {
     "lfm2": dict(arch="lfm2", blocks=6, heads=4, kv=2, head=32, ff=256, base=1e6, qk_norm=True,
                  conv_blocks={0, 1, 3, 5}, l_cache=3),
     "smollm3": dict(arch="smollm3", blocks=4, heads=4, kv=2, head=32, ff=256, base=5e6, rope_dimension_count=True),
+    "qwen3moe": dict(arch="qwen3moe", blocks=4, heads=8, kv=2, head=32, ff=256, base=1e6, qk_norm=True, key_length=True,
+                     experts=(8, 2, 64)),
 }
 
 
@@ -194,6 +200,11 @@ def write_model(name: str, spec: dict, path: Path) -> None:
         writer.add_sliding_window(spec["sliding_window"])
     if "l_cache" in spec:
         writer.add_shortconv_l_cache(spec["l_cache"])
+    if "experts" in spec:
+        count, used, expert_ff = spec["experts"]
+        writer.add_expert_count(count)
+        writer.add_expert_used_count(used)
+        writer.add_expert_feed_forward_length(expert_ff)
     if arch in ("llama", "smollm3", "lfm2"):
         writer.add_vocab_size(vocabulary)
     copy_tokenizer(writer, source)
@@ -230,6 +241,14 @@ def write_model(name: str, spec: dict, path: Path) -> None:
                 add(writer, p + "attn_k_norm.weight", weights.norm(head), T.F32)
             add(writer, p + "attn_output.weight", weights.matrix(width, query_width, 0.5), T.F16)
         add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
+        if "experts" in spec:
+            count, _, expert_ff = spec["experts"]
+            # The router spread wide enough that the choice of experts varies from token to token.
+            add(writer, p + "ffn_gate_inp.weight", weights.matrix(count, width, 4.0), T.F32)
+            add(writer, p + "ffn_gate_exps.weight", weights.uniform((count, expert_ff, width), math.sqrt(3.0 / width)), T.Q4_0)
+            add(writer, p + "ffn_up_exps.weight", weights.uniform((count, expert_ff, width), math.sqrt(3.0 / width)), T.Q8_0)
+            add(writer, p + "ffn_down_exps.weight", weights.uniform((count, width, expert_ff), 0.5 * math.sqrt(3.0 / expert_ff)), T.Q5_0)
+            continue
         if spec.get("fused"):
             add(writer, p + "ffn_up.weight", weights.matrix(2 * ff, width), T.Q8_0)
         else:

@@ -48,15 +48,18 @@ public struct GGUFTensor: @unchecked Sendable {
     public var type: GGMLType { info.type }
     public var shape: [Int] { info.shape }
 
-    /// The first `rowCount` rows of this matrix, sharing its bytes (a view of the same name).
+    /// Rows `range` of this tensor as a matrix, sharing its bytes (a view of the same name):
+    /// the rows of every dimension after the first count in order, so the rows of expert `e`
+    /// of a `[width, hidden, experts]` tensor are `e * hidden ..< (e + 1) * hidden`.
     ///
-    /// - Precondition: a tensor of at most two dimensions, 0 < `rowCount` ≤ ``GGUFTensorInfo/rowCount``.
-    public func prefix(rows rowCount: Int) -> GGUFTensor {
-        precondition(info.shape.count <= 2 && rowCount > 0 && rowCount <= info.rowCount, "a prefix of \(rowCount) rows of '\(name)'")
-        let prefix = GGUFTensorInfo(
-            name: info.name, shape: [info.rowLength, rowCount], type: info.type, dataOffset: info.dataOffset,
-            fileOffset: info.fileOffset, elementCount: info.rowLength * rowCount, byteCount: info.rowByteCount * rowCount)
-        return GGUFTensor(info: prefix, owner: owner)
+    /// - Precondition: `range` is non-empty and within `0 ..< info.rowCount`.
+    public func rows(_ range: Range<Int>) -> GGUFTensor {
+        precondition(!range.isEmpty && range.lowerBound >= 0 && range.upperBound <= info.rowCount, "rows \(range) of '\(name)'")
+        let offset = range.lowerBound * info.rowByteCount
+        let slice = GGUFTensorInfo(
+            name: info.name, shape: [info.rowLength, range.count], type: info.type, dataOffset: info.dataOffset + offset,
+            fileOffset: info.fileOffset + offset, elementCount: info.rowLength * range.count, byteCount: info.rowByteCount * range.count)
+        return GGUFTensor(info: slice, owner: owner)
     }
 
     /// Releases the resident pages of this tensor's data in a memory-mapped file (for a

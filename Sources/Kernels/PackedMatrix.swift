@@ -54,6 +54,8 @@ public struct PackedMatrix: Sendable {
     /// part before writing it (`RepackJob`): faulting in a model's worth of fresh pages one at
     /// a time is most of the packing time in a new process.
     let storage: MappedMemory
+    /// Where this matrix's first group starts in `storage` (0 but for a slice of rows).
+    let byteOffset: Int
 
     /// The types with packed kernels.
     public static let supportedTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K]
@@ -62,9 +64,9 @@ public struct PackedMatrix: Sendable {
     public static let groupRows = 16
 
     /// Whether `tensor` can be packed: a supported type and a row count that is a multiple
-    /// of ``groupRows``.
+    /// of ``groupRows`` (the rows of a 3-D tensor — experts' matrices — one after another).
     public static func canPack(_ tensor: GGUFTensor) -> Bool {
-        supportedTypes.contains(tensor.type) && tensor.info.shape.count <= 2
+        supportedTypes.contains(tensor.type) && tensor.info.shape.count <= 3
             && tensor.info.rowCount % groupRows == 0 && tensor.info.rowCount > 0
             && tensor.info.rowLength % tensor.type.blockSize == 0
     }
@@ -87,6 +89,7 @@ public struct PackedMatrix: Sendable {
         type = tensor.type
         rowCount = info.rowCount
         rowLength = info.rowLength
+        byteOffset = 0
         let layout = PackedLayout(type: type, rowLength: rowLength)
         storage = MappedMemory(byteCount: layout.groupBytes * (rowCount / 16), hugePages: true)
         guard let source = tensor.bytes.baseAddress else { return }
@@ -101,26 +104,29 @@ public struct PackedMatrix: Sendable {
     /// Bytes of packed data.
     public var byteCount: Int { layout.groupBytes * (rowCount / Self.groupRows) }
 
-    /// The first `rowCount` rows, sharing these bytes (groups are stored one after another).
+    /// Rows `range`, sharing these bytes (groups are stored one after another).
     ///
-    /// - Precondition: `rowCount` is a positive multiple of 16, at most ``rowCount``.
-    public func prefix(rows rowCount: Int) -> PackedMatrix {
-        precondition(rowCount > 0 && rowCount % Self.groupRows == 0 && rowCount <= self.rowCount, "a prefix of \(rowCount) packed rows")
-        return PackedMatrix(type: type, rowCount: rowCount, rowLength: rowLength, storage: storage)
+    /// - Precondition: `range` is non-empty, within ``rowCount``, its bounds multiples of 16.
+    public func rows(_ range: Range<Int>) -> PackedMatrix {
+        precondition(!range.isEmpty && range.lowerBound >= 0 && range.upperBound <= rowCount
+                     && range.lowerBound % Self.groupRows == 0 && range.count % Self.groupRows == 0, "packed rows \(range)")
+        return PackedMatrix(type: type, rowCount: range.count, rowLength: rowLength, storage: storage,
+                            byteOffset: byteOffset + range.lowerBound / Self.groupRows * layout.groupBytes)
     }
 
-    private init(type: GGMLType, rowCount: Int, rowLength: Int, storage: MappedMemory) {
+    private init(type: GGMLType, rowCount: Int, rowLength: Int, storage: MappedMemory, byteOffset: Int) {
         self.type = type
         self.rowCount = rowCount
         self.rowLength = rowLength
         self.storage = storage
+        self.byteOffset = byteOffset
     }
 
     var layout: PackedLayout { PackedLayout(type: type, rowLength: rowLength) }
 
     /// The bytes and their shape, as the product jobs read them.
     var weights: PackedWeights {
-        PackedWeights(bytes: UnsafeRawPointer(storage.bytes), layout: layout, rowCount: rowCount, rowLength: rowLength)
+        PackedWeights(bytes: UnsafeRawPointer(storage.bytes + byteOffset), layout: layout, rowCount: rowCount, rowLength: rowLength)
     }
 }
 

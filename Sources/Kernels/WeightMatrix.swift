@@ -29,11 +29,13 @@ public struct WeightMatrix: Sendable {
         self.packed = packed
     }
 
-    /// The first `rowCount` rows, sharing these weights (and their packed copy).
+    /// Rows `range`, sharing these weights (and their packed copy): a prefix of the output
+    /// matrix, one expert's matrix of a 3-D tensor.
     ///
-    /// - Precondition: 0 < `rowCount` ≤ ``rowCount``, a multiple of 16 when the matrix is packed.
-    public func prefix(rows rowCount: Int) -> WeightMatrix {
-        WeightMatrix(tensor: tensor.prefix(rows: rowCount), packed: packed?.prefix(rows: rowCount))
+    /// - Precondition: `range` is non-empty, within ``rowCount``, its bounds multiples of 16
+    ///   when the matrix is packed.
+    public func rows(_ range: Range<Int>) -> WeightMatrix {
+        WeightMatrix(tensor: tensor.rows(range), packed: packed?.rows(range))
     }
 
     /// Rows (outputs of a product).

@@ -12,6 +12,8 @@
 /// | blocks without RoPE        |       |       |       |        |      |      | every 4th |
 /// | short convolutions         |       |       |       |        |      | yes  |         |
 ///
+/// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`hasExperts`).
+///
 /// Biases on any projection, fused query-key-value and fused gate-up projections are read
 /// from the tensors a file has, for every family (as llama.cpp's loader does).
 struct ArchitectureTraits: Sendable {
@@ -34,6 +36,8 @@ struct ArchitectureTraits: Sendable {
     var blockWithoutRotaryPeriod: Int?
     /// Blocks whose key/value head count is 0 are short convolutions (LFM2).
     var hasShortConvolutions = false
+    /// Every block's feed-forward network is a mixture of experts (Qwen 3 MoE).
+    var hasExperts = false
     /// The final norm's tensor (LFM2 stores it as `token_embd_norm`).
     var outputNormName = "output_norm"
     /// What `attention.sliding_window` means for the family.
@@ -106,6 +110,10 @@ extension ModelArchitecture {
                 additionalKeys: ["attention.sliding_window", "shortconv.l_cache"])
         case .smollm3:
             ArchitectureTraits(rotaryPairing: .adjacent, activation: .silu, blockWithoutRotaryPeriod: 4)
+        case .qwen3moe:
+            ArchitectureTraits(
+                rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, hasExperts: true,
+                additionalKeys: ["expert_count", "expert_used_count", "expert_feed_forward_length"])
         }
     }
 }

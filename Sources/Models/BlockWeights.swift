@@ -13,13 +13,14 @@ struct Projection: Sendable {
 ///
 ///     x ─► RMSNorm ─► mixer (attention or short convolution) ─► [RMSNorm] ─► + x
 ///     x ─► RMSNorm ─► gate, up ─► act(gate) · up ─► down ──────► [RMSNorm] ─► + x
+///                     (or a mixture of experts, each such a network)
 struct BlockWeights: Sendable {
     let mixerNorm: [Float]
     let mixer: TokenMixer
     /// Gemma's norm of the mixer's output before the residual add.
     let postMixerNorm: [Float]?
     let feedForwardNorm: [Float]
-    let feedForward: FeedForwardWeights
+    let feedForward: FeedForward
     let postFeedForwardNorm: [Float]?
     /// This block's storage in the cache: its key/value slot for attention, its input history
     /// for a short convolution.
@@ -65,6 +66,34 @@ struct ShortConvolutionWeights: Sendable {
     let kernel: [Float]
     let length: Int
     let outputProjection: Projection
+}
+
+/// A block's feed-forward network: one, or a mixture of experts.
+enum FeedForward: Sendable {
+    case dense(FeedForwardWeights)
+    case experts(ExpertWeights)
+}
+
+/// A mixture of experts (Qwen 3 MoE, llama.cpp's `build_moe_ffn` with a softmax router):
+///
+///     p      = softmax(router · x)                         one score per expert
+///     chosen = the `usedCount` highest p (ties to the lower index)
+///     w_e    = p_e / max(Σ_chosen p, 2⁻¹⁴)                 renormalized over the chosen
+///     y      = Σ_chosen w_e · down_e(silu(gate_e · x) ⊙ (up_e · x))
+///
+/// Each expert's projections are views of the rows of one 3-D tensor per projection
+/// (`ffn_gate_exps` is `[width, hidden, experts]`: expert `e`'s rows are `e·hidden ..<
+/// (e+1)·hidden`), packed once with the rest.
+struct ExpertWeights: Sendable {
+    /// `experts` rows: each expert's score before the softmax.
+    let router: Projection
+    let gates: [Projection]
+    let ups: [Projection]
+    let downs: [Projection]
+    let usedCount: Int
+
+    var count: Int { gates.count }
+    var hiddenWidth: Int { gates.first?.outputWidth ?? 0 }
 }
 
 /// The feed-forward network's weights.

@@ -312,14 +312,22 @@ struct ForwardPass {
         addToResidual(postNorm: block.postMixerNorm)
     }
 
-    /// The feed-forward network: norm, gate and up projections, `act(gate) · up`, down
-    /// projection, residual.
+    /// The feed-forward network, or the mixture of experts, after the norm; then the residual.
     private func feedForward(_ block: BlockWeights) throws(KernelError) {
-        let hiddenWidth = model.configuration.feedForwardLength
         normalize(from: workspace.residual, into: workspace.normalized, weight: block.feedForwardNorm)
+        switch block.feedForward {
+        case let .dense(weights): try feedForward(weights)
+        case let .experts(experts): try mixture(of: experts)
+        }
+        addToResidual(postNorm: block.postFeedForwardNorm)
+    }
+
+    /// Gate and up projections, `act(gate) · up`, down projection, into `projected`.
+    private func feedForward(_ feedForward: FeedForwardWeights) throws(KernelError) {
+        let hiddenWidth = model.configuration.feedForwardLength
         let gates = rows(workspace.gates, 0 ..< count, width: hiddenWidth)
         let ups = rows(workspace.ups, 0 ..< count, width: hiddenWidth)
-        switch block.feedForward.inputs {
+        switch feedForward.inputs {
         case let .separate(gate, up):
             try project((gate, gates), (up, ups))
         case let .fused(projection):
@@ -342,9 +350,71 @@ struct ForwardPass {
             case .gelu: _geGLU(rowGates, rowUps)
             }
         }
-        try project((block.feedForward.down, rows(workspace.projected, 0 ..< count, width: width)),
+        try project((feedForward.down, rows(workspace.projected, 0 ..< count, width: width)),
                     input: rows(gates, 0 ..< count, width: hiddenWidth))
-        addToResidual(postNorm: block.postFeedForwardNorm)
+    }
+
+    /// The mixture of experts (``ExpertWeights``), into `projected`: the router's scores for
+    /// every row, each row's chosen experts and weights, then each expert once over the rows
+    /// routed to it (its matrices read once for the batch, as llama.cpp's `mul_mat_id` groups
+    /// them; a decode step reads only its chosen experts' rows), its outputs added to theirs,
+    /// weighted, in the order of the experts.
+    private func mixture(of experts: ExpertWeights) throws(KernelError) {
+        let expertCount = experts.count, used = experts.usedCount, hiddenWidth = experts.hiddenWidth
+        let scores = rows(workspace.expertScores, 0 ..< count, width: expertCount)
+        // Row by row: the matrix-vector kernel's arithmetic for every batch (the router has no
+        // packed copy), so a sequence's experts do not depend on the rows batched with it.
+        for row in 0 ..< count {
+            try project((experts.router, rows(scores, row ..< row + 1, width: expertCount)),
+                        input: rows(workspace.normalized, row ..< row + 1, width: width), rows: 1)
+        }
+        workspace.chosenExperts.removeAll(keepingCapacity: true)
+        workspace.expertWeights.removeAll(keepingCapacity: true)
+        for row in 0 ..< count {
+            let probabilities = rows(scores, row ..< row + 1, width: expertCount)
+            _softmax(probabilities)
+            let first = workspace.chosenExperts.count
+            // The `used` largest, highest first, ties to the lower index.
+            for _ in 0 ..< used {
+                var best = -1
+                for expert in 0 ..< expertCount where !workspace.chosenExperts[first...].contains(expert) {
+                    if best < 0 || probabilities[expert] > probabilities[best] { best = expert }
+                }
+                workspace.chosenExperts.append(best)
+                workspace.expertWeights.append(probabilities[best])
+            }
+            var sum: Float = 0
+            for slot in first ..< first + used { sum += workspace.expertWeights[slot] }
+            sum = max(sum, 6.103515625e-5)
+            for slot in first ..< first + used { workspace.expertWeights[slot] /= sum }
+        }
+        if workspace.routedRows.count < expertCount {
+            workspace.routedRows.append(contentsOf: repeatElement([], count: expertCount - workspace.routedRows.count))
+        }
+        for expert in 0 ..< expertCount { workspace.routedRows[expert].removeAll(keepingCapacity: true) }
+        for (slot, expert) in workspace.chosenExperts.enumerated() {
+            workspace.routedRows[expert].append((row: slot / used, weight: workspace.expertWeights[slot]))
+        }
+        let output = rows(workspace.projected, 0 ..< count, width: width)
+        output.update(repeating: 0)
+        let normalized = workspace.normalized
+        for expert in 0 ..< expertCount where !workspace.routedRows[expert].isEmpty {
+            let routed = workspace.routedRows[expert]
+            let inputs = rows(workspace.expertInputs, 0 ..< routed.count, width: width)
+            for (index, entry) in routed.enumerated() {
+                (inputs.baseAddress! + index * width).update(from: normalized.baseAddress! + entry.row * width, count: width)
+            }
+            let gates = rows(workspace.gates, 0 ..< routed.count, width: hiddenWidth)
+            let ups = rows(workspace.ups, 0 ..< routed.count, width: hiddenWidth)
+            try project((experts.gates[expert], gates), (experts.ups[expert], ups), input: inputs, rows: routed.count)
+            _swiGLU(gates, UnsafeBufferPointer(ups))
+            let outputs = rows(workspace.expertOutputs, 0 ..< routed.count, width: width)
+            try project((experts.downs[expert], outputs), input: gates, rows: routed.count)
+            for (index, entry) in routed.enumerated() {
+                let target = output.baseAddress! + entry.row * width, source = outputs.baseAddress! + index * width
+                for column in 0 ..< width { target[column] += entry.weight * source[column] }
+            }
+        }
     }
 
     /// The final norm and the output projection of each sequence's last row, or of every row

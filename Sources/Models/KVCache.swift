@@ -203,6 +203,15 @@ public final class ForwardWorkspace {
     /// `batchCapacity × the widest fused projection` (query-key-value, gate-up, the
     /// convolution's B-C-x); empty when the model has none.
     private(set) var fused: UnsafeMutableBufferPointer<Float>
+    /// `batchCapacity × expertCount`: the router's scores, then probabilities; empty without experts.
+    private(set) var expertScores: UnsafeMutableBufferPointer<Float>
+    /// `batchCapacity × width` each: the rows routed to one expert, and its outputs for them.
+    private(set) var expertInputs, expertOutputs: UnsafeMutableBufferPointer<Float>
+    /// Per row, the chosen experts and their weights (`usedCount` each), and per expert the
+    /// rows routed to it with their weights: kept from call to call.
+    var chosenExperts: [Int] = []
+    var expertWeights: [Float] = []
+    var routedRows: [[(row: Int, weight: Float)]] = []
     /// The quantized input of the decode-time products, storage reused from token to token.
     var activations = ActivationBuffers()
     /// The angle tables of the model's rotary embeddings, one row per row of the call.
@@ -218,7 +227,7 @@ public final class ForwardWorkspace {
     private var widths = Widths()
 
     struct Widths: Equatable {
-        var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, fusedWidth = 0
+        var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, fusedWidth = 0, expertCount = 0
     }
 
     /// An empty workspace; the first forward pass that uses it sizes it.
@@ -226,6 +235,7 @@ public final class ForwardWorkspace {
         let empty = UnsafeMutableBufferPointer<Float>(start: nil, count: 0)
         (residual, normalized, projected, queries, attended, keys, values, gates, ups, fused)
             = (empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
+        (expertScores, expertInputs, expertOutputs) = (empty, empty, empty)
     }
 
     /// Makes room for `rows` rows of `model`'s activations (reallocating only when the capacity
@@ -240,7 +250,13 @@ public final class ForwardWorkspace {
             case let .attention(attention): if case let .fused(projection) = attention.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
             case let .shortConvolution(convolution): widths.fusedWidth = max(widths.fusedWidth, convolution.inputProjection.outputWidth)
             }
-            if case let .fused(projection) = block.feedForward.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
+            switch block.feedForward {
+            case let .dense(feedForward):
+                if case let .fused(projection) = feedForward.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
+            case let .experts(experts):
+                widths.hiddenWidth = max(widths.hiddenWidth, experts.hiddenWidth)
+                widths.expertCount = max(widths.expertCount, experts.count)
+            }
         }
         guard rows > batchCapacity || widths != self.widths else { return }
         let capacity = max(rows, batchCapacity)
@@ -249,7 +265,8 @@ public final class ForwardWorkspace {
             buffer.initialize(repeating: 0)
             return buffer
         }
-        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused] where buffer.baseAddress != nil {
+        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, expertScores, expertInputs,
+                       expertOutputs] where buffer.baseAddress != nil {
             buffer.deallocate()
         }
         residual = buffer(capacity * widths.width)
@@ -262,12 +279,17 @@ public final class ForwardWorkspace {
         gates = buffer(capacity * widths.hiddenWidth)
         ups = buffer(capacity * widths.hiddenWidth)
         fused = buffer(capacity * widths.fusedWidth)
+        let hasExperts = widths.expertCount > 0
+        expertScores = buffer(capacity * widths.expertCount)
+        expertInputs = buffer(hasExperts ? capacity * widths.width : 0)
+        expertOutputs = buffer(hasExperts ? capacity * widths.width : 0)
         batchCapacity = capacity
         self.widths = widths
     }
 
     deinit {
-        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused]
+        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, expertScores, expertInputs,
+                       expertOutputs]
         where buffer.baseAddress != nil {
             buffer.deallocate()
         }

@@ -21,6 +21,21 @@ public enum ModelArchitecture: String, Sendable, CaseIterable {
     case lfm2
     /// SmolLM3: Llama's block without RoPE in every fourth block.
     case smollm3
+    /// Qwen 3 MoE (Qwen3-30B-A3B): Qwen 3's attention, and a mixture of experts in place of
+    /// every feed-forward network (softmax router, the chosen experts' weights renormalized).
+    case qwen3moe
+}
+
+/// A mixture of experts in place of a block's feed-forward network: a router scores the
+/// experts for each token, the `usedCount` best compute their SwiGLU network, and their outputs
+/// are summed, weighted by their scores (renormalized over the chosen ones).
+public struct ExpertConfiguration: Sendable, Equatable {
+    /// Experts per block (`expert_count`), at most ``ModelConfiguration/maximumExpertCount``.
+    public let count: Int
+    /// Experts each token uses (`expert_used_count`, 1 … `count`).
+    public let usedCount: Int
+    /// Hidden width of each expert's network (`expert_feed_forward_length`).
+    public let feedForwardLength: Int
 }
 
 /// How RoPE angles are stretched beyond the trained context (`<arch>.rope.scaling.type`).
@@ -110,10 +125,14 @@ public struct ModelConfiguration: Sendable, Equatable {
     /// nothing, as for every generative model. A reranker's pooling (4, `rank`), which needs a
     /// classification head, is refused.
     public let pooling: EmbeddingPooling
+    /// The mixture of experts of every block, for families that have one (`nil` otherwise).
+    public let experts: ExpertConfiguration?
 
     /// Upper bounds that keep a hostile file from sizing absurd buffers.
     public static let maximumDimension = 1 << 20
     public static let maximumBlockCount = 4096
+    /// The most experts a block may have (llama.cpp's `LLAMA_MAX_EXPERTS`).
+    public static let maximumExpertCount = 512
 
     public init(metadata: GGUFMetadata) throws(ModelConfigurationError) {
         func read<T>(_ body: @autoclosure () throws(GGUFError) -> T) throws(ModelConfigurationError) -> T {
@@ -216,6 +235,13 @@ public struct ModelConfiguration: Sendable, Equatable {
         self.vocabularySize = vocabularySize
         self.blockKinds = blockKinds
         self.shortConvolutionLength = traits.hasShortConvolutions ? try required("shortconv.l_cache", limit: 64) : nil
+        if traits.hasExperts {
+            let count = try required("expert_count", limit: Self.maximumExpertCount)
+            let used = try required("expert_used_count", limit: count)
+            self.experts = ExpertConfiguration(count: count, usedCount: used, feedForwardLength: try required("expert_feed_forward_length"))
+        } else {
+            self.experts = nil
+        }
 
         // Sliding window: where the family uses it; elsewhere only "none" (0) is accepted, but
         // for Phi-3, whose window llama.cpp switches off for every checkpoint (all blocks attend

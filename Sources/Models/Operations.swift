@@ -114,3 +114,19 @@ func _addBias(_ bias: UnsafeBufferPointer<Float>, to buffer: UnsafeMutablePointe
         for index in 0 ..< width { target[index] += bias[index] }
     }
 }
+
+/// `values = softmax(values)` as ggml's `soft_max` computes it on the CPU: the exponentials
+/// of the differences from the largest value, their sum in double precision, each multiplied
+/// by the sum's inverse rounded to single precision. A mixture of experts' router scores.
+func _softmax(_ values: UnsafeMutableBufferPointer<Float>) {
+    var largest = -Float.infinity
+    for value in values { largest = max(largest, value) }
+    var sum: Double = 0
+    for index in values.indices {
+        let exponential = expf(values[index] - largest)
+        values[index] = exponential
+        sum += Double(exponential)
+    }
+    let inverse = Float(1 / sum)
+    for index in values.indices { values[index] *= inverse }
+}

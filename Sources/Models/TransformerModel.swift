@@ -132,22 +132,27 @@ public final class TransformerModel: Sendable {
                 slot = convolutionSlots
                 convolutionSlots += 1
             }
-            let feedForward: FeedForwardWeights.Inputs
-            if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
+            let feedForward: FeedForward
+            if let experts = configuration.experts {
+                feedForward = .experts(try loader.experts(prefix, width: width, experts: experts))
+            } else if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
                file.tensorInfo(named: prefix + "ffn_up.weight")?.shape == [width, 2 * hiddenWidth] {
-                feedForward = .fused(try loader.projection(prefix + "ffn_up", shape: [width, 2 * hiddenWidth]))
+                feedForward = .dense(FeedForwardWeights(
+                    inputs: .fused(try loader.projection(prefix + "ffn_up", shape: [width, 2 * hiddenWidth])),
+                    down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width])))
             } else {
-                feedForward = .separate(
-                    gate: try loader.projection(prefix + "ffn_gate", shape: [width, hiddenWidth]),
-                    up: try loader.projection(prefix + "ffn_up", shape: [width, hiddenWidth]))
+                feedForward = .dense(FeedForwardWeights(
+                    inputs: .separate(
+                        gate: try loader.projection(prefix + "ffn_gate", shape: [width, hiddenWidth]),
+                        up: try loader.projection(prefix + "ffn_up", shape: [width, hiddenWidth])),
+                    down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width])))
             }
             blocks.append(BlockWeights(
                 mixerNorm: try loader.vector(prefix + "attn_norm.weight", count: width),
                 mixer: mixer,
                 postMixerNorm: traits.hasPostNorms ? try loader.vector(prefix + "post_attention_norm.weight", count: width) : nil,
                 feedForwardNorm: try loader.vector(prefix + "ffn_norm.weight", count: width),
-                feedForward: FeedForwardWeights(
-                    inputs: feedForward, down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width])),
+                feedForward: feedForward,
                 postFeedForwardNorm: traits.hasPostNorms ? try loader.vector(prefix + "post_ffw_norm.weight", count: width) : nil,
                 cacheSlot: slot))
         }
@@ -179,7 +184,7 @@ public final class TransformerModel: Sendable {
     public func limitingLogits(to rowCount: Int) -> TransformerModel? {
         guard rowCount > 0, rowCount <= output.outputWidth, output.weights.packed == nil || rowCount % 16 == 0 else { return nil }
         return TransformerModel(
-            copying: self, output: Projection(weights: output.weights.prefix(rows: rowCount), bias: output.bias.map { Array($0.prefix(rowCount)) }))
+            copying: self, output: Projection(weights: output.weights.rows(0 ..< rowCount), bias: output.bias.map { Array($0.prefix(rowCount)) }))
     }
 
     private init(copying model: TransformerModel, output: Projection) {
@@ -445,7 +450,7 @@ struct WeightLoader {
         self.file = file
         self.packsWeights = packsWeights
         self.progress = progress
-        matrixBytes = max(1, file.tensorInfos.filter { $0.shape.count == 2 }.reduce(0) { $0 + $1.byteCount })
+        matrixBytes = max(1, file.tensorInfos.filter { $0.shape.count >= 2 }.reduce(0) { $0 + $1.byteCount })
     }
 
     mutating func tensor(_ name: String, shape: [Int]) throws(ModelLoadError) -> GGUFTensor {
@@ -481,6 +486,31 @@ struct WeightLoader {
     /// `name.weight` and, when the file has it, `name.bias` (one value per output row).
     mutating func projection(_ name: String, shape: [Int]) throws(ModelLoadError) -> Projection {
         Projection(weights: try matrix(name + ".weight", shape: shape), bias: try optionalVector(name + ".bias", count: shape[1]))
+    }
+
+    /// A block's mixture of experts: `ffn_gate_inp` (the router) and the 3-D
+    /// `ffn_{gate,up,down}_exps`, each expert's matrices a view of the latter's rows.
+    mutating func experts(_ prefix: String, width: Int, experts: ExpertConfiguration) throws(ModelLoadError) -> ExpertWeights {
+        let hidden = experts.feedForwardLength, count = experts.count
+        // The router stays in the mapping (it is small, often F32): the pass computes it row by
+        // row with the matrix-vector kernels, the same arithmetic whatever the batch.
+        let routerName = prefix + "ffn_gate_inp"
+        let routerTensor = try tensor(routerName + ".weight", shape: [width, count])
+        let routerWeights: WeightMatrix
+        do { routerWeights = try WeightMatrix(routerTensor, packing: false) } catch { throw .kernel(error) }
+        let router = Projection(weights: routerWeights, bias: try optionalVector(routerName + ".bias", count: count))
+        let gates = try matrix(prefix + "ffn_gate_exps.weight", shape: [width, hidden, count])
+        let ups = try matrix(prefix + "ffn_up_exps.weight", shape: [width, hidden, count])
+        let downs = try matrix(prefix + "ffn_down_exps.weight", shape: [hidden, width, count])
+        // A packed tensor's slices start at whole groups of 16 rows.
+        guard [gates, ups, downs].allSatisfy({ $0.packed == nil }) || (hidden % 16 == 0 && width % 16 == 0) else {
+            throw .shapeMismatch(prefix + "ffn_gate_exps.weight", expected: [width, (hidden + 15) / 16 * 16, count], found: [width, hidden, count])
+        }
+        func slices(_ matrix: WeightMatrix, rows: Int) -> [Projection] {
+            (0 ..< count).map { Projection(weights: matrix.rows($0 * rows ..< ($0 + 1) * rows), bias: nil) }
+        }
+        return ExpertWeights(router: router, gates: slices(gates, rows: hidden), ups: slices(ups, rows: hidden),
+                             downs: slices(downs, rows: width), usedCount: experts.usedCount)
     }
 
     mutating func vector(_ name: String, count: Int) throws(ModelLoadError) -> [Float] {

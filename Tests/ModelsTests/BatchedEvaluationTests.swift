@@ -164,8 +164,10 @@ import TypesetTestSupport
     }
 
     /// The other families' steps (LFM2's convolutions, which keep per-sequence inputs; Phi-3's
-    /// fused projections; Qwen 3's per-head norms; YaRN's angles), on the random-weight models.
-    @Test(.enabled(if: TestModels.shouldRunSynthetic), arguments: ["lfm2", "phi3", "qwen3", "qwen2-yarn"])
+    /// fused projections; Qwen 3's per-head norms; YaRN's angles; Qwen 3 MoE's rows grouped by
+    /// expert, each expert's products over however many rows chose it), on the random-weight
+    /// models.
+    @Test(.enabled(if: TestModels.shouldRunSynthetic), arguments: ["lfm2", "phi3", "qwen3", "qwen2-yarn", "qwen3moe"])
     func syntheticSequencesGetTheirOwnLogitsInABatch(name: String) throws {
         try Self.check(try TransformerModel(file: try Self.packable(name)))
     }

@@ -107,6 +107,33 @@ import TypesetTestSupport
                 == .missingTensor("blk.3.shortconv.conv.weight"))
     }
 
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func malformedMixturesOfExpertsAreTypedErrors() throws {
+        func invalidKey(_ file: GGUFFile) -> String? {
+            if case let .configuration(.invalid(key, _, _))? = Self.loadError(file) { return key }
+            return nil
+        }
+        // More experts used than there are, none used, a file claiming 10,000 experts.
+        #expect(invalidKey(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_used_count": .uint32(9)])) == "qwen3moe.expert_used_count")
+        #expect(invalidKey(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_used_count": .uint32(0)])) == "qwen3moe.expert_used_count")
+        #expect(invalidKey(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_count": .uint32(10_000)])) == "qwen3moe.expert_count")
+        // Metadata that disagrees with the expert tensors' third dimension (or their hidden width).
+        #expect(Self.loadError(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_count": .uint32(16)]))
+                == .shapeMismatch("blk.0.ffn_gate_inp.weight", expected: [128, 16], found: [128, 8]))
+        #expect(Self.loadError(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_feed_forward_length": .uint32(32)]))
+                == .shapeMismatch("blk.0.ffn_gate_exps.weight", expected: [128, 32, 8], found: [128, 64, 8]))
+        #expect(Self.loadError(try Self.rewritten("qwen3moe", removing: ["qwen3moe.expert_count"]))
+                == .configuration(.missing("qwen3moe.expert_count")))
+        // An expert tensor missing, and a key the family does not read.
+        #expect(Self.loadError(try Self.rewritten("qwen3moe", droppingTensor: "blk.2.ffn_down_exps.weight"))
+                == .missingTensor("blk.2.ffn_down_exps.weight"))
+        guard case .configuration(.unsupportedKey("qwen3moe.expert_shared_count", _))?
+                = Self.loadError(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_shared_count": .uint32(1)])) else {
+            Issue.record("a shared expert count was not refused")
+            return
+        }
+    }
+
     /// LFM2's convolution state lives in the cache as the gated input of every position, so a
     /// truncated cache continues exactly as a fresh one would: prefix reuse and the grammar's
     /// rollback stay exact. A rolling state (the last L − 1 inputs only) would carry the
