@@ -72,11 +72,19 @@ while grew:
         if name not in stale and uses & (changed | stale):
             stale.add(name)
             grew = True
-removed = set()
+removed, roots = set(), set()
 for name in stale:
     for directory in glob.glob(f".build*/*/*/{name}.build") + glob.glob(f"Tests/Fuzz/.build/*/*/{name}.build"):
         shutil.rmtree(directory, ignore_errors=True)
         removed.add(name)
+        roots.add(os.path.dirname(os.path.dirname(os.path.dirname(directory))))
+# The output file maps of the removed modules are written when SwiftPM plans a build; a plan it
+# thinks current (a fuzz run after one whose sources did not change: seen failing with "unable
+# to load output file map") would not write them. Without its llbuild manifest it plans again
+# (seconds), and llbuild still reruns only the commands whose inputs changed.
+for root in roots:
+    for manifest in glob.glob(os.path.join(root, "*.yaml")):
+        os.remove(manifest)
 if removed:
     print("build cache: compiling again the modules that import a changed one: " + ", ".join(sorted(removed)))
 ' || {
