@@ -463,16 +463,19 @@ struct WeightLoader {
         return tensor
     }
 
-    mutating func matrix(_ name: String, shape: [Int]) throws(ModelLoadError) -> WeightMatrix {
+    /// A matrix, packed where the kernels allow. `computedRowByRow`: left in the mapping, for
+    /// a product the pass computes one row at a time (the same arithmetic whatever the batch,
+    /// so it does not count against ``everyMatrixIsPacked``).
+    mutating func matrix(_ name: String, shape: [Int], computedRowByRow: Bool = false) throws(ModelLoadError) -> WeightMatrix {
         let weights = try tensor(name, shape: shape)
         let prepared: WeightMatrix
         do {
-            prepared = try WeightMatrix(weights, packing: packsWeights, threadCount: KernelThreadPool.shared.threadCount)
+            prepared = try WeightMatrix(weights, packing: packsWeights && !computedRowByRow, threadCount: KernelThreadPool.shared.threadCount)
         } catch { throw .kernel(error) }
         if prepared.packed != nil {
             weights.releaseResidentPages()
         } else {
-            everyMatrixIsPacked = false
+            if !computedRowByRow { everyMatrixIsPacked = false }
             // Fault the mapped pages in now rather than during the first token.
             var checksum: UInt8 = 0
             for offset in stride(from: 0, to: weights.bytes.count, by: 4096) { checksum &+= weights.bytes[offset] }
@@ -494,11 +497,8 @@ struct WeightLoader {
         let hidden = experts.feedForwardLength, count = experts.count
         // The router stays in the mapping (it is small, often F32): the pass computes it row by
         // row with the matrix-vector kernels, the same arithmetic whatever the batch.
-        let routerName = prefix + "ffn_gate_inp"
-        let routerTensor = try tensor(routerName + ".weight", shape: [width, count])
-        let routerWeights: WeightMatrix
-        do { routerWeights = try WeightMatrix(routerTensor, packing: false) } catch { throw .kernel(error) }
-        let router = Projection(weights: routerWeights, bias: try optionalVector(routerName + ".bias", count: count))
+        let router = Projection(weights: try matrix(prefix + "ffn_gate_inp.weight", shape: [width, count], computedRowByRow: true),
+                                bias: try optionalVector(prefix + "ffn_gate_inp.bias", count: count))
         let gates = try matrix(prefix + "ffn_gate_exps.weight", shape: [width, hidden, count])
         let ups = try matrix(prefix + "ffn_up_exps.weight", shape: [width, hidden, count])
         let downs = try matrix(prefix + "ffn_down_exps.weight", shape: [hidden, width, count])

@@ -81,7 +81,7 @@ package final class DraftModel: Sendable {
     /// Loads the draft model at `path` for a target.
     ///
     /// - Throws: ``DraftModelError/loadFailed(path:reason:)`` when the file cannot be read or
-    ///   run (it does not exist, an unsupported architecture…), else ``init(model:vocabulary:targetModel:targetVocabulary:contextLength:threadCount:maximumDraftLength:minimumProbability:)``'s errors.
+    ///   run (it does not exist, an unsupported architecture…), else ``init(model:vocabulary:targetModel:targetVocabulary:contextLength:threadCount:maximumDraftLength:minimumProbability:draftedVocabularyCount:)``'s errors.
     package convenience init(
         path: String, targetModel: TransformerModel, targetVocabulary: Vocabulary, contextLength: Int, threadCount: Int
     ) throws(DraftModelError) {

@@ -318,7 +318,7 @@ struct TokenLoop<Source: LogitsSource> {
         }
         // The drafted tokens the steps chose (the rows taken from `draftLogits`), whether a
         // step chose another token, and whether the draft is accounted for.
-        var keptCount = 0, refused = false, recorded = false, forcedDrafts = false
+        var keptCount = 0, refused = false, recorded = false
         // What the lookup learns: how many of its tokens the steps decided on, and kept. A
         // draft cut by forced markup or the end of the run was not refused past what was kept.
         func record(_ loop: inout TokenLoop) {
@@ -373,19 +373,18 @@ struct TokenLoop<Source: LogitsSource> {
             stepTokens.removeAll(keepingCapacity: true)
             // Forced tokens the draft holds next (a draft written under the grammar writes
             // what it forces) are kept with it.
-            if kept, !forced.isEmpty, forced.count <= pending,
-               verifying[keptCount ..< keptCount + forced.count].elementsEqual(forced) {
+            let draftHeldForced = kept && !forced.isEmpty && forced.count <= pending
+                && verifying[keptCount ..< keptCount + forced.count].elementsEqual(forced)
+            if draftHeldForced {
                 pending -= forced.count
                 keptCount += forced.count
-                forcedDrafts = true
             }
             if kept {
                 // Nothing forced after it (or only what the draft held): the logits after it
                 // are at hand (a provisional token the step proposes would be decided on
                 // them), so the step after runs on them now, a pass saved. Other forced tokens
                 // come before anything drafted after it: the rest of the draft goes.
-                if forced.isEmpty || forcedDrafts {
-                    forcedDrafts = false
+                if forced.isEmpty || draftHeldForced {
                     if kind == .provisional { passesSavedByProvisionalTokens += 1 }
                     let rowLength = logits.count
                     logits.withUnsafeMutableBufferPointer { row in
