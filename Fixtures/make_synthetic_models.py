@@ -45,6 +45,10 @@ What each one exercises:
                  hidden units, 2 used per token, softmax router scores renormalized over the
                  chosen two (llama.cpp's build_moe_ffn), experts stored as one 3-D tensor per
                  projection (`ffn_{gate,up,down}_exps`)
+    lfm2moe      lfm2's blocks with a dense feed-forward network in block 0 and a mixture of
+                 experts in the others (8 experts of 64, 2 used): a sigmoid router whose
+                 scores plus a selection bias (`exp_probs_b`) choose the experts and whose
+                 unbiased scores, renormalized, weight them
 
 The Swift tests never run Python or llama.cpp; they read the .json files and the .gguf files
 `write` produced.
@@ -157,6 +161,8 @@ MODELS = {
     "smollm3": dict(arch="smollm3", blocks=4, heads=4, kv=2, head=32, ff=256, base=5e6, rope_dimension_count=True),
     "qwen3moe": dict(arch="qwen3moe", blocks=4, heads=8, kv=2, head=32, ff=256, base=1e6, qk_norm=True, key_length=True,
                      experts=(8, 2, 64)),
+    "lfm2moe": dict(arch="lfm2moe", blocks=6, heads=4, kv=2, head=32, ff=256, base=1e6, qk_norm=True,
+                    conv_blocks={0, 1, 3, 5}, l_cache=3, experts=(8, 2, 64), sigmoid_router=True, dense_lead=1),
 }
 
 
@@ -205,12 +211,16 @@ def write_model(name: str, spec: dict, path: Path) -> None:
         writer.add_expert_count(count)
         writer.add_expert_used_count(used)
         writer.add_expert_feed_forward_length(expert_ff)
-    if arch in ("llama", "smollm3", "lfm2"):
+    if spec.get("sigmoid_router"):
+        writer.add_expert_gating_func(__import__("gguf").ExpertGatingFuncType.SIGMOID)
+    if "dense_lead" in spec:
+        writer.add_leading_dense_block_count(spec["dense_lead"])
+    if arch in ("llama", "smollm3", "lfm2", "lfm2moe"):
         writer.add_vocab_size(vocabulary)
     copy_tokenizer(writer, source)
 
     add(writer, "token_embd.weight", weights.uniform((vocabulary, width), 0.3), T.Q8_0)
-    add(writer, ("token_embd_norm" if arch == "lfm2" else "output_norm") + ".weight", weights.norm(width), T.F32)
+    add(writer, ("token_embd_norm" if arch.startswith("lfm2") else "output_norm") + ".weight", weights.norm(width), T.F32)
     rope_dims = spec.get("rope_dims", head)
     if spec.get("rope_freqs"):
         add(writer, "rope_freqs.weight", llama3_rope_factors(spec["base"], rope_dims), T.F32)
@@ -241,10 +251,13 @@ def write_model(name: str, spec: dict, path: Path) -> None:
                 add(writer, p + "attn_k_norm.weight", weights.norm(head), T.F32)
             add(writer, p + "attn_output.weight", weights.matrix(width, query_width, 0.5), T.F16)
         add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
-        if "experts" in spec:
+        if "experts" in spec and block >= spec.get("dense_lead", 0):
             count, _, expert_ff = spec["experts"]
             # The router spread wide enough that the choice of experts varies from token to token.
             add(writer, p + "ffn_gate_inp.weight", weights.matrix(count, width, 4.0), T.F32)
+            if spec.get("sigmoid_router"):
+                # A bias of the order of the sigmoid's spread, so it changes some choices.
+                add(writer, p + "exp_probs_b.bias", weights.uniform((count,), 0.3), T.F32)
             add(writer, p + "ffn_gate_exps.weight", weights.uniform((count, expert_ff, width), math.sqrt(3.0 / width)), T.Q4_0)
             add(writer, p + "ffn_up_exps.weight", weights.uniform((count, expert_ff, width), math.sqrt(3.0 / width)), T.Q8_0)
             add(writer, p + "ffn_down_exps.weight", weights.uniform((count, width, expert_ff), 0.5 * math.sqrt(3.0 / expert_ff)), T.Q5_0)

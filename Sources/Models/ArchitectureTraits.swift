@@ -12,7 +12,8 @@
 /// | blocks without RoPE        |       |       |       |        |      |      | every 4th |
 /// | short convolutions         |       |       |       |        |      | yes  |         |
 ///
-/// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`hasExperts`).
+/// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`hasExperts`); LFM2 MoE is
+/// LFM2 with one in every block after the leading dense ones.
 ///
 /// Biases on any projection, fused query-key-value and fused gate-up projections are read
 /// from the tensors a file has, for every family (as llama.cpp's loader does).
@@ -36,7 +37,8 @@ struct ArchitectureTraits: Sendable {
     var blockWithoutRotaryPeriod: Int?
     /// Blocks whose key/value head count is 0 are short convolutions (LFM2).
     var hasShortConvolutions = false
-    /// Every block's feed-forward network is a mixture of experts (Qwen 3 MoE).
+    /// Feed-forward networks are mixtures of experts, after `leading_dense_block_count` dense
+    /// ones (Qwen 3 MoE, LFM2 MoE).
     var hasExperts = false
     /// The final norm's tensor (LFM2 stores it as `token_embd_norm`).
     var outputNormName = "output_norm"
@@ -113,7 +115,13 @@ extension ModelArchitecture {
         case .qwen3moe:
             ArchitectureTraits(
                 rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, hasExperts: true,
-                additionalKeys: ["expert_count", "expert_used_count", "expert_feed_forward_length"])
+                additionalKeys: ["expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func"])
+        case .lfm2moe:
+            ArchitectureTraits(
+                rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, hasShortConvolutions: true,
+                hasExperts: true, outputNormName: "token_embd_norm",
+                additionalKeys: ["shortconv.l_cache", "expert_count", "expert_used_count", "expert_feed_forward_length",
+                                 "expert_gating_func", "leading_dense_block_count"])
         }
     }
 }

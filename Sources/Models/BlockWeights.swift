@@ -74,19 +74,25 @@ enum FeedForward: Sendable {
     case experts(ExpertWeights)
 }
 
-/// A mixture of experts (Qwen 3 MoE, llama.cpp's `build_moe_ffn` with a softmax router):
+/// A mixture of experts (llama.cpp's `build_moe_ffn`; Qwen 3 MoE with a softmax router, LFM2
+/// MoE with a sigmoid one and a selection bias):
 ///
-///     p      = softmax(router · x)                         one score per expert
-///     chosen = the `usedCount` highest p (ties to the lower index)
-///     w_e    = p_e / max(Σ_chosen p, 2⁻¹⁴)                 renormalized over the chosen
+///     p      = softmax(router · x)  or  sigmoid(router · x)     one score per expert
+///     chosen = the `usedCount` highest p + bias (ties to the lower index; bias 0 when absent)
+///     w_e    = p_e / max(Σ_chosen p, 2⁻¹⁴)                      renormalized over the chosen
 ///     y      = Σ_chosen w_e · down_e(silu(gate_e · x) ⊙ (up_e · x))
+///
+/// The bias (`exp_probs_b`) only chooses: the weights are the unbiased scores.
 ///
 /// Each expert's projections are views of the rows of one 3-D tensor per projection
 /// (`ffn_gate_exps` is `[width, hidden, experts]`: expert `e`'s rows are `e·hidden ..<
 /// (e+1)·hidden`), packed once with the rest.
 struct ExpertWeights: Sendable {
-    /// `experts` rows: each expert's score before the softmax.
+    /// `experts` rows: each expert's score before the gating function.
     let router: Projection
+    let gating: ExpertGating
+    /// Added to the scores to choose the experts, one per expert (`nil`: none).
+    let selectionBias: [Float]?
     let gates: [Projection]
     let ups: [Projection]
     let downs: [Projection]

@@ -372,13 +372,17 @@ struct ForwardPass {
         workspace.expertWeights.removeAll(keepingCapacity: true)
         for row in 0 ..< count {
             let probabilities = rows(scores, row ..< row + 1, width: expertCount)
-            _softmax(probabilities)
+            switch experts.gating {
+            case .softmax: _softmax(probabilities)
+            case .sigmoid: _sigmoid(probabilities)
+            }
             let first = workspace.chosenExperts.count
-            // The `used` largest, highest first, ties to the lower index.
+            // The `used` largest (with the selection bias), highest first, ties to the lower index.
             for _ in 0 ..< used {
-                var best = -1
+                var best = -1, bestScore: Float = 0
                 for expert in 0 ..< expertCount where !workspace.chosenExperts[first...].contains(expert) {
-                    if best < 0 || probabilities[expert] > probabilities[best] { best = expert }
+                    let score = probabilities[expert] + (experts.selectionBias?[expert] ?? 0)
+                    if best < 0 || score > bestScore { (best, bestScore) = (expert, score) }
                 }
                 workspace.chosenExperts.append(best)
                 workspace.expertWeights.append(probabilities[best])

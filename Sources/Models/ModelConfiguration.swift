@@ -24,6 +24,10 @@ public enum ModelArchitecture: String, Sendable, CaseIterable {
     /// Qwen 3 MoE (Qwen3-30B-A3B): Qwen 3's attention, and a mixture of experts in place of
     /// every feed-forward network (softmax router, the chosen experts' weights renormalized).
     case qwen3moe
+    /// Liquid LFM2 MoE (LFM2-8B-A1B): LFM2's convolutions and attention, dense feed-forward
+    /// networks in the leading blocks and a mixture of experts in the others (sigmoid router
+    /// with a selection bias).
+    case lfm2moe
 }
 
 /// A mixture of experts in place of a block's feed-forward network: a router scores the
@@ -36,6 +40,20 @@ public struct ExpertConfiguration: Sendable, Equatable {
     public let usedCount: Int
     /// Hidden width of each expert's network (`expert_feed_forward_length`).
     public let feedForwardLength: Int
+    /// How the router's outputs become scores (`expert_gating_func`).
+    public let gating: ExpertGating
+    /// Blocks at the start whose feed-forward network is dense, of `feed_forward_length`
+    /// (`leading_dense_block_count`, 0 when absent).
+    public let leadingDenseBlockCount: Int
+}
+
+/// How a mixture's router outputs become the scores experts are chosen and weighted by
+/// (llama.cpp's `expert_gating_func`).
+public enum ExpertGating: Sendable, Equatable {
+    /// Softmax over every expert (1; Qwen 3 MoE).
+    case softmax
+    /// Each expert's logistic sigmoid on its own (2; LFM2 MoE).
+    case sigmoid
 }
 
 /// How RoPE angles are stretched beyond the trained context (`<arch>.rope.scaling.type`).
@@ -238,7 +256,17 @@ public struct ModelConfiguration: Sendable, Equatable {
         if traits.hasExperts {
             let count = try required("expert_count", limit: Self.maximumExpertCount)
             let used = try required("expert_used_count", limit: count)
-            self.experts = ExpertConfiguration(count: count, usedCount: used, feedForwardLength: try required("expert_feed_forward_length"))
+            let gatingKey = parameters.key("expert_gating_func")
+            let gating: ExpertGating
+            switch try read(try metadata.integer(gatingKey)) {
+            case nil where architecture == .qwen3moe, 1?: gating = .softmax
+            case 2?: gating = .sigmoid
+            case nil: throw .missing(gatingKey)
+            case let other?: throw .unsupportedKey(gatingKey, value: "\(other)")
+            }
+            self.experts = ExpertConfiguration(
+                count: count, usedCount: used, feedForwardLength: try required("expert_feed_forward_length"), gating: gating,
+                leadingDenseBlockCount: try optional("leading_dense_block_count", limit: blockCount) ?? 0)
         } else {
             self.experts = nil
         }

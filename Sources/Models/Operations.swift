@@ -115,6 +115,12 @@ func _addBias(_ bias: UnsafeBufferPointer<Float>, to buffer: UnsafeMutablePointe
     }
 }
 
+/// `values[i] = 1 / (1 + e^(−values[i]))`, ggml's `sigmoid` on the CPU. A mixture of experts'
+/// router scores, each expert's on its own.
+func _sigmoid(_ values: UnsafeMutableBufferPointer<Float>) {
+    for index in values.indices { values[index] = 1 / (1 + expf(-values[index])) }
+}
+
 /// `values = softmax(values)` as ggml's `soft_max` computes it on the CPU: the exponentials
 /// of the differences from the largest value, their sum in double precision, each multiplied
 /// by the sum's inverse rounded to single precision. A mixture of experts' router scores.

@@ -133,7 +133,7 @@ public final class TransformerModel: Sendable {
                 convolutionSlots += 1
             }
             let feedForward: FeedForward
-            if let experts = configuration.experts {
+            if let experts = configuration.experts, block >= experts.leadingDenseBlockCount {
                 feedForward = .experts(try loader.experts(prefix, width: width, experts: experts))
             } else if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
                file.tensorInfo(named: prefix + "ffn_up.weight")?.shape == [width, 2 * hiddenWidth] {
@@ -491,8 +491,9 @@ struct WeightLoader {
         Projection(weights: try matrix(name + ".weight", shape: shape), bias: try optionalVector(name + ".bias", count: shape[1]))
     }
 
-    /// A block's mixture of experts: `ffn_gate_inp` (the router) and the 3-D
-    /// `ffn_{gate,up,down}_exps`, each expert's matrices a view of the latter's rows.
+    /// A block's mixture of experts: `ffn_gate_inp` (the router), `exp_probs_b.bias` (the
+    /// selection bias) when the file has it, and the 3-D `ffn_{gate,up,down}_exps`, each
+    /// expert's matrices a view of the latter's rows.
     mutating func experts(_ prefix: String, width: Int, experts: ExpertConfiguration) throws(ModelLoadError) -> ExpertWeights {
         let hidden = experts.feedForwardLength, count = experts.count
         // The router stays in the mapping (it is small, often F32): the pass computes it row by
@@ -509,8 +510,9 @@ struct WeightLoader {
         func slices(_ matrix: WeightMatrix, rows: Int) -> [Projection] {
             (0 ..< count).map { Projection(weights: matrix.rows($0 * rows ..< ($0 + 1) * rows), bias: nil) }
         }
-        return ExpertWeights(router: router, gates: slices(gates, rows: hidden), ups: slices(ups, rows: hidden),
-                             downs: slices(downs, rows: width), usedCount: experts.usedCount)
+        let bias = try optionalVector(prefix + "exp_probs_b.bias", count: count)
+        return ExpertWeights(router: router, gating: experts.gating, selectionBias: bias, gates: slices(gates, rows: hidden),
+                             ups: slices(ups, rows: hidden), downs: slices(downs, rows: width), usedCount: experts.usedCount)
     }
 
     mutating func vector(_ name: String, count: Int) throws(ModelLoadError) -> [Float] {

@@ -132,6 +132,18 @@ import TypesetTestSupport
             Issue.record("a shared expert count was not refused")
             return
         }
+        // LFM2 MoE: a gating function Typeset does not implement, none at all, more leading
+        // dense blocks than blocks, and leading dense counts that disagree with the tensors.
+        #expect(Self.loadError(try Self.rewritten("lfm2moe", setting: ["lfm2moe.expert_gating_func": .uint32(4)]))
+                == .configuration(.unsupportedKey("lfm2moe.expert_gating_func", value: "4")))
+        #expect(Self.loadError(try Self.rewritten("lfm2moe", removing: ["lfm2moe.expert_gating_func"]))
+                == .configuration(.missing("lfm2moe.expert_gating_func")))
+        #expect(invalidKey(try Self.rewritten("lfm2moe", setting: ["lfm2moe.leading_dense_block_count": .uint32(7)]))
+                == "lfm2moe.leading_dense_block_count")
+        #expect(Self.loadError(try Self.rewritten("lfm2moe", setting: ["lfm2moe.leading_dense_block_count": .uint32(2)]))
+                == .missingTensor("blk.1.ffn_gate.weight"))
+        #expect(Self.loadError(try Self.rewritten("lfm2moe", removing: ["lfm2moe.leading_dense_block_count"]))
+                == .missingTensor("blk.0.ffn_gate_inp.weight"))
     }
 
     /// LFM2's convolution state lives in the cache as the gated input of every position, so a
