@@ -48,7 +48,7 @@ public struct KnownModel: Sendable, Equatable {
     /// The model commands use when none is named: small and fast.
     public static let `default` = smolLM2
     /// The model `typeset demo` uses when none is named.
-    public static let demo = qwen15
+    package static let demo = qwen15
 }
 
 /// Finds model files: explicit paths, known model names, the `TYPESET_MODEL` override and the

@@ -83,6 +83,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "A smaller model of the same vocabulary (a GGUF file or known model name) whose greedy guesses of the next tokens are verified in the passes: the same reply, in fewer passes where it guesses right.")
     var draft: String?
 
+    @Option(help: "The most tokens a model that thinks may reason before its answer: then its </think> is forced (0: no reasoning). The reasoning goes to standard error.")
+    var reasoningBudget: Int?
+
     @Argument(help: "The prompt.")
     var prompt: String
 
@@ -101,6 +104,7 @@ struct Run: AsyncParsableCommand {
         try validateNumber(dryMultiplier, "--dry-multiplier", atLeast: 0)
         try validateNumber(dryBase, "--dry-base", above: 1)
         try validateCount(dryAllowedLength, "--dry-allowed-length")
+        try validateCount(reasoningBudget, "--reasoning-budget", atLeast: 0)
     }
 
     func run() async throws {
@@ -122,6 +126,7 @@ struct Run: AsyncParsableCommand {
             seed: seed, maxTokens: maxTokens, jsonSchema: schemaText, injectSchemaIntoPrompt: !noSchemaInPrompt)
         options.schemaOptions.whitespace = try parseWhitespace(whitespace)
         if lookup { options.promptLookup = PromptLookup() }
+        options.reasoningBudget = reasoningBudget
         let conversation = runner.createConversation(systemPrompt: system)
         conversation.prefillProgress = { computed, total in
             reporter.report("reading the prompt (\(total) tokens)", fraction: Double(computed) / Double(total))

@@ -96,6 +96,9 @@ struct Serve: AsyncParsableCommand {
         case on, off, auto
     }
 
+    @Option(help: "The most tokens a model that thinks may reason when a request does not say (reasoning_budget_tokens): then its </think> is forced (0: no reasoning; -1, the default: no limit).")
+    var reasoningBudget: Int?
+
     @Option(help: "Another name for the model (repeatable); the first is the one responses give.")
     var alias: [String] = []
 
@@ -153,6 +156,7 @@ struct Serve: AsyncParsableCommand {
         guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
         guard queue >= 0 else { throw ValidationError("--queue must not be negative") }
         try validateThreads(threads)
+        try validateCount(reasoningBudget, "--reasoning-budget", atLeast: -1)
         guard context > 0 else { throw ValidationError("--context must be positive") }
         guard (0 ... 1 << 20).contains(promptCacheMib) else { throw ValidationError("--prompt-cache-mib must be between 0 and 1048576") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
@@ -186,6 +190,7 @@ struct Serve: AsyncParsableCommand {
         case .auto: nil
         }
         var defaults = GenerationOptions(temperature: temperature, seed: seed, maxTokens: maxTokens, enableThinking: thinking)
+        defaults.reasoningBudget = reasoningBudget.flatMap { $0 < 0 ? nil : $0 }
         if lookup { defaults.promptLookup = PromptLookup() }
         var configuration = TypesetServer.Configuration(
             host: host, port: port, apiKey: key, maximumBodyBytes: maxBodyBytes, maximumWaitingRequests: queue,

@@ -97,8 +97,8 @@ struct MessagesRequest {
             switch try thinking.string("type") {
             case "enabled"?, "adaptive"?:
                 chat.enableThinking = true
-                // Reasoning ends where the model ends it, within max_tokens.
-                _ = try thinking.integer("budget_tokens", in: 0 ... 1 << 30)
+                // Without a budget, the reasoning ends where the model ends it, within max_tokens.
+                if let budget = try thinking.integer("budget_tokens", in: 0 ... 1 << 30) { chat.setReasoningBudget(budget) }
             case "disabled"?: chat.enableThinking = false
             default: throw .invalid("thinking.type", "thinking.type must be enabled, adaptive or disabled")
             }

@@ -227,6 +227,9 @@ struct ChatCompletionRequest {
     var returnsProgress = false
     /// The template's `reasoning_effort` (``setReasoningEffort(_:at:)``).
     var reasoningEffort: String?
+    /// The most tokens the model may reason (llama-server's `reasoning_budget_tokens` or
+    /// `thinking_budget_tokens`, Anthropic's `thinking.budget_tokens`); `nil`: the server's.
+    var reasoningBudget: Int?
     /// Whether every streamed event carries the reply's timings so far (llama-server's
     /// `timings_per_token`; a whole reply has its timings anyway).
     var timingsPerToken = false
@@ -340,12 +343,23 @@ struct ChatCompletionRequest {
         if let effort = try body.string("reasoning_effort") {
             try setReasoningEffort(effort, at: "reasoning_effort")
         }
+        // llama-server's per-request budget: -1 is its "the server's default"; 0 is no thinking.
+        for name in ["reasoning_budget_tokens", "thinking_budget_tokens"] {
+            if let budget = try body.integer(name, in: -1 ... Int(Int32.max)), budget >= 0 { setReasoningBudget(budget) }
+        }
         // Which of llama-server's slots decodes the request: Typeset reuses any cached prefix.
         _ = try body.integer("id_slot", in: -1 ... Int(Int32.max))
         // Fields with no effect on the reply, accepted as OpenAI accepts them.
         _ = try body.object("metadata").map { _ in () }
         if try body.bool("store") == true { throw .invalid("store", "Typeset does not store completions (store must be false)") }
         try body.finish()
+    }
+
+    /// A reasoning budget of `budget` tokens; 0 turns thinking off (the template renders
+    /// without it), as `reasoning_effort: "none"` does.
+    mutating func setReasoningBudget(_ budget: Int) {
+        reasoningBudget = budget
+        if budget == 0 { enableThinking = false }
     }
 
     /// `reasoning_effort`: "none" turns thinking off; another level lets a model that thinks

@@ -43,6 +43,7 @@ struct ChatPlan {
         request.addsGenerationPrompt = chat.addsGenerationPrompt || !chat.prefill.isEmpty
         request.options.enableThinking = chat.enableThinking
         request.options.reasoningEffort = chat.reasoningEffort
+        if let budget = chat.reasoningBudget { request.options.reasoningBudget = budget }
         // The trace records the tokens for typeset_trace, and counts them for timings_per_token.
         if chat.tracesTokens || chat.timingsPerToken { request.options.tokenTrace = TokenTrace() }
         request.allowsSeveralCalls = chat.parallelToolCalls

@@ -559,3 +559,25 @@ def test_reasoning_effort_reaches_the_template(start_server, tmp_path):
         chat = post(server, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_effort": effort},
                     path="/v1/chat/completions/input_tokens").json()["input_tokens"]
         assert counted == chat != plain
+
+
+def test_reasoning_budgets_as_llama_server_reads_them(start_server, tmp_path):
+    """reasoning_budget_tokens and thinking_budget_tokens (llama-server's), Anthropic's
+    thinking.budget_tokens: -1 leaves the server's budget, 0 renders the template without
+    thinking, another count is accepted; a budget that is not a count is refused by name."""
+    template = tmp_path / "thinking.jinja"
+    template.write_text("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+                        "thinking={{ enable_thinking | default('unset') }}\n")
+    server = start_server("--chat-template-file", str(template))
+    def prompt(**fields):
+        return post(server, {"messages": [{"role": "user", "content": "Hi"}], **fields}, path="/apply-template").json()["prompt"]
+    assert prompt(reasoning_budget_tokens=-1).endswith("thinking=unset")
+    assert prompt(thinking_budget_tokens=0).endswith("thinking=False")
+    assert prompt(reasoning_budget_tokens=64).endswith("thinking=unset")
+    for field, value in [("reasoning_budget_tokens", "many"), ("thinking_budget_tokens", -2)]:
+        assert error(post(server, {"messages": [{"role": "user", "content": "Hi"}], field: value}), 400)["param"] == field
+    reply = post(server, {"messages": [{"role": "user", "content": "Hi"}], "reasoning_budget_tokens": 16, "max_tokens": 4})
+    assert reply.status_code == 200, reply.text
+    anthropic = post(server, {"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}],
+                              "thinking": {"type": "enabled", "budget_tokens": 1024}}, path="/v1/messages")
+    assert anthropic.status_code == 200, anthropic.text

@@ -51,16 +51,45 @@ enum ByteVocabulary {
     /// (257) and `<|tool_call_end|>` (258).
     static let lfmTokenizer = makeTokenizer(controlTokens: ["<|tool_call_start|>", "<|tool_call_end|>"])
 
-    private static func makeTokenizer(controlTokens: [String] = []) -> Tokenizer {
+    /// The byte vocabulary with Qwen 3's thinking markers as user-defined tokens (their text
+    /// is theirs): `<think>` (257) and `</think>` (258).
+    static let thinkingTokenizer = makeTokenizer(userDefinedTokens: ["<think>", "</think>"])
+    static let thinkOpen = 257, thinkClose = 258
+
+    private static func makeTokenizer(controlTokens: [String] = [], userDefinedTokens: [String] = []) -> Tokenizer {
         var writer = GGUFWriter()
         writer.setValue(.string("gpt2"), forKey: "tokenizer.ggml.model")
-        let tokens = gpt2ByteAlphabet + ["<|im_end|>"] + controlTokens
+        let tokens = gpt2ByteAlphabet + ["<|im_end|>"] + controlTokens + userDefinedTokens
         writer.setValue(.array(try! GGUFArray(elementType: .string, elements: tokens.map { .string($0) })), forKey: "tokenizer.ggml.tokens")
         let types = [Int32](repeating: 1, count: 256) + [Int32](repeating: 3, count: 1 + controlTokens.count)
+            + [Int32](repeating: 4, count: userDefinedTokens.count)
         writer.setValue(.array(try! GGUFArray(elementType: .int32, elements: types.map { .int32($0) })), forKey: "tokenizer.ggml.token_type")
         writer.setValue(.array(try! GGUFArray(elementType: .string, elements: [])), forKey: "tokenizer.ggml.merges")
         writer.setValue(.uint32(UInt32(endOfGeneration)), forKey: "tokenizer.ggml.eos_token_id")
         return try! Tokenizer(metadata: try! GGUFFile(bytes: try! writer.encoded()).metadata)
+    }
+
+    /// A model that wants to write the tokens `tokens` after a prompt of `promptLength`
+    /// tokens, as ``writer(_:promptLength:contextLength:)`` writes bytes, over a vocabulary of
+    /// `size` tokens.
+    static func writer(tokens target: [Int], promptLength: Int, size: Int) -> ScriptedSource {
+        ScriptedSource { held in
+            var logits = [Float](repeating: 0, count: size)
+            logits[endOfGeneration] = 1
+            let written = Array(held.dropFirst(promptLength))
+            if written.count < target.count, target.starts(with: written) {
+                logits[target[written.count]] = 10
+            } else {
+                logits[endOfGeneration] = 10
+            }
+            return logits
+        }
+    }
+
+    /// The tokens of `text` in the thinking vocabulary: a byte each, `<think>` and `</think>`
+    /// as their tokens.
+    static func thinkingTokens(_ text: String) -> [Int] {
+        thinkingTokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: true)
     }
 
     /// A model that wants to write `text` after a prompt of `promptLength` tokens: while what

@@ -263,7 +263,8 @@ public final class Conversation: Sendable {
             promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking,
             addGenerationPrompt: request.addsGenerationPrompt, prefill: request.prefill, reasoningEffort: options.reasoningEffort)
         if !request.prefill.isEmpty { options.inlineThinkingTags = true }   // the reply is past its start: no thinking to detect
-        let routing = ReplyPlan.Routing(
+        let thinking = ReplyThinking(promptText: prompt.text, options: options)
+        var routing = ReplyPlan.Routing(
             options: options, constrained: constraint != nil,
             calls: callGrammar.map {
                 ReplyPlan.Calls(
@@ -271,8 +272,19 @@ public final class Conversation: Sendable {
                     allowsSeveral: request.allowsSeveralCalls)
             },
             forbidsCallOpening: request.forbidsCallOpening)
+        routing.startsInReasoning = thinking == .opened
+        routing.thinkingMarkers = runner.thinkingMarkers
+        // A value of a model that thinks comes after its reasoning: the grammar holds the answer only.
+        let start = constraint.map { constraint -> any TokenConstraint & Sendable in
+            guard thinking != .off, let markers = runner.thinkingMarkers else { return constraint.start }
+            let tokens = options.maxTokens ?? (runner.contextLength - prompt.tokens.count)
+            return ReasoningThenValue(
+                value: constraint.start, markers: markers, vocabulary: runner.tokenizer.vocabulary,
+                startsInReasoning: thinking == .opened, budget: options.reasoningBudget,
+                reserve: options.closesWithinMaxTokens ? ReasoningThenValue.valueReserve(tokens: tokens) : 0)
+        }
         let plan = ReplyPlan(
-            prompt: prompt.tokens, options: options, constraint: constraint?.start, routing: routing, cacheOwner: identifier,
+            prompt: prompt.tokens, options: options, constraint: start, routing: routing, cacheOwner: identifier,
             promptText: prompt.text)
         return (plan, instructed)
     }

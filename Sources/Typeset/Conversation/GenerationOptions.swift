@@ -85,8 +85,15 @@ public struct GenerationOptions: Sendable, Equatable {
 
     /// Whether the model should think before answering (passed to the chat template as
     /// `enable_thinking`; `nil` leaves the template's default). Text between `<think>` and
-    /// `</think>` at the start of a reply streams as ``MessageResponse/reasoningChunk(_:)``.
+    /// `</think>` at the start of a reply streams as ``MessageResponse/reasoningChunk(_:)``; under
+    /// a JSON Schema the value's grammar begins after `</think>`.
     public var enableThinking: Bool?
+    /// The most tokens a model that thinks may reason: when they are spent, its `</think>` is
+    /// the only token allowed, and the reply goes on after it (with the value, under a JSON
+    /// Schema). `0` renders the template without thinking (`enable_thinking` false); `nil`
+    /// leaves the reasoning to end where the model ends it (within `maxTokens`: a reply held to
+    /// a schema ends its reasoning in time for the value).
+    public var reasoningBudget: Int?
     /// How hard a model that reasons should think (OpenAI's `reasoning_effort`: "low",
     /// "medium", "high", …), passed to the chat template as `reasoning_effort` for the
     /// templates that read it (gpt-oss's); `nil` leaves the template's default.
@@ -141,6 +148,8 @@ public struct GenerationOptions: Sendable, Equatable {
         result.seed = seed ?? defaults.seed
         result.maxTokens = maxTokens ?? defaults.maxTokens
         result.enableThinking = enableThinking ?? defaults.enableThinking
+        result.reasoningBudget = reasoningBudget ?? defaults.reasoningBudget
+        if result.reasoningBudget == 0 { result.enableThinking = false }
         result.functionCallFormat = functionCallFormat ?? defaults.functionCallFormat
         result.promptLookup = promptLookup ?? defaults.promptLookup
         return result

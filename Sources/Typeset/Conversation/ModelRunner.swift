@@ -136,6 +136,8 @@ public final class ModelRunner: Sendable {
     let embeddingQueue: DispatchQueue
     /// The model's shape (kept when the model is unloaded).
     let configuration: ModelConfiguration
+    /// `<think>` and `</think>`, when they are tokens of the model's vocabulary.
+    let thinkingMarkers: ThinkingMarkers?
 
     /// The scheduler that decodes this runner's replies together.
     typealias Scheduler = BatchScheduler<ModelBatchEvaluator>
@@ -225,6 +227,7 @@ public final class ModelRunner: Sendable {
         self.preparation = DispatchQueue(label: "typeset.model-runner.preparation", qos: .userInitiated)
         self.embeddingQueue = DispatchQueue(label: "typeset.model-runner.embeddings", qos: .userInitiated)
         self.configuration = model.configuration
+        self.thinkingMarkers = ThinkingMarkers(tokenizer.vocabulary)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
     }
 

@@ -93,6 +93,13 @@ final class ReplyDecoder: TokenStepper {
     private var modelLogits: [Float] = []
     /// The call being written, streamed as it comes (``StreamedCall``); `nil` between calls.
     private var streamedCall: StreamedCall?
+    /// `</think>`, which a spent reasoning budget forces (`nil`: the model has no such token).
+    private let reasoningClosing: Int?
+    /// Tokens of free text chosen inside a `<think>` block.
+    private var reasoningTokens = 0
+    /// Whether the constraint is a ``ReasoningThenValue``: its tokens before the value are
+    /// reasoning, not the value's text.
+    private let reasonsBeforeValue: Bool
 
     /// The decoder of `plan`'s reply; `emit` gets what it streams.
     init(
@@ -121,7 +128,11 @@ final class ReplyDecoder: TokenStepper {
         markerToken = marker.count == 1 && !vocabulary.attributes[marker[0]].isDisjoint(with: .special) ? marker[0] : nil
         selector = TokenSelector(sampling: options.samplingOptions, tokenizer: tokenizer)
         detokenizer = tokenizer.makeStreamingDetokenizer()
-        router = ReplyTextRouter(detectsThinking: plan.routing.detectsThinking, callFormat: callGrammar == nil ? nil : callFormat)
+        router = ReplyTextRouter(
+            detectsThinking: plan.routing.detectsThinking, startsInReasoning: plan.routing.startsInReasoning,
+            callFormat: callGrammar == nil ? nil : callFormat)
+        reasoningClosing = plan.routing.thinkingMarkers?.closing
+        reasonsBeforeValue = constraint is ReasoningThenValue
         phase = constraint.map { .constrained($0) } ?? .free
         if startsWithCall, let callGrammar {
             phase = .call(GrammarMatcher(callGrammar), text: "")
@@ -168,8 +179,14 @@ final class ReplyDecoder: TokenStepper {
             if forbidsCallOpening, content.allSatisfy(\.isWhitespace), reasoning.isEmpty {
                 Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
             }
+            let reasons = router.isReasoning
+            if reasons, let budget = options.reasoningBudget, let closing = reasoningClosing, reasoningTokens >= budget {
+                // The budget is spent: the reasoning ends here.
+                for index in logits.indices where index != closing { logits[index] = -.infinity }
+            }
             guard let sampled = selector.select(&logits, context) else { return .finish(.stop) }
             token = sampled
+            if reasons { reasoningTokens += 1 }
             if afterCall != nil { afterCall! += vocabulary.bytes(of: token) }
         case .constrained(var constraint):
             // Mask the logits with the constraint; the chosen token is accepted into it.
@@ -218,6 +235,11 @@ final class ReplyDecoder: TokenStepper {
         if token == markerToken, case .free = phase { text += callFormat.opening ?? "" }
         switch phase {
         case .constrained(var constraint):
+            // Before the value: the reasoning and its markup, nothing forced.
+            if reasonsBeforeValue, let segment = (constraint as? ReasoningThenValue)?.lastSegment, segment != .value {
+                routeReasoning(text, segment: segment)
+                break
+            }
             content += text
             if !text.isEmpty { emit(.chunk(text)) }
             // Complete and nothing but the end may follow: done, without another step.
@@ -313,9 +335,14 @@ final class ReplyDecoder: TokenStepper {
             _ = take(router.finish())
             let held = stops.finish()
             if !held.isEmpty { content += held; emit(.chunk(held)) }
-        } else if case .constrained = phase {
+        } else if case .constrained(let constraint) = phase {
             let rest = detokenizer.finish()
-            if !rest.isEmpty { content += rest; emit(.chunk(rest)) }
+            if reasonsBeforeValue, let thinking = constraint as? ReasoningThenValue, thinking.stage == .reasoning {
+                routeReasoning(rest, segment: .reasoning)
+            } else if !rest.isEmpty {
+                content += rest
+                emit(.chunk(rest))
+            }
         } else if case .call(_, let json) = phase {
             // A call cut short stays readable as text (the reply finishes with `.constraint`).
             let marker = bareCall ? "" : (callFormat.opening ?? "") + callFormat.afterOpening
@@ -381,6 +408,21 @@ final class ReplyDecoder: TokenStepper {
         case .free:
             break
         }
+    }
+
+    /// Routes the text of a token before a value (``ReasoningThenValue``): the reasoning
+    /// streams as reasoning, its markers and the whitespace after it as nothing.
+    private func routeReasoning(_ text: String, segment: ReasoningThenValue.Segment) {
+        var thought = text
+        switch segment {
+        case .reasoning: break
+        case .closing:
+            if thought.hasSuffix(ThinkingMarkers.closingText) { thought.removeLast(ThinkingMarkers.closingText.count) }
+        case .opening, .separator, .value: return
+        }
+        guard !thought.isEmpty else { return }
+        reasoning += thought
+        emit(.reasoningChunk(thought))
     }
 
     /// Routes free text; returns the call's opening markup and the text after it when a

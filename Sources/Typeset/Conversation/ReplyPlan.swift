@@ -99,6 +99,12 @@ struct ReplyPlan {
     struct Routing {
         /// Whether a `<think>` block at the start streams as reasoning.
         var detectsThinking: Bool
+        /// Whether the prompt ends inside a `<think>` block the template opened: the reply
+        /// starts with reasoning (with `detectsThinking`).
+        var startsInReasoning = false
+        /// The model's `<think>` and `</think>` tokens, when it has them: a reasoning budget
+        /// forces the closing one.
+        var thinkingMarkers: ThinkingMarkers?
         /// How the model writes calls (a call marker that is one control token is shown as
         /// text even when calls are not parsed).
         var callFormat: FunctionCallFormat

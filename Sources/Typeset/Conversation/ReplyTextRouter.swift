@@ -36,13 +36,18 @@ struct ReplyTextRouter {
 
     /// - Parameters:
     ///   - detectsThinking: whether a leading `<think>` block is reasoning.
+    ///   - startsInReasoning: whether the text starts inside such a block (its `<think>` was
+    ///     the prompt's), with `detectsThinking`.
     ///   - callFormat: the format whose calls to detect, `nil` when no functions are registered.
-    init(detectsThinking: Bool, callFormat: FunctionCallFormat?) {
-        mode = detectsThinking ? .start : .content
+    init(detectsThinking: Bool, startsInReasoning: Bool = false, callFormat: FunctionCallFormat?) {
+        mode = detectsThinking ? (startsInReasoning ? .reasoning : .start) : .content
         self.callFormat = callFormat
     }
 
     var isInCall: Bool { mode == .call }
+
+    /// Whether the text so far is inside a `<think>` block.
+    var isReasoning: Bool { mode == .reasoning }
 
     /// Routes newly generated `text`.
     mutating func route(_ text: String) -> [Piece] {
