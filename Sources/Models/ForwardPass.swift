@@ -392,6 +392,7 @@ struct ForwardPass {
             sum = max(sum, 6.103515625e-5)
             for slot in first ..< first + used { workspace.expertWeights[slot] /= sum }
         }
+        if count == 1 { return try mixtureOfOneRow(experts) }
         if workspace.routedRows.count < expertCount {
             workspace.routedRows.append(contentsOf: repeatElement([], count: expertCount - workspace.routedRows.count))
         }
@@ -418,6 +419,41 @@ struct ForwardPass {
                 let target = output.baseAddress! + entry.row * width, source = outputs.baseAddress! + index * width
                 for column in 0 ..< width { target[column] += entry.weight * source[column] }
             }
+        }
+    }
+
+    /// ``mixture(of:)`` for a decode step's one row, its experts chosen: the gate and up
+    /// projections of every chosen expert in one dispatch (they share the input, quantized
+    /// once), each down projection, and the outputs added in the order of the experts, as
+    /// the batched path adds them (so a sequence's logits do not depend on its batch).
+    private func mixtureOfOneRow(_ experts: ExpertWeights) throws(KernelError) {
+        let used = experts.usedCount, hiddenWidth = experts.hiddenWidth
+        let gates = rows(workspace.gates, 0 ..< used, width: hiddenWidth)
+        let ups = rows(workspace.ups, 0 ..< used, width: hiddenWidth)
+        typealias Product = (weights: WeightMatrix, output: UnsafeMutableBufferPointer<Float>)
+        try withUnsafeTemporaryAllocation(of: Product.self, capacity: 2 * used) { (products) throws(KernelError) in
+            for (slot, expert) in workspace.chosenExperts.enumerated() {
+                (products.baseAddress! + 2 * slot).initialize(to: (experts.gates[expert].weights, rows(gates, slot ..< slot + 1, width: hiddenWidth)))
+                (products.baseAddress! + 2 * slot + 1).initialize(to: (experts.ups[expert].weights, rows(ups, slot ..< slot + 1, width: hiddenWidth)))
+            }
+            defer { products.baseAddress!.deinitialize(count: 2 * used) }
+            try MatrixVectorProduct.multiply(
+                UnsafeBufferPointer(products), input: UnsafeBufferPointer(rows(workspace.normalized, 0 ..< 1, width: width)),
+                reusing: &workspace.activations, threadCount: threadCount)
+        }
+        _swiGLU(gates, UnsafeBufferPointer(ups))
+        let outputs = rows(workspace.expertOutputs, 0 ..< used, width: width)
+        // Each down projection on its own: one dispatch for all of them (each input quantized
+        // into buffers of its own) measured no faster on LFM2-8B-A1B or Qwen3-30B-A3B.
+        for slot in 0 ..< used {
+            try project((experts.downs[workspace.chosenExperts[slot]], rows(outputs, slot ..< slot + 1, width: width)),
+                        input: rows(gates, slot ..< slot + 1, width: hiddenWidth), rows: 1)
+        }
+        let output = rows(workspace.projected, 0 ..< 1, width: width)
+        output.update(repeating: 0)
+        for slot in workspace.chosenExperts.indices.sorted(by: { workspace.chosenExperts[$0] < workspace.chosenExperts[$1] }) {
+            let weight = workspace.expertWeights[slot], source = outputs.baseAddress! + slot * width
+            for column in 0 ..< width { output[column] += weight * source[column] }
         }
     }
 

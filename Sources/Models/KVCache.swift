@@ -198,14 +198,15 @@ public final class ForwardWorkspace {
     private(set) var queries, attended: UnsafeMutableBufferPointer<Float>
     /// `batchCapacity × keyWidth` (the widest attention block's).
     private(set) var keys, values: UnsafeMutableBufferPointer<Float>
-    /// `batchCapacity × hiddenWidth`.
+    /// `max(batchCapacity, experts used per token) × hiddenWidth`.
     private(set) var gates, ups: UnsafeMutableBufferPointer<Float>
     /// `batchCapacity × the widest fused projection` (query-key-value, gate-up, the
     /// convolution's B-C-x); empty when the model has none.
     private(set) var fused: UnsafeMutableBufferPointer<Float>
     /// `batchCapacity × expertCount`: the router's scores, then probabilities; empty without experts.
     private(set) var expertScores: UnsafeMutableBufferPointer<Float>
-    /// `batchCapacity × width` each: the rows routed to one expert, and its outputs for them.
+    /// `batchCapacity × width`: the rows routed to one expert; `max(batchCapacity, experts used
+    /// per token) × width`: its outputs for them, or a decode row's chosen experts' outputs.
     private(set) var expertInputs, expertOutputs: UnsafeMutableBufferPointer<Float>
     /// Per row, the chosen experts and their weights (`usedCount` each), and per expert the
     /// rows routed to it with their weights: kept from call to call.
@@ -227,7 +228,7 @@ public final class ForwardWorkspace {
     private var widths = Widths()
 
     struct Widths: Equatable {
-        var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, fusedWidth = 0, expertCount = 0
+        var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, fusedWidth = 0, expertCount = 0, usedExpertCount = 0
     }
 
     /// An empty workspace; the first forward pass that uses it sizes it.
@@ -256,6 +257,7 @@ public final class ForwardWorkspace {
             case let .experts(experts):
                 widths.hiddenWidth = max(widths.hiddenWidth, experts.hiddenWidth)
                 widths.expertCount = max(widths.expertCount, experts.count)
+                widths.usedExpertCount = max(widths.usedExpertCount, experts.usedCount)
             }
         }
         guard rows > batchCapacity || widths != self.widths else { return }
@@ -276,13 +278,14 @@ public final class ForwardWorkspace {
         attended = buffer(capacity * widths.queryWidth)
         keys = buffer(capacity * widths.keyWidth)
         values = buffer(capacity * widths.keyWidth)
-        gates = buffer(capacity * widths.hiddenWidth)
-        ups = buffer(capacity * widths.hiddenWidth)
+        // A decode step's one row takes a row per chosen expert (``ForwardPass/mixtureOfOneRow``).
+        gates = buffer(max(capacity, widths.usedExpertCount) * widths.hiddenWidth)
+        ups = buffer(max(capacity, widths.usedExpertCount) * widths.hiddenWidth)
         fused = buffer(capacity * widths.fusedWidth)
         let hasExperts = widths.expertCount > 0
         expertScores = buffer(capacity * widths.expertCount)
         expertInputs = buffer(hasExperts ? capacity * widths.width : 0)
-        expertOutputs = buffer(hasExperts ? capacity * widths.width : 0)
+        expertOutputs = buffer(hasExperts ? max(capacity, widths.usedExpertCount) * widths.width : 0)
         batchCapacity = capacity
         self.widths = widths
     }

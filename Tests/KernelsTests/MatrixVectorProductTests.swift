@@ -74,6 +74,13 @@ import TypesetTestSupport
             let values = (0..<rowLength).map { _ in Float.random(in: -2...2, using: &generator) }
             try Self.check(weights, values, threads: [1, 2, 3])
         }
+        // F32 rows of any length (a router's): the last group of eight partial.
+        guard type == .f32 else { return }
+        for rowLength in [37, 45, 5] {
+            let data = SyntheticWeights.blocks(type, elements: rowLength * 3, using: &generator)
+            let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: 3, data: data)
+            try Self.check(weights, (0..<rowLength).map { _ in Float.random(in: -2...2, using: &generator) }, threads: [1, 2])
+        }
     }
 
     /// Weights at their types' largest codes against activations at ±127 (and at half that):

@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""Full-size random-weight GGUF files of two mixture-of-experts models, for speed benchmarks.
+
+The weights are random, so the files say nothing about correctness; what they reproduce is
+what decides speed: every tensor's shape and type, as in a Q4_K_M file of the real model.
+
+    lfm2moe-8b-a1b.gguf     LiquidAI LFM2-8B-A1B, architecture `lfm2moe`, about 5.0 GB
+    qwen3moe-30b-a3b.gguf   Qwen Qwen3-30B-A3B, architecture `qwen3moe`, about 18.5 GB
+
+Both go to $TYPESET_CACHE/full-size/ (default ~/.cache/typeset/full-size/), never into the
+repository. Needs gguf (0.19.0) and numpy only, and the tokenizer files of Fixtures/fetch.sh:
+
+    ~/.cache/typeset/python/bin/python Benchmarks/make_full_size_models.py [NAME...]
+
+NAME is a file name without .gguf (default: both). A file is skipped when it exists with a
+sidecar NAME.gguf.stamp recording this script's sha256 and the file's size, so a run after an
+edit of this script rewrites the files and any other run does nothing. A file is written
+streaming, tensor by tensor (one tensor in memory at a time, the largest 255 MB; the process
+peaks at about 0.6 GB), into NAME.gguf.tmp, renamed when complete: about 15 s and 45 s.
+
+Benchmark with them:
+
+    .build/release/typeset bench decode --model ~/.cache/typeset/full-size/qwen3moe-30b-a3b.gguf
+    ~/.cache/typeset-peers/venv/bin/python ../shared/peers/llama_bench.py \\
+        bench ~/.cache/typeset/full-size/qwen3moe-30b-a3b.gguf --threads 2
+
+Shapes. The hyperparameters are the published config.json files',
+https://huggingface.co/LiquidAI/LFM2-8B-A1B/blob/main/config.json and
+https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json, written under the GGUF keys
+llama.cpp's converter (convert_hf_to_gguf.py: conversion/lfm2.py LFM2MoeModel,
+conversion/qwen.py Qwen2MoeModel/Qwen3MoeModel, conversion/base.py TextModel) writes for them,
+and the tensors are those llama.cpp creates (src/models/lfm2moe.cpp, src/models/qwen3moe.cpp):
+
+    LFM2-8B-A1B   24 blocks, width 2048; attention (32 heads, 8 key/value heads of 64, QK norm)
+                  in blocks 2, 6, 10, 14, 18, 21 (config's layer_types), gated short
+                  convolutions (L = 3) in the other 18; dense SwiGLU of 7168 in blocks 0-1
+                  (num_dense_layers), 32 experts of 1792, 4 used, in blocks 2-23, a sigmoid
+                  router whose expert bias (`exp_probs_b.bias`) steers the choice; RoPE base
+                  10^6, RMS epsilon 1e-5, context 128000, 65536 tokens, output tied to the
+                  embedding, final norm stored as `token_embd_norm`.
+    Qwen3-30B-A3B 48 blocks, width 2048; attention in every block (32 heads, 4 key/value heads,
+                  head width 128, so queries are 4096 wide, QK norm); 128 experts of 768, 8
+                  used, softmax router, in every block (feed_forward_length 6144 is written, as
+                  the converter does, but no block uses it); RoPE base 10^6, RMS epsilon 1e-6,
+                  context 40960, 151936 tokens, a separate output matrix.
+
+Types. The mapping llama-quantize applies for Q4_K_M (src/llama-quant.cpp,
+llama_tensor_get_type_impl), tensors taken in the order it takes them (by block, then name):
+
+    token_embd            Q6_K when tied to the output (LFM2), else Q4_K (the default type)
+    output                Q6_K
+    attn_v                Q6_K where use_more_bits(i, n) holds for the i-th of the n attn_v
+                          tensors, else Q4_K (LFM2: attention blocks 10 and 21; Qwen3: blocks
+                          0-5, 8, 11, ..., 41, 42-47)
+    ffn_down, _exps       Q6_K in the blocks where use_more_bits(block, blocks) holds, else
+                          Q4_K (LFM2: 0-2, 5, 8, ..., 20, 21-23; Qwen3: as attn_v)
+    everything else 2-D   Q4_K: attn_q, attn_k, attn_output (Q5_K only with exactly 8
+                          experts), ffn_gate/ffn_up and their _exps, shortconv in/out_proj
+    kept F32              norms, the router `ffn_gate_inp`, `shortconv.conv`, `exp_probs_b`
+                          (the converter writes them F32 and llama-quantize leaves them)
+
+where use_more_bits(i, n) = i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2.
+
+Random content. Quantized blocks are written as bytes (ggml-common.h layouts), not through a
+quantizer: the quant bits are PCG64's raw stream (seeded from the file and tensor names, so
+every file is the same on every machine) and the scale fields are fixed per tensor so that
+the weights dequantize to a symmetric spread with standard deviation 1/sqrt(row length):
+
+    Q4_K  sub-scale 8 and sub-min 60 for every sub-block, dmin = d: w = 4d(2q - 15), q in 0..15
+    Q6_K  sub-scales +8, -8, +8, ... (the sign cancels the offset of q - 32), w = d*s*(q - 32)
+
+Norm weights are uniform in 1 +/- 0.1, the router's rows uniform with standard deviation
+1/sqrt(width) (router logits of spread 1, so the chosen experts vary from token to token), the
+expert bias uniform in +/-0.01 and the convolution kernels uniform in +/-0.5. Activations stay
+finite through every block and the logits have a spread of about one. Tokenizers are copied
+from real files: Qwen2.5-Coder-0.5B's (151936 tokens, as Qwen3) and SmolLM2-135M's (49152
+tokens) padded with `<|reserved_N|>` control tokens to LFM2's 65536.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from gguf import ExpertGatingFuncType, GGUFReader, GGUFValueType, GGUFWriter
+from gguf import GGMLQuantizationType as T
+
+SCRIPT = Path(__file__).resolve()
+CACHE = Path(os.environ.get("TYPESET_CACHE") or Path.home() / ".cache" / "typeset")
+OUTPUT_DIRECTORY = CACHE / "full-size"
+TOKENIZER_DIRECTORY = CACHE / "models"
+
+LLAMA_FTYPE_MOSTLY_Q4_K_M = 15
+QUANTIZATION_VERSION = 2
+
+# ggml's K-quant super-blocks (ggml-common.h): 256 weights each.
+QK_K = 256
+# block_q4_K: d, dmin (fp16); scales[12] (eight 6-bit sub-scales and eight 6-bit sub-mins); qs[128].
+Q4_K_BLOCK_BYTES = 144
+Q4_K_HEADER_BYTES = 16
+Q4_K_SUB_SCALE = 8
+Q4_K_SUB_MIN = 60               # 60 = 8 * 7.5: with dmin = d, w = d * (8q - 60), symmetric
+Q4_K_RMS_PER_D = 8 * math.sqrt((16 ** 2 - 1) / 12)      # rms of 8q - 60, q uniform in 0..15
+# block_q6_K: ql[128] (low 4 bits), qh[64] (high 2 bits), scales[16] (int8), d (fp16).
+Q6_K_BLOCK_BYTES = 210
+Q6_K_SCALES_AT = 192
+Q6_K_D_AT = 208
+Q6_K_SUB_SCALE = 8
+Q6_K_RMS_PER_D = Q6_K_SUB_SCALE * math.sqrt((64 ** 2 - 1) / 12 + 0.25)   # rms of s(q - 32)
+
+NORM_SPREAD = 0.1               # norm weights uniform in 1 ± NORM_SPREAD
+EXPERT_BIAS_SPREAD = 0.01       # exp_probs_b uniform in ± this
+CONVOLUTION_SPREAD = 0.5        # shortconv.conv uniform in ± this
+
+RESERVED_TOKEN = "<|reserved_{}|>"
+TOKEN_TYPE_CONTROL = 3          # llama.cpp's LLAMA_TOKEN_TYPE_CONTROL
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str                       # the file name without .gguf
+    title: str                      # general.name
+    architecture: str
+    blocks: int
+    width: int
+    heads: int
+    key_value_heads: int
+    head_width: int
+    feed_forward: int               # feed_forward_length: the dense blocks' hidden width
+    experts: int
+    experts_used: int
+    expert_feed_forward: int
+    vocabulary: int
+    context: int
+    rope_base: float
+    rms_epsilon: float
+    tokenizer_source: str           # a file in $TYPESET_CACHE/models
+    attention_blocks: tuple[int, ...]
+    tied_output: bool
+    leading_dense_blocks: int = 0
+    short_convolution: int = 0      # shortconv.l_cache; 0: no convolution blocks
+    sigmoid_router: bool = False    # sigmoid scores plus a selection bias, else softmax
+    output_norm: str = "output_norm"
+
+
+MODELS = {
+    model.name: model for model in (
+        Model(name="lfm2moe-8b-a1b", title="Typeset random-weight LFM2-8B-A1B (benchmark only)",
+              architecture="lfm2moe", blocks=24, width=2048, heads=32, key_value_heads=8, head_width=64,
+              feed_forward=7168, experts=32, experts_used=4, expert_feed_forward=1792, vocabulary=65536,
+              context=128000, rope_base=1e6, rms_epsilon=1e-5,
+              tokenizer_source="SmolLM2-135M-Instruct.Q4_1.gguf",
+              attention_blocks=(2, 6, 10, 14, 18, 21), tied_output=True, leading_dense_blocks=2,
+              short_convolution=3, sigmoid_router=True, output_norm="token_embd_norm"),
+        Model(name="qwen3moe-30b-a3b", title="Typeset random-weight Qwen3-30B-A3B (benchmark only)",
+              architecture="qwen3moe", blocks=48, width=2048, heads=32, key_value_heads=4, head_width=128,
+              feed_forward=6144, experts=128, experts_used=8, expert_feed_forward=768, vocabulary=151936,
+              context=40960, rope_base=1e6, rms_epsilon=1e-6,
+              tokenizer_source="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+              attention_blocks=tuple(range(48)), tied_output=False),
+    )
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensors and their Q4_K_M types
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    dims: tuple[int, ...]           # ggml's ne: the row length first
+    qtype: T
+    content: str                    # "matrix", "norm", "router", "bias" or "convolution"
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        if self.qtype == T.F32:
+            return 4 * self.count
+        per_block = {T.Q4_K: Q4_K_BLOCK_BYTES, T.Q6_K: Q6_K_BLOCK_BYTES}[self.qtype]
+        return self.count // QK_K * per_block
+
+    @property
+    def block(self) -> int:
+        """The block number, -1 outside blocks: llama.cpp's loader orders tensors by it, then by name."""
+        return int(self.name.split(".")[1]) if self.name.startswith("blk.") else -1
+
+
+def uses_more_bits(index: int, count: int) -> bool:
+    """llama-quant.cpp's use_more_bits: the first and last eighths and every third between."""
+    return index < count // 8 or index >= 7 * count // 8 or (index - count // 8) % 3 == 2
+
+
+def matrix(name: str, dims: tuple[int, ...], qtype: T = T.Q4_K) -> Tensor:
+    """A weight matrix, of Q4_K_M's default type unless given another."""
+    return Tensor(name, dims, qtype, "matrix")
+
+
+def vector(name: str, dims: tuple[int, ...], content: str) -> Tensor:
+    return Tensor(name, dims, T.F32, content)
+
+
+def global_tensors(model: Model) -> list[Tensor]:
+    embedding = (model.width, model.vocabulary)
+    tensors = [matrix("token_embd.weight", embedding, T.Q6_K if model.tied_output else T.Q4_K),
+               vector(f"{model.output_norm}.weight", (model.width,), "norm")]
+    if not model.tied_output:
+        tensors.append(matrix("output.weight", embedding, T.Q6_K))
+    return tensors
+
+
+def attention_tensors(model: Model, block: int) -> list[Tensor]:
+    p = f"blk.{block}."
+    query_width = model.heads * model.head_width
+    key_width = model.key_value_heads * model.head_width
+    ordinal = model.attention_blocks.index(block)
+    value_type = T.Q6_K if uses_more_bits(ordinal, len(model.attention_blocks)) else T.Q4_K
+    return [matrix(p + "attn_q.weight", (model.width, query_width)),
+            matrix(p + "attn_k.weight", (model.width, key_width)),
+            matrix(p + "attn_v.weight", (model.width, key_width), value_type),
+            matrix(p + "attn_output.weight", (query_width, model.width)),
+            vector(p + "attn_q_norm.weight", (model.head_width,), "norm"),
+            vector(p + "attn_k_norm.weight", (model.head_width,), "norm")]
+
+
+def short_convolution_tensors(model: Model, block: int) -> list[Tensor]:
+    p = f"blk.{block}.shortconv."
+    return [vector(p + "conv.weight", (model.short_convolution, model.width), "convolution"),
+            matrix(p + "in_proj.weight", (model.width, 3 * model.width)),
+            matrix(p + "out_proj.weight", (model.width, model.width))]
+
+
+def feed_forward_tensors(model: Model, block: int) -> list[Tensor]:
+    p = f"blk.{block}."
+    down_type = T.Q6_K if uses_more_bits(block, model.blocks) else T.Q4_K
+    if block < model.leading_dense_blocks:
+        return [matrix(p + "ffn_gate.weight", (model.width, model.feed_forward)),
+                matrix(p + "ffn_up.weight", (model.width, model.feed_forward)),
+                matrix(p + "ffn_down.weight", (model.feed_forward, model.width), down_type)]
+    expert_in = (model.width, model.expert_feed_forward, model.experts)
+    expert_out = (model.expert_feed_forward, model.width, model.experts)
+    tensors = [Tensor(p + "ffn_gate_inp.weight", (model.width, model.experts), T.F32, "router"),
+               matrix(p + "ffn_gate_exps.weight", expert_in),
+               matrix(p + "ffn_up_exps.weight", expert_in),
+               matrix(p + "ffn_down_exps.weight", expert_out, down_type)]
+    if model.sigmoid_router:
+        tensors.append(vector(p + "exp_probs_b.bias", (model.experts,), "bias"))
+    return tensors
+
+
+def block_tensors(model: Model, block: int) -> list[Tensor]:
+    mixer = (attention_tensors(model, block) if block in model.attention_blocks
+             else short_convolution_tensors(model, block))
+    norms = [vector(f"blk.{block}.attn_norm.weight", (model.width,), "norm"),
+             vector(f"blk.{block}.ffn_norm.weight", (model.width,), "norm")]
+    return norms + mixer + feed_forward_tensors(model, block)
+
+
+def all_tensors(model: Model) -> list[Tensor]:
+    # Experts with exactly 8 experts get other types in llama-quant.cpp; neither model has 8.
+    assert model.experts != 8
+    tensors = global_tensors(model) + [t for b in range(model.blocks) for t in block_tensors(model, b)]
+    return sorted(tensors, key=lambda t: (t.block, t.name))
+
+
+# ---------------------------------------------------------------------------------------------
+# Content
+
+def seed_for(model: Model, tensor: Tensor) -> int:
+    digest = hashlib.sha256(f"{model.name}/{tensor.name}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def random_bytes(bits: np.random.PCG64, count: int) -> np.ndarray:
+    """`count` bytes of PCG64's raw stream (stable across numpy versions), as a writable array."""
+    return bits.random_raw((count + 7) // 8).view(np.uint8)[:count]
+
+
+def random_uniform(bits: np.random.PCG64, count: int, low: float, high: float) -> np.ndarray:
+    unit = (bits.random_raw(count) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    return (low + unit * (high - low)).astype(np.float32)
+
+
+def fp16_bytes(value: float) -> np.ndarray:
+    return np.array([value], dtype="<f2").view(np.uint8)
+
+
+def pack_k4_scales(scales: list[int], mins: list[int]) -> np.ndarray:
+    """The 12 bytes of eight 6-bit sub-scales and sub-mins, as ggml's get_scale_min_k4 reads them."""
+    packed = np.zeros(12, dtype=np.uint8)
+    for j in range(4):
+        packed[j] = scales[j] | (scales[j + 4] >> 4) << 6
+        packed[j + 4] = mins[j] | (mins[j + 4] >> 4) << 6
+        packed[j + 8] = (scales[j + 4] & 0xF) | (mins[j + 4] & 0xF) << 4
+    return packed
+
+
+def q4_k_blocks(bits: np.random.PCG64, count: int, rms: float) -> np.ndarray:
+    d = rms / Q4_K_RMS_PER_D
+    header = np.concatenate([fp16_bytes(d), fp16_bytes(d),
+                             pack_k4_scales([Q4_K_SUB_SCALE] * 8, [Q4_K_SUB_MIN] * 8)])
+    blocks = random_bytes(bits, count // QK_K * Q4_K_BLOCK_BYTES).reshape(-1, Q4_K_BLOCK_BYTES)
+    blocks[:, :Q4_K_HEADER_BYTES] = header
+    return blocks
+
+
+def q6_k_blocks(bits: np.random.PCG64, count: int, rms: float) -> np.ndarray:
+    signs = np.resize(np.array([1, -1], dtype=np.int8), QK_K // 16)
+    blocks = random_bytes(bits, count // QK_K * Q6_K_BLOCK_BYTES).reshape(-1, Q6_K_BLOCK_BYTES)
+    blocks[:, Q6_K_SCALES_AT:Q6_K_D_AT] = (signs * Q6_K_SUB_SCALE).view(np.uint8)
+    blocks[:, Q6_K_D_AT:] = fp16_bytes(rms / Q6_K_RMS_PER_D)
+    return blocks
+
+
+def float_values(bits: np.random.PCG64, tensor: Tensor, width: int) -> np.ndarray:
+    if tensor.content == "norm":
+        return random_uniform(bits, tensor.count, 1 - NORM_SPREAD, 1 + NORM_SPREAD)
+    if tensor.content == "router":
+        spread = math.sqrt(3.0 / width)        # uniform of standard deviation 1/sqrt(width)
+        return random_uniform(bits, tensor.count, -spread, spread)
+    if tensor.content == "bias":
+        return random_uniform(bits, tensor.count, -EXPERT_BIAS_SPREAD, EXPERT_BIAS_SPREAD)
+    if tensor.content == "convolution":
+        return random_uniform(bits, tensor.count, -CONVOLUTION_SPREAD, CONVOLUTION_SPREAD)
+    raise ValueError(f"{tensor.name}: no F32 content {tensor.content!r}")
+
+
+def tensor_data(model: Model, tensor: Tensor) -> np.ndarray:
+    bits = np.random.PCG64(seed_for(model, tensor))
+    if tensor.qtype == T.F32:
+        return float_values(bits, tensor, model.width)
+    rms = 1.0 / math.sqrt(tensor.dims[0])      # unit-variance outputs for unit-variance inputs
+    if tensor.qtype == T.Q4_K:
+        return q4_k_blocks(bits, tensor.count, rms)
+    return q6_k_blocks(bits, tensor.count, rms)
+
+
+# ---------------------------------------------------------------------------------------------
+# Metadata
+
+def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
+    writer.add_name(model.title)
+    writer.add_file_type(LLAMA_FTYPE_MOSTLY_Q4_K_M)
+    writer.add_quantization_version(QUANTIZATION_VERSION)
+    writer.add_context_length(model.context)
+    writer.add_embedding_length(model.width)
+    writer.add_block_count(model.blocks)
+    writer.add_feed_forward_length(model.feed_forward)
+    writer.add_head_count(model.heads)
+    writer.add_rope_freq_base(model.rope_base)
+    writer.add_layer_norm_rms_eps(model.rms_epsilon)
+    writer.add_expert_count(model.experts)
+    writer.add_expert_used_count(model.experts_used)
+    writer.add_expert_feed_forward_length(model.expert_feed_forward)
+    if model.short_convolution:
+        # LFM2's converter: a key/value head count per block, 0 for the convolution blocks.
+        writer.add_head_count_kv([model.key_value_heads if b in model.attention_blocks else 0
+                                  for b in range(model.blocks)])
+        writer.add_shortconv_l_cache(model.short_convolution)
+        writer.add_vocab_size(model.vocabulary)
+    else:
+        writer.add_head_count_kv(model.key_value_heads)
+        writer.add_key_length(model.head_width)
+        writer.add_value_length(model.head_width)
+    if model.sigmoid_router:
+        writer.add_expert_gating_func(ExpertGatingFuncType.SIGMOID)
+    if model.leading_dense_blocks:
+        writer.add_leading_dense_block_count(model.leading_dense_blocks)
+
+
+def add_tokenizer(writer: GGUFWriter, model: Model) -> None:
+    """Every tokenizer.* key of the source file; a smaller vocabulary is padded with control tokens."""
+    source = GGUFReader(str(TOKENIZER_DIRECTORY / model.tokenizer_source))
+    fields = {name: field for name, field in source.fields.items() if name.startswith("tokenizer.")}
+    tokens = fields["tokenizer.ggml.tokens"].contents()
+    if len(tokens) > model.vocabulary:
+        raise SystemExit(f"{model.tokenizer_source} has {len(tokens)} tokens, more than {model.vocabulary}")
+    padding = [RESERVED_TOKEN.format(i) for i in range(model.vocabulary - len(tokens))]
+    if set(padding) & set(tokens):
+        raise SystemExit(f"{model.tokenizer_source} already has tokens named like {RESERVED_TOKEN}")
+    for name, field in fields.items():
+        kind = field.types[0]
+        value = field.contents()
+        if name == "tokenizer.ggml.tokens":
+            value = value + padding
+        elif name == "tokenizer.ggml.token_type":
+            value = value + [TOKEN_TYPE_CONTROL] * len(padding)
+        elif name == "tokenizer.ggml.scores":
+            value = value + [0.0] * len(padding)
+        if kind == GGUFValueType.ARRAY:
+            writer.add_key_value(name, value, kind, sub_type=field.types[-1])
+        else:
+            writer.add_key_value(name, value, kind)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+def write_model(model: Model, path: Path) -> None:
+    tensors = all_tensors(model)
+    writer = GGUFWriter(str(path), model.architecture)
+    add_hyperparameters(writer, model)
+    add_tokenizer(writer, model)
+    for tensor in tensors:
+        # gguf-py takes numpy's shape order, the reverse of ggml's ne.
+        writer.add_tensor_info(tensor.name, tuple(reversed(tensor.dims)), np.dtype(np.float32),
+                               tensor.nbytes, raw_dtype=tensor.qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for tensor in tensors:
+        data = tensor_data(model, tensor)
+        assert data.nbytes == tensor.nbytes, tensor.name
+        writer.write_tensor_data(data)
+    writer.close()
+
+
+def script_digest() -> str:
+    return hashlib.sha256(SCRIPT.read_bytes()).hexdigest()
+
+
+def stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".stamp")
+
+
+def is_current(path: Path, digest: str) -> bool:
+    try:
+        stamp = json.loads(stamp_path(path).read_text())
+        return stamp["script_sha256"] == digest and stamp["bytes"] == path.stat().st_size
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def make(model: Model, digest: str) -> None:
+    path = OUTPUT_DIRECTORY / f"{model.name}.gguf"
+    if is_current(path, digest):
+        print(f"full-size: {path} is current", file=sys.stderr)
+        return
+    stamp_path(path).unlink(missing_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    started = time.monotonic()
+    write_model(model, temporary)
+    temporary.replace(path)
+    size = path.stat().st_size
+    stamp_path(path).write_text(json.dumps({"script_sha256": digest, "bytes": size}) + "\n")
+    print(f"full-size: {path} ({size / 1e9:.2f} GB) in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+
+def main(names: list[str]) -> int:
+    unknown = [name for name in names if name not in MODELS]
+    if unknown:
+        raise SystemExit(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    OUTPUT_DIRECTORY.mkdir(parents=True, exist_ok=True)
+    digest = script_digest()
+    for name in names or list(MODELS):
+        make(MODELS[name], digest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
