@@ -40,6 +40,12 @@ struct ArchitectureTraits: Sendable {
     /// Feed-forward networks are mixtures of experts, after `leading_dense_block_count` dense
     /// ones (Qwen 3 MoE, LFM2 MoE).
     var hasExperts = false
+    /// The gating function of a family that fixes it: `expert_gating_func` may be absent or
+    /// must name this one (Qwen 3 MoE: softmax). `nil`: the key is required.
+    var fixedExpertGating: ExpertGating?
+    /// The mixtures carry a selection bias `exp_probs_b.bias` (LFM2 MoE); a family without one
+    /// refuses the tensor as unused.
+    var hasExpertSelectionBias = false
     /// The final norm's tensor (LFM2 stores it as `token_embd_norm`).
     var outputNormName = "output_norm"
     /// What `attention.sliding_window` means for the family.
@@ -115,11 +121,11 @@ extension ModelArchitecture {
         case .qwen3moe:
             ArchitectureTraits(
                 rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, hasExperts: true,
-                additionalKeys: ["expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func"])
+                fixedExpertGating: .softmax, additionalKeys: ["expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func"])
         case .lfm2moe:
             ArchitectureTraits(
                 rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, hasShortConvolutions: true,
-                hasExperts: true, outputNormName: "token_embd_norm",
+                hasExperts: true, hasExpertSelectionBias: true, outputNormName: "token_embd_norm",
                 additionalKeys: ["shortconv.l_cache", "expert_count", "expert_used_count", "expert_feed_forward_length",
                                  "expert_gating_func", "leading_dense_block_count"])
         }

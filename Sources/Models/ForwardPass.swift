@@ -441,7 +441,10 @@ struct ForwardPass {
                 UnsafeBufferPointer(products), input: UnsafeBufferPointer(rows(workspace.normalized, 0 ..< 1, width: width)),
                 reusing: &workspace.activations, threadCount: threadCount)
         }
-        _swiGLU(gates, UnsafeBufferPointer(ups))
+        // Row by row: the kernel's tail depends on where a row starts, as in the batched path.
+        for slot in 0 ..< used {
+            _swiGLU(rows(gates, slot ..< slot + 1, width: hiddenWidth), UnsafeBufferPointer(rows(ups, slot ..< slot + 1, width: hiddenWidth)))
+        }
         let outputs = rows(workspace.expertOutputs, 0 ..< used, width: width)
         // Each down projection on its own: one dispatch for all of them (each input quantized
         // into buffers of its own) measured no faster on LFM2-8B-A1B or Qwen3-30B-A3B.

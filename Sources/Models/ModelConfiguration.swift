@@ -171,6 +171,13 @@ public struct ModelConfiguration: Sendable, Equatable {
             let key = parameters.key(field)
             return try read(try metadata.integer(key)).map { (value) throws(ModelConfigurationError) in try Self.checked(value, key: key, limit: limit) }
         }
+        /// A count that may be 0.
+        func countAllowingZero(_ field: String, limit: Int) throws(ModelConfigurationError) -> Int? {
+            let key = parameters.key(field)
+            guard let value = try read(try metadata.integer(key)) else { return nil }
+            guard value >= 0, value <= limit else { throw .invalid(key: key, value: "\(value)", reason: "must be in 0...\(limit)") }
+            return value
+        }
         func positiveDouble(_ field: String, default fallback: Double? = nil) throws(ModelConfigurationError) -> Double {
             let key = parameters.key(field)
             guard let value = try read(try metadata.double(key)) ?? fallback else { throw .missing(key) }
@@ -258,15 +265,19 @@ public struct ModelConfiguration: Sendable, Equatable {
             let used = try required("expert_used_count", limit: count)
             let gatingKey = parameters.key("expert_gating_func")
             let gating: ExpertGating
-            switch try read(try metadata.integer(gatingKey)) {
-            case nil where architecture == .qwen3moe, 1?: gating = .softmax
-            case 2?: gating = .sigmoid
-            case nil: throw .missing(gatingKey)
-            case let other?: throw .unsupportedKey(gatingKey, value: "\(other)")
+            switch (try read(try metadata.integer(gatingKey)), traits.fixedExpertGating) {
+            case (nil, let fixed?): gating = fixed
+            case (nil, nil): throw .missing(gatingKey)
+            case let (code?, fixed):
+                // llama.cpp's codes: 1 softmax, 2 sigmoid.
+                guard let named = [1: ExpertGating.softmax, 2: .sigmoid][code], fixed == nil || fixed == named else {
+                    throw .unsupportedKey(gatingKey, value: "\(code)")
+                }
+                gating = named
             }
             self.experts = ExpertConfiguration(
                 count: count, usedCount: used, feedForwardLength: try required("expert_feed_forward_length"), gating: gating,
-                leadingDenseBlockCount: try optional("leading_dense_block_count", limit: blockCount) ?? 0)
+                leadingDenseBlockCount: try countAllowingZero("leading_dense_block_count", limit: blockCount) ?? 0)
         } else {
             self.experts = nil
         }

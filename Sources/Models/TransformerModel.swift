@@ -134,7 +134,8 @@ public final class TransformerModel: Sendable {
             }
             let feedForward: FeedForward
             if let experts = configuration.experts, block >= experts.leadingDenseBlockCount {
-                feedForward = .experts(try loader.experts(prefix, width: width, experts: experts))
+                feedForward = .experts(try loader.experts(prefix, width: width, experts: experts,
+                                                           selectionBias: traits.hasExpertSelectionBias))
             } else if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
                file.tensorInfo(named: prefix + "ffn_up.weight")?.shape == [width, 2 * hiddenWidth] {
                 feedForward = .dense(FeedForwardWeights(
@@ -492,9 +493,10 @@ struct WeightLoader {
     }
 
     /// A block's mixture of experts: `ffn_gate_inp` (the router), `exp_probs_b.bias` (the
-    /// selection bias) when the file has it, and the 3-D `ffn_{gate,up,down}_exps`, each
+    /// selection bias) for a family that has one (`selectionBias`), and the 3-D `ffn_{gate,up,down}_exps`, each
     /// expert's matrices a view of the latter's rows.
-    mutating func experts(_ prefix: String, width: Int, experts: ExpertConfiguration) throws(ModelLoadError) -> ExpertWeights {
+    mutating func experts(_ prefix: String, width: Int, experts: ExpertConfiguration,
+                          selectionBias: Bool) throws(ModelLoadError) -> ExpertWeights {
         let hidden = experts.feedForwardLength, count = experts.count
         // The router stays in the mapping (it is small, often F32): the pass computes it row by
         // row with the matrix-vector kernels, the same arithmetic whatever the batch.
@@ -510,7 +512,7 @@ struct WeightLoader {
         func slices(_ matrix: WeightMatrix, rows: Int) -> [Projection] {
             (0 ..< count).map { Projection(weights: matrix.rows($0 * rows ..< ($0 + 1) * rows), bias: nil) }
         }
-        let bias = try optionalVector(prefix + "exp_probs_b.bias", count: count)
+        let bias = selectionBias ? try vector(prefix + "exp_probs_b.bias", count: count) : nil
         return ExpertWeights(router: router, gating: experts.gating, selectionBias: bias, gates: slices(gates, rows: hidden),
                              ups: slices(ups, rows: hidden), downs: slices(downs, rows: width), usedCount: experts.usedCount)
     }

@@ -144,6 +144,18 @@ import TypesetTestSupport
                 == .missingTensor("blk.1.ffn_gate.weight"))
         #expect(Self.loadError(try Self.rewritten("lfm2moe", removing: ["lfm2moe.leading_dense_block_count"]))
                 == .missingTensor("blk.0.ffn_gate_inp.weight"))
+        // 0 leading dense blocks is a count like any other (the key's absence means the same).
+        #expect(Self.loadError(try Self.rewritten("lfm2moe", setting: ["lfm2moe.leading_dense_block_count": .uint32(0)]))
+                == .missingTensor("blk.0.ffn_gate_inp.weight"))
+        // LFM2 MoE's selection bias is required, as llama.cpp loads it; Qwen 3 MoE has none
+        // (llama.cpp never reads one) and fixes its gating to softmax.
+        #expect(Self.loadError(try Self.rewritten("lfm2moe", droppingTensor: "blk.2.exp_probs_b.bias"))
+                == .missingTensor("blk.2.exp_probs_b.bias"))
+        #expect(Self.loadError(try Self.rewritten("qwen3moe", addingTensor: ("blk.1.exp_probs_b.bias", [8])))
+                == .unusedTensor("blk.1.exp_probs_b.bias"))
+        #expect(Self.loadError(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_gating_func": .uint32(2)]))
+                == .configuration(.unsupportedKey("qwen3moe.expert_gating_func", value: "2")))
+        #expect(Self.loadError(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_gating_func": .uint32(1)])) == nil)
     }
 
     /// LFM2's convolution state lives in the cache as the gated input of every position, so a

@@ -49,8 +49,9 @@ import TypesetTokenizer
     /// left it.
     static func reply(
         writing text: String = "", source: ScriptedSource? = nil, schema: String? = nil, options: GenerationOptions = GenerationOptions(),
-        thinking: ReplyThinking = .possible
+        thinking: ReplyThinking = .possible, tokenizer: Tokenizer = Self.tokenizer
     ) throws -> Run {
+        let markers = ThinkingMarkers(tokenizer.vocabulary)!
         let source = source ?? ByteVocabulary.writer(
             tokens: ByteVocabulary.thinkingTokens(text), promptLength: prompt.count, size: tokenizer.vocabulary.count)
         var options = options
@@ -66,8 +67,8 @@ import TypesetTokenizer
                 value: value, markers: markers, vocabulary: tokenizer.vocabulary, startsInReasoning: thinking == .opened,
                 budget: options.reasoningBudget, reserve: ReasoningThenValue.valueReserve(tokens: options.maxTokens ?? 4096))
         }
-        var routing = ReplyPlan.Routing(options: options, constrained: constraint != nil, calls: nil, forbidsCallOpening: false)
-        routing.startsInReasoning = thinking == .opened
+        var routing = ReplyPlan.Routing(
+            options: options, constrained: constraint != nil, calls: nil, forbidsCallOpening: false, thinking: thinking)
         routing.thinkingMarkers = markers
         let plan = ReplyPlan(
             prompt: prompt, options: schema == nil ? options : options.writingJSON(), constraint: constraint, routing: routing,
@@ -175,6 +176,52 @@ import TypesetTokenizer
         let free = try Self.reply(writing: "<think>Long thoughts</think>Paris.")
         #expect(free.reasoning == "Long thoughts")
         #expect(free.content == "Paris.")
+    }
+
+    @Test func markersThatAreControlTokensStillRoute() throws {
+        // `<think>` and `</think>` as control tokens detokenize to nothing; the reply's text is
+        // routed by the markers' tokens, so the budget's closing ends the reasoning.
+        let control = ByteVocabulary.controlThinkingTokenizer
+        #expect(try control.decode([ByteVocabulary.thinkOpen, ByteVocabulary.thinkClose]).isEmpty)
+        var options = GenerationOptions()
+        options.reasoningBudget = 4
+        let run = try Self.reply(source: Self.thinker(reasoning: "Long thoughts", answer: "Paris."), options: options, tokenizer: control)
+        #expect(run.reasoning == "Long")
+        #expect(run.content == "Paris.")
+    }
+
+    /// Where the prompt leaves the reply: the template's last marker decides before the options.
+    @Test func thePromptsEndDecidesWhereTheReplyStarts() {
+        var off = GenerationOptions()
+        off.enableThinking = false
+        #expect(ReplyThinking(promptText: "<|im_start|>assistant\n", options: GenerationOptions()) == .possible)
+        #expect(ReplyThinking(promptText: "<|im_start|>assistant\n", options: off) == .off)
+        #expect(ReplyThinking(promptText: "<|im_start|>assistant\n<think>\n\n</think>\n\n", options: GenerationOptions()) == .off)
+        // A template that opens the block whatever it is told: the reply starts inside it.
+        #expect(ReplyThinking(promptText: "<|im_start|>assistant\n<think>\n", options: off) == .opened)
+        var inline = GenerationOptions()
+        inline.inlineThinkingTags = true
+        #expect(ReplyThinking(promptText: "<|im_start|>assistant\n<think>\n", options: inline) == .off)
+    }
+
+    /// A budget of 0 where the template opened the reasoning anyway: `</think>` at once, free
+    /// or under a schema.
+    @Test func aBudgetOfZeroClosesReasoningTheTemplateOpened() throws {
+        var budget = GenerationOptions()
+        budget.reasoningBudget = 0
+        let options = budget.filled(from: GenerationOptions())
+        #expect(options.enableThinking == false)
+        let thinking = ReplyThinking(promptText: "assistant\n<think>\n", options: options)
+        #expect(thinking == .opened)
+        let free = try Self.reply(source: Self.thinker(reasoning: "Long thoughts", answer: "Paris."), options: options, thinking: thinking)
+        #expect(free.written.first == ByteVocabulary.thinkClose)
+        #expect(free.content == "Paris.")
+        #expect(free.reasoning?.isEmpty != false)
+        let value = try Self.reply(
+            source: Self.thinker(reasoning: "Long thoughts", answer: #"{"city":"Paris"}"#), schema: Self.city, options: options,
+            thinking: thinking)
+        #expect(value.written.first == ByteVocabulary.thinkClose)
+        #expect(value.content == #"{"city":"Paris"}"#)
     }
 
     @Test func freeTextStartsInReasoningTheTemplateOpened() throws {

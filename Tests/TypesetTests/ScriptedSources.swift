@@ -55,6 +55,8 @@ enum ByteVocabulary {
     /// is theirs): `<think>` (257) and `</think>` (258).
     static let thinkingTokenizer = makeTokenizer(userDefinedTokens: ["<think>", "</think>"])
     static let thinkOpen = 257, thinkClose = 258
+    /// The same vocabulary with the markers as control tokens (they detokenize to nothing).
+    static let controlThinkingTokenizer = makeTokenizer(controlTokens: ["<think>", "</think>"])
 
     private static func makeTokenizer(controlTokens: [String] = [], userDefinedTokens: [String] = []) -> Tokenizer {
         var writer = GGUFWriter()

@@ -236,12 +236,14 @@ public final class Conversation: Sendable {
         var promptHistory = history
         var instructed: ChatMessage?
         let constraint = try runner.constraint(for: request)
+        // The tokens of the shortest value, where they may not fit in the reply's (checked once
+        // the prompt tells whether the reply starts in reasoning, whose closing is one more).
+        var shortestValueTokens: Int?
         if let compiled = constraint?.grammar, let schema = constraint?.schema {
-            // A token holds a byte at least: only a shortest value longer in bytes than the
-            // budget can need more tokens than it, and only then is it written out and counted.
-            if options.closesWithinMaxTokens, let maxTokens = options.maxTokens, compiled.shortestSentenceLength > maxTokens {
-                let needed = Self.tokensOfShortestValue(compiled, tokenizer: runner.tokenizer)
-                guard needed <= maxTokens else { throw .maxTokensTooSmall(shortestValueTokens: needed, maxTokens: maxTokens) }
+            // A token holds a byte at least: only a shortest value at least as long in bytes as
+            // the budget can need more tokens than it, and only then is it written out and counted.
+            if options.closesWithinMaxTokens, let maxTokens = options.maxTokens, compiled.shortestSentenceLength >= maxTokens {
+                shortestValueTokens = Self.tokensOfShortestValue(compiled, tokenizer: runner.tokenizer)
             }
             if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
                 promptHistory[last].content = Self.instructedRequest(promptHistory[last].content, schema: schema.shown)
@@ -264,6 +266,12 @@ public final class Conversation: Sendable {
             addGenerationPrompt: request.addsGenerationPrompt, prefill: request.prefill, reasoningEffort: options.reasoningEffort)
         if !request.prefill.isEmpty { options.inlineThinkingTags = true }   // the reply is past its start: no thinking to detect
         let thinking = ReplyThinking(promptText: prompt.text, options: options)
+        if let needed = shortestValueTokens, let maxTokens = options.maxTokens {
+            let closing = thinking == .opened && runner.thinkingMarkers != nil ? 1 : 0
+            guard needed + closing <= maxTokens else {
+                throw .maxTokensTooSmall(shortestValueTokens: needed + closing, maxTokens: maxTokens)
+            }
+        }
         var routing = ReplyPlan.Routing(
             options: options, constrained: constraint != nil,
             calls: callGrammar.map {
@@ -271,13 +279,12 @@ public final class Conversation: Sendable {
                     grammar: $0, startsWithCall: options.functionCallMode == .required, firstNumber: Self.callCount(history) + 1,
                     allowsSeveral: request.allowsSeveralCalls)
             },
-            forbidsCallOpening: request.forbidsCallOpening)
-        routing.startsInReasoning = thinking == .opened
+            forbidsCallOpening: request.forbidsCallOpening, thinking: thinking)
         routing.thinkingMarkers = runner.thinkingMarkers
         // A value of a model that thinks comes after its reasoning: the grammar holds the answer only.
         let start = constraint.map { constraint -> any TokenConstraint & Sendable in
             guard thinking != .off, let markers = runner.thinkingMarkers else { return constraint.start }
-            let tokens = options.maxTokens ?? (runner.contextLength - prompt.tokens.count)
+            let tokens = min(options.maxTokens ?? .max, runner.contextLength - prompt.tokens.count)
             return ReasoningThenValue(
                 value: constraint.start, markers: markers, vocabulary: runner.tokenizer.vocabulary,
                 startsInReasoning: thinking == .opened, budget: options.reasoningBudget,

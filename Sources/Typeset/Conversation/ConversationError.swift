@@ -15,7 +15,8 @@ public enum ConversationError: Error, Sendable, Equatable, CustomStringConvertib
     case invalidSchema(GrammarError)
     /// `maxTokens` cannot hold any value of the reply's JSON Schema: its shortest value takes
     /// `shortestValueTokens` tokens as this model writes it (at least that many, when the value
-    /// is too long to write out: its bytes over the longest token's).
+    /// is too long to write out: its bytes over the longest token's), plus the closing of a
+    /// reasoning block the template opened.
     case maxTokensTooSmall(shortestValueTokens: Int, maxTokens: Int)
     /// A registered function is malformed or clashes with another.
     case invalidFunction(name: String, reason: String)

@@ -33,26 +33,24 @@ struct ThinkingMarkers: Sendable {
 
 /// Whether a reply may start with reasoning, from its prompt and options.
 enum ReplyThinking: Equatable {
-    /// Thinking is off (`enableThinking` false, the tags shown inline, or the template closed
-    /// an empty `<think></think>` block in the prompt).
+    /// Thinking is off (`enableThinking` false and no block opened, the tags shown inline, or
+    /// the template closed an empty `<think></think>` block in the prompt).
     case off
     /// The reply may open a `<think>` block.
     case possible
     /// The template opened the block: the reply starts inside it.
     case opened
 
+    /// A template that opened the block starts the reply inside it whatever `enableThinking`
+    /// says (some templates always open it): a budget of 0 then closes it at once.
     init(promptText: String, options: GenerationOptions) {
-        guard options.enableThinking != false, !options.inlineThinkingTags else {
-            self = .off
-            return
-        }
         let end = promptText.trimmingWhitespace
-        if end.hasSuffix(ThinkingMarkers.openingText) {
-            self = .opened
-        } else if end.hasSuffix(ThinkingMarkers.closingText) {
+        if options.inlineThinkingTags || end.hasSuffix(ThinkingMarkers.closingText) {
             self = .off
+        } else if end.hasSuffix(ThinkingMarkers.openingText) {
+            self = .opened
         } else {
-            self = .possible
+            self = options.enableThinking == false ? .off : .possible
         }
     }
 }
@@ -212,9 +210,11 @@ struct ReasoningThenValue: TokenConstraint, Sendable {
         }
     }
 
-    /// The value's tokens come last, so a rollback reaches past them only as far as the value
-    /// can roll back.
-    var acceptedTokenCount: Int { segments.count - valueCount + value.acceptedTokenCount }
+    /// The value's tokens come last: a rollback reaches the reasoning only when the value can
+    /// roll back all of its tokens; otherwise it goes as far as the value can.
+    var acceptedTokenCount: Int {
+        value.acceptedTokenCount < valueCount ? value.acceptedTokenCount : segments.count
+    }
 
     var canTerminate: Bool { stage != .reasoning && value.canTerminate }
 

@@ -93,8 +93,9 @@ final class ReplyDecoder: TokenStepper {
     private var modelLogits: [Float] = []
     /// The call being written, streamed as it comes (``StreamedCall``); `nil` between calls.
     private var streamedCall: StreamedCall?
-    /// `</think>`, which a spent reasoning budget forces (`nil`: the model has no such token).
-    private let reasoningClosing: Int?
+    /// `<think>` and `</think>` (`nil`: the model has no such tokens); a spent reasoning budget
+    /// forces the closing.
+    private let thinkingMarkers: ThinkingMarkers?
     /// Tokens of free text chosen inside a `<think>` block.
     private var reasoningTokens = 0
     /// Whether the constraint is a ``ReasoningThenValue``: its tokens before the value are
@@ -131,7 +132,7 @@ final class ReplyDecoder: TokenStepper {
         router = ReplyTextRouter(
             detectsThinking: plan.routing.detectsThinking, startsInReasoning: plan.routing.startsInReasoning,
             callFormat: callGrammar == nil ? nil : callFormat)
-        reasoningClosing = plan.routing.thinkingMarkers?.closing
+        thinkingMarkers = plan.routing.thinkingMarkers
         reasonsBeforeValue = constraint is ReasoningThenValue
         phase = constraint.map { .constrained($0) } ?? .free
         if startsWithCall, let callGrammar {
@@ -180,7 +181,7 @@ final class ReplyDecoder: TokenStepper {
                 Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
             }
             let reasons = router.isReasoning
-            if reasons, let budget = options.reasoningBudget, let closing = reasoningClosing, reasoningTokens >= budget {
+            if reasons, let budget = options.reasoningBudget, let closing = thinkingMarkers?.closing, reasoningTokens >= budget {
                 // The budget is spent: the reasoning ends here.
                 for index in logits.indices where index != closing { logits[index] = -.infinity }
             }
@@ -232,7 +233,14 @@ final class ReplyDecoder: TokenStepper {
         var forced: [Int] = []
         var provisional: Int?
         var text = (try? detokenizer.append(token)) ?? ""
-        if token == markerToken, case .free = phase { text += callFormat.opening ?? "" }
+        if case .free = phase {
+            if token == markerToken { text += callFormat.opening ?? "" }
+            // Markers that are control tokens detokenize to nothing: the router reads their text.
+            if text.isEmpty, let markers = thinkingMarkers {
+                if token == markers.opening { text = ThinkingMarkers.openingText }
+                if token == markers.closing { text = ThinkingMarkers.closingText }
+            }
+        }
         switch phase {
         case .constrained(var constraint):
             // Before the value: the reasoning and its markup, nothing forced.

@@ -117,10 +117,12 @@ struct ReplyPlan {
         static let plain = Routing(detectsThinking: false, callFormat: .hermes, calls: nil)
 
         /// A chat reply's routing under `options` (filled): thinking is detected in a reply not
-        /// held to a grammar unless it is turned off or shown inline; calls are written in the
-        /// options' format.
-        init(options: GenerationOptions, constrained: Bool, calls: Calls?, forbidsCallOpening: Bool) {
-            detectsThinking = !constrained && options.enableThinking != false && !options.inlineThinkingTags
+        /// held to a grammar unless it is off (`thinking`, from the prompt; without one, from the
+        /// options alone); calls are written in the options' format.
+        init(options: GenerationOptions, constrained: Bool, calls: Calls?, forbidsCallOpening: Bool, thinking: ReplyThinking? = nil) {
+            let thinking = thinking ?? ReplyThinking(promptText: "", options: options)
+            detectsThinking = !constrained && thinking != .off
+            startsInReasoning = thinking == .opened
             callFormat = options.callFormat
             self.calls = calls
             self.forbidsCallOpening = forbidsCallOpening
