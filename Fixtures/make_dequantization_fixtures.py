@@ -5,9 +5,10 @@ Writes, produced once and committed:
 
 * Fixtures/expected/<model>.dequantized.json: for every tensor of a real model, the SHA-256 of
   its dequantized float32 values (little-endian bytes, row-major), and the first 4 values;
-* Fixtures/quants/<TYPE>.bin + Fixtures/quants/expected.json: for each of the 13 types Typeset
+* Fixtures/quants/<TYPE>.bin + Fixtures/quants/expected.json: for each of the 14 types Typeset
   dequantizes, 64 blocks of seeded random bytes whose f16 scale fields are replaced by finite
-  values (so no NaN payloads are compared), with the SHA-256 and first values of gguf-py's output.
+  values (so no NaN payloads are compared), with the SHA-256 and first values of gguf-py's output;
+  for MXFP4, 256 blocks whose exponent bytes are 0 … 255 (every scale, subnormal to infinite).
 
     venv/bin/pip install gguf==0.19.0
     venv/bin/python Fixtures/make_dequantization_fixtures.py MODEL.gguf...
@@ -29,7 +30,7 @@ F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
 }
-TYPES = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K]
+TYPES = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.MXFP4]
 
 
 def digest(values):
@@ -43,7 +44,11 @@ def synthetic():
     for qtype in TYPES:
         block_size, type_size = GGML_QUANT_SIZES[qtype]
         blocks = 64 if block_size > 1 else 64 * 32
+        if qtype == T.MXFP4:
+            blocks = 256  # one block per exponent byte, 0 (subnormal scales) to 255 (infinities)
         raw = rng.integers(0, 256, size=blocks * type_size, dtype=np.uint8)
+        if qtype == T.MXFP4:
+            raw.reshape(blocks, type_size)[:, 0] = np.arange(256, dtype=np.uint8)
         if qtype == T.F32:
             raw = rng.uniform(-4, 4, blocks).astype("<f4").view(np.uint8)
         elif qtype in (T.F16, T.BF16):

@@ -12,9 +12,14 @@ Writes Fixtures/kernels/ggml.json:
              ties after scaling, all-zero blocks, a negative or positive extreme, tiny and
              huge magnitudes) and the bytes ggml's `from_float` for that type writes (hex):
              the x86 AVX quantizers of q8_0 and q8_1, and quantize_row_q8_K.
-  dot        per weight type (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K): 16 real rows of a tensor of
-             the two models (hex), input vectors, and ggml's `vec_dot` of each row with each
-             input quantized by ggml (float32; "inf"/"-inf" where ggml overflows).
+  dot        per weight type (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K, MXFP4): 16 real rows of a
+             tensor of the two models (hex; synthetic rows for Q4_0 and MXFP4, which neither
+             model has), input vectors, and ggml's `vec_dot` of each row with each input
+             quantized by ggml (float32; "inf"/"-inf" where ggml overflows).
+
+    ~/.cache/typeset-peers/venv/bin/python Fixtures/make_kernel_fixtures.py --only-mxfp4
+
+adds (or replaces) the MXFP4 case alone in the existing file, leaving the others as recorded.
 
 The Swift tests never run Python or llama.cpp.
 """
@@ -35,8 +40,8 @@ CACHE = Path(os.environ.get("TYPESET_CACHE") or Path.home() / ".cache" / "typese
 LIB = Path(llama_cpp.__file__).parent / "lib"
 
 # ggml_type ids (ggml.h).
-TYPES = {"Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q8_0": 8, "Q8_1": 9, "Q4_K": 12, "Q6_K": 14, "Q8_K": 15}
-BLOCK = {"Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q8_0": (32, 34), "Q8_1": (32, 36),
+TYPES = {"Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q8_0": 8, "Q8_1": 9, "Q4_K": 12, "Q6_K": 14, "Q8_K": 15, "MXFP4": 39}
+BLOCK = {"Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q8_0": (32, 34), "Q8_1": (32, 36), "MXFP4": (32, 17),
          "Q4_K": (256, 144), "Q6_K": (256, 210), "Q8_K": (256, 292)}
 
 FROM_FLOAT = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int64)
@@ -108,7 +113,36 @@ def vectors(rng: np.random.Generator, length: int, block: int) -> list[np.ndarra
     return out
 
 
+def mxfp4_case() -> dict:
+    """Synthetic MXFP4 rows (their own generator): exponent bytes around gpt-oss's (2^-9 … 2^-1
+    scales) in most blocks, and in one row bytes from 0 (subnormal scales) to 189 (sums near
+    2^83) in steps of 3; bytes near 255 make ggml's sums infinite or NaN (the dequantization
+    fixtures cover every byte)."""
+    rng = np.random.default_rng(20261207)
+    rows = []
+    for index in range(16):
+        blocks = bytearray()
+        for block in range(2048 // 32):
+            exponent = int(rng.integers(118, 127))
+            if index == 15:
+                exponent = 3 * block
+            blocks += bytes([exponent]) + bytes(rng.integers(0, 256, 16, dtype=np.uint8))
+        rows.append(bytes(blocks))
+    inputs = vectors(rng, 2048, 32)
+    return {"type": "MXFP4", "tensor": "synthetic", "row_length": 2048, "rows": [r.hex() for r in rows],
+            "inputs": [[float(v) for v in x] for x in inputs],
+            "results": [[encoded(dot("MXFP4", r, x)) for x in inputs] for r in rows]}
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--only-mxfp4"]:
+        path = HERE / "kernels" / "ggml.json"
+        result = json.loads(path.read_text())
+        result["dot"] = [case for case in result["dot"] if case["type"] != "MXFP4"] + [mxfp4_case()]
+        with open(path, "w") as f:
+            json.dump(result, f, separators=(",", ":"))
+        print("added the MXFP4 case to", path)
+        return
     rng = np.random.default_rng(20261123)
     result: dict = {"ggml": "llama-cpp-python " + getattr(llama_cpp, "__version__", "?"), "quantize": {}, "dot": []}
     for name, format_name, block in [("q8_0", "Q8_0", 32), ("q8_1", "Q8_1", 32), ("q8_K", "Q8_K", 256)]:
@@ -154,6 +188,7 @@ def main() -> None:
     result["dot"].append({"type": "Q4_0", "tensor": "synthetic", "row_length": 2048, "rows": [r.hex() for r in synthetic],
                           "inputs": [[float(v) for v in x] for x in inputs],
                           "results": [[encoded(dot("Q4_0", r, x)) for x in inputs] for r in synthetic]})
+    result["dot"].append(mxfp4_case())
     if wanted:
         sys.exit(f"no tensor of types {sorted(wanted)} found")
     (HERE / "kernels").mkdir(exist_ok=True)

@@ -17,8 +17,8 @@ public struct KernelBenchmark {
     public struct Options: Sendable {
         public var runs = 5
         public var threadCounts = [1, 2]
-        public var matrixVectorTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K, .q5_1, .q2_K, .q3_K, .q5_K, .f16, .bf16, .f32]
-        public var matrixMultiplyTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K]
+        public var matrixVectorTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K, .mxfp4, .q5_1, .q2_K, .q3_K, .q5_K, .f16, .bf16, .f32]
+        public var matrixMultiplyTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K, .mxfp4]
         /// (row length k, rows n): the projections of SmolLM2 (576, 1536) and Gemma 3 (640, 2048),
         /// Gemma 3's output layer, and 2048×32768, a synthetic shape beyond the last-level cache
         /// whose rows are whole 256-element super-blocks, so the K-quants are measured there too.

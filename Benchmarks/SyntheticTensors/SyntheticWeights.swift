@@ -1,8 +1,9 @@
 import GGUF
 
 /// Random weight tensors of any supported type, for tests and benchmarks: random encoded
-/// blocks whose f16 scale fields are replaced with small finite values, so every decoded value
-/// is finite and products stay moderate.
+/// blocks whose f16 scale fields are replaced with small finite values (MXFP4's exponent
+/// bytes with 2⁻⁹ … 2⁻¹, gpt-oss's range), so every decoded value is finite and products stay
+/// moderate.
 public enum SyntheticWeights {
     /// Byte offsets of the f16 scale fields in one block of each quantized type.
     public static let halfFieldOffsets: [GGMLType: [Int]] = [
@@ -28,6 +29,7 @@ public enum SyntheticWeights {
             var bytes = [UInt8](repeating: 0, count: blockCount * type.blockByteCount)
             for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &generator) }
             for block in 0..<blockCount {
+                if type == .mxfp4 { bytes[block * type.blockByteCount] = UInt8.random(in: 118...126, using: &generator) }
                 for offset in halfFieldOffsets[type] ?? [] {
                     let bits = Float16(Float.random(in: -0.05...0.05, using: &generator)).bitPattern
                     bytes[block * type.blockByteCount + offset] = UInt8(bits & 0xFF)

@@ -34,7 +34,7 @@ public struct ActivationVector: Sendable {
         /// The activation format the kernels use for weights of `type`.
         public init(for type: GGMLType) {
             switch type {
-            case .q4_0, .q5_0, .q8_0: self = .q8_0
+            case .q4_0, .q5_0, .q8_0, .mxfp4: self = .q8_0
             case .q4_1: self = .q8_1
             case .q4_K, .q6_K: self = .q8_K
             default: self = .float

@@ -11,6 +11,7 @@ import GGUF
 ///     Q5_0   [d 2][qh 4][qs 16]                             22
 ///     Q5_1   [d 2][m 2][qh 4][qs 16]                        24
 ///     Q8_0   [d 2][qs 32 × int8]                            34
+///     MXFP4  [e 1][qs 16]                                   17   (e: E8M0 exponent byte)
 ///     Q2_K   [scales 16][qs 64][d 2][dmin 2]                84 bytes, 256 elements
 ///     Q3_K   [hmask 32][qs 64][scales 12][d 2]              110
 ///     Q4_K   [d 2][dmin 2][scales 12][qs 128]               144
@@ -50,6 +51,17 @@ enum BlockLayout {
         static var byteCount: Int { 34 }
         static var scale: Int { 0 }
         static var codes: Int { 2 }
+    }
+
+    /// OCP microscaling FP4 (gpt-oss's experts): a shared power-of-two scale and 32 E2M1
+    /// codes, ordered as Q4_0's nibbles.
+    enum MXFP4 {
+        static var byteCount: Int { 17 }
+        /// E8M0: the scale is 2^(e − 127); ggml halves it and doubles the code table.
+        static var exponent: Int { 0 }
+        static var codes: Int { 1 }
+        /// The E2M1 values, doubled (ggml's `kvalues_mxfp4`): code `c` means `values[c]` × ½ × 2^(e − 127).
+        static let values: [Int8] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]
     }
 
     enum Q2_K {
@@ -102,7 +114,7 @@ enum BlockLayout {
     /// Each layout's size, by type, for the test against GGUF's table.
     static let byteCounts: [GGMLType: Int] = [
         .q4_0: Q4_0.byteCount, .q4_1: Q4_1.byteCount, .q5_0: Q5_0.byteCount, .q5_1: Q5_1.byteCount,
-        .q8_0: Q8_0.byteCount, .q2_K: Q2_K.byteCount, .q3_K: Q3_K.byteCount, .q4_K: Q4_K.byteCount,
+        .q8_0: Q8_0.byteCount, .mxfp4: MXFP4.byteCount, .q2_K: Q2_K.byteCount, .q3_K: Q3_K.byteCount, .q4_K: Q4_K.byteCount,
         .q5_K: Q5_K.byteCount, .q6_K: Q6_K.byteCount,
     ]
 }

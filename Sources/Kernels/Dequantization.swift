@@ -2,7 +2,7 @@ import GGUF
 
 /// Decoding GGUF tensor data to `Float`.
 ///
-/// Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+/// Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 /// Results are bit-exact with gguf-py's `gguf.quants.dequantize` (tested on every tensor of
 /// both real models and on synthetic blocks of every type). Other types throw
 /// ``KernelError/unsupportedType(_:operation:)``.
@@ -23,6 +23,7 @@ public enum Dequantization {
         case .q5_0: _dequantizeQ5_0Reference
         case .q5_1: _dequantizeQ5_1Reference
         case .q8_0: _dequantizeQ8_0Reference
+        case .mxfp4: _dequantizeMXFP4Reference
         case .q2_K: _dequantizeQ2_KReference
         case .q3_K: _dequantizeQ3_KReference
         case .q4_K: _dequantizeQ4_KReference

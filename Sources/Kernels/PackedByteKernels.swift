@@ -15,7 +15,8 @@ import VectorIntrinsics
 // AVX512BW alone, `vpmaddubsw` sums them two by two into 16-bit lanes, added up over several
 // quads and widened at the end (`PendingQuadSums`), an instruction and an add for 64; with
 // AVX2, the same two instructions on each 256-bit half of the 16 rows. Offsets
-// that make a type's codes signed (Q4_0's 8, Q5_0's 16, Q6_K's 32, and with VNNI Q8_0's 128)
+// that make a type's codes signed (Q4_0's 8, Q5_0's 16, Q6_K's 32, MXFP4's 12 after its table
+// lookup, and with VNNI Q8_0's 128)
 // stay out of the bytes and are taken off with the activations' block sums, as ggml's VNNI
 // path does; without VNNI Q8_0's signed codes go in instead (`_q8SignedQuads`).
 //
@@ -36,6 +37,7 @@ import VectorIntrinsics
 ///
 ///     weight codes   largest pair   quads between settles
 ///     0…15 (4 bits)        3,840    8   (30,720 ≤ 32,767)
+///     0…24 (MXFP4 + 12)    6,144    5   (30,720)
 ///     0…31 (5 bits)        7,936    4   (31,744)
 ///     0…63 (6 bits)       16,128    2   (32,256)
 ///     0…255 (8 bits)      65,280    none: one pair saturates, so Q8_0's signed codes go
@@ -276,6 +278,28 @@ func _q5Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
     word(3, 3, 4)
 }
 
+/// MXFP4's doubled E2M1 values plus 12 (so 0…24, unsigned), in every 128-bit lane: the
+/// table `_mxfp4Quads` looks nibbles up in.
+@inline(__always)
+var _mxfp4OffsetValues: SIMD16<UInt32> {
+    let lane: SIMD4<UInt32> = [0x0F0E_0D0C, 0x1814_1210, 0x090A_0B0C, 0x0004_0608]
+    return SIMD16(lowHalf: SIMD8(lowHalf: lane, highHalf: lane), highHalf: SIMD8(lowHalf: lane, highHalf: lane))
+}
+
+/// MXFP4: nibbles as Q4_0's, each looked up as its value + 12 (`vpshufb`); codes 0…24, so
+/// four quads go between widenings (PendingQuadSums: 2 × 24 × 128 × 5 would still fit); the
+/// driver takes off 12.
+@inline(__always)
+func _mxfp4Quads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
+    let table = _mxfp4OffsetValues
+    for word in 0..<4 {
+        let words = _words(body, word)
+        sink.consume(lookedUpBytes(words & 0x0F0F_0F0F, in: table), word: word)
+        sink.consume(lookedUpBytes((words &>> 4) & 0x0F0F_0F0F, in: table), word: word &+ 4)
+        if word == 1 { sink.settle() }
+    }
+}
+
 #if TYPESET_VNNI
 /// Q8_0: word `c` is quad `c`, stored as code + 128; the driver takes off 128. (With
 /// AVX512-VNNI only: see `PendingQuadSums`.)
@@ -301,17 +325,20 @@ func _q8SignedQuads<S: QuadSink>(_ body: UnsafeRawPointer, _ sink: inout S) {
 
 // MARK: - Drivers
 
-/// Blocks of 32 with one fp16 scale and an integer offset (Q4_0: 8, Q5_0: 16, Q8_0: 128):
-/// result += (Σ q·a − offset·Σ a) × (d × d_a), per block — the integers `_scaledBlocks` sums.
+/// Blocks of 32 with one scale and an integer offset (Q4_0: 8, Q5_0: 16, Q8_0: 128, MXFP4:
+/// 12): result += (Σ q·a − offset·Σ a) × (d × d_a), per block — the integers `_scaledBlocks`
+/// sums. The scales are fp16, or bfloat16 (`bfloat16Scales`: MXFP4's).
 @inline(__always)
 func _scaledBlocksOfBytes<C: QuadColumnSet>(
-    _ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C, offset: Int32,
+    _ group: UnsafeRawPointer, _ layout: PackedLayout, _ columns: inout C, offset: Int32, bfloat16Scales: Bool = false,
     _ block: (UnsafeRawPointer, inout C.Quads) -> Void
 ) {
     for index in 0..<layout.blockCount {
         _prefetchNextGroup(group, layout, block: index)
         let scaleWords = _words(group + layout.headerOffset(index), 0)
-        let scales = _floatFromHalves(index & 1 == 0 ? scaleWords : scaleWords &>> 16)
+        let scales = bfloat16Scales
+            ? unsafeBitCast(index & 1 == 0 ? scaleWords &<< 16 : scaleWords & 0xFFFF_0000, to: SIMD16<Float>.self)
+            : _floatFromHalves(index & 1 == 0 ? scaleWords : scaleWords &>> 16)
         var sink = columns.quadSink(atWord: 8 &* index)
         block(group + layout.bodyOffset(index), &sink)
         sink.flush()
@@ -416,6 +443,7 @@ func _productOfGroupOfBytes<C: QuadColumnSet>(_ group: UnsafeRawPointer, _ layou
         #else
         _scaledBlocksOfBytes(group, layout, &columns, offset: 0) { _q8SignedQuads($0, &$1) }
         #endif
+    case .mxfp4: _scaledBlocksOfBytes(group, layout, &columns, offset: 12, bfloat16Scales: true) { _mxfp4Quads($0, &$1) }
     case .q4_1: _q4_1BlocksOfBytes(group, layout, &columns)
     case .q4_K: _q4_KBlocksOfBytes(group, layout, &columns)
     case .q6_K: _q6_KBlocksOfBytes(group, layout, &columns)

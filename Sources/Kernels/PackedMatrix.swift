@@ -24,9 +24,13 @@ import GGUF
 ///     Q4_1  pair: [d d'] [m m'] [qs b] [qs b+1]                                  640 bytes
 ///     Q5_0  pair: [d d'] [qh b: 1 vector] [qs b] [qh b+1] [qs b+1]               704 bytes
 ///     Q8_0  pair: [d d'] [qs b: 8 vectors] [qs b+1: 8 vectors]                  1088 bytes
+///     MXFP4 pair: [s s'] [qs b: 4 vectors] [qs b+1: 4 vectors]                   576 bytes
 ///
 ///     Q4_K  super-block: [d | dmin << 16] [scales: 3 vectors] [qs: 32 vectors]  2304 bytes
 ///     Q6_K  super-block: [d] [scales: 4 vectors] [codes: 16 × 3 vectors]      3392 bytes
+///
+/// MXFP4's scale halves are not fp16: each is the bfloat16 of ½ × 2^(e − 127) (its exponent
+/// byte's scale, exact as a bfloat16 for every byte), so a shift makes it a float.
 ///
 /// `qs` and `scales` vector `v` holds word `v` of each row's ggml field (bytes `4v ..< 4v + 4`).
 /// Q6_K's codes are rearranged (same bits, other places): three vectors per scale group of 16
@@ -57,8 +61,14 @@ public struct PackedMatrix: Sendable {
     /// Where this matrix's first group starts in `storage` (0 but for a slice of rows).
     let byteOffset: Int
 
-    /// The types with packed kernels.
+    /// The types with packed kernels. MXFP4 only where the byte kernels run (AVX2 targets):
+    /// its codes are a table lookup (`vpshufb`), which the pair kernels' SSE2 baseline lacks,
+    /// and there its rows go through the row kernels.
+    #if TYPESET_AVX2
+    public static let supportedTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q8_0, .mxfp4, .q4_K, .q6_K]
+    #else
     public static let supportedTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K]
+    #endif
 
     /// Rows per group: the lanes of one vector.
     public static let groupRows = 16
@@ -162,6 +172,7 @@ struct PackedLayout {
         case .q4_1: (headerBytes, bodyBytes) = (128, 256)
         case .q5_0: (headerBytes, bodyBytes) = (64, 320)
         case .q8_0: (headerBytes, bodyBytes) = (64, 512)
+        case .mxfp4: (headerBytes, bodyBytes) = (64, 256)
         case .q4_K: (headerBytes, bodyBytes) = (256, 2048)
         case .q6_K: (headerBytes, bodyBytes) = (320, 3072)
         default: preconditionFailure("no packed layout for \(type)")
@@ -228,6 +239,12 @@ struct RepackJob: @unchecked Sendable {
                     let codes = source.loadUnaligned(fromByteOffset: BlockLayout.Q8_0.codes &+ 4 &* word, as: UInt32.self)
                     body.storeBytes(of: codes ^ 0x8080_8080, toByteOffset: 64 &* word &+ 4 &* row, as: UInt32.self)
                 }
+            }
+        case .mxfp4:
+            each(groups) { source, header, body, row, half in
+                let scale = _halfOfExponentScale(source.load(fromByteOffset: BlockLayout.MXFP4.exponent, as: UInt8.self))
+                header.storeBytes(of: UInt16(truncatingIfNeeded: scale.bitPattern >> 16), toByteOffset: 4 * row + half, as: UInt16.self)
+                _transpose(source + BlockLayout.MXFP4.codes, words: 4, to: body, row)
             }
         case .q4_K:
             each(groups) { source, header, body, row, _ in

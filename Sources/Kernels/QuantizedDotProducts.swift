@@ -3,7 +3,7 @@ import GGUF
 // Dot products of one quantized weight row with an `ActivationVector`.
 //
 // Fast paths (integer SIMD products of weight codes with activation codes, scaled per block)
-// exist for Q4_0, Q4_1, Q5_0, Q8_0, Q4_K and Q6_K. Every other supported type goes through
+// exist for Q4_0, Q4_1, Q5_0, Q8_0, MXFP4, Q4_K and Q6_K. Every other supported type goes through
 // `_dotDequantizedRow`, which decodes one block at a time and multiplies with the activations'
 // `Float` values. `_dotReference` is the oracle for all of them.
 //
@@ -102,6 +102,25 @@ func _dotQ8_0(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: Activations) -> F
         sum += (_half(base, BlockLayout.Q8_0.scale) * x.scales[block]) * Float(_dot32(weights, x.codes(block: block)))
     }
     return sum
+}
+
+/// MXFP4 with q8_0 activations: Σ over blocks of (d_a × ½ 2^(e − 127)) × Σ value(q)·a, as
+/// ggml's `ggml_vec_dot_mxfp4_q8_0` (activation scale first, as ggml multiplies).
+func _dotMXFP4(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: Activations) -> Float {
+    BlockLayout.MXFP4.values.withUnsafeBufferPointer { values in
+        var sum: Float = 0
+        for block in 0..<blockCount {
+            let base = row + BlockLayout.MXFP4.byteCount * block
+            let a = x.codes(block: block)
+            var product: Int32 = 0
+            for j in 0..<16 {
+                let byte = base.load(fromByteOffset: BlockLayout.MXFP4.codes + j, as: UInt8.self)
+                product &+= Int32(values[Int(byte & 0x0F)]) &* Int32(a[j]) &+ Int32(values[Int(byte >> 4)]) &* Int32(a[j + 16])
+            }
+            sum += (x.scales[block] * _halfOfExponentScale(base.load(fromByteOffset: BlockLayout.MXFP4.exponent, as: UInt8.self))) * Float(product)
+        }
+        return sum
+    }
 }
 
 /// Q4_K with q8_K activations (one scale per 256): the super-block's integer sums
@@ -269,6 +288,7 @@ func _integerFastPath(for type: GGMLType) -> RowDot? {
     case .q4_1: _dotQ4_1
     case .q5_0: _dotQ5_0
     case .q8_0: _dotQ8_0
+    case .mxfp4: _dotMXFP4
     case .q4_K: _dotQ4_K
     case .q6_K: _dotQ6_K
     default: nil

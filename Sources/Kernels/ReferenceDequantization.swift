@@ -87,6 +87,27 @@ func _dequantizeQ8_0Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutable
     }
 }
 
+/// ½ × 2^(e − 127) for an E8M0 exponent byte `e` (ggml's `GGML_E8M0_TO_FP32_HALF`): exact
+/// for every byte, subnormal for 0 and 1 (2^−128, 2^−127), 2^126 for 254 and 2^127 for 255.
+@inline(__always)
+func _halfOfExponentScale(_ e: UInt8) -> Float {
+    Float(bitPattern: e < 2 ? UInt32(0x0020_0000) << UInt32(e) : UInt32(e &- 1) << 23)
+}
+
+/// MXFP4 (``BlockLayout/MXFP4``): `e` | 16 bytes of nibbles (ordered as Q4_0);
+/// value = ½ × 2^(e − 127) × doubled E2M1 value of the nibble. Byte 255 with a code of 8 or 12
+/// overflows to ±infinity, as in gguf-py and ggml.
+func _dequantizeMXFP4Reference(_ block: UnsafeRawPointer, _ output: UnsafeMutablePointer<Float>) {
+    let d = _halfOfExponentScale(_byte(block, BlockLayout.MXFP4.exponent))
+    BlockLayout.MXFP4.values.withUnsafeBufferPointer { values in
+        for j in 0..<16 {
+            let byte = _byte(block, BlockLayout.MXFP4.codes + j)
+            output[j] = d * Float(values[Int(byte & 0x0F)])
+            output[j + 16] = d * Float(values[Int(byte >> 4)])
+        }
+    }
+}
+
 // MARK: - 256-element "K" super-blocks
 
 /// Q2_K (``BlockLayout/Q2_K``): 16 scale bytes (low nibble: scale, high nibble: minimum, one pair per 16

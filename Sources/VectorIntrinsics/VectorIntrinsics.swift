@@ -93,6 +93,32 @@ public func bytes(_ values: SIMD16<UInt32>, signedAs signs: SIMD16<UInt32>) -> S
     return unsafeBitCast((bytes(v.0, signedAs: s.0), bytes(v.1, signedAs: s.1)), to: SIMD16<UInt32>.self)
 }
 
+/// Each byte of `indices` (0…15) replaced by that byte of `table`'s 128-bit lane (`vpshufb`:
+/// one on AVX512BW, one per 256-bit half on AVX2): sixteen-entry table lookups, 64 at once.
+/// Every 128-bit lane of `table` must hold the same sixteen bytes.
+@inlinable @inline(__always)
+public func lookedUpBytes(_ indices: SIMD16<UInt32>, in table: SIMD16<UInt32>) -> SIMD16<UInt32> {
+    #if TYPESET_AVX512
+    var result = SIMD16<UInt32>()
+    result._storage._value = Builtin.bitcast_Vec64xInt8_Vec16xInt32(Builtin.int_x86_avx512_pshuf_b_512(
+        Builtin.bitcast_Vec16xInt32_Vec64xInt8(table._storage._value), Builtin.bitcast_Vec16xInt32_Vec64xInt8(indices._storage._value)))
+    return result
+    #else
+    let i = unsafeBitCast(indices, to: (SIMD8<UInt32>, SIMD8<UInt32>).self)
+    let t = unsafeBitCast(table, to: (SIMD8<UInt32>, SIMD8<UInt32>).self)
+    return unsafeBitCast((lookedUpBytes(i.0, in: t.0), lookedUpBytes(i.1, in: t.1)), to: SIMD16<UInt32>.self)
+    #endif
+}
+
+/// ``lookedUpBytes(_:in:)`` on a 256-bit vector (`vpshufb`, AVX2).
+@inlinable @inline(__always)
+func lookedUpBytes(_ indices: SIMD8<UInt32>, in table: SIMD8<UInt32>) -> SIMD8<UInt32> {
+    var result = SIMD8<UInt32>()
+    result._storage._value = Builtin.bitcast_Vec32xInt8_Vec8xInt32(Builtin.int_x86_avx2_pshuf_b(
+        Builtin.bitcast_Vec8xInt32_Vec32xInt8(table._storage._value), Builtin.bitcast_Vec8xInt32_Vec32xInt8(indices._storage._value)))
+    return result
+}
+
 /// ``bytes(_:signedAs:)`` on a 256-bit vector (`vpsignb`, AVX2).
 @inlinable @inline(__always)
 func bytes(_ values: SIMD8<UInt32>, signedAs signs: SIMD8<UInt32>) -> SIMD8<UInt32> {

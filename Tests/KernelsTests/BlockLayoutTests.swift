@@ -6,7 +6,7 @@ import Testing
 /// file reader sizes tensors with) and against themselves.
 @Suite struct BlockLayoutTests {
     @Test func sizesMatchTheTypeTable() {
-        #expect(BlockLayout.byteCounts.count == 10)
+        #expect(BlockLayout.byteCounts.count == 11)
         for (type, byteCount) in BlockLayout.byteCounts {
             #expect(byteCount == type.blockByteCount, "\(type)")
         }
@@ -21,6 +21,7 @@ import Testing
             (.q5_0, [(L.Q5_0.scale, 2), (L.Q5_0.fifthBits, 4), (L.Q5_0.codes, 16)]),
             (.q5_1, [(L.Q5_1.scale, 2), (L.Q5_1.minimum, 2), (L.Q5_1.fifthBits, 4), (L.Q5_1.codes, 16)]),
             (.q8_0, [(L.Q8_0.scale, 2), (L.Q8_0.codes, 32)]),
+            (.mxfp4, [(L.MXFP4.exponent, 1), (L.MXFP4.codes, 16)]),
             (.q2_K, [(L.Q2_K.scales, 16), (L.Q2_K.codes, 64), (L.Q2_K.scale, 2), (L.Q2_K.minimumScale, 2)]),
             (.q3_K, [(L.Q3_K.highBits, 32), (L.Q3_K.codes, 64), (L.Q3_K.scales, 12), (L.Q3_K.scale, 2)]),
             (.q4_K, [(L.Q4_K.scale, 2), (L.Q4_K.minimumScale, 2), (L.Q4_K.scales, 12), (L.Q4_K.codes, 128)]),

@@ -55,7 +55,7 @@ import TypesetTestSupport
         #expect(floatFromBFloat16(0x7F80) == .infinity)
     }
 
-    static let syntheticTypes: [GGMLType] = [.f32, .f16, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
+    static let syntheticTypes: [GGMLType] = [.f32, .f16, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .mxfp4, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
 
     @Test(arguments: syntheticTypes)
     func syntheticBlocksMatchGGUFPy(type: GGMLType) throws {
@@ -121,6 +121,6 @@ import TypesetTestSupport
                 try Dequantization.dequantize(.q6_K, from: source, into: destination)
             }
         }
-        #expect(Dequantization.supportedTypes.count == 13)
+        #expect(Dequantization.supportedTypes.count == 14)
     }
 }

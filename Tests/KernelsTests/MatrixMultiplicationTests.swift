@@ -49,7 +49,7 @@ import TypesetTestSupport
         }
     }
 
-    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q3_K, .q4_K, .q6_K, .f16])
+    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .mxfp4, .q3_K, .q4_K, .q6_K, .f16])
     func syntheticWeights(type: GGMLType) throws {
         var generator = SplitMix64(seed: UInt64(type.rawValue) &* 31)
         // 300 rows: more than one BLAS tile, and not a multiple of 16 (no packed copy);

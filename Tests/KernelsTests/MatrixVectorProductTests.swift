@@ -60,7 +60,7 @@ import TypesetTestSupport
         return slack
     }
 
-    static let types: [GGMLType] = [.f32, .f16, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
+    static let types: [GGMLType] = [.f32, .f16, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .mxfp4, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
 
     @Test(arguments: types)
     func randomMatricesMatchTheReference(type: GGMLType) throws {
@@ -88,12 +88,14 @@ import TypesetTestSupport
     /// here (PendingQuadSums), and any widening left out would wrap. Checked one column at a
     /// time against ggml's integer arithmetic, and in batches of one to nine columns (passes
     /// of eight, four, two and one) against the one-column products, bit for bit.
-    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K])
+    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q8_0, .q4_K, .q6_K] + (PackedMatrix.supportedTypes.contains(.mxfp4) ? [.mxfp4] : []))
     func largestCodesAgainstLargestActivations(type: GGMLType) throws {
         let rowLength = 512, rows = 32
         for fill: UInt8 in [0xFF, 0x80, 0x77] {
             var data = [UInt8](repeating: fill, count: rowLength * rows / type.blockSize * type.blockByteCount)
             for block in 0 ..< rowLength * rows / type.blockSize {
+                // MXFP4's scale 2⁻⁸ (0x77: codes of 12, the largest, + 12 = 24 in the byte kernels).
+                if type == .mxfp4 { data[block * type.blockByteCount] = 120 }
                 for offset in SyntheticWeights.halfFieldOffsets[type] ?? [] {
                     let bits = Float16(0.01).bitPattern
                     data[block * type.blockByteCount + offset] = UInt8(bits & 0xFF)
