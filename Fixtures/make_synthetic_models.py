@@ -25,7 +25,7 @@ Two steps:
     ~/.cache/typeset-peers/venv/bin/python Fixtures/make_synthetic_models.py record [NAME...]
 
 Every model uses SmolLM2-135M-Instruct's tokenizer (copied key by key from the real file in
-the cache, 49,152 tokens), a residual width of 128 and 4 to 6 blocks, so each file is 7-9 MB.
+the cache, 49,152 tokens), a residual width of 128 and 4 to 6 blocks, so each file is 7-13 MB.
 What each one exercises:
 
     qwen2        biases on the query, key and value projections, NeoX RoPE (base 10^6)
@@ -49,6 +49,14 @@ What each one exercises:
                  experts in the others (8 experts of 64, 2 used): a sigmoid router whose
                  scores plus a selection bias (`exp_probs_b`) choose the experts and whose
                  unbiased scores, renormalized, weight them
+    gpt-oss      OpenAI's gpt-oss block: biases on the Q, K, V and output projections, attention
+                 sinks (one logit per head in the softmax's denominator), a 64-token sliding
+                 window in the even blocks (0 and 2), YaRN RoPE (factor 4 over an original
+                 context of 128, base 150000, beta_fast 32 / beta_slow 1 as the converter writes
+                 them); post_attention_norm before a mixture of 8 experts of 64 (2 used) whose
+                 router has a bias and is softmaxed over the chosen two, experts in MXFP4 with
+                 F32 biases and OpenAI's clamped SwiGLU (alpha 1.702, limit 7, up + 1: gate and up
+                 spread so the clamp bites); an untied output matrix (Q4_0), so the file is 13 MB
 
 The Swift tests never run Python or llama.cpp; they read the .json files and the .gguf files
 `write` produced.
@@ -163,6 +171,10 @@ MODELS = {
                      experts=(8, 2, 64)),
     "lfm2moe": dict(arch="lfm2moe", blocks=6, heads=4, kv=2, head=32, ff=256, base=1e6, qk_norm=True,
                     conv_blocks={0, 1, 3, 5}, l_cache=3, experts=(8, 2, 64), sigmoid_router=True, dense_lead=1),
+    # feed_forward_length = expert_feed_forward_length, as the converter writes both from intermediate_size.
+    "gpt-oss": dict(arch="gpt-oss", blocks=4, heads=8, kv=2, head=32, ff=64, base=1.5e5, key_length=True, biases=True,
+                    rms_eps=1e-5, sliding_window=64, yarn=(4.0, 128), yarn_betas=(32.0, 1.0), experts=(8, 2, 64),
+                    oai_moe=True, output=True),
 }
 
 
@@ -185,7 +197,7 @@ def write_model(name: str, spec: dict, path: Path) -> None:
     conv_blocks = spec.get("conv_blocks", set())
     writer.add_head_count_kv([0 if b in conv_blocks else kv for b in range(blocks)] if conv_blocks else kv)
     writer.add_rope_freq_base(spec["base"])
-    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_layer_norm_rms_eps(spec.get("rms_eps", 1e-6))
     if spec.get("key_length"):
         writer.add_key_length(head)
         writer.add_value_length(head)
@@ -198,6 +210,9 @@ def write_model(name: str, spec: dict, path: Path) -> None:
         writer.add_rope_scaling_type(__import__("gguf").RopeScalingType.YARN)
         writer.add_rope_scaling_factor(factor)
         writer.add_rope_scaling_orig_ctx_len(original)
+        if "yarn_betas" in spec:
+            writer.add_rope_scaling_yarn_beta_fast(spec["yarn_betas"][0])
+            writer.add_rope_scaling_yarn_beta_slow(spec["yarn_betas"][1])
     if "longrope" in spec:
         original, attention_factor = spec["longrope"]
         writer.add_rope_scaling_orig_ctx_len(original)
@@ -221,6 +236,8 @@ def write_model(name: str, spec: dict, path: Path) -> None:
 
     add(writer, "token_embd.weight", weights.uniform((vocabulary, width), 0.3), T.Q8_0)
     add(writer, ("token_embd_norm" if arch.startswith("lfm2") else "output_norm") + ".weight", weights.norm(width), T.F32)
+    if spec.get("output"):
+        add(writer, "output.weight", weights.uniform((vocabulary, width), 0.3), T.Q4_0)
     rope_dims = spec.get("rope_dims", head)
     if spec.get("rope_freqs"):
         add(writer, "rope_freqs.weight", llama3_rope_factors(spec["base"], rope_dims), T.F32)
@@ -250,6 +267,25 @@ def write_model(name: str, spec: dict, path: Path) -> None:
                 add(writer, p + "attn_q_norm.weight", weights.norm(head), T.F32)
                 add(writer, p + "attn_k_norm.weight", weights.norm(head), T.F32)
             add(writer, p + "attn_output.weight", weights.matrix(width, query_width, 0.5), T.F16)
+        if spec.get("oai_moe"):
+            add(writer, p + "attn_output.bias", weights.uniform((width,), 0.2), T.F32)
+            # Sink logits in [-2, 4] against attention logits of about unit spread: from negligible to
+            # taking most of the weight in a short window.
+            add(writer, p + "attn_sinks.weight", (1.0 + weights.uniform((heads,), 3.0)).astype(np.float32), T.F32)
+            add(writer, p + "post_attention_norm.weight", weights.norm(width), T.F32)
+            count, _, expert_ff = spec["experts"]
+            add(writer, p + "ffn_gate_inp.weight", weights.matrix(count, width, 4.0), T.F32)
+            add(writer, p + "ffn_gate_inp.bias", weights.uniform((count,), 1.0), T.F32)
+            # Gate and up pre-activations of standard deviation about 3.5 (plus biases), so a few
+            # percent pass OpenAI's clamp at 7; the down projection scaled back to the residual's size.
+            spread = 3.5 * math.sqrt(3.0 / width)
+            add(writer, p + "ffn_gate_exps.weight", weights.uniform((count, expert_ff, width), spread), T.MXFP4)
+            add(writer, p + "ffn_gate_exps.bias", weights.uniform((count, expert_ff), 1.0), T.F32)
+            add(writer, p + "ffn_up_exps.weight", weights.uniform((count, expert_ff, width), spread), T.MXFP4)
+            add(writer, p + "ffn_up_exps.bias", weights.uniform((count, expert_ff), 1.0), T.F32)
+            add(writer, p + "ffn_down_exps.weight", weights.uniform((count, width, expert_ff), 0.06 * math.sqrt(3.0 / expert_ff)), T.MXFP4)
+            add(writer, p + "ffn_down_exps.bias", weights.uniform((count, width), 0.2), T.F32)
+            continue
         add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
         if "experts" in spec and block >= spec.get("dense_lead", 0):
             count, _, expert_ff = spec["experts"]

@@ -13,7 +13,10 @@
 /// | short convolutions         |       |       |       |        |      | yes  |         |
 ///
 /// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`hasExperts`); LFM2 MoE is
-/// LFM2 with one in every block after the leading dense ones.
+/// LFM2 with one in every block after the leading dense ones. gpt-oss attends as Qwen 2 does
+/// (NeoX RoPE, biases) with a sink logit per head (`hasAttentionSinks`) and a sliding window in
+/// its even blocks, and runs a mixture of experts with biases and OpenAI's clamped SwiGLU
+/// behind `post_attention_norm`.
 ///
 /// Biases on any projection, fused query-key-value and fused gate-up projections are read
 /// from the tensors a file has, for every family (as llama.cpp's loader does).
@@ -46,8 +49,13 @@ struct ArchitectureTraits: Sendable {
     /// The mixtures carry a selection bias `exp_probs_b.bias` (LFM2 MoE); a family without one
     /// refuses the tensor as unused.
     var hasExpertSelectionBias = false
+    /// Each block's learned logit per query head (`attn_sinks`), which takes part in the
+    /// softmax's maximum and denominator and weights no value (gpt-oss).
+    var hasAttentionSinks = false
     /// The final norm's tensor (LFM2 stores it as `token_embd_norm`).
     var outputNormName = "output_norm"
+    /// The norm before the feed-forward network (gpt-oss names it `post_attention_norm`).
+    var feedForwardNormName = "ffn_norm"
     /// What `attention.sliding_window` means for the family.
     var slidingWindow = SlidingWindowUse.unsupported
     /// RoPE may rotate only the first `rope.dimension_count` dimensions of each head (Phi-3).
@@ -90,6 +98,9 @@ enum Activation: Sendable {
     case silu
     /// GELU, tanh approximation, through ggml's half-precision table (GeGLU): `_geGLU`.
     case gelu
+    /// OpenAI's clamped SwiGLU (gpt-oss): min(gate, 7) · σ(1.702 · min(gate, 7)) ·
+    /// (clamp(up, −7, 7) + 1): `_clampedSwiGLU`.
+    case clampedSiLU
 }
 
 extension ModelArchitecture {
@@ -128,6 +139,12 @@ extension ModelArchitecture {
                 hasExperts: true, hasExpertSelectionBias: true, outputNormName: "token_embd_norm",
                 additionalKeys: ["shortconv.l_cache", "expert_count", "expert_used_count", "expert_feed_forward_length",
                                  "expert_gating_func", "leading_dense_block_count"])
+        case .gptOSS:
+            ArchitectureTraits(
+                rotaryPairing: .halves, activation: .clampedSiLU, globalBlockPeriod: 2, hasExperts: true,
+                fixedExpertGating: .softmaxOfChosen, hasAttentionSinks: true, feedForwardNormName: "post_attention_norm",
+                slidingWindow: .required,
+                additionalKeys: ["attention.sliding_window", "expert_count", "expert_used_count", "expert_feed_forward_length"])
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Kernels
 
 /// Causal attention for one row's query heads that share a key-value head, as llama.cpp's CPU
@@ -7,6 +8,7 @@ import Kernels
 ///     score[p] = Σ_d k[p][d]·q[d]           K in half precision (the cache), Q rounded to half
 ///     w[p]     = score[p] · scale            (Gemma scales Q instead, before the rounding)
 ///     prob[p]  = exp(w[p] − max) / Σ exp     ggml_v_expf, the sum in double by 16-lane chunks
+///                                            (a head's sink logit, gpt-oss's, in max and Σ)
 ///     out[d]   = Σ_p v[p][d]·half(prob[p])   V in half precision, probabilities rounded to half
 ///
 /// Dot products and sums run in the order of ggml's AVX-512 F16 GEMM (tinyBLAS): 16 lanes,
@@ -42,6 +44,9 @@ struct AttentionJob: @unchecked Sendable {
     let headStride: Int
     let window: Int
     let scale: Float
+    /// A logit per query head (of `headCount`) in each softmax's maximum and denominator, with
+    /// no value: gpt-oss's attention sinks (`nil`: none).
+    var sinks: UnsafePointer<Float>? = nil
 
     /// Positions per tile: 16 KiB of floats, and a multiple of 16, so that a position's lane
     /// is the same counted from the tile's start as from position 0.
@@ -113,9 +118,9 @@ struct AttentionJob: @unchecked Sendable {
             }
             tileStart &+= tilePositions
         }
-        for index in 0 ..< heads.count {
+        for (index, head) in heads.enumerated() {
             softmax(scores: scratch.scores + index &* capacity, probabilities: scratch.probabilities + index &* capacity,
-                    positions: first ... position)
+                    positions: first ... position, sink: sinks?[head])
         }
 
         // Output: the 16 lane sums of every dimension, tile by tile, then summed in halves.
@@ -218,10 +223,12 @@ struct AttentionJob: @unchecked Sendable {
     }
 
     /// Probabilities of `positions` from their scores, rounded to half: 16-lane chunks
-    /// aligned at position 0, positions outside the range contributing 0.
+    /// aligned at position 0, positions outside the range contributing 0. A `sink` logit (not
+    /// scaled) joins the maximum, and its exponential (`expf`) the sum after the positions', as
+    /// ggml's `soft_max` takes its sinks.
     @inline(__always)
     private func softmax(scores: UnsafeMutablePointer<Float>, probabilities: UnsafeMutablePointer<Float>,
-                         positions: ClosedRange<Int>) {
+                         positions: ClosedRange<Int>, sink: Float?) {
         let first = positions.lowerBound, position = positions.upperBound
         var maxima = SIMD16<Float>(repeating: -.infinity)
         var past = first
@@ -235,6 +242,7 @@ struct AttentionJob: @unchecked Sendable {
             maximum = max(maximum, scores[past])
             past &+= 1
         }
+        if let sink { maximum = max(maximum, sink) }
         var total: Double = 0
         var chunk = first & ~15
         while chunk <= position {
@@ -256,6 +264,7 @@ struct AttentionJob: @unchecked Sendable {
             total += Double(_sumInHalves(exponentials))
             chunk &+= 16
         }
+        if let sink { total += Double(expf(sink - maximum)) }
         // ggml scales by the f32 inverse of the double sum; the F16 product then sees them halved.
         let inverse = SIMD8<Float>(repeating: Float(1 / total))
         var index = first & ~15

@@ -52,6 +52,9 @@ struct AttentionWeights: Sendable {
     let rotary: Int?
     /// Positions attended to before the current one, plus one; `nil` for the whole context.
     let window: Int?
+    /// A logit per query head that joins each row's softmax without a value (gpt-oss's
+    /// `attn_sinks`): it raises the denominator, so a head may attend to little.
+    let sinks: [Float]?
 }
 
 /// LFM2's gated short causal convolution:
@@ -82,7 +85,10 @@ enum FeedForward: Sendable {
 ///     w_e    = p_e / max(Σ_chosen p, 2⁻¹⁴)                      renormalized over the chosen
 ///     y      = Σ_chosen w_e · down_e(silu(gate_e · x) ⊙ (up_e · x))
 ///
-/// The bias (`exp_probs_b`) only chooses: the weights are the unbiased scores.
+/// The bias (`exp_probs_b`) only chooses: the weights are the unbiased scores. gpt-oss chooses
+/// by the raw router outputs (with the router's bias) and weights by a softmax over the chosen
+/// ones (``ExpertGating/softmaxOfChosen``); its experts' projections have biases, and its
+/// activation is the clamped SwiGLU.
 ///
 /// Each expert's projections are views of the rows of one 3-D tensor per projection
 /// (`ffn_gate_exps` is `[width, hidden, experts]`: expert `e`'s rows are `e·hidden ..<

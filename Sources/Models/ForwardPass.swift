@@ -228,7 +228,7 @@ struct ForwardPass {
         }
         let pass = narrowingToLastRows ? narrowedToLastRows(carrying: (queries, queryWidth)) : self
         pass.attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max,
-                            keyValueHeads: keyValueHeads, scale: scalesQueries ? 1 : scale)
+                            keyValueHeads: keyValueHeads, scale: scalesQueries ? 1 : scale, sinks: attention.sinks)
         try pass.project((attention.output, rows(workspace.projected, 0 ..< pass.count, width: width)),
                          input: rows(workspace.attended, 0 ..< pass.count, width: queryWidth))
         pass.addToResidual(postNorm: block.postMixerNorm)
@@ -238,7 +238,7 @@ struct ForwardPass {
     /// Causal attention of every row to its own sequence's cache (slot `slot`, which holds
     /// the rows' keys and values by now): the heads of every row of the call, in the units of
     /// ``AttentionParts``, all sequences' shared out across the threads in one dispatch.
-    private func attendToCaches(slot: Int, window: Int, keyValueHeads: Int, scale: Float) {
+    private func attendToCaches(slot: Int, window: Int, keyValueHeads: Int, scale: Float, sinks: [Float]?) {
         let configuration = model.configuration
         let headCount = configuration.headCount, headWidth = configuration.headDimension
         let queryWidth = headCount * headWidth
@@ -253,6 +253,8 @@ struct ForwardPass {
         let groupSize = headCount / keyValueHeads
         let threads = min(threadCount, KernelThreadPool.shared.threadCount)
         let slices = min(groupSize, max(1, (4 * threads + groups - 1) / groups))
+        // The sinks (`[]` for none: a buffer without a base address) outlive the dispatch.
+        (sinks ?? []).withUnsafeBufferPointer { sinks in
         withUnsafeTemporaryAllocation(of: (job: AttentionJob, units: Range<Int>).self, capacity: sequences.count) { attentions in
             var units = 0
             for (index, sequence) in sequences.enumerated() {
@@ -263,7 +265,7 @@ struct ForwardPass {
                     queries: queries + sequence.rows.lowerBound * queryWidth, keys: cachedKeys, values: cachedValues,
                     output: attended + sequence.rows.lowerBound * queryWidth, start: sequence.start, headCount: headCount,
                     headWidth: headWidth, groupSize: groupSize, headStride: headStride,
-                    window: window, scale: scale)
+                    window: window, scale: scale, sinks: sinks.isEmpty ? nil : sinks.baseAddress)
                 let count = AttentionParts.unitCount(rows: sequence.rows.count, job: job, slices: slices)
                 (attentions.baseAddress! + index).initialize(to: (job, units ..< units + count))
                 units += count
@@ -273,6 +275,7 @@ struct ForwardPass {
                 of: units, parts: units >= 2 ? threads : 1,
                 job: AttentionParts(jobs: UnsafeBufferPointer(rebasing: attentions[..<sequences.count]), slices: slices,
                                     positionCapacity: positionCapacity))
+        }
         }
     }
 
@@ -341,17 +344,20 @@ struct ForwardPass {
                 }
             }
         }
-        let activation = model.traits.activation
         forEachRowRange(floatsPerRow: 2 * hiddenWidth) { range in
-            let rowGates = rows(gates, range, width: hiddenWidth)
-            let rowUps = UnsafeBufferPointer(rows(ups, range, width: hiddenWidth))
-            switch activation {
-            case .silu: _swiGLU(rowGates, rowUps)
-            case .gelu: _geGLU(rowGates, rowUps)
-            }
+            activate(rows(gates, range, width: hiddenWidth), rows(ups, range, width: hiddenWidth))
         }
         try project((feedForward.down, rows(workspace.projected, 0 ..< count, width: width)),
                     input: rows(gates, 0 ..< count, width: hiddenWidth))
+    }
+
+    /// `gates = activation(gates) ⊙ ups`, the family's gated activation, in place.
+    private func activate(_ gates: UnsafeMutableBufferPointer<Float>, _ ups: UnsafeMutableBufferPointer<Float>) {
+        switch model.traits.activation {
+        case .silu: _swiGLU(gates, UnsafeBufferPointer(ups))
+        case .gelu: _geGLU(gates, UnsafeBufferPointer(ups))
+        case .clampedSiLU: _clampedSwiGLU(gates, UnsafeBufferPointer(ups))
+        }
     }
 
     /// The mixture of experts (``ExpertWeights``), into `projected`: the router's scores for
@@ -375,6 +381,7 @@ struct ForwardPass {
             switch experts.gating {
             case .softmax: _softmax(probabilities)
             case .sigmoid: _sigmoid(probabilities)
+            case .softmaxOfChosen: break   // the raw outputs choose
             }
             let first = workspace.chosenExperts.count
             // The `used` largest (with the selection bias), highest first, ties to the lower index.
@@ -386,6 +393,13 @@ struct ForwardPass {
                 }
                 workspace.chosenExperts.append(best)
                 workspace.expertWeights.append(probabilities[best])
+            }
+            if experts.gating == .softmaxOfChosen {
+                // A softmax over the chosen outputs, highest first, as llama.cpp orders them.
+                workspace.expertWeights.withUnsafeMutableBufferPointer { weights in
+                    _softmax(UnsafeMutableBufferPointer(rebasing: weights[first ..< first + used]))
+                }
+                continue
             }
             var sum: Float = 0
             for slot in first ..< first + used { sum += workspace.expertWeights[slot] }
@@ -412,7 +426,7 @@ struct ForwardPass {
             let gates = rows(workspace.gates, 0 ..< routed.count, width: hiddenWidth)
             let ups = rows(workspace.ups, 0 ..< routed.count, width: hiddenWidth)
             try project((experts.gates[expert], gates), (experts.ups[expert], ups), input: inputs, rows: routed.count)
-            _swiGLU(gates, UnsafeBufferPointer(ups))
+            for index in routed.indices { activate(rows(gates, index ..< index + 1, width: hiddenWidth), rows(ups, index ..< index + 1, width: hiddenWidth)) }
             let outputs = rows(workspace.expertOutputs, 0 ..< routed.count, width: width)
             try project((experts.downs[expert], outputs), input: gates, rows: routed.count)
             for (index, entry) in routed.enumerated() {
@@ -441,10 +455,13 @@ struct ForwardPass {
                 UnsafeBufferPointer(products), input: UnsafeBufferPointer(rows(workspace.normalized, 0 ..< 1, width: width)),
                 reusing: &workspace.activations, threadCount: threadCount)
         }
-        // Row by row: the kernel's tail depends on where a row starts, as in the batched path.
-        for slot in 0 ..< used {
-            _swiGLU(rows(gates, slot ..< slot + 1, width: hiddenWidth), UnsafeBufferPointer(rows(ups, slot ..< slot + 1, width: hiddenWidth)))
+        // The experts' biases (gpt-oss), as `project` adds them.
+        for (slot, expert) in workspace.chosenExperts.enumerated() {
+            experts.gates[expert].bias?.withUnsafeBufferPointer { _addBias($0, to: gates.baseAddress! + slot * hiddenWidth, rows: 0 ..< 1) }
+            experts.ups[expert].bias?.withUnsafeBufferPointer { _addBias($0, to: ups.baseAddress! + slot * hiddenWidth, rows: 0 ..< 1) }
         }
+        // Row by row: the kernel's tail depends on where a row starts, as in the batched path.
+        for slot in 0 ..< used { activate(rows(gates, slot ..< slot + 1, width: hiddenWidth), rows(ups, slot ..< slot + 1, width: hiddenWidth)) }
         let outputs = rows(workspace.expertOutputs, 0 ..< used, width: width)
         // Each down projection on its own: one dispatch for all of them (each input quantized
         // into buffers of its own) measured no faster on LFM2-8B-A1B or Qwen3-30B-A3B.

@@ -105,3 +105,15 @@ func _swiGLU(_ gates: UnsafeMutableBufferPointer<Float>, _ ups: UnsafeBufferPoin
         index += 1
     }
 }
+
+/// OpenAI's clamped SwiGLU (gpt-oss's experts), as ggml's `swiglu_oai` computes it, element by
+/// element with `expf`: x = min(gate, 7), y = clamp(up, −7, 7), out = x / (1 + e^(−1.702·x)) · (y + 1).
+/// The gate is clamped from above only.
+func _clampedSwiGLU(_ gates: UnsafeMutableBufferPointer<Float>, _ ups: UnsafeBufferPointer<Float>) {
+    let alpha: Float = 1.702, limit: Float = 7
+    for index in 0 ..< gates.count {
+        let x = min(gates[index], limit)
+        let y = min(max(ups[index], -limit), limit)
+        gates[index] = x / (1 + expf(alpha * -x)) * (y + 1)
+    }
+}

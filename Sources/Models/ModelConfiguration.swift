@@ -28,6 +28,11 @@ public enum ModelArchitecture: String, Sendable, CaseIterable {
     /// networks in the leading blocks and a mixture of experts in the others (sigmoid router
     /// with a selection bias).
     case lfm2moe
+    /// OpenAI's gpt-oss (gpt-oss-20b, -120b): biases on every attention projection, a learned
+    /// sink logit per head in the softmax, a sliding window in every other block, YaRN; a
+    /// mixture of experts in every block with a biased router softmaxed over the chosen
+    /// experts, MXFP4 experts with biases and a clamped SwiGLU.
+    case gptOSS = "gpt-oss"
 }
 
 /// A mixture of experts in place of a block's feed-forward network: a router scores the
@@ -54,6 +59,9 @@ public enum ExpertGating: Sendable, Equatable {
     case softmax
     /// Each expert's logistic sigmoid on its own (2; LFM2 MoE).
     case sigmoid
+    /// The raw router outputs choose; a softmax over the chosen experts' outputs alone weights
+    /// them, with no renormalization (3, llama.cpp's `SOFTMAX_WEIGHT`; gpt-oss).
+    case softmaxOfChosen
 }
 
 /// How RoPE angles are stretched beyond the trained context (`<arch>.rope.scaling.type`).
@@ -269,8 +277,8 @@ public struct ModelConfiguration: Sendable, Equatable {
             case (nil, let fixed?): gating = fixed
             case (nil, nil): throw .missing(gatingKey)
             case let (code?, fixed):
-                // llama.cpp's codes: 1 softmax, 2 sigmoid.
-                guard let named = [1: ExpertGating.softmax, 2: .sigmoid][code], fixed == nil || fixed == named else {
+                // llama.cpp's codes: 1 softmax, 2 sigmoid, 3 softmax of the chosen.
+                guard let named = [1: ExpertGating.softmax, 2: .sigmoid, 3: .softmaxOfChosen][code], fixed == nil || fixed == named else {
                     throw .unsupportedKey(gatingKey, value: "\(code)")
                 }
                 gating = named

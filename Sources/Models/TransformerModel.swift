@@ -119,7 +119,8 @@ public final class TransformerModel: Sendable {
                     keyNorm: traits.normalizesQueriesAndKeys ? try loader.vector(prefix + "attn_k_norm.weight", count: headWidth) : nil,
                     keyValueHeadCount: keyValueHeads,
                     rotary: traits.usesRotary(block: block) ? rotaryIndex(local: local) : nil,
-                    window: local ? configuration.slidingWindow : nil))
+                    window: local ? configuration.slidingWindow : nil,
+                    sinks: traits.hasAttentionSinks ? try loader.vector(prefix + "attn_sinks.weight", count: configuration.headCount) : nil))
                 slot = attentionSlots
                 attentionSlots += 1
             case .shortConvolution:
@@ -152,7 +153,7 @@ public final class TransformerModel: Sendable {
                 mixerNorm: try loader.vector(prefix + "attn_norm.weight", count: width),
                 mixer: mixer,
                 postMixerNorm: traits.hasPostNorms ? try loader.vector(prefix + "post_attention_norm.weight", count: width) : nil,
-                feedForwardNorm: try loader.vector(prefix + "ffn_norm.weight", count: width),
+                feedForwardNorm: try loader.vector(prefix + traits.feedForwardNormName + ".weight", count: width),
                 feedForward: feedForward,
                 postFeedForwardNorm: traits.hasPostNorms ? try loader.vector(prefix + "post_ffw_norm.weight", count: width) : nil,
                 cacheSlot: slot))
@@ -254,7 +255,8 @@ public final class TransformerModel: Sendable {
         var local = RotaryEmbedding(pairing: traits.rotaryPairing, dimensionCount: dimensions,
                                     base: Float(configuration.localRopeFrequencyBase ?? configuration.ropeFrequencyBase))
         local.attentionFactor = Float(configuration.ropeAttentionFactor)
-        return (global, traits.globalBlockPeriod == nil ? global : local, longGlobal, threshold)
+        // gpt-oss's sliding-window blocks rotate as its others (no base of their own).
+        return (global, traits.globalBlockPeriod == nil || traits.localRopeBase == nil ? global : local, longGlobal, threshold)
     }
 
     /// A cache for up to `contextLength` tokens (clamped to the trained context length).
@@ -509,12 +511,20 @@ struct WeightLoader {
         guard [gates, ups, downs].allSatisfy({ $0.packed == nil }) || (hidden % 16 == 0 && width % 16 == 0) else {
             throw .shapeMismatch(prefix + "ffn_gate_exps.weight", expected: [width, (hidden + 15) / 16 * 16, count], found: [width, hidden, count])
         }
-        func slices(_ matrix: WeightMatrix, rows: Int) -> [Projection] {
-            (0 ..< count).map { Projection(weights: matrix.rows($0 * rows ..< ($0 + 1) * rows), bias: nil) }
+        // Each expert's rows, with its row of the projection's biases (`[rows, experts]`) where
+        // the file has them (gpt-oss).
+        func slices(_ matrix: WeightMatrix, _ name: String, rows: Int) throws(ModelLoadError) -> [Projection] {
+            let biases = file.tensorInfo(named: prefix + name + ".bias") == nil
+                ? nil : try vector(prefix + name + ".bias", shape: [rows, count])
+            return (0 ..< count).map { expert in
+                let range = expert * rows ..< (expert + 1) * rows
+                return Projection(weights: matrix.rows(range), bias: biases.map { Array($0[range]) })
+            }
         }
         let bias = selectionBias ? try vector(prefix + "exp_probs_b.bias", count: count) : nil
-        return ExpertWeights(router: router, gating: experts.gating, selectionBias: bias, gates: slices(gates, rows: hidden),
-                             ups: slices(ups, rows: hidden), downs: slices(downs, rows: width), usedCount: experts.usedCount)
+        return ExpertWeights(router: router, gating: experts.gating, selectionBias: bias, gates: try slices(gates, "ffn_gate_exps", rows: hidden),
+                             ups: try slices(ups, "ffn_up_exps", rows: hidden), downs: try slices(downs, "ffn_down_exps", rows: width),
+                             usedCount: experts.usedCount)
     }
 
     mutating func vector(_ name: String, count: Int) throws(ModelLoadError) -> [Float] {

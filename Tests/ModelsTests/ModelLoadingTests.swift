@@ -156,6 +156,19 @@ import TypesetTestSupport
         #expect(Self.loadError(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_gating_func": .uint32(2)]))
                 == .configuration(.unsupportedKey("qwen3moe.expert_gating_func", value: "2")))
         #expect(Self.loadError(try Self.rewritten("qwen3moe", setting: ["qwen3moe.expert_gating_func": .uint32(1)])) == nil)
+        // gpt-oss: its sinks, its window and its expert biases are part of the arithmetic; a
+        // gating function key is not one it reads (llama.cpp fixes softmax-of-the-chosen).
+        #expect(Self.loadError(try Self.rewritten("gpt-oss", droppingTensor: "blk.1.attn_sinks.weight"))
+                == .missingTensor("blk.1.attn_sinks.weight"))
+        #expect(Self.loadError(try Self.rewritten("gpt-oss", removing: ["gpt-oss.attention.sliding_window"]))
+                == .configuration(.missing("gpt-oss.attention.sliding_window")))
+        guard case .configuration(.unsupportedKey("gpt-oss.expert_gating_func", _))?
+                = Self.loadError(try Self.rewritten("gpt-oss", setting: ["gpt-oss.expert_gating_func": .uint32(3)])) else {
+            Issue.record("a gating function key was not refused for gpt-oss")
+            return
+        }
+        #expect(Self.loadError(try Self.rewritten("gpt-oss", setting: ["gpt-oss.expert_feed_forward_length": .uint32(32)]))
+                == .shapeMismatch("blk.0.ffn_gate_exps.weight", expected: [128, 32, 8], found: [128, 64, 8]))
     }
 
     /// LFM2's convolution state lives in the cache as the gated input of every position, so a

@@ -147,7 +147,7 @@ import TypesetTestSupport
     /// written). Keys and values are IEEE halves, head-major, `positions` per key-value head.
     static func attention(
         queries: [Float], keys: [UInt16], values: [UInt16], start: Int, rows: Int, heads: Int, groupSize: Int,
-        headWidth: Int, positions: Int, window: Int, scale: Float, slices: Int = 1
+        headWidth: Int, positions: Int, window: Int, scale: Float, slices: Int = 1, sinks: [Float]? = nil
     ) -> [Float] {
         var output = [Float](repeating: .nan, count: rows * heads * headWidth)
         let capacity = (positions + 15) / 16 * 16 + 16
@@ -155,9 +155,11 @@ import TypesetTestSupport
             keys.withUnsafeBufferPointer { k in
                 values.withUnsafeBufferPointer { v in
                     output.withUnsafeMutableBufferPointer { o in
+                      (sinks ?? []).withUnsafeBufferPointer { sinkLogits in
                         let job = AttentionJob(queries: q.baseAddress!, keys: k.baseAddress!, values: v.baseAddress!, output: o.baseAddress!,
                                                 start: start, headCount: heads, headWidth: headWidth, groupSize: groupSize,
-                                                headStride: positions * headWidth, window: window, scale: scale)
+                                                headStride: positions * headWidth, window: window, scale: scale,
+                                                sinks: sinks == nil ? nil : sinkLogits.baseAddress)
                         // Every unit in order, each told the next one's keys (a prefetch hint only).
                         var units: [(row: Int, heads: Range<Int>)] = []
                         for row in 0 ..< rows {
@@ -173,6 +175,7 @@ import TypesetTestSupport
                                 job.attend(row: unit.row, heads: unit.heads, scratch: scratch, nextKeys: next)
                             }
                         }
+                      }
                     }
                 }
             }
@@ -240,7 +243,7 @@ import TypesetTestSupport
     /// halves.
     static func attentionInGGMLOrder(
         query: ArraySlice<Float>, keys: [UInt16], values: [UInt16], keyOffset: Int, headWidth: Int,
-        first: Int, position: Int, scale: Float
+        first: Int, position: Int, scale: Float, sink: Float? = nil
     ) -> [Float] {
         func sumInHalves(_ lanes: [Float]) -> Float {
             let halves = (0 ..< 8).map { lanes[$0] + lanes[$0 + 8] }
@@ -257,7 +260,7 @@ import TypesetTestSupport
             }
             scores[past] = sumInHalves(lanes) * scale
         }
-        let maximum = scores[first ... position].max()!
+        let maximum = max(scores[first ... position].max()!, sink ?? -.infinity)
         var exponentials = [Float](repeating: 0, count: (position / 16 + 1) * 16)
         var total = 0.0
         for chunk in stride(from: first & ~15, through: position, by: 16) {
@@ -267,6 +270,8 @@ import TypesetTestSupport
             for lane in 0 ..< 16 { exponentials[chunk + lane] = chunkExponentials[lane] }
             total += Double(sumInHalves((0 ..< 16).map { chunkExponentials[$0] }))
         }
+        // A sink's exponential joins the sum last, as ggml's soft_max adds it.
+        if let sink { total += Double(expf(sink - maximum)) }
         let inverse = Float(1 / total)
         let probabilities = exponentials.map { roundedToHalfPrecision($0 * inverse) }
         return (0 ..< headWidth).map { dimension in
@@ -286,20 +291,25 @@ import TypesetTestSupport
     /// positions mid-chunk, and head widths whose tiles (`AttentionJob.tilePositions`) hold
     /// fewer positions than a row attends to (256: 32 positions) or whose dimensions are not
     /// a multiple of 64 (96, 32).
-    @Test(arguments: [(headWidth: 64, window: Int.max, slices: 1), (headWidth: 64, window: Int.max, slices: 3),
-                      (headWidth: 32, window: 11, slices: 1), (headWidth: 128, window: 16, slices: 3),
-                      (headWidth: 96, window: Int.max, slices: 1), (headWidth: 256, window: Int.max, slices: 1),
-                      (headWidth: 256, window: 37, slices: 3)])
-    func attentionFollowsTheGGMLOrderBitForBit(headWidth: Int, window: Int, slices: Int) {
+    /// With `sinks`, each head's sink logit (gpt-oss's) joins the maximum and the sum: some
+    /// above every score, some below.
+    @Test(arguments: [(headWidth: 64, window: Int.max, slices: 1, sinks: false), (headWidth: 64, window: Int.max, slices: 3, sinks: false),
+                      (headWidth: 32, window: 11, slices: 1, sinks: false), (headWidth: 128, window: 16, slices: 3, sinks: false),
+                      (headWidth: 96, window: Int.max, slices: 1, sinks: false), (headWidth: 256, window: Int.max, slices: 1, sinks: false),
+                      (headWidth: 256, window: 37, slices: 3, sinks: false),
+                      (headWidth: 64, window: 11, slices: 3, sinks: true), (headWidth: 32, window: Int.max, slices: 1, sinks: true)])
+    func attentionFollowsTheGGMLOrderBitForBit(headWidth: Int, window: Int, slices: Int, sinks: Bool) {
         let heads = 6, groupSize = 3, keyValueHeads = heads / groupSize, positions = 75, start = 2, rows = positions - start
         let scale = 1 / Float(headWidth).squareRoot()
         let half = { (x: Float) in floatFromHalf(halfFromFloat(x)) }
         let queries = Self.randomFloats(rows * heads * headWidth, in: -2 ... 2, seed: 21).map(half)
         let keys = Self.randomFloats(keyValueHeads * positions * headWidth, in: -2 ... 2, seed: 22).map(halfFromFloat)
         let values = Self.randomFloats(keyValueHeads * positions * headWidth, in: -1 ... 1, seed: 23).map(halfFromFloat)
+        let sinkLogits: [Float] = [-3, 0.5, 4, 9, -0.25, 2]
         let output = Self.attention(
             queries: queries, keys: keys, values: values, start: start, rows: rows, heads: heads, groupSize: groupSize,
-            headWidth: headWidth, positions: positions, window: window, scale: scale, slices: slices)
+            headWidth: headWidth, positions: positions, window: window, scale: scale, slices: slices,
+            sinks: sinks ? sinkLogits : nil)
         var mismatches = 0
         for row in 0 ..< rows {
             let position = start + row
@@ -309,7 +319,7 @@ import TypesetTestSupport
                 let expected = Self.attentionInGGMLOrder(
                     query: queries[base ..< base + headWidth], keys: keys, values: values,
                     keyOffset: (head / groupSize) * positions * headWidth, headWidth: headWidth,
-                    first: first, position: position, scale: scale)
+                    first: first, position: position, scale: scale, sink: sinks ? sinkLogits[head] : nil)
                 for dimension in 0 ..< headWidth where output[base + dimension].bitPattern != expected[dimension].bitPattern {
                     mismatches += 1
                 }

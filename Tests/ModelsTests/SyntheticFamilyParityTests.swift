@@ -19,7 +19,7 @@ import TypesetTestSupport
 /// position where our best token is not llama.cpp's must be a near-tie: llama.cpp's choice
 /// within that largest difference of ours.
 @Suite struct SyntheticFamilyParityTests {
-    static let names = ["qwen2", "qwen2-yarn", "qwen3", "llama3", "phi3", "lfm2", "smollm3", "qwen3moe", "lfm2moe"]
+    static let names = ["qwen2", "qwen2-yarn", "qwen3", "llama3", "phi3", "lfm2", "smollm3", "qwen3moe", "lfm2moe", "gpt-oss"]
 
     static func expected(_ name: String) throws -> [String: Any] {
         try JSONSerialization.jsonObject(with: Fixtures.data("synthetic/\(name).json")) as! [String: Any]
