@@ -84,6 +84,7 @@ struct ReferenceRenderTests {
             ("qwen2.5-instruct.jinja", true, true),
             ("gemma-3-it.jinja", false, false),
             ("mistral-nemo-instruct-2407.jinja", true, true),
+            ("gpt-oss.jinja", true, true),
         ]
         for (name, tools, toolCalls) in expectations {
             let template = try ChatTemplate(try Fixtures.text("templates/\(name)"))
