@@ -16,17 +16,7 @@ import TypesetTokenizer
     static let markers = ThinkingMarkers(tokenizer.vocabulary)!
     static let city = #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#
 
-    struct Run {
-        var reply: Reply
-        var events: [MessageResponse]
-        var source: ScriptedSource
-        var content: String { reply.message.content }
-        var reasoning: String? { reply.message.reasoning }
-        var streamedReasoning: String { events.compactMap { if case .reasoningChunk(let text) = $0 { text } else { nil } }.joined() }
-        var streamedContent: String { events.compactMap { if case .chunk(let text) = $0 { text } else { nil } }.joined() }
-        /// The tokens the reply appended after the prompt.
-        var written: [Int] { Array(source.held.dropFirst(ReasoningReplyTests.prompt.count)) }
-    }
+    typealias Run = ScriptedReply
 
     /// A model that reasons `reasoning` between `<think>` and `</think>` and, after a
     /// `</think>` wherever it comes (the model's own or a budget's), answers `answer`.
@@ -78,7 +68,7 @@ import TypesetTokenizer
         let loop = TokenLoop(
             source: source, maxTokens: options.maxTokens ?? Int.max, isEndOfGeneration: { tokenizer.vocabulary.isEndOfGeneration($0) })
         let reply = decoder.finish(try loop.run(prompt: prompt, opening: decoder.opening, stepper: decoder))
-        return Run(reply: reply, events: events, source: source)
+        return Run(reply: reply, events: events, source: source, promptLength: prompt.count)
     }
 
     static func city(in run: Run) -> String? {
@@ -244,25 +234,7 @@ import TypesetTokenizer
             ReasoningThenValue(value: GrammarMatcher(grammar), markers: Self.markers, vocabulary: Self.tokenizer.vocabulary,
                                startsInReasoning: false, budget: nil)
         }
-        func mask(_ constraint: ReasoningThenValue) -> TokenBitmask {
-            var mask = TokenBitmask(vocabularySize: constraint.vocabularySize)
-            constraint.fillNextTokenMask(into: &mask)
-            return mask
-        }
-        var whole = fresh()
-        for token in tokens {
-            let accepted = whole.accept(token: token)
-            #expect(accepted, "token \(token) refused")
-        }
-        #expect(whole.isComplete)
-        for count in stride(from: tokens.count, through: 0, by: -1) {
-            var rolledBack = whole
-            rolledBack.rollback(tokens.count - count)
-            var prefix = fresh()
-            for token in tokens.prefix(count) { _ = prefix.accept(token: token) }
-            #expect(mask(rolledBack) == mask(prefix), "mask after \(count) tokens")
-            #expect(rolledBack.stage == prefix.stage && rolledBack.shortestCompletionLength == prefix.shortestCompletionLength)
-        }
+        ConstraintChecks.expectRollbackRestoresEveryPrefix(of: tokens, fresh, state: \.stage)
         // The end of generation is never reasoning, and a second opening is refused.
         var reasoning = fresh()
         let accepted = [ByteVocabulary.thinkOpen, ByteVocabulary.endOfGeneration, ByteVocabulary.thinkOpen, Int(UInt8(ascii: "{"))]

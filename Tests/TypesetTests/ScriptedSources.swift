@@ -55,6 +55,19 @@ enum ByteVocabulary {
     /// is theirs): `<think>` (257) and `</think>` (258).
     static let thinkingTokenizer = makeTokenizer(userDefinedTokens: ["<think>", "</think>"])
     static let thinkOpen = 257, thinkClose = 258
+    /// The byte vocabulary with gpt-oss's Harmony markers, as its GGUF files have them
+    /// (control tokens; the vocabulary renders the header markers and `<|end|>` as text, and
+    /// `<|return|>` and `<|call|>` end generation): `<|start|>` 257, `<|end|>` 258,
+    /// `<|message|>` 259, `<|channel|>` 260, `<|constrain|>` 261, `<|return|>` 262, `<|call|>` 263.
+    static let harmonyTokenizer = makeTokenizer(
+        controlTokens: ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>", "<|call|>"])
+    static let harmonyReturn = 262, harmonyCall = 263
+
+    /// The tokens of `text` in the Harmony vocabulary: a byte each, the markers as theirs.
+    static func harmonyTokens(_ text: String) -> [Int] {
+        harmonyTokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: true)
+    }
+
     /// The same vocabulary with the markers as control tokens (they detokenize to nothing).
     static let controlThinkingTokenizer = makeTokenizer(controlTokens: ["<think>", "</think>"])
 

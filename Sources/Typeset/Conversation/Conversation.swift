@@ -266,25 +266,47 @@ public final class Conversation: Sendable {
             addGenerationPrompt: request.addsGenerationPrompt, prefill: request.prefill, reasoningEffort: options.reasoningEffort)
         if !request.prefill.isEmpty { options.inlineThinkingTags = true }   // the reply is past its start: no thinking to detect
         let thinking = ReplyThinking(promptText: prompt.text, options: options)
+        // gpt-oss's template leaves the reply to Harmony messages: their channels, not tags.
+        let harmony = prompt.text.hasSuffix(Harmony.generationPrompt) ? runner.harmonyMarkers : nil
+        if harmony != nil, !callFunctions.isEmpty, options.functionCallMode == .required {
+            throw .unsupportedOption(
+                name: "tool_choice", reason: "a required call is not yet forced in gpt-oss's Harmony format: use auto")
+        }
         if let needed = shortestValueTokens, let maxTokens = options.maxTokens {
-            let closing = thinking == .opened && runner.thinkingMarkers != nil ? 1 : 0
+            // Before the value: `</think>` of reasoning the template opened, or Harmony's final header.
+            let closing = harmony != nil
+                ? runner.tokenizer.encode(Harmony.channel + "final" + Harmony.message, addingSpecialTokens: false, parsingSpecialTokens: true).count
+                : thinking == .opened && runner.thinkingMarkers != nil ? 1 : 0
             guard needed + closing <= maxTokens else {
                 throw .maxTokensTooSmall(shortestValueTokens: needed + closing, maxTokens: maxTokens)
             }
         }
+        var calls = callGrammar.map {
+            ReplyPlan.Calls(
+                grammar: $0, startsWithCall: options.functionCallMode == .required, firstNumber: Self.callCount(history) + 1,
+                allowsSeveral: request.allowsSeveralCalls)
+        }
+        if harmony != nil, calls != nil {
+            // A Harmony call's body is its arguments alone.
+            for function in callFunctions {
+                calls?.argumentGrammars[function.name] = try runner.compiledGrammar(
+                    schema: function.parameters, options: options.callFormat.callGrammarOptions())
+            }
+        }
         var routing = ReplyPlan.Routing(
-            options: options, constrained: constraint != nil,
-            calls: callGrammar.map {
-                ReplyPlan.Calls(
-                    grammar: $0, startsWithCall: options.functionCallMode == .required, firstNumber: Self.callCount(history) + 1,
-                    allowsSeveral: request.allowsSeveralCalls)
-            },
-            forbidsCallOpening: request.forbidsCallOpening, thinking: thinking)
+            options: options, constrained: constraint != nil, calls: calls,
+            forbidsCallOpening: request.forbidsCallOpening, thinking: harmony == nil ? thinking : .off)
         routing.thinkingMarkers = runner.thinkingMarkers
+        routing.harmony = harmony
         // A value of a model that thinks comes after its reasoning: the grammar holds the answer only.
         let start = constraint.map { constraint -> any TokenConstraint & Sendable in
-            guard thinking != .off, let markers = runner.thinkingMarkers else { return constraint.start }
             let tokens = min(options.maxTokens ?? .max, runner.contextLength - prompt.tokens.count)
+            if let harmony {
+                return HarmonyThenValue(
+                    value: constraint.start, markers: harmony, vocabulary: runner.tokenizer.vocabulary, budget: options.reasoningBudget,
+                    reserve: options.closesWithinMaxTokens ? ReasoningThenValue.valueReserve(tokens: tokens) : 0)
+            }
+            guard thinking != .off, let markers = runner.thinkingMarkers else { return constraint.start }
             return ReasoningThenValue(
                 value: constraint.start, markers: markers, vocabulary: runner.tokenizer.vocabulary,
                 startsInReasoning: thinking == .opened, budget: options.reasoningBudget,

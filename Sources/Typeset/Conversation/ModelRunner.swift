@@ -138,6 +138,8 @@ public final class ModelRunner: Sendable {
     let configuration: ModelConfiguration
     /// `<think>` and `</think>`, when they are tokens of the model's vocabulary.
     let thinkingMarkers: ThinkingMarkers?
+    /// Harmony's markers (gpt-oss), when they are tokens of the model's vocabulary.
+    let harmonyMarkers: HarmonyMarkers?
 
     /// The scheduler that decodes this runner's replies together.
     typealias Scheduler = BatchScheduler<ModelBatchEvaluator>
@@ -228,6 +230,7 @@ public final class ModelRunner: Sendable {
         self.embeddingQueue = DispatchQueue(label: "typeset.model-runner.embeddings", qos: .userInitiated)
         self.configuration = model.configuration
         self.thinkingMarkers = ThinkingMarkers(tokenizer.vocabulary)
+        self.harmonyMarkers = HarmonyMarkers(tokenizer.vocabulary)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
     }
 

@@ -96,6 +96,15 @@ final class ReplyDecoder: TokenStepper {
     /// `<think>` and `</think>` (`nil`: the model has no such tokens); a spent reasoning budget
     /// forces the closing.
     private let thinkingMarkers: ThinkingMarkers?
+    /// The token that ends reasoning (`</think>`, or Harmony's `<|end|>`), which a spent budget
+    /// forces, and for Harmony the header of the final message forced after it.
+    private let reasoningEnd: (token: Int, then: [Int])?
+    /// Each function's arguments grammar (Harmony calls), and the function of the call being
+    /// written in Harmony (`nil` otherwise).
+    private let argumentGrammars: [String: CompiledGrammar]
+    private var harmonyCall: String?
+    /// Whether the reply is Harmony messages (``HarmonyReader`` routes its free text).
+    private let isHarmony: Bool
     /// Tokens of free text chosen inside a `<think>` block.
     private var reasoningTokens = 0
     /// Whether the constraint is a ``ReasoningThenValue``: its tokens before the value are
@@ -131,8 +140,15 @@ final class ReplyDecoder: TokenStepper {
         detokenizer = tokenizer.makeStreamingDetokenizer()
         router = ReplyTextRouter(
             detectsThinking: plan.routing.detectsThinking, startsInReasoning: plan.routing.startsInReasoning,
-            callFormat: callGrammar == nil ? nil : callFormat)
+            callFormat: callGrammar == nil ? nil : callFormat, harmony: plan.routing.harmony != nil)
         thinkingMarkers = plan.routing.thinkingMarkers
+        if let harmony = plan.routing.harmony {
+            reasoningEnd = (harmony.end, tokenizer.encode(Harmony.finalHeader, addingSpecialTokens: false, parsingSpecialTokens: true))
+        } else {
+            reasoningEnd = plan.routing.thinkingMarkers.map { ($0.closing, []) }
+        }
+        argumentGrammars = plan.routing.calls?.argumentGrammars ?? [:]
+        isHarmony = plan.routing.harmony != nil
         reasonsBeforeValue = constraint is ReasoningThenValue
         phase = constraint.map { .constrained($0) } ?? .free
         if startsWithCall, let callGrammar {
@@ -181,7 +197,7 @@ final class ReplyDecoder: TokenStepper {
                 Self.forbidCallOpenings(in: &logits, vocabulary: vocabulary)
             }
             let reasons = router.isReasoning
-            if reasons, let budget = options.reasoningBudget, let closing = thinkingMarkers?.closing, reasoningTokens >= budget {
+            if reasons, let budget = options.reasoningBudget, let closing = reasoningEnd?.token, reasoningTokens >= budget {
                 // The budget is spent: the reasoning ends here.
                 for index in logits.indices where index != closing { logits[index] = -.infinity }
             }
@@ -233,6 +249,13 @@ final class ReplyDecoder: TokenStepper {
         var forced: [Int] = []
         var provisional: Int?
         var text = (try? detokenizer.append(token)) ?? ""
+        if case .free = phase, let (end, header) = reasoningEnd, token == end, !header.isEmpty,
+           let budget = options.reasoningBudget, reasoningTokens >= budget {
+            // Harmony's spent budget: the final message's header follows the forced `<|end|>`.
+            forced = header
+            traceForced(header)
+            for headerToken in header { text += (try? detokenizer.append(headerToken)) ?? "" }
+        }
         if case .free = phase {
             if token == markerToken { text += callFormat.opening ?? "" }
             // Markers that are control tokens detokenize to nothing: the router reads their text.
@@ -246,6 +269,11 @@ final class ReplyDecoder: TokenStepper {
             // Before the value: the reasoning and its markup, nothing forced.
             if reasonsBeforeValue, let segment = (constraint as? ReasoningThenValue)?.lastSegment, segment != .value {
                 routeReasoning(text, segment: segment)
+                break
+            }
+            if let segment = (constraint as? HarmonyThenValue)?.lastSegment, segment != .value {
+                // Headers and `<|end|>` are nothing; analysis bodies are reasoning.
+                if segment == .reasoning, !text.isEmpty { reasoning += text; emit(.reasoningChunk(text)) }
                 break
             }
             content += text
@@ -266,6 +294,11 @@ final class ReplyDecoder: TokenStepper {
             // A stop sequence ends the reply here; its text is not part of it.
             if stops.isStopped { return .appendAndFinish(token, forced: [], .stop) }
             guard let (markup, remainder) = callStart, let callGrammar else { break }
+            if isHarmony {
+                // `markup` is the function's name, the remainder its arguments' start.
+                startHarmonyCall(name: markup, remainder: remainder)
+                break
+            }
             let marked = markup == callFormat.opening
             bareCall = !marked
             afterCall = nil
@@ -299,6 +332,18 @@ final class ReplyDecoder: TokenStepper {
             phase = .call(matcher, text: soFar + written)
             streamCall(written)
         }
+        if case .call(let matcher, let json) = phase, matcher.isComplete, let name = harmonyCall {
+            // A Harmony call is the end of the reply (the model would write `<|call|>`).
+            let arguments = json + detokenizer.finish()
+            let made = FunctionCallFormat.json.calls(
+                in: #"{"name":"# + JSONValue.string(name).compactText + #","arguments":"# + arguments + "}",
+                firstNumber: firstCallNumber + calls.count)
+            finishStreamedCalls(made)
+            calls += made
+            detokenizer = tokenizer.makeStreamingDetokenizer()
+            phase = .free
+            return .appendAndFinish(token, forced: forced, .stop)
+        }
         if case .call(let matcher, let json) = phase, matcher.isComplete {
             let made = callFormat.calls(in: json + detokenizer.finish(), firstNumber: firstCallNumber + calls.count)
             finishStreamedCalls(made)
@@ -315,6 +360,26 @@ final class ReplyDecoder: TokenStepper {
             afterCall = []
         }
         return .append(token, forced: forced, provisional: provisional)
+    }
+
+    /// Starts a Harmony call of `name` whose arguments begin with `remainder`: under that
+    /// function's arguments grammar, streamed as a call of the JSON formats. An unknown
+    /// function, or a start that cannot be its arguments, leaves the text as content.
+    private func startHarmonyCall(name: String, remainder: String) {
+        var matcher = argumentGrammars[name].map(GrammarMatcher.init)
+        let json = String(remainder.drop { $0 == " " || $0 == "\n" || $0 == "\t" })
+        guard matcher != nil, json.isEmpty || matcher!.accept(bytes: Array(json.utf8)) else {
+            router.resume()
+            let text = "to=functions." + name + Harmony.message + remainder
+            content += text
+            emit(.chunk(text))
+            return
+        }
+        bareCall = true   // no closing markup after it: the call ends the reply
+        afterCall = nil
+        harmonyCall = name
+        phase = .call(matcher!, text: json)
+        streamCall(#"{"name":"# + JSONValue.string(name).compactText + #","arguments":"# + json)
     }
 
     /// The constraint of a value or a call under way; free text has none. (The value's
@@ -347,6 +412,8 @@ final class ReplyDecoder: TokenStepper {
             let rest = detokenizer.finish()
             if reasonsBeforeValue, let thinking = constraint as? ReasoningThenValue, thinking.stage == .reasoning {
                 routeReasoning(rest, segment: .reasoning)
+            } else if let harmony = constraint as? HarmonyThenValue, harmony.stage != .value {
+                if harmony.stage == .reasoning, !rest.isEmpty { reasoning += rest; emit(.reasoningChunk(rest)) }
             } else if !rest.isEmpty {
                 content += rest
                 emit(.chunk(rest))

@@ -105,6 +105,9 @@ struct ReplyPlan {
         /// The model's `<think>` and `</think>` tokens, when it has them: a reasoning budget
         /// forces the closing one.
         var thinkingMarkers: ThinkingMarkers?
+        /// Harmony's markers, when the reply is Harmony messages (gpt-oss: the prompt ends with
+        /// `<|start|>assistant`): channels route the text, a budget forces `<|end|>`.
+        var harmony: HarmonyMarkers?
         /// How the model writes calls (a call marker that is one control token is shown as
         /// text even when calls are not parsed).
         var callFormat: FunctionCallFormat
@@ -146,6 +149,9 @@ struct ReplyPlan {
         var firstNumber: Int
         /// Whether another call may follow the first (``ReplyRequest/allowsSeveralCalls``).
         var allowsSeveral: Bool
+        /// Each function's arguments grammar, by name: a Harmony call's body is its arguments,
+        /// its function named in the header (`to=functions.NAME`).
+        var argumentGrammars: [String: CompiledGrammar] = [:]
     }
 }
 

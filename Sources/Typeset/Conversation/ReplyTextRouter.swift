@@ -31,6 +31,8 @@ struct ReplyTextRouter {
     private let callFormat: FunctionCallFormat?
     /// Whether content has been emitted (a plain-JSON call must be the whole reply).
     private var sawContent = false
+    /// A Harmony reply's reader (gpt-oss), which routes instead of the rest.
+    private var harmony: HarmonyReader?
     /// After `</think>`, leading newlines of the content are dropped.
     private var trimLeadingContent = false
 
@@ -39,18 +41,22 @@ struct ReplyTextRouter {
     ///   - startsInReasoning: whether the text starts inside such a block (its `<think>` was
     ///     the prompt's), with `detectsThinking`.
     ///   - callFormat: the format whose calls to detect, `nil` when no functions are registered.
-    init(detectsThinking: Bool, startsInReasoning: Bool = false, callFormat: FunctionCallFormat?) {
+    ///   - harmony: whether the reply is Harmony messages (``HarmonyReader``): their
+    ///     channels say what is reasoning, content and a call.
+    init(detectsThinking: Bool, startsInReasoning: Bool = false, callFormat: FunctionCallFormat?, harmony: Bool = false) {
         mode = detectsThinking ? (startsInReasoning ? .reasoning : .start) : .content
         self.callFormat = callFormat
+        if harmony { self.harmony = HarmonyReader() }
     }
 
-    var isInCall: Bool { mode == .call }
+    var isInCall: Bool { harmony?.isInCall ?? (mode == .call) }
 
-    /// Whether the text so far is inside a `<think>` block.
-    var isReasoning: Bool { mode == .reasoning }
+    /// Whether the text so far is inside a `<think>` block (a Harmony analysis message).
+    var isReasoning: Bool { harmony?.isReasoning ?? (mode == .reasoning) }
 
     /// Routes newly generated `text`.
     mutating func route(_ text: String) -> [Piece] {
+        if harmony != nil { return harmony!.read(text) }
         guard mode != .call else { return [] }
         pending += text
         var pieces: [Piece] = []
@@ -179,6 +185,7 @@ struct ReplyTextRouter {
 
     /// After a call's JSON is complete (and its closing markup generated): back to content.
     mutating func resume() {
+        harmony?.resume()
         mode = .content
         trimLeadingContent = true
         pending = ""
@@ -186,6 +193,7 @@ struct ReplyTextRouter {
 
     /// The end of the reply: whatever was held back, as the kind of text it was.
     mutating func finish() -> [Piece] {
+        if harmony != nil { return harmony!.finish() }
         defer { pending = "" }
         guard !pending.isEmpty else { return [] }
         switch mode {
