@@ -1,4 +1,5 @@
 import Foundation
+import GGUF
 import TypesetTestSupport
 import Testing
 @testable import Typeset
@@ -236,5 +237,69 @@ import TypesetTokenizer
         let refusedMessage = analysis.accept(token: Self.markers.message)
         let acceptedEnd = analysis.accept(token: Self.markers.end)
         #expect(!refusedReturn && !refusedMessage && acceptedEnd)
+    }
+}
+
+/// The same on a model: the random-weight gpt-oss with seven of its special tokens made
+/// Harmony's markers (control tokens, as gpt-oss's GGUF files have them) and gpt-oss's own chat
+/// template, loaded by a runner and asked for a value of a schema. A logit bias makes it choose
+/// the analysis channel; the budget ends it; the value after it must validate.
+@Suite(.serialized) struct HarmonyModelTests {
+    static let schema = #"{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"],"additionalProperties":false}"#
+    static let markers = ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>", "<|call|>"]
+
+    /// The random-weight gpt-oss whose tokens 3 … 9 are Harmony's markers, with gpt-oss's
+    /// template (Tests/ChatTemplatingTests/Fixtures/templates/gpt-oss.jinja), written once.
+    static let harmonyModel = Result { () throws -> URL in
+        let template = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../ChatTemplatingTests/Fixtures/templates/gpt-oss.jinja"), encoding: .utf8)
+        let file = try GGUFFile(contentsOf: TestModels.syntheticPath(of: "gpt-oss"))
+        var writer = GGUFWriter()
+        for entry in file.metadata.entries where !entry.key.hasPrefix("GGUF.") {
+            var value = entry.value
+            if case .array(let array) = entry.value, entry.key == "tokenizer.ggml.tokens" || entry.key == "tokenizer.ggml.token_type" {
+                var elements = Array(array)
+                for (offset, marker) in markers.enumerated() {
+                    elements[3 + offset] = entry.key == "tokenizer.ggml.tokens" ? .string(marker) : .int32(3)
+                }
+                value = .array(try GGUFArray(elementType: array.elementType, elements: elements))
+            }
+            if entry.key == "tokenizer.chat_template" { value = .string(template) }
+            writer.setValue(value, forKey: entry.key)
+        }
+        for tensor in file.tensors {
+            try writer.addTensor(name: tensor.name, shape: tensor.shape, type: tensor.type, data: Array(tensor.bytes))
+        }
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("typeset-harmony-gpt-oss-\(getpid()).gguf")
+        try Data(try writer.encoded()).write(to: url)
+        return url
+    }
+
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func theValueIsTheFinalMessageAfterTheBudgetedAnalysis() async throws {
+        let runner = try await ModelRunner.load(from: try Self.harmonyModel.get(), options: ModelRunner.Options(contextLength: 1024))
+        #expect(runner.harmonyMarkers?.channel == 6 && runner.harmonyMarkers?.end == 4)
+        var options = GenerationOptions(temperature: 0, maxTokens: 96, jsonSchema: Self.schema)
+        options.logitBias = [try #require(runner.tokenizer.encode("analysis", addingSpecialTokens: false).first): 60]
+        options.reasoningBudget = 8
+        var streamed: [MessageResponse] = []
+        var outcome: (message: ChatMessage, reason: FinishReason)?
+        for try await response in runner.createConversation().generateResponse(to: "Ada Lovelace is 36.", options: options) {
+            if case let .complete(message, reason, _) = response { outcome = (message, reason) } else { streamed.append(response) }
+        }
+        let (message, reason) = try #require(outcome)
+        #expect(reason == .stop)
+        #expect(try JSONSchemaValidator(schemaText: Self.schema).problems(in: message.content).isEmpty, "\(message.content)")
+        #expect(message.reasoning?.isEmpty == false)
+        // The analysis streamed before the value, and no marker is in either.
+        let kinds = streamed.compactMap { response -> Bool? in
+            switch response {
+            case .reasoningChunk: true
+            case .chunk: false
+            default: nil
+            }
+        }
+        #expect(kinds.first == true && kinds.drop { $0 }.allSatisfy { !$0 })
+        #expect(!(message.reasoning ?? "").contains("<|") && message.content.hasPrefix("{"))
     }
 }
