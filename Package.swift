@@ -172,7 +172,7 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "TypesetTestSupport", dependencies: ["GGUF", "SyntheticTensors"], path: "Tests/TypesetTestSupport"),
+        .target(name: "TypesetTestSupport", dependencies: ["GGUF", "Kernels", "Models", "SyntheticTensors"], path: "Tests/TypesetTestSupport"),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TypesetTestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["Kernels", "TypesetTestSupport"]),
         .testTarget(name: "TokenizerTests", dependencies: ["TypesetTokenizer", "TypesetTestSupport"]),

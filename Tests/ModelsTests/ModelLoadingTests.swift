@@ -107,6 +107,14 @@ import TypesetTestSupport
                 == .missingTensor("blk.3.shortconv.conv.weight"))
     }
 
+    /// The fuzzer's tiny gpt-oss seed is a model the loader accepts, so its mutations reach the
+    /// expert keys, the 3-D tensors and MXFP4's blocks; and loading it runs (logits finite).
+    @Test func theFuzzersModelSeedLoads() throws {
+        let model = try TransformerModel(file: try GGUFFile(bytes: Array(try Fixtures.data("fuzz-seeds/tiny-gpt-oss.gguf"))))
+        let logits = try model.evaluate([5, 6, 7, 5], cache: model.makeCache(contextLength: 16), threadCount: 1)
+        #expect(logits.count == 8 && logits.allSatisfy(\.isFinite))
+    }
+
     @Test(.enabled(if: TestModels.shouldRunSynthetic))
     func malformedMixturesOfExpertsAreTypedErrors() throws {
         func invalidKey(_ file: GGUFFile) -> String? {

@@ -1,4 +1,6 @@
 import GGUF
+import Kernels
+import Models
 
 /// Shared checkers for hostile-input tests and the fuzzer.
 public enum GGUFChecks {
@@ -64,6 +66,26 @@ public enum GGUFChecks {
             if tensor.info.rowCount > 0 { checksum &+= tensor.row(tensor.info.rowCount - 1).count }
         }
         precondition(checksum != Int.min)
+    }
+
+    /// What loading `file` as a model reads: its configuration (every key validated), every
+    /// weight's name, shape and type (experts' counts and 3-D tensors included), and the first
+    /// and last rows of every tensor of a type the kernels decode (MXFP4's exponent bytes among
+    /// them). A file that is not a model is refused with a typed error; none may trap.
+    public static func exerciseAsModel(_ file: GGUFFile) {
+        _ = try? TransformerModel(file: file, packsWeights: false)
+        var checksum: Float = 0
+        for tensor in file.tensors where Dequantization.supportedTypes.contains(tensor.type)
+            && tensor.info.rowCount > 0 && tensor.info.rowLength <= 1 << 16 {
+            var row = [Float](repeating: 0, count: tensor.info.rowLength)
+            for index in Set([0, tensor.info.rowCount - 1]) {
+                row.withUnsafeMutableBufferPointer { buffer in
+                    try? Dequantization.dequantizeRow(index, of: tensor, into: buffer)
+                }
+                checksum += row.first ?? 0
+            }
+        }
+        precondition(!checksum.isSignalingNaN)
     }
 
     private static func walk(_ array: GGUFArray) -> Int {
