@@ -1,22 +1,25 @@
 #!/usr/bin/env python3
-"""Full-size random-weight GGUF files of two mixture-of-experts models, for speed benchmarks.
+"""Full-size random-weight GGUF files of three mixture-of-experts models, for speed benchmarks.
 
 The weights are random, so the files say nothing about correctness; what they reproduce is
-what decides speed: every tensor's shape and type, as in a Q4_K_M file of the real model.
+what decides speed: every tensor's shape and type, as in a Q4_K_M file of the real model
+(gpt-oss: as in the MXFP4 file that ggml-org publishes, ggml-org/gpt-oss-20b-GGUF).
 
     lfm2moe-8b-a1b.gguf     LiquidAI LFM2-8B-A1B, architecture `lfm2moe`, about 5.0 GB
     qwen3moe-30b-a3b.gguf   Qwen Qwen3-30B-A3B, architecture `qwen3moe`, about 18.5 GB
+    gpt-oss-20b.gguf        OpenAI gpt-oss-20b, architecture `gpt-oss`, about 12.1 GB
 
-Both go to $TYPESET_CACHE/full-size/ (default ~/.cache/typeset/full-size/), never into the
+All go to $TYPESET_CACHE/full-size/ (default ~/.cache/typeset/full-size/), never into the
 repository. Needs gguf (0.19.0) and numpy only, and the tokenizer files of Fixtures/fetch.sh:
 
     ~/.cache/typeset/python/bin/python Benchmarks/make_full_size_models.py [NAME...]
 
-NAME is a file name without .gguf (default: both). A file is skipped when it exists with a
+NAME is a file name without .gguf (default: all three). A file is skipped when it exists with a
 sidecar NAME.gguf.stamp recording this script's sha256 and the file's size, so a run after an
 edit of this script rewrites the files and any other run does nothing. A file is written
-streaming, tensor by tensor (one tensor in memory at a time, the largest 255 MB; the process
-peaks at about 0.6 GB), into NAME.gguf.tmp, renamed when complete: about 15 s and 45 s.
+streaming, tensor by tensor (one tensor in memory at a time, the largest 615 MB, gpt-oss's
+embedding and output; the process peaks at about 0.7 GB), into NAME.gguf.tmp, renamed when
+complete: about 15 s, 45 s and 30 s.
 
 Benchmark with them:
 
@@ -24,12 +27,19 @@ Benchmark with them:
     ~/.cache/typeset-peers/venv/bin/python ../shared/peers/llama_bench.py \\
         bench ~/.cache/typeset/full-size/qwen3moe-30b-a3b.gguf --threads 2
 
+(llama.cpp's CPU backend copies gpt-oss's MXFP4 experts into a repacked buffer of 9.5 GiB
+beside the 11.3 GiB mapping of the file: its resident set reaches 20.7 GiB of the machine's
+23.5, mapped pages included. Measure with nothing else running: a concurrent build cuts its
+decode speed by a factor of up to 6.)
+
 Shapes. The hyperparameters are the published config.json files',
-https://huggingface.co/LiquidAI/LFM2-8B-A1B/blob/main/config.json and
-https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json, written under the GGUF keys
+https://huggingface.co/LiquidAI/LFM2-8B-A1B/blob/main/config.json,
+https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json and
+https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json, written under the GGUF keys
 llama.cpp's converter (convert_hf_to_gguf.py: conversion/lfm2.py LFM2MoeModel,
-conversion/qwen.py Qwen2MoeModel/Qwen3MoeModel, conversion/base.py TextModel) writes for them,
-and the tensors are those llama.cpp creates (src/models/lfm2moe.cpp, src/models/qwen3moe.cpp):
+conversion/qwen.py Qwen2MoeModel/Qwen3MoeModel, conversion/gpt_oss.py GptOssModel,
+conversion/base.py TextModel) writes for them, and the tensors are those llama.cpp creates
+(src/models/lfm2moe.cpp, src/models/qwen3moe.cpp, src/models/openai-moe.cpp):
 
     LFM2-8B-A1B   24 blocks, width 2048; attention (32 heads, 8 key/value heads of 64, QK norm)
                   in blocks 2, 6, 10, 14, 18, 21 (config's layer_types), gated short
@@ -43,6 +53,19 @@ and the tensors are those llama.cpp creates (src/models/lfm2moe.cpp, src/models/
                   used, softmax router, in every block (feed_forward_length 6144 is written, as
                   the converter does, but no block uses it); RoPE base 10^6, RMS epsilon 1e-6,
                   context 40960, 151936 tokens, a separate output matrix.
+    gpt-oss-20b   24 blocks, width 2880; attention in every block (64 heads, 8 key/value heads,
+                  head width 64, so queries are 4096 wide, output 4096 -> 2880), with biases on
+                  q, k, v and output and a per-head sink logit (`attn_sinks`, 64 floats), a
+                  sliding window of 128 in the even blocks (llama.cpp's default pattern of 2:
+                  the config's layer_types, no key written), full attention in the odd ones; 32
+                  experts of 2880, 4 used, their gate, up and down each with a bias per expert,
+                  a router with a bias, softmax over the chosen 4 and the clamped SwiGLU (both
+                  fixed in llama.cpp's graph, no key); pre-FFN norm `post_attention_norm`; RoPE
+                  base 150000 with YaRN (factor 32, original context 4096, beta_fast 32,
+                  beta_slow 1: today's converter writes the betas, the published file, older,
+                  has no such keys, and llama.cpp's defaults are the same), RMS epsilon 1e-5,
+                  context 131072, 201088 tokens, a separate output matrix;
+                  feed_forward_length 2880 written as the converter does.
 
 Types. The mapping llama-quantize applies for Q4_K_M (src/llama-quant.cpp,
 llama_tensor_get_type_impl), tensors taken in the order it takes them (by block, then name):
@@ -61,6 +84,20 @@ llama_tensor_get_type_impl), tensors taken in the order it takes them (by block,
 
 where use_more_bits(i, n) = i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2.
 
+gpt-oss-20b is typed as ggml-org/gpt-oss-20b-GGUF's gpt-oss-20b-mxfp4.gguf (general.file_type
+38, MXFP4_MOE; 459 tensors, of them 289 F32, 98 Q8_0 and 72 MXFP4; 20.91 B parameters, 11.27 GiB,
+as llama.cpp's loader prints for it), which is llama-quantize's MXFP4_MOE mapping
+(llama-quant.cpp: 3-D expert tensors MXFP4, every other quantizable tensor, the output too, Q8_0;
+the router and what does not end in `weight` or is 1-D left as the converter wrote it, F32):
+
+    ffn_gate_exps, ffn_up_exps, ffn_down_exps   MXFP4 [2880, 2880, 32] (as OpenAI ships them)
+    token_embd, output                          Q8_0  [2880, 201088]
+    attn_q, attn_output                         Q8_0  [2880, 4096], [4096, 2880]
+    attn_k, attn_v                              Q8_0  [2880, 512]
+    kept F32    attn_norm, post_attention_norm, output_norm [2880]; attn_q/k/v/output.bias
+                [4096]/[512]/[512]/[2880]; attn_sinks [64]; ffn_gate_inp [2880, 32] and its
+                bias [32]; ffn_gate/up/down_exps.bias [2880, 32]
+
 Random content. Quantized blocks are written as bytes (ggml-common.h layouts), not through a
 quantizer: the quant bits are PCG64's raw stream (seeded from the file and tensor names, so
 every file is the same on every machine) and the scale fields are fixed per tensor so that
@@ -68,13 +105,21 @@ the weights dequantize to a symmetric spread with standard deviation 1/sqrt(row 
 
     Q4_K  sub-scale 8 and sub-min 60 for every sub-block, dmin = d: w = 4d(2q - 15), q in 0..15
     Q6_K  sub-scales +8, -8, +8, ... (the sign cancels the offset of q - 32), w = d*s*(q - 32)
+    Q8_0  d = +d0, -d0, +d0, ... block by block (the sign cancels the -1/2 mean of q), w = d*q
+    MXFP4 w = v(q) 2^(e - 128), v(q) in 0, ±1, ±2, ±3, ±4, ±6, ±8, ±12 (symmetric); no power of
+          two gives the spread exactly, so e takes the two around it, the higher in the share
+          of blocks (spread evenly) that makes the mean square right: for rows of 2880, e =
+          119 or 120 (55 % of blocks), w of standard deviation 0.0186 = 1/sqrt(2880)
 
 Norm weights are uniform in 1 +/- 0.1, the router's rows uniform with standard deviation
 1/sqrt(width) (router logits of spread 1, so the chosen experts vary from token to token), the
-expert bias uniform in +/-0.01 and the convolution kernels uniform in +/-0.5. Activations stay
-finite through every block and the logits have a spread of about one. Tokenizers are copied
-from real files: Qwen2.5-Coder-0.5B's (151936 tokens, as Qwen3) and SmolLM2-135M's (49152
-tokens) padded with `<|reserved_N|>` control tokens to LFM2's 65536.
+expert bias, and gpt-oss's biases and attention sinks, uniform in +/-0.01 and the convolution
+kernels uniform in +/-0.5. Activations stay finite through every block and the logits have a
+spread of about one. Tokenizers are copied from real files: Qwen2.5-Coder-0.5B's (151936
+tokens, as Qwen3) and SmolLM2-135M's (49152 tokens) padded with `<|reserved_N|>` control tokens
+to LFM2's 65536; gpt-oss's o200k_harmony (201088 tokens) is nowhere on the machine, so gpt-oss
+gets Qwen2.5-Coder-0.5B's padded to 201088 (another byte-level BPE; the published file's
+tokenizer.ggml.pre is `gpt-4o`, this one's `qwen2`).
 """
 from __future__ import annotations
 
@@ -88,7 +133,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from gguf import ExpertGatingFuncType, GGUFReader, GGUFValueType, GGUFWriter
+from gguf import ExpertGatingFuncType, GGUFReader, GGUFValueType, GGUFWriter, RopeScalingType
 from gguf import GGMLQuantizationType as T
 
 SCRIPT = Path(__file__).resolve()
@@ -97,6 +142,7 @@ OUTPUT_DIRECTORY = CACHE / "full-size"
 TOKENIZER_DIRECTORY = CACHE / "models"
 
 LLAMA_FTYPE_MOSTLY_Q4_K_M = 15
+LLAMA_FTYPE_MOSTLY_MXFP4_MOE = 38
 QUANTIZATION_VERSION = 2
 
 # ggml's K-quant super-blocks (ggml-common.h): 256 weights each.
@@ -113,9 +159,27 @@ Q6_K_SCALES_AT = 192
 Q6_K_D_AT = 208
 Q6_K_SUB_SCALE = 8
 Q6_K_RMS_PER_D = Q6_K_SUB_SCALE * math.sqrt((64 ** 2 - 1) / 12 + 0.25)   # rms of s(q - 32)
+# block_q8_0: d (fp16); qs[32] (int8). 32 weights.
+QK8_0 = 32
+Q8_0_BLOCK_BYTES = 34
+Q8_0_RMS_PER_D = math.sqrt((256 ** 2 - 1) / 12 + 0.25)     # rms of q, q uniform in -128..127
+# block_mxfp4: e (E8M0 exponent); qs[16] (4-bit codes into kvalues_mxfp4, twice E2M1). 32 weights,
+# w = kvalues_mxfp4[q] * 2^(e - 128) (ggml_e8m0_to_fp32_half).
+QK_MXFP4 = 32
+MXFP4_BLOCK_BYTES = 17
+MXFP4_VALUES = (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
+MXFP4_RMS_PER_SCALE = math.sqrt(sum(v * v for v in MXFP4_VALUES) / 16)   # 5.85, q uniform in 0..15
+MXFP4_EXPONENT_BIAS = 128
+
+BLOCK_LAYOUTS = {                # weights per block, bytes per block
+    T.Q4_K: (QK_K, Q4_K_BLOCK_BYTES),
+    T.Q6_K: (QK_K, Q6_K_BLOCK_BYTES),
+    T.Q8_0: (QK8_0, Q8_0_BLOCK_BYTES),
+    T.MXFP4: (QK_MXFP4, MXFP4_BLOCK_BYTES),
+}
 
 NORM_SPREAD = 0.1               # norm weights uniform in 1 ± NORM_SPREAD
-EXPERT_BIAS_SPREAD = 0.01       # exp_probs_b uniform in ± this
+BIAS_SPREAD = 0.01              # exp_probs_b, gpt-oss's biases and sinks uniform in ± this
 CONVOLUTION_SPREAD = 0.5        # shortconv.conv uniform in ± this
 
 RESERVED_TOKEN = "<|reserved_{}|>"
@@ -147,6 +211,9 @@ class Model:
     short_convolution: int = 0      # shortconv.l_cache; 0: no convolution blocks
     sigmoid_router: bool = False    # sigmoid scores plus a selection bias, else softmax
     output_norm: str = "output_norm"
+    file_type: int = LLAMA_FTYPE_MOSTLY_Q4_K_M    # general.file_type
+    sliding_window: int = 0         # attention.sliding_window; 0: none
+    yarn: tuple[float, int, float, float] | None = None  # factor, original context, beta fast, slow
 
 
 MODELS = {
@@ -164,6 +231,13 @@ MODELS = {
               context=40960, rope_base=1e6, rms_epsilon=1e-6,
               tokenizer_source="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
               attention_blocks=tuple(range(48)), tied_output=False),
+        Model(name="gpt-oss-20b", title="Typeset random-weight gpt-oss-20b (benchmark only)",
+              architecture="gpt-oss", blocks=24, width=2880, heads=64, key_value_heads=8, head_width=64,
+              feed_forward=2880, experts=32, experts_used=4, expert_feed_forward=2880, vocabulary=201088,
+              context=131072, rope_base=150000.0, rms_epsilon=1e-5,
+              tokenizer_source="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+              attention_blocks=tuple(range(24)), tied_output=False,
+              file_type=LLAMA_FTYPE_MOSTLY_MXFP4_MOE, sliding_window=128, yarn=(32.0, 4096, 32.0, 1.0)),
     )
 }
 
@@ -186,8 +260,8 @@ class Tensor:
     def nbytes(self) -> int:
         if self.qtype == T.F32:
             return 4 * self.count
-        per_block = {T.Q4_K: Q4_K_BLOCK_BYTES, T.Q6_K: Q6_K_BLOCK_BYTES}[self.qtype]
-        return self.count // QK_K * per_block
+        weights, per_block = BLOCK_LAYOUTS[self.qtype]
+        return self.count // weights * per_block
 
     @property
     def block(self) -> int:
@@ -265,10 +339,49 @@ def block_tensors(model: Model, block: int) -> list[Tensor]:
     return norms + mixer + feed_forward_tensors(model, block)
 
 
+def gpt_oss_tensors(model: Model) -> list[Tensor]:
+    """LLM_ARCH_OPENAI_MOE's tensors (src/models/openai-moe.cpp), typed as MXFP4_MOE types them."""
+    embedding = (model.width, model.vocabulary)
+    query_width = model.heads * model.head_width
+    key_width = model.key_value_heads * model.head_width
+    expert_in = (model.width, model.expert_feed_forward, model.experts)
+    expert_out = (model.expert_feed_forward, model.width, model.experts)
+    tensors = [matrix("token_embd.weight", embedding, T.Q8_0),
+               vector("output_norm.weight", (model.width,), "norm"),
+               matrix("output.weight", embedding, T.Q8_0)]
+    for block in range(model.blocks):
+        p = f"blk.{block}."
+        tensors += [
+            vector(p + "attn_norm.weight", (model.width,), "norm"),
+            matrix(p + "attn_q.weight", (model.width, query_width), T.Q8_0),
+            vector(p + "attn_q.bias", (query_width,), "bias"),
+            matrix(p + "attn_k.weight", (model.width, key_width), T.Q8_0),
+            vector(p + "attn_k.bias", (key_width,), "bias"),
+            matrix(p + "attn_v.weight", (model.width, key_width), T.Q8_0),
+            vector(p + "attn_v.bias", (key_width,), "bias"),
+            matrix(p + "attn_output.weight", (query_width, model.width), T.Q8_0),
+            vector(p + "attn_output.bias", (model.width,), "bias"),
+            vector(p + "attn_sinks.weight", (model.heads,), "bias"),
+            vector(p + "post_attention_norm.weight", (model.width,), "norm"),
+            Tensor(p + "ffn_gate_inp.weight", (model.width, model.experts), T.F32, "router"),
+            vector(p + "ffn_gate_inp.bias", (model.experts,), "bias"),
+            matrix(p + "ffn_gate_exps.weight", expert_in, T.MXFP4),
+            vector(p + "ffn_gate_exps.bias", (model.expert_feed_forward, model.experts), "bias"),
+            matrix(p + "ffn_up_exps.weight", expert_in, T.MXFP4),
+            vector(p + "ffn_up_exps.bias", (model.expert_feed_forward, model.experts), "bias"),
+            matrix(p + "ffn_down_exps.weight", expert_out, T.MXFP4),
+            vector(p + "ffn_down_exps.bias", (model.width, model.experts), "bias"),
+        ]
+    return tensors
+
+
 def all_tensors(model: Model) -> list[Tensor]:
-    # Experts with exactly 8 experts get other types in llama-quant.cpp; neither model has 8.
-    assert model.experts != 8
-    tensors = global_tensors(model) + [t for b in range(model.blocks) for t in block_tensors(model, b)]
+    if model.architecture == "gpt-oss":
+        tensors = gpt_oss_tensors(model)
+    else:
+        # Experts with exactly 8 experts get other types in llama-quant.cpp; neither model has 8.
+        assert model.experts != 8
+        tensors = global_tensors(model) + [t for b in range(model.blocks) for t in block_tensors(model, b)]
     return sorted(tensors, key=lambda t: (t.block, t.name))
 
 
@@ -321,6 +434,27 @@ def q6_k_blocks(bits: np.random.PCG64, count: int, rms: float) -> np.ndarray:
     return blocks
 
 
+def q8_0_blocks(bits: np.random.PCG64, count: int, rms: float) -> np.ndarray:
+    """d alternates in sign block by block, cancelling the -1/2 mean of q (rows hold an even count)."""
+    blocks = random_bytes(bits, count // QK8_0 * Q8_0_BLOCK_BYTES).reshape(-1, Q8_0_BLOCK_BYTES)
+    d = rms / Q8_0_RMS_PER_D
+    blocks[0::2, :2] = fp16_bytes(d)
+    blocks[1::2, :2] = fp16_bytes(-d)
+    return blocks
+
+
+def mxfp4_blocks(bits: np.random.PCG64, count: int, rms: float) -> np.ndarray:
+    """The exponent takes the two powers of two around rms / MXFP4_RMS_PER_SCALE, the higher one in
+    the share of blocks (spread evenly, Bresenham's way) that makes the mean square rms^2."""
+    blocks = random_bytes(bits, count // QK_MXFP4 * MXFP4_BLOCK_BYTES).reshape(-1, MXFP4_BLOCK_BYTES)
+    exponent = math.log2(rms / MXFP4_RMS_PER_SCALE) + MXFP4_EXPONENT_BIAS
+    low = math.floor(exponent)
+    share = (4.0 ** (exponent - low) - 1) / 3       # share * 4 + (1 - share) = 4^(exponent - low)
+    higher = np.diff(np.floor(np.arange(len(blocks) + 1) * share)).astype(np.uint8)
+    blocks[:, 0] = low + higher
+    return blocks
+
+
 def float_values(bits: np.random.PCG64, tensor: Tensor, width: int) -> np.ndarray:
     if tensor.content == "norm":
         return random_uniform(bits, tensor.count, 1 - NORM_SPREAD, 1 + NORM_SPREAD)
@@ -328,7 +462,7 @@ def float_values(bits: np.random.PCG64, tensor: Tensor, width: int) -> np.ndarra
         spread = math.sqrt(3.0 / width)        # uniform of standard deviation 1/sqrt(width)
         return random_uniform(bits, tensor.count, -spread, spread)
     if tensor.content == "bias":
-        return random_uniform(bits, tensor.count, -EXPERT_BIAS_SPREAD, EXPERT_BIAS_SPREAD)
+        return random_uniform(bits, tensor.count, -BIAS_SPREAD, BIAS_SPREAD)
     if tensor.content == "convolution":
         return random_uniform(bits, tensor.count, -CONVOLUTION_SPREAD, CONVOLUTION_SPREAD)
     raise ValueError(f"{tensor.name}: no F32 content {tensor.content!r}")
@@ -339,9 +473,8 @@ def tensor_data(model: Model, tensor: Tensor) -> np.ndarray:
     if tensor.qtype == T.F32:
         return float_values(bits, tensor, model.width)
     rms = 1.0 / math.sqrt(tensor.dims[0])      # unit-variance outputs for unit-variance inputs
-    if tensor.qtype == T.Q4_K:
-        return q4_k_blocks(bits, tensor.count, rms)
-    return q6_k_blocks(bits, tensor.count, rms)
+    blocks = {T.Q4_K: q4_k_blocks, T.Q6_K: q6_k_blocks, T.Q8_0: q8_0_blocks, T.MXFP4: mxfp4_blocks}
+    return blocks[tensor.qtype](bits, tensor.count, rms)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,7 +482,7 @@ def tensor_data(model: Model, tensor: Tensor) -> np.ndarray:
 
 def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
     writer.add_name(model.title)
-    writer.add_file_type(LLAMA_FTYPE_MOSTLY_Q4_K_M)
+    writer.add_file_type(model.file_type)
     writer.add_quantization_version(QUANTIZATION_VERSION)
     writer.add_context_length(model.context)
     writer.add_embedding_length(model.width)
@@ -375,6 +508,15 @@ def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
         writer.add_expert_gating_func(ExpertGatingFuncType.SIGMOID)
     if model.leading_dense_blocks:
         writer.add_leading_dense_block_count(model.leading_dense_blocks)
+    if model.sliding_window:
+        writer.add_sliding_window(model.sliding_window)
+    if model.yarn:
+        factor, original_context, beta_fast, beta_slow = model.yarn
+        writer.add_rope_scaling_type(RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(factor)
+        writer.add_rope_scaling_orig_ctx_len(original_context)
+        writer.add_rope_scaling_yarn_beta_fast(beta_fast)
+        writer.add_rope_scaling_yarn_beta_slow(beta_slow)
 
 
 def add_tokenizer(writer: GGUFWriter, model: Model) -> None:

@@ -39,6 +39,9 @@ struct HarmonyMarkers: Sendable {
 
     /// Every marker token.
     let all: Set<Int>
+    /// The tokens whose text starts with each byte (markers and the end of generation: none),
+    /// so a header's mask looks at the few that can continue it, not the whole vocabulary.
+    let tokensByFirstByte: [[Int32]]
 
     /// The markers of `vocabulary`, `nil` unless `<|start|>`, `<|end|>`, `<|message|>` and
     /// `<|channel|>` are tokens of it. O(vocabulary), once per model.
@@ -51,6 +54,11 @@ struct HarmonyMarkers: Sendable {
         (self.start, self.end, self.message, self.channel) = (start, end, message, channel)
         constrain = found[Harmony.constrain]
         all = Set(found.values)
+        var byFirstByte = [[Int32]](repeating: [], count: 256)
+        for token in 0 ..< vocabulary.count where !all.contains(token) && !vocabulary.isEndOfGeneration(token) {
+            if let first = vocabulary.bytes(of: token).first { byFirstByte[Int(first)].append(Int32(token)) }
+        }
+        tokensByFirstByte = byFirstByte
     }
 }
 
@@ -270,8 +278,20 @@ struct HarmonyThenValue: TokenConstraint, Sendable {
     func fillNextTokenMask(into mask: inout TokenBitmask) {
         switch state.stage {
         case .header:
+            // The next atom of each header still possible: a marker, or the first byte of the
+            // tokens to look at.
             mask = TokenBitmask(vocabularySize: vocabularySize)
-            for token in 0 ..< vocabularySize where headerMatch(atoms(of: token)).continues { mask[token] = true }
+            var firstBytes = Set<Int>()
+            for (header, analysis) in state.afterEnd ? laterHeaders : firstHeaders
+            where header.count > state.header.count && header.starts(with: state.header) && !(analysis && budgetIsSpent) {
+                let atom = header[state.header.count]
+                if atom < 0 { mask[-1 - atom] = true } else { firstBytes.insert(atom) }
+            }
+            for byte in firstBytes {
+                for token in markers.tokensByFirstByte[byte] where Int(token) < vocabularySize && headerMatch(atoms(of: Int(token))).continues {
+                    mask[Int(token)] = true
+                }
+            }
         case .reasoning:
             if budgetIsSpent {
                 mask = TokenBitmask(vocabularySize: vocabularySize)
