@@ -30,7 +30,8 @@
 // to build the engine without them (and without swift-syntax, the command line, the server
 // and the macro tests), which is how the fuzzing stages of CI build in a fraction of the time.
 // TYPESET_KERNELS_ONLY=1 goes further and declares only the GGUF and Kernels layers with their
-// tests: CI's baseline-CPU kernel stage and ThreadSanitizer stage build nothing else.
+// tests (and Models, which the test support's checkers load files with): CI's baseline-CPU
+// kernel stage and ThreadSanitizer stage build nothing else.
 import CompilerPluginSupport
 import Foundation
 import PackageDescription
@@ -244,7 +245,8 @@ if withMacros {
 }
 
 if kernelsOnly {
-    let kept: Set<String> = ["GGUF", "COpenBLAS", "VectorIntrinsics", "Kernels", "SyntheticTensors", "TypesetTestSupport", "KernelsTests"]
+    // Models too: the test support's hostile-input checkers load files as models.
+    let kept: Set<String> = ["GGUF", "COpenBLAS", "VectorIntrinsics", "Kernels", "Models", "SyntheticTensors", "TypesetTestSupport", "KernelsTests"]
     package.targets.removeAll { !kept.contains($0.name) }
     package.products.removeAll { !["GGUF", "TypesetTestSupport"].contains($0.name) }
     package.dependencies.removeAll()
