@@ -49,6 +49,9 @@ struct ArchitectureTraits: Sendable {
     /// The mixtures carry a selection bias `exp_probs_b.bias` (LFM2 MoE); a family without one
     /// refuses the tensor as unused.
     var hasExpertSelectionBias = false
+    /// The router and every expert projection have biases (`ffn_gate_inp.bias`,
+    /// `ffn_{gate,up,down}_exps.bias`: gpt-oss), required; a family without them refuses them.
+    var hasExpertBiases = false
     /// Each block's learned logit per query head (`attn_sinks`), which takes part in the
     /// softmax's maximum and denominator and weights no value (gpt-oss).
     var hasAttentionSinks = false
@@ -142,7 +145,7 @@ extension ModelArchitecture {
         case .gptOSS:
             ArchitectureTraits(
                 rotaryPairing: .halves, activation: .clampedSiLU, globalBlockPeriod: 2, hasExperts: true,
-                fixedExpertGating: .softmaxOfChosen, hasAttentionSinks: true, feedForwardNormName: "post_attention_norm",
+                fixedExpertGating: .softmaxOfChosen, hasExpertBiases: true, hasAttentionSinks: true, feedForwardNormName: "post_attention_norm",
                 slidingWindow: .required,
                 additionalKeys: ["attention.sliding_window", "expert_count", "expert_used_count", "expert_feed_forward_length"])
         }

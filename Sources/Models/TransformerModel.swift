@@ -136,7 +136,7 @@ public final class TransformerModel: Sendable {
             let feedForward: FeedForward
             if let experts = configuration.experts, block >= experts.leadingDenseBlockCount {
                 feedForward = .experts(try loader.experts(prefix, width: width, experts: experts,
-                                                           selectionBias: traits.hasExpertSelectionBias))
+                                                           selectionBias: traits.hasExpertSelectionBias, biases: traits.hasExpertBiases))
             } else if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
                file.tensorInfo(named: prefix + "ffn_up.weight")?.shape == [width, 2 * hiddenWidth] {
                 feedForward = .dense(FeedForwardWeights(
@@ -495,15 +495,16 @@ struct WeightLoader {
     }
 
     /// A block's mixture of experts: `ffn_gate_inp` (the router), `exp_probs_b.bias` (the
-    /// selection bias) for a family that has one (`selectionBias`), and the 3-D `ffn_{gate,up,down}_exps`, each
+    /// selection bias) for a family that has one (`selectionBias`), the router's and experts'
+    /// biases for a family that has them (`biases`: gpt-oss; elsewhere refused as unused), and the 3-D `ffn_{gate,up,down}_exps`, each
     /// expert's matrices a view of the latter's rows.
     mutating func experts(_ prefix: String, width: Int, experts: ExpertConfiguration,
-                          selectionBias: Bool) throws(ModelLoadError) -> ExpertWeights {
+                          selectionBias: Bool, biases: Bool) throws(ModelLoadError) -> ExpertWeights {
         let hidden = experts.feedForwardLength, count = experts.count
         // The router stays in the mapping (it is small, often F32): the pass computes it row by
         // row with the matrix-vector kernels, the same arithmetic whatever the batch.
         let router = Projection(weights: try matrix(prefix + "ffn_gate_inp.weight", shape: [width, count], computedRowByRow: true),
-                                bias: try optionalVector(prefix + "ffn_gate_inp.bias", count: count))
+                                bias: biases ? try vector(prefix + "ffn_gate_inp.bias", count: count) : nil)
         let gates = try matrix(prefix + "ffn_gate_exps.weight", shape: [width, hidden, count])
         let ups = try matrix(prefix + "ffn_up_exps.weight", shape: [width, hidden, count])
         let downs = try matrix(prefix + "ffn_down_exps.weight", shape: [hidden, width, count])
@@ -511,11 +512,10 @@ struct WeightLoader {
         guard [gates, ups, downs].allSatisfy({ $0.packed == nil }) || (hidden % 16 == 0 && width % 16 == 0) else {
             throw .shapeMismatch(prefix + "ffn_gate_exps.weight", expected: [width, (hidden + 15) / 16 * 16, count], found: [width, hidden, count])
         }
-        // Each expert's rows, with its row of the projection's biases (`[rows, experts]`) where
-        // the file has them (gpt-oss).
+        // Each expert's rows, with its row of the projection's biases (`[rows, experts]`) in a
+        // family that has them (gpt-oss).
         func slices(_ matrix: WeightMatrix, _ name: String, rows: Int) throws(ModelLoadError) -> [Projection] {
-            let biases = file.tensorInfo(named: prefix + name + ".bias") == nil
-                ? nil : try vector(prefix + name + ".bias", shape: [rows, count])
+            let biases = biases ? try vector(prefix + name + ".bias", shape: [rows, count]) : nil
             return (0 ..< count).map { expert in
                 let range = expert * rows ..< (expert + 1) * rows
                 return Projection(weights: matrix.rows(range), bias: biases.map { Array($0[range]) })

@@ -175,6 +175,11 @@ import TypesetTestSupport
             Issue.record("a gating function key was not refused for gpt-oss")
             return
         }
+        // Its router's and experts' biases are required; other families refuse them as unused.
+        #expect(Self.loadError(try Self.rewritten("gpt-oss", droppingTensor: "blk.3.ffn_down_exps.bias"))
+                == .missingTensor("blk.3.ffn_down_exps.bias"))
+        #expect(Self.loadError(try Self.rewritten("qwen3moe", addingTensor: ("blk.0.ffn_up_exps.bias", [64, 8])))
+                == .unusedTensor("blk.0.ffn_up_exps.bias"))
         #expect(Self.loadError(try Self.rewritten("gpt-oss", setting: ["gpt-oss.expert_feed_forward_length": .uint32(32)]))
                 == .shapeMismatch("blk.0.ffn_gate_exps.weight", expected: [128, 32, 8], found: [128, 64, 8]))
     }

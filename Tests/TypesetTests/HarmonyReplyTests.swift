@@ -28,18 +28,24 @@ import TypesetTokenizer
                               promptLength: prompt.count, size: tokenizer.vocabulary.count)
     }
 
-    /// A model that reasons `reasoning` in an analysis message and, after its `<|end|>`
-    /// wherever it comes (its own or a budget's), writes the final message's header and
-    /// answers `answer`.
-    static func thinker(reasoning: String, answer: String) -> ScriptedSource {
+    /// A model that reasons `reasoning` in an analysis message; after its first `<|end|>`
+    /// wherever it comes (its own or a budget's) writes `afterEnd` (by default the final
+    /// message's header); after a final message's header wherever it comes, answers `answer`.
+    static func thinker(reasoning: String, answer: String, afterEnd: String = Harmony.finalHeader) -> ScriptedSource {
         let thought = ByteVocabulary.harmonyTokens("<|channel|>analysis<|message|>" + reasoning + "<|end|>")
-        let answer = ByteVocabulary.harmonyTokens(Harmony.finalHeader + answer) + [ByteVocabulary.harmonyReturn]
+        let next = ByteVocabulary.harmonyTokens(afterEnd)
+        let header = ByteVocabulary.harmonyTokens(Harmony.channel + "final" + Harmony.message)
+        let answer = ByteVocabulary.harmonyTokens(answer) + [ByteVocabulary.harmonyReturn]
         let size = tokenizer.vocabulary.count
         return ScriptedSource { held in
             var logits = [Float](repeating: 0, count: size)
             let written = Array(held.dropFirst(prompt.count))
             var target = thought, done = written[...]
-            if let end = written.firstIndex(of: markers.end) { (target, done) = (answer, written[(end + 1)...]) }
+            if let final = written.indices.last(where: { written[$0...].starts(with: header) }) {
+                (target, done) = (answer, written[(final + header.count)...])
+            } else if let end = written.firstIndex(of: markers.end) {
+                (target, done) = (next, written[(end + 1)...])
+            }
             let next = done.count < target.count && target.starts(with: done) ? target[done.count] : ByteVocabulary.endOfGeneration
             logits[next] = 10
             return logits
@@ -135,6 +141,14 @@ import TypesetTokenizer
         #expect(members.contains { $0.0 == "city" })
     }
 
+    /// Without functions to call (or with calls not parsed), a message to a function is text,
+    /// and so is what follows it.
+    @Test func aCallWithoutFunctionsStaysText() throws {
+        let run = try Self.reply(source: Self.writer(#"<|channel|>commentary to=functions.get_weather<|message|>{"city":"Paris"} and more"#))
+        #expect(run.reply.message.functionCalls.isEmpty)
+        #expect(run.content.hasSuffix(#"{"city":"Paris"} and more"#))
+    }
+
     @Test func anUnknownFunctionStaysText() throws {
         let run = try Self.reply(source: Self.writer(#"<|channel|>commentary to=functions.launch<|message|>{"now":true}"#),
                                  functions: [Self.weather])
@@ -145,7 +159,10 @@ import TypesetTokenizer
     @Test func theBudgetEndsTheAnalysisAndOpensTheFinalMessage() throws {
         var options = GenerationOptions()
         options.reasoningBudget = 4
-        let run = try Self.reply(source: Self.thinker(reasoning: "Long thoughts", answer: "Paris."), options: options)
+        // A model that would open a second analysis message after the first: the final
+        // message's header is forced instead.
+        let run = try Self.reply(source: Self.thinker(
+            reasoning: "Long thoughts", answer: "Paris.", afterEnd: "<|start|>assistant<|channel|>analysis<|message|>More."), options: options)
         #expect(run.reasoning == "Long")
         #expect(run.content == "Paris.")
         let expected = ByteVocabulary.harmonyTokens("<|channel|>analysis<|message|>Long<|end|>" + Harmony.finalHeader)
@@ -172,6 +189,8 @@ import TypesetTokenizer
         #expect(whole.content == "Answer<|e")
         let characters = read(text.map { String($0) })
         #expect(characters == whole)
+        // Text that does not begin as a header is content, even with a `<|message|>` in it.
+        #expect(read(["Hello<|message|>x"]) == ("", "Hello<|message|>x"))
     }
 
     // MARK: Under a schema
@@ -202,6 +221,20 @@ import TypesetTokenizer
                                  schema: Self.city, options: options)
         #expect(run.reasoning == "Paris,")
         #expect(run.content == #"{"city":"Paris"}"#)
+    }
+
+    /// Reasoning ended by the reply's token budget, by a model that would then open another
+    /// analysis message: the final message's header is the only one that still leaves room for
+    /// the value, and the value completes.
+    @Test(arguments: [40, 52, 64])
+    func aSecondAnalysisIsRefusedWhenOnlyTheValueStillFits(maxTokens: Int) throws {
+        let run = try Self.reply(
+            source: Self.thinker(reasoning: String(repeating: "and then ", count: 40), answer: #"{"city":"Paris"}"#,
+                                 afterEnd: "<|start|>assistant<|channel|>analysis<|message|>More"),
+            schema: Self.city, options: GenerationOptions(maxTokens: maxTokens))
+        #expect(run.reply.finishReason == .stop, "\(run.content)")
+        #expect(run.reply.stats.completionTokens <= maxTokens)
+        #expect((try? JSONValue(parsing: run.content)) != nil, "the value is \(run.content)")
     }
 
     @Test func reasoningThatNeverEndsIsClosedInTimeForTheValue() throws {

@@ -236,15 +236,7 @@ public final class Conversation: Sendable {
         var promptHistory = history
         var instructed: ChatMessage?
         let constraint = try runner.constraint(for: request)
-        // The tokens of the shortest value, where they may not fit in the reply's (checked once
-        // the prompt tells whether the reply starts in reasoning, whose closing is one more).
-        var shortestValueTokens: Int?
-        if let compiled = constraint?.grammar, let schema = constraint?.schema {
-            // A token holds a byte at least: only a shortest value at least as long in bytes as
-            // the budget can need more tokens than it, and only then is it written out and counted.
-            if options.closesWithinMaxTokens, let maxTokens = options.maxTokens, compiled.shortestSentenceLength >= maxTokens {
-                shortestValueTokens = Self.tokensOfShortestValue(compiled, tokenizer: runner.tokenizer)
-            }
+        if let schema = constraint?.schema {
             if options.injectSchemaIntoPrompt, let last = promptHistory.indices.last {
                 promptHistory[last].content = Self.instructedRequest(promptHistory[last].content, schema: schema.shown)
                 instructed = promptHistory[last]
@@ -272,13 +264,22 @@ public final class Conversation: Sendable {
             throw .unsupportedOption(
                 name: "tool_choice", reason: "a required call is not yet forced in gpt-oss's Harmony format: use auto")
         }
-        if let needed = shortestValueTokens, let maxTokens = options.maxTokens {
+        if harmony != nil, options.enableThinking == false, options.reasoningBudget == nil {
+            // gpt-oss always writes its analysis channel: thinking off is a budget of nothing.
+            options.reasoningBudget = 0
+        }
+        if options.closesWithinMaxTokens, let maxTokens = options.maxTokens, let compiled = constraint?.grammar, constraint?.schema != nil {
             // Before the value: `</think>` of reasoning the template opened, or Harmony's final header.
             let closing = harmony != nil
                 ? runner.tokenizer.encode(Harmony.channel + "final" + Harmony.message, addingSpecialTokens: false, parsingSpecialTokens: true).count
                 : thinking == .opened && runner.thinkingMarkers != nil ? 1 : 0
-            guard needed + closing <= maxTokens else {
-                throw .maxTokensTooSmall(shortestValueTokens: needed + closing, maxTokens: maxTokens)
+            // A token holds a byte at least: only a shortest value whose bytes and closing exceed
+            // the budget can need more tokens than it, and only then is it written out and counted.
+            if compiled.shortestSentenceLength + closing > maxTokens {
+                let needed = Self.tokensOfShortestValue(compiled, tokenizer: runner.tokenizer)
+                guard needed + closing <= maxTokens else {
+                    throw .maxTokensTooSmall(shortestValueTokens: needed + closing, maxTokens: maxTokens)
+                }
             }
         }
         var calls = callGrammar.map {

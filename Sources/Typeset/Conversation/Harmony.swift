@@ -99,6 +99,13 @@ struct HarmonyReader {
         while true {
             switch mode {
             case .header:
+                // A header is on its way while the text is one (or could still become one).
+                let trimmed = pending.drop { $0 == " " || $0 == "\n" }
+                let openings = [Harmony.channel, "to=", Harmony.start]
+                guard openings.contains(where: { trimmed.hasPrefix($0) || $0.hasPrefix(trimmed) }), pending.utf8.count < 512 else {
+                    mode = .body(.content)
+                    continue
+                }
                 if let range = pending.range(of: Harmony.message) {
                     let (channel, recipient) = Self.parse(header: pending[..<range.lowerBound])
                     let rest = String(pending[range.upperBound...])
@@ -112,14 +119,7 @@ struct HarmonyReader {
                     pending = rest
                     continue
                 }
-                // A header is on its way while the text is one (or could still become one).
-                let trimmed = pending.drop { $0 == " " || $0 == "\n" }
-                let openings = [Harmony.channel, "to=", Harmony.start]
-                if openings.contains(where: { trimmed.hasPrefix($0) || $0.hasPrefix(trimmed) }), pending.utf8.count < 512 {
-                    return pieces
-                }
-                mode = .body(.content)
-                continue
+                return pieces
             case .body(let body):
                 if let range = pending.range(of: Harmony.end) {
                     let text = String(pending[..<range.lowerBound])
@@ -362,16 +362,23 @@ struct HarmonyThenValue: TokenConstraint, Sendable {
 
     var acceptsMoreBytes: Bool { state.stage != .value || value.acceptsMoreBytes }
 
-    /// Before the value: the atoms left of the shortest header to it (each at most a token),
-    /// and in an analysis body its `<|end|>`, the next header and the reserve; then the value's.
+    /// Before the value, counting each atom as at most a token: in a header, the fewest atoms
+    /// left among the headers it can still become — for an analysis header, its body's `<|end|>`,
+    /// the final message's header after it and the reserve besides; in an analysis body, its
+    /// `<|end|>`, that header and the reserve. Then the value's.
     var shortestCompletionLength: Int {
-        let toFinal = (state.afterEnd ? laterHeaders : firstHeaders).filter { !$0.analysis }.map(\.atoms.count).min() ?? 0
+        let laterFinal = laterHeaders.filter { !$0.analysis }.map(\.atoms.count).min() ?? 0
         switch state.stage {
-        case .value: return value.shortestCompletionLength
-        case .header: return max(1, toFinal - state.header.count) + reserve + value.shortestCompletionLength
+        case .value:
+            return value.shortestCompletionLength
+        case .header:
+            let rest = (state.afterEnd ? laterHeaders : firstHeaders)
+                .filter { $0.atoms.count > state.header.count && $0.atoms.starts(with: state.header) && !($0.analysis && budgetIsSpent) }
+                .map { $0.atoms.count - state.header.count + ($0.analysis ? 1 + laterFinal + reserve : 0) }
+                .min() ?? 1
+            return rest + value.shortestCompletionLength
         case .reasoning:
-            let later = laterHeaders.filter { !$0.analysis }.map(\.atoms.count).min() ?? 0
-            return 1 + later + reserve + value.shortestCompletionLength
+            return 1 + laterFinal + reserve + value.shortestCompletionLength
         }
     }
 

@@ -185,6 +185,8 @@ final class ReplyDecoder: TokenStepper {
         // The model's own distribution, before masks and penalties change the logits.
         if options.logprobs != nil, !options.logprobsAfterSampling { modelLogits.replaceSubrange(modelLogits.indices, with: logits) }
         let token: Int
+        /// Whether the token was chosen inside reasoning (free text).
+        var chosenInReasoning = false
         switch phase {
         case .free:
             if let written = afterCall {
@@ -203,6 +205,7 @@ final class ReplyDecoder: TokenStepper {
             }
             guard let sampled = selector.select(&logits, context) else { return .finish(.stop) }
             token = sampled
+            chosenInReasoning = reasons
             if reasons { reasoningTokens += 1 }
             if afterCall != nil { afterCall! += vocabulary.bytes(of: token) }
         case .constrained(var constraint):
@@ -249,7 +252,7 @@ final class ReplyDecoder: TokenStepper {
         var forced: [Int] = []
         var provisional: Int?
         var text = (try? detokenizer.append(token)) ?? ""
-        if case .free = phase, let (end, header) = reasoningEnd, token == end, !header.isEmpty,
+        if chosenInReasoning, let (end, header) = reasoningEnd, token == end, !header.isEmpty,
            let budget = options.reasoningBudget, reasoningTokens >= budget {
             // Harmony's spent budget: the final message's header follows the forced `<|end|>`.
             forced = header
@@ -293,12 +296,12 @@ final class ReplyDecoder: TokenStepper {
             let callStart = take(router.route(text))
             // A stop sequence ends the reply here; its text is not part of it.
             if stops.isStopped { return .appendAndFinish(token, forced: [], .stop) }
-            guard let (markup, remainder) = callStart, let callGrammar else { break }
-            if isHarmony {
-                // `markup` is the function's name, the remainder its arguments' start.
-                startHarmonyCall(name: markup, remainder: remainder)
+            if isHarmony, let (name, remainder) = callStart {
+                // The function's name and its arguments' start (text where calls are not parsed).
+                startHarmonyCall(name: name, remainder: remainder)
                 break
             }
+            guard let (markup, remainder) = callStart, let callGrammar else { break }
             let marked = markup == callFormat.opening
             bareCall = !marked
             afterCall = nil
