@@ -201,7 +201,10 @@ struct HarmonyThenValue: TokenConstraint, Sendable {
     let budget: Int?
     let reserve: Int
     private(set) var value: any TokenConstraint & Sendable
-    private let endOfGeneration: [Int]
+    /// The tokens an analysis body refuses: the markers and the end of generation.
+    private let refusedInAnalysis: [Int]
+    /// Atoms of the shortest final header after an `<|end|>`.
+    private let laterFinalLength: Int
     /// The bytes of every token (markers and the end of generation: none), for header masks.
     private let tokenBytes: @Sendable (Int) -> [UInt8]
     /// The headers a reply may start with, and those after `<|end|>`; each ends in an
@@ -231,8 +234,8 @@ struct HarmonyThenValue: TokenConstraint, Sendable {
         self.vocabularySize = value.vocabularySize
         self.budget = budget
         self.reserve = max(0, reserve)
-        endOfGeneration = vocabulary.endOfGenerationTokenIDs.filter { $0 < value.vocabularySize }
         let special = markers.all.union(vocabulary.endOfGenerationTokenIDs)
+        refusedInAnalysis = special.filter { $0 < value.vocabularySize }
         tokenBytes = { special.contains($0) ? [] : vocabulary.bytes(of: $0) }
         var headers: [(atoms: Atoms, analysis: Bool)] = [
             (HeaderPart.atoms([.marker(markers.channel), .text("analysis"), .marker(markers.message)]), true),
@@ -245,6 +248,7 @@ struct HarmonyThenValue: TokenConstraint, Sendable {
         firstHeaders = headers
         let restart = HeaderPart.atoms([.marker(markers.start), .text("assistant")])
         laterHeaders = headers.map { (restart + $0.atoms, $0.analysis) }
+        laterFinalLength = laterHeaders.filter { !$0.analysis }.map(\.atoms.count).min() ?? 0
     }
 
     var stage: Stage { state.stage }
@@ -297,7 +301,7 @@ struct HarmonyThenValue: TokenConstraint, Sendable {
                 mask = TokenBitmask(vocabularySize: vocabularySize)
             } else {
                 mask = TokenBitmask(vocabularySize: vocabularySize, allowingAll: true)
-                for token in markers.all.union(endOfGeneration) where token < vocabularySize { mask[token] = false }
+                for token in refusedInAnalysis { mask[token] = false }
             }
             mask[markers.end] = true
         case .value:
@@ -327,7 +331,7 @@ struct HarmonyThenValue: TokenConstraint, Sendable {
                 state.stage = .header
                 state.afterEnd = true
             } else {
-                guard !budgetIsSpent, !markers.all.contains(token), !endOfGeneration.contains(token) else { return false }
+                guard !budgetIsSpent, !refusedInAnalysis.contains(token) else { return false }
                 segment = .reasoning
                 state.reasoningCount += 1
             }
@@ -367,7 +371,7 @@ struct HarmonyThenValue: TokenConstraint, Sendable {
     /// the final message's header after it and the reserve besides; in an analysis body, its
     /// `<|end|>`, that header and the reserve. Then the value's.
     var shortestCompletionLength: Int {
-        let laterFinal = laterHeaders.filter { !$0.analysis }.map(\.atoms.count).min() ?? 0
+        let laterFinal = laterFinalLength
         switch state.stage {
         case .value:
             return value.shortestCompletionLength

@@ -339,7 +339,7 @@ final class ReplyDecoder: TokenStepper {
             // A Harmony call is the end of the reply (the model would write `<|call|>`).
             let arguments = json + detokenizer.finish()
             let made = FunctionCallFormat.json.calls(
-                in: #"{"name":"# + JSONValue.string(name).compactText + #","arguments":"# + arguments + "}",
+                in: Self.harmonyCallOpening(name) + arguments + "}",
                 firstNumber: firstCallNumber + calls.count)
             finishStreamedCalls(made)
             calls += made
@@ -365,6 +365,12 @@ final class ReplyDecoder: TokenStepper {
         return .append(token, forced: forced, provisional: provisional)
     }
 
+    /// A Harmony call of `name` as the JSON formats write calls, up to its arguments:
+    /// `{"name":"NAME","arguments":` (the arguments and `}` follow).
+    private static func harmonyCallOpening(_ name: String) -> String {
+        #"{"name":"# + JSONValue.string(name).compactText + #","arguments":"#
+    }
+
     /// Starts a Harmony call of `name` whose arguments begin with `remainder`: under that
     /// function's arguments grammar, streamed as a call of the JSON formats. An unknown
     /// function, or a start that cannot be its arguments, leaves the text as content.
@@ -382,7 +388,7 @@ final class ReplyDecoder: TokenStepper {
         afterCall = nil
         harmonyCall = name
         phase = .call(matcher!, text: json)
-        streamCall(#"{"name":"# + JSONValue.string(name).compactText + #","arguments":"# + json)
+        streamCall(Self.harmonyCallOpening(name) + json)
     }
 
     /// The constraint of a value or a call under way; free text has none. (The value's
