@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Full-size random-weight GGUF files of three mixture-of-experts models, for speed benchmarks.
+"""Full-size random-weight GGUF files of three mixture-of-experts models and Gemma 4 E2B, for
+speed benchmarks.
 
 The weights are random, so the files say nothing about correctness; what they reproduce is
 what decides speed: every tensor's shape and type, as in a Q4_K_M file of the real model
@@ -8,13 +9,14 @@ what decides speed: every tensor's shape and type, as in a Q4_K_M file of the re
     lfm2moe-8b-a1b.gguf     LiquidAI LFM2-8B-A1B, architecture `lfm2moe`, about 5.0 GB
     qwen3moe-30b-a3b.gguf   Qwen Qwen3-30B-A3B, architecture `qwen3moe`, about 18.5 GB
     gpt-oss-20b.gguf        OpenAI gpt-oss-20b, architecture `gpt-oss`, about 12.1 GB
+    gemma4-e2b.gguf         Google Gemma 4 E2B (text), architecture `gemma4`, about 3.5 GB
 
 All go to $TYPESET_CACHE/full-size/ (default ~/.cache/typeset/full-size/), never into the
 repository. Needs gguf (0.19.0) and numpy only, and the tokenizer files of Fixtures/fetch.sh:
 
     ~/.cache/typeset/python/bin/python Benchmarks/make_full_size_models.py [NAME...]
 
-NAME is a file name without .gguf (default: all three). A file is skipped when it exists with a
+NAME is a file name without .gguf (default: all four). A file is skipped when it exists with a
 sidecar NAME.gguf.stamp recording this script's sha256 and the file's size, so a run after an
 edit of this script rewrites the files and any other run does nothing. A file is written
 streaming, tensor by tensor (one tensor in memory at a time, the largest 615 MB, gpt-oss's
@@ -66,6 +68,17 @@ conversion/base.py TextModel) writes for them, and the tensors are those llama.c
                   has no such keys, and llama.cpp's defaults are the same), RMS epsilon 1e-5,
                   context 131072, 201088 tokens, a separate output matrix;
                   feed_forward_length 2880 written as the converter does.
+    Gemma 4 E2B   35 blocks, width 1536 (google/gemma-4-E2B's text_config): every fifth block
+                  (4, 9, ..., 34) full attention with heads of 512, a quarter of each rotated
+                  (`rope_freqs`: 64 factors of 1 and 192 of 1e30, as conversion/gemma.py
+                  generates them, base 10^6), the others a window of 512 with heads of 256
+                  (base 10^4); 8 heads, 1 key/value head; the last 20 blocks read blocks 13's
+                  and 14's keys and values (no k, v or k-norm of their own) and have GeGLU
+                  networks of 12288 (use_double_wide_mlp), the first 15 of 6144; per-layer
+                  token embeddings of 256 per block (`per_layer_token_embd` [8960, 262144],
+                  `per_layer_model_proj` [1536, 8960], `inp_gate`, `proj`, `post_norm`), a
+                  `layer_output_scale` per block, final logit soft-capping 30, RMS epsilon
+                  1e-6, context 131072, 262144 tokens, the output tied to the embedding.
 
 Types. The mapping llama-quantize applies for Q4_K_M (src/llama-quant.cpp,
 llama_tensor_get_type_impl), tensors taken in the order it takes them (by block, then name):
@@ -83,6 +96,11 @@ llama_tensor_get_type_impl), tensors taken in the order it takes them (by block,
                           (the converter writes them F32 and llama-quantize leaves them)
 
 where use_more_bits(i, n) = i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2.
+
+Gemma 4 E2B, tied: token_embd and per_layer_token_embd (both in the token-embedding category)
+Q6_K, as the output they stand for; per_layer_model_proj left as converted (llama-quant.cpp
+keeps it: F16 here); attn_v (15 of them, the shared blocks have none) and ffn_down by
+use_more_bits; the other matrices Q4_K; norms, `layer_output_scale` and `rope_freqs` F32.
 
 gpt-oss-20b is typed as ggml-org/gpt-oss-20b-GGUF's gpt-oss-20b-mxfp4.gguf (general.file_type
 38, MXFP4_MOE; 459 tensors, of them 289 F32, 98 Q8_0 and 72 MXFP4; 20.91 B parameters, 11.27 GiB,
@@ -214,6 +232,12 @@ class Model:
     file_type: int = LLAMA_FTYPE_MOSTLY_Q4_K_M    # general.file_type
     sliding_window: int = 0         # attention.sliding_window; 0: none
     yarn: tuple[float, int, float, float] | None = None  # factor, original context, beta fast, slow
+    # Gemma 4
+    global_head_width: int = 0      # attention.key_length of the full blocks (head_width: the window's)
+    local_rope_base: float = 0      # rope.freq_base_swa
+    shared_key_value_blocks: int = 0
+    per_layer_width: int = 0        # embedding_length_per_layer_input
+    soft_capping: float = 0         # final_logit_softcapping
 
 
 MODELS = {
@@ -238,6 +262,13 @@ MODELS = {
               tokenizer_source="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
               attention_blocks=tuple(range(24)), tied_output=False,
               file_type=LLAMA_FTYPE_MOSTLY_MXFP4_MOE, sliding_window=128, yarn=(32.0, 4096, 32.0, 1.0)),
+        Model(name="gemma4-e2b", title="Typeset random-weight Gemma 4 E2B (benchmark only)",
+              architecture="gemma4", blocks=35, width=1536, heads=8, key_value_heads=1, head_width=256,
+              feed_forward=6144, experts=0, experts_used=0, expert_feed_forward=0, vocabulary=262144,
+              context=131072, rope_base=1e6, rms_epsilon=1e-6, tokenizer_source="gemma-3-270m-q4_k_m.gguf",
+              attention_blocks=tuple(b for b in range(35) if b % 5 == 4), tied_output=True,
+              sliding_window=512, global_head_width=512, local_rope_base=1e4, shared_key_value_blocks=20,
+              per_layer_width=256, soft_capping=30.0),
     )
 }
 
@@ -260,6 +291,8 @@ class Tensor:
     def nbytes(self) -> int:
         if self.qtype == T.F32:
             return 4 * self.count
+        if self.qtype == T.F16:
+            return 2 * self.count
         weights, per_block = BLOCK_LAYOUTS[self.qtype]
         return self.count // weights * per_block
 
@@ -375,9 +408,51 @@ def gpt_oss_tensors(model: Model) -> list[Tensor]:
     return tensors
 
 
+def gemma4_tensors(model: Model) -> list[Tensor]:
+    """LLM_ARCH_GEMMA4's tensors without experts (src/models/gemma4.cpp), typed as Q4_K_M types
+    them; `attention_blocks` are the full-attention blocks."""
+    embedding = (model.width, model.vocabulary)
+    per_layer_total = model.per_layer_width * model.blocks
+    first_shared = model.blocks - model.shared_key_value_blocks
+    tensors = [matrix("token_embd.weight", embedding, T.Q6_K),
+               vector("output_norm.weight", (model.width,), "norm"),
+               Tensor("rope_freqs.weight", (model.global_head_width // 2,), T.F32, "proportional"),
+               matrix("per_layer_token_embd.weight", (per_layer_total, model.vocabulary), T.Q6_K),
+               matrix("per_layer_model_proj.weight", (model.width, per_layer_total), T.F16),
+               vector("per_layer_proj_norm.weight", (model.per_layer_width,), "norm")]
+    for block in range(model.blocks):
+        p = f"blk.{block}."
+        head = model.global_head_width if block in model.attention_blocks else model.head_width
+        query_width, key_width = model.heads * head, model.key_value_heads * head
+        hidden = model.feed_forward * (2 if block >= first_shared else 1)
+        down_type = T.Q6_K if uses_more_bits(block, model.blocks) else T.Q4_K
+        tensors += [vector(p + "attn_norm.weight", (model.width,), "norm"),
+                    matrix(p + "attn_q.weight", (model.width, query_width)),
+                    vector(p + "attn_q_norm.weight", (head,), "norm"),
+                    matrix(p + "attn_output.weight", (query_width, model.width)),
+                    vector(p + "post_attention_norm.weight", (model.width,), "norm"),
+                    vector(p + "ffn_norm.weight", (model.width,), "norm"),
+                    matrix(p + "ffn_gate.weight", (model.width, hidden)),
+                    matrix(p + "ffn_up.weight", (model.width, hidden)),
+                    matrix(p + "ffn_down.weight", (hidden, model.width), down_type),
+                    vector(p + "post_ffw_norm.weight", (model.width,), "norm"),
+                    matrix(p + "inp_gate.weight", (model.width, model.per_layer_width)),
+                    matrix(p + "proj.weight", (model.per_layer_width, model.width)),
+                    vector(p + "post_norm.weight", (model.width,), "norm"),
+                    vector(p + "layer_output_scale.weight", (1,), "norm")]
+        if block < first_shared:
+            value_type = T.Q6_K if uses_more_bits(block, first_shared) else T.Q4_K
+            tensors += [matrix(p + "attn_k.weight", (model.width, key_width)),
+                        matrix(p + "attn_v.weight", (model.width, key_width), value_type),
+                        vector(p + "attn_k_norm.weight", (head,), "norm")]
+    return tensors
+
+
 def all_tensors(model: Model) -> list[Tensor]:
     if model.architecture == "gpt-oss":
         tensors = gpt_oss_tensors(model)
+    elif model.architecture == "gemma4":
+        tensors = gemma4_tensors(model)
     else:
         # Experts with exactly 8 experts get other types in llama-quant.cpp; neither model has 8.
         assert model.experts != 8
@@ -465,6 +540,10 @@ def float_values(bits: np.random.PCG64, tensor: Tensor, width: int) -> np.ndarra
         return random_uniform(bits, tensor.count, -BIAS_SPREAD, BIAS_SPREAD)
     if tensor.content == "convolution":
         return random_uniform(bits, tensor.count, -CONVOLUTION_SPREAD, CONVOLUTION_SPREAD)
+    if tensor.content == "proportional":
+        # Gemma 4's full blocks rotate a quarter of their pairs; 1e30 keeps the others in place.
+        rotated = tensor.count // 4
+        return np.array([1.0] * rotated + [1e30] * (tensor.count - rotated), dtype=np.float32)
     raise ValueError(f"{tensor.name}: no F32 content {tensor.content!r}")
 
 
@@ -473,6 +552,9 @@ def tensor_data(model: Model, tensor: Tensor) -> np.ndarray:
     if tensor.qtype == T.F32:
         return float_values(bits, tensor, model.width)
     rms = 1.0 / math.sqrt(tensor.dims[0])      # unit-variance outputs for unit-variance inputs
+    if tensor.qtype == T.F16:
+        spread = rms * math.sqrt(3.0)
+        return random_uniform(bits, tensor.count, -spread, spread).astype("<f2").view(np.uint8)
     blocks = {T.Q4_K: q4_k_blocks, T.Q6_K: q6_k_blocks, T.Q8_0: q8_0_blocks, T.MXFP4: mxfp4_blocks}
     return blocks[tensor.qtype](bits, tensor.count, rms)
 
@@ -487,10 +569,13 @@ def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
     writer.add_context_length(model.context)
     writer.add_embedding_length(model.width)
     writer.add_block_count(model.blocks)
-    writer.add_feed_forward_length(model.feed_forward)
     writer.add_head_count(model.heads)
     writer.add_rope_freq_base(model.rope_base)
     writer.add_layer_norm_rms_eps(model.rms_epsilon)
+    if model.architecture == "gemma4":
+        add_gemma4_hyperparameters(writer, model)
+        return
+    writer.add_feed_forward_length(model.feed_forward)
     writer.add_expert_count(model.experts)
     writer.add_expert_used_count(model.experts_used)
     writer.add_expert_feed_forward_length(model.expert_feed_forward)
@@ -517,6 +602,26 @@ def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
         writer.add_rope_scaling_orig_ctx_len(original_context)
         writer.add_rope_scaling_yarn_beta_fast(beta_fast)
         writer.add_rope_scaling_yarn_beta_slow(beta_slow)
+
+
+def add_gemma4_hyperparameters(writer: GGUFWriter, model: Model) -> None:
+    """The keys conversion/gemma.py's Gemma4Model writes (with Gemma3Model's and TextModel's)."""
+    arch = model.architecture
+    first_shared = model.blocks - model.shared_key_value_blocks
+    writer.add_feed_forward_length([model.feed_forward * (2 if b >= first_shared else 1) for b in range(model.blocks)])
+    writer.add_head_count_kv(model.key_value_heads)
+    writer.add_key_length(model.global_head_width)
+    writer.add_value_length(model.global_head_width)
+    writer.add_uint32(f"{arch}.attention.key_length_swa", model.head_width)
+    writer.add_uint32(f"{arch}.attention.value_length_swa", model.head_width)
+    writer.add_uint32(f"{arch}.rope.dimension_count", model.global_head_width)
+    writer.add_uint32(f"{arch}.rope.dimension_count_swa", model.head_width)
+    writer.add_float32(f"{arch}.rope.freq_base_swa", model.local_rope_base)
+    writer.add_sliding_window(model.sliding_window)
+    writer.add_array(f"{arch}.attention.sliding_window_pattern", [b not in model.attention_blocks for b in range(model.blocks)])
+    writer.add_uint32(f"{arch}.attention.shared_kv_layers", model.shared_key_value_blocks)
+    writer.add_uint32(f"{arch}.embedding_length_per_layer_input", model.per_layer_width)
+    writer.add_float32(f"{arch}.final_logit_softcapping", model.soft_capping)
 
 
 def add_tokenizer(writer: GGUFWriter, model: Model) -> None:

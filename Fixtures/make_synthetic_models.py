@@ -25,7 +25,7 @@ Two steps:
     ~/.cache/typeset-peers/venv/bin/python Fixtures/make_synthetic_models.py record [NAME...]
 
 Every model uses SmolLM2-135M-Instruct's tokenizer (copied key by key from the real file in
-the cache, 49,152 tokens), a residual width of 128 and 4 to 6 blocks, so each file is 7-13 MB.
+the cache, 49,152 tokens), a residual width of 128 and 4 to 7 blocks, so each file is 7-21 MB.
 What each one exercises:
 
     qwen2        biases on the query, key and value projections, NeoX RoPE (base 10^6)
@@ -57,6 +57,20 @@ What each one exercises:
                  router has a bias and is softmaxed over the chosen two, experts in MXFP4 with
                  F32 biases and OpenAI's clamped SwiGLU (alpha 1.702, limit 7, up + 1: gate and up
                  spread so the clamp bites); an untied output matrix (Q4_0), so the file is 13 MB
+    gemma4       Gemma 4 E2B's shape in 7 blocks: blocks 2, 4 and 6 attend to the whole context
+                 with heads of 64 (a quarter of each rotated: `rope_freqs` of 10^30 for the
+                 rest, base 10^6), the others within 64 positions with heads of 32 (base 10^4),
+                 as `attention.sliding_window_pattern` lists them; values RMS-normalized, no
+                 score scale (the query norm's weights carry 1/sqrt(head)); blocks 5 and 6 read
+                 blocks 3's and 4's keys and values (`shared_kv_layers` 2) and have feed-forward
+                 networks twice as wide; per-layer token embeddings of 32 per block (a 224-wide
+                 Q8_0 table read a row per token, an F16 projection); a scale per block's
+                 output; final logit soft-capping at 15 (21 MB: the per-layer table)
+    gemma4-moe   Gemma 4 26B-A4B's shape in 4 blocks (the last one full): 4 key/value heads in
+                 the sliding-window blocks, 2 in the full one, whose values are its keys (no
+                 attn_v); in every block a dense network beside a mixture of 8 experts of 64 (2
+                 used, fused `ffn_gate_up_exps`, a softmax router reading the input normalized
+                 with its own scale, a scale per expert's output), each with its norms
 
 The Swift tests never run Python or llama.cpp; they read the .json files and the .gguf files
 `write` produced.
@@ -175,6 +189,19 @@ MODELS = {
     "gpt-oss": dict(arch="gpt-oss", blocks=4, heads=8, kv=2, head=32, ff=64, base=1.5e5, key_length=True, biases=True,
                     rms_eps=1e-5, sliding_window=64, yarn=(4.0, 128), yarn_betas=(32.0, 1.0), experts=(8, 2, 64),
                     oai_moe=True, output=True),
+    # Gemma 4 E2B's shape: blocks 2, 4 and 6 attend globally (head width 64, a quarter of it
+    # rotated) and the others within 64 positions (width 32); blocks 5 and 6 attend to blocks
+    # 3's and 4's keys and values and have feed-forward networks twice as wide; per-layer
+    # token embeddings of 32 per block.
+    "gemma4": dict(arch="gemma4", blocks=7, heads=4, kv_local=1, kv_global=1, head_local=32, head_global=64,
+                   local=[1, 1, 0, 1, 0, 1, 0], window=64, shared_kv=2, per_layer=32, ff=[256] * 5 + [512] * 2,
+                   softcap=15.0),
+    # Gemma 4 26B-A4B's shape: more key/value heads in the sliding-window blocks than in the
+    # full ones, whose values are their keys (no attn_v); a dense network and a mixture of 8
+    # experts of 64 (2 used, fused gate-up) in every block.
+    "gemma4-moe": dict(arch="gemma4", blocks=4, heads=8, kv_local=4, kv_global=2, head_local=32, head_global=64,
+                       local=[1, 1, 1, 0], window=64, ff=[128] * 4, softcap=15.0, keys_as_values=True,
+                       experts=(8, 2, 64)),
 }
 
 
@@ -311,6 +338,108 @@ def write_model(name: str, spec: dict, path: Path) -> None:
     writer.close()
 
 
+def write_gemma4(name: str, spec: dict, path: Path) -> None:
+    """Gemma 4 (llama.cpp's `gemma4` graph): interleaved sliding-window and full blocks of their
+    own head widths, RoPE bases and rotated dimensions, V RMSNorm and an attention scale of 1;
+    per-layer token embeddings, blocks that attend to an earlier block's keys and values,
+    feed-forward widths per block, layer output scales, final logit soft-capping (E2B's shape);
+    or a mixture of experts beside a dense network in every block (26B-A4B's shape)."""
+    arch = "gemma4"
+    weights = Weights(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little"))
+    source = GGUFReader(str(TOKENIZER_SOURCE))
+    vocabulary = len(source.fields["tokenizer.ggml.tokens"].data)
+    width, heads, blocks = WIDTH, spec["heads"], spec["blocks"]
+    local = spec["local"]
+    head_local, head_global = spec["head_local"], spec["head_global"]
+    kv_local, kv_global = spec["kv_local"], spec["kv_global"]
+    shared = spec.get("shared_kv", 0)
+    per_layer = spec.get("per_layer", 0)
+    ffs = spec["ff"]
+
+    writer = GGUFWriter(str(path), arch)
+    writer.add_name(f"Typeset synthetic {name}")
+    writer.add_context_length(4096)
+    writer.add_embedding_length(width)
+    writer.add_block_count(blocks)
+    writer.add_feed_forward_length(ffs if len(set(ffs)) > 1 else ffs[0])
+    writer.add_head_count(heads)
+    writer.add_head_count_kv([kv_local if is_local else kv_global for is_local in local] if kv_local != kv_global else kv_local)
+    writer.add_key_length(head_global)
+    writer.add_value_length(head_global)
+    writer.add_uint32(f"{arch}.attention.key_length_swa", head_local)
+    writer.add_uint32(f"{arch}.attention.value_length_swa", head_local)
+    writer.add_uint32(f"{arch}.rope.dimension_count", head_global)
+    writer.add_uint32(f"{arch}.rope.dimension_count_swa", head_local)
+    writer.add_rope_freq_base(1e6)
+    writer.add_float32(f"{arch}.rope.freq_base_swa", 1e4)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_sliding_window(spec["window"])
+    writer.add_array(f"{arch}.attention.sliding_window_pattern", [bool(b) for b in local])
+    writer.add_uint32(f"{arch}.attention.shared_kv_layers", shared)
+    writer.add_uint32(f"{arch}.embedding_length_per_layer_input", per_layer)
+    writer.add_float32(f"{arch}.final_logit_softcapping", spec["softcap"])
+    if "experts" in spec:
+        count, used, expert_ff = spec["experts"]
+        writer.add_expert_count(count)
+        writer.add_expert_used_count(used)
+        writer.add_expert_feed_forward_length(expert_ff)
+    copy_tokenizer(writer, source)
+
+    add(writer, "token_embd.weight", weights.uniform((vocabulary, width), 0.3), T.Q8_0)
+    add(writer, "output_norm.weight", weights.norm(width), T.F32)
+    # Proportional RoPE in the full blocks: a quarter of each head's pairs rotate, the others
+    # have a factor of 10^30 (the converter's way of leaving them in place).
+    rotated = head_global // 8
+    add(writer, "rope_freqs.weight", np.array([1.0] * rotated + [1e30] * (head_global // 2 - rotated), dtype=np.float32), T.F32)
+    if per_layer:
+        add(writer, "per_layer_token_embd.weight", weights.uniform((vocabulary, per_layer * blocks), 0.5), T.Q8_0)
+        add(writer, "per_layer_model_proj.weight", weights.matrix(per_layer * blocks, width), T.F16)
+        add(writer, "per_layer_proj_norm.weight", weights.norm(per_layer), T.F32)
+
+    for block in range(blocks):
+        p = f"blk.{block}."
+        is_local = local[block]
+        head = head_local if is_local else head_global
+        kv = kv_local if is_local else kv_global
+        has_kv = block < blocks - shared
+        add(writer, p + "attn_norm.weight", weights.norm(width), T.F32)
+        add(writer, p + "attn_q.weight", weights.matrix(heads * head, width), T.Q8_0)
+        if has_kv:
+            add(writer, p + "attn_k.weight", weights.matrix(kv * head, width), T.Q5_0)
+            if not (spec.get("keys_as_values") and not is_local):
+                add(writer, p + "attn_v.weight", weights.matrix(kv * head, width), T.Q4_0)
+            add(writer, p + "attn_k_norm.weight", weights.norm(head), T.F32)
+        # Gemma 4 does not scale the scores: its query norm's weights carry the 1/√head.
+        add(writer, p + "attn_q_norm.weight", weights.norm(head) / math.sqrt(head), T.F32)
+        add(writer, p + "attn_output.weight", weights.matrix(width, heads * head, 0.5), T.Q8_0)
+        add(writer, p + "post_attention_norm.weight", weights.norm(width), T.F32)
+        add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
+        add(writer, p + "ffn_gate.weight", weights.matrix(ffs[block], width), T.Q4_1)
+        add(writer, p + "ffn_up.weight", weights.matrix(ffs[block], width), T.Q8_0)
+        add(writer, p + "ffn_down.weight", weights.matrix(width, ffs[block], 0.5), T.Q5_0)
+        add(writer, p + "post_ffw_norm.weight", weights.norm(width), T.F32)
+        if "experts" in spec:
+            count, _, expert_ff = spec["experts"]
+            add(writer, p + "ffn_gate_inp.weight", weights.matrix(count, width, 4.0), T.F32)
+            add(writer, p + "ffn_gate_inp.scale", weights.norm(width), T.F32)
+            add(writer, p + "pre_ffw_norm_2.weight", weights.norm(width), T.F32)
+            add(writer, p + "post_ffw_norm_1.weight", weights.norm(width), T.F32)
+            add(writer, p + "post_ffw_norm_2.weight", weights.norm(width), T.F32)
+            add(writer, p + "ffn_gate_up_exps.weight", weights.uniform((count, 2 * expert_ff, width), math.sqrt(3.0 / width)), T.Q8_0)
+            add(writer, p + "ffn_down_exps.weight", weights.uniform((count, width, expert_ff), 0.5 * math.sqrt(3.0 / expert_ff)), T.Q4_0)
+            add(writer, p + "ffn_down_exps.scale", (1.0 + weights.uniform((count,), 0.5)).astype(np.float32), T.F32)
+        if per_layer:
+            add(writer, p + "inp_gate.weight", weights.matrix(per_layer, width), T.Q8_0)
+            add(writer, p + "proj.weight", weights.matrix(width, per_layer), T.Q8_0)
+            add(writer, p + "post_norm.weight", weights.norm(width), T.F32)
+        add(writer, p + "layer_output_scale.weight", (1.0 + weights.uniform((1,), 0.4)).astype(np.float32), T.F32)
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -328,7 +457,7 @@ def write_all() -> int:
     for name, spec in MODELS.items():
         path = directory / f"{name}.gguf"
         temporary = path.with_suffix(".tmp")
-        write_model(name, spec, temporary)
+        (write_gemma4 if spec["arch"] == "gemma4" else write_model)(name, spec, temporary)
         digest = sha256_of(temporary)
         expected_file = OUT / f"{name}.json"
         if expected_file.exists():

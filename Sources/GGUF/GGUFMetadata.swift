@@ -98,6 +98,12 @@ public struct GGUFMetadata: Sendable, RandomAccessCollection {
         return integers
     }
 
+    public func booleanArray(_ key: String) throws(GGUFError) -> [Bool]? {
+        guard let array = try array(key) else { return nil }
+        guard array.elementType == .bool else { throw mismatch(key, "array[bool]", .array(array)) }
+        return array.map { if case let .bool(flag) = $0 { flag } else { false } }
+    }
+
     public func floatArray(_ key: String) throws(GGUFError) -> [Float]? {
         guard let array = try array(key) else { return nil }
         guard let floats = array.floats() else { throw mismatch(key, "array[float32]", .array(array)) }

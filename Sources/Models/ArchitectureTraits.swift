@@ -2,21 +2,26 @@
 /// loader. A new family is a new set of traits (plus any operation it adds), not a copy of the
 /// pass.
 ///
-/// | trait                      | llama | qwen2 | qwen3 | gemma3 | phi3 | lfm2 | smollm3 |
-/// |----------------------------|-------|-------|-------|--------|------|------|---------|
-/// | RoPE pairing               | adj.  | halves| halves| halves |halves|halves| adj.    |
-/// | activation                 | SiLU  | SiLU  | SiLU  | GELU   | SiLU | SiLU | SiLU    |
-/// | Q/K RMSNorm per head       |       |       | yes   | yes    |      | yes  |         |
-/// | post norms                 |       |       |       | yes    |      |      |         |
-/// | queries scaled before QKᵀ  |       |       |       | yes    | yes  |      |         |
-/// | blocks without RoPE        |       |       |       |        |      |      | every 4th |
-/// | short convolutions         |       |       |       |        |      | yes  |         |
+/// | trait                      | llama | qwen2 | qwen3 | gemma3 | gemma4 | phi3 | lfm2 | smollm3 |
+/// |----------------------------|-------|-------|-------|--------|--------|------|------|---------|
+/// | RoPE pairing               | adj.  | halves| halves| halves | halves |halves|halves| adj.    |
+/// | activation                 | SiLU  | SiLU  | SiLU  | GELU   | GELU   | SiLU | SiLU | SiLU    |
+/// | Q/K RMSNorm per head       |       |       | yes   | yes    | yes, V |      | yes  |         |
+/// | post norms                 |       |       |       | yes    | yes    |      |      |         |
+/// | queries scaled before QKᵀ  |       |       |       | yes    | none   | yes  |      |         |
+/// | blocks without RoPE        |       |       |       |        |        |      |      | every 4th |
+/// | short convolutions         |       |       |       |        |        |      | yes  |         |
 ///
 /// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`hasExperts`); LFM2 MoE is
 /// LFM2 with one in every block after the leading dense ones. gpt-oss attends as Qwen 2 does
 /// (NeoX RoPE, biases) with a sink logit per head (`hasAttentionSinks`) and a sliding window in
 /// its even blocks, and runs a mixture of experts with biases and OpenAI's clamped SwiGLU
-/// behind `post_attention_norm`.
+/// behind `post_attention_norm`. Gemma 4 is Gemma 3's block with each block's kind listed
+/// (`attention.sliding_window_pattern`), the sliding-window blocks with their own head width
+/// and rotated dimensions, values RMS-normalized, an attention scale of 1 and proportional RoPE
+/// in the full blocks (`rope_freqs`); E2B and E4B add per-layer token embeddings and blocks that
+/// read an earlier block's keys and values, 26B-A4B a mixture of experts beside the dense
+/// network.
 ///
 /// Biases on any projection, fused query-key-value and fused gate-up projections are read
 /// from the tensors a file has, for every family (as llama.cpp's loader does).
@@ -67,6 +72,22 @@ struct ArchitectureTraits: Sendable {
     var usesRotaryFrequencyFactors = false
     /// `rope_factors_long.weight` / `rope_factors_short.weight` divide RoPE's angles (Phi-3 LongRoPE).
     var usesLongRoPEFactors = false
+    /// Blocks whose kind is listed one by one (`attention.sliding_window_pattern`, Gemma 4)
+    /// rather than following ``globalBlockPeriod``.
+    var listsLocalBlocks = false
+    /// The sliding-window blocks may have their own head width, rotated dimensions and
+    /// key/value head count (Gemma 4: `attention.key_length_swa`, `rope.dimension_count_swa`).
+    var hasLocalAttentionShapes = false
+    /// The values are RMS-normalized per head, without a weight, before the cache (Gemma 4);
+    /// a block without a value projection uses its keys' projection as values.
+    var normalizesValues = false
+    /// The scores are not scaled (Gemma 4: 1, where the others multiply by 1/√head width).
+    var leavesScoresUnscaled = false
+    /// A mixture of experts where the file has `expert_count` (Gemma 4 26B-A4B, beside each
+    /// block's dense network), none otherwise.
+    var mayHaveExperts = false
+    /// `final_logit_softcapping` is applied (Gemma 4); elsewhere a non-zero value is refused.
+    var capsFinalLogits = false
     /// Keys under `<architecture>.` that the family reads beyond the common ones.
     var additionalKeys: Set<String> = []
 
@@ -148,6 +169,16 @@ extension ModelArchitecture {
                 fixedExpertGating: .softmaxOfChosen, hasExpertBiases: true, hasAttentionSinks: true, feedForwardNormName: "post_attention_norm",
                 slidingWindow: .required,
                 additionalKeys: ["attention.sliding_window", "expert_count", "expert_used_count", "expert_feed_forward_length"])
+        case .gemma4:
+            ArchitectureTraits(
+                rotaryPairing: .halves, activation: .gelu, scalesEmbeddings: true, normalizesQueriesAndKeys: true,
+                hasPostNorms: true, localRopeBase: 10_000, fixedExpertGating: .softmax, slidingWindow: .required,
+                usesRotaryFrequencyFactors: true, listsLocalBlocks: true, hasLocalAttentionShapes: true, normalizesValues: true,
+                leavesScoresUnscaled: true, mayHaveExperts: true, capsFinalLogits: true,
+                additionalKeys: ["attention.sliding_window", "attention.sliding_window_pattern", "attention.key_length_swa",
+                                 "attention.value_length_swa", "rope.dimension_count_swa", "rope.freq_base_swa",
+                                 "attention.shared_kv_layers", "embedding_length_per_layer_input", "final_logit_softcapping",
+                                 "expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func"])
         }
     }
 }

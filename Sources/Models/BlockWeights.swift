@@ -1,3 +1,4 @@
+import GGUF
 import Kernels
 
 /// A linear map `y = W·x (+ b)`: a weight matrix (`outputWidth` rows) and, where the file has
@@ -22,9 +23,44 @@ struct BlockWeights: Sendable {
     let feedForwardNorm: [Float]
     let feedForward: FeedForward
     let postFeedForwardNorm: [Float]?
-    /// This block's storage in the cache: its key/value slot for attention, its input history
-    /// for a short convolution.
+    /// Gemma 4 E2B/E4B: the block's share of the per-layer token embeddings, added after the
+    /// feed-forward network.
+    let perLayerInput: PerLayerInputWeights?
+    /// Gemma 4: multiplies the block's output (the whole residual) at its end
+    /// (`layer_output_scale`).
+    let outputScale: Float?
+    /// This block's storage in the cache: its key/value slot for attention (an earlier
+    /// block's where it reads that block's keys and values), its input history for a short
+    /// convolution.
     let cacheSlot: Int
+}
+
+/// Gemma 4's per-layer token embeddings (E2B, E4B): besides the token embedding, each token
+/// has a vector of `width` floats per block, and each block adds its share to the residual
+/// through a gate:
+///
+///     per-layer input  p = (RMSNorm_w(P · x₀ / √d) + E[token] · √width) / √2      all blocks at once
+///                      (x₀ the scaled embedding, P `per_layer_model_proj`, E `per_layer_token_embd`)
+///     each block       x ← x + RMSNorm(proj · (gelu(gate · x) ⊙ p[block]))
+///
+/// The embedding table (`width × blocks` per token, as large as the rest of a small model) is
+/// read a row at a time from the mapping, never copied.
+struct PerLayerEmbeddings: Sendable {
+    /// `per_layer_token_embd`: one row of `blocks × width` per token.
+    let tokenEmbedding: GGUFTensor
+    /// `per_layer_model_proj`: the residual's share, `blocks × width` rows.
+    let projection: Projection
+    /// `per_layer_proj_norm`, applied to each block's `width` floats.
+    let norm: [Float]
+    let width: Int
+}
+
+/// One block's use of ``PerLayerEmbeddings``: `inp_gate` (`width` rows), `proj` back to the
+/// residual's width and its norm (`post_norm`).
+struct PerLayerInputWeights: Sendable {
+    let gate: Projection
+    let projection: Projection
+    let norm: [Float]
 }
 
 /// What a block mixes positions with.
@@ -38,8 +74,13 @@ struct AttentionWeights: Sendable {
     /// Queries, keys and values: three projections, or one whose output rows are the queries,
     /// then the keys, then the values (Phi-3's `attn_qkv`).
     enum Inputs: Sendable {
-        case separate(query: Projection, key: Projection, value: Projection)
+        /// A `nil` value projection: the keys' projection, before their norm, serves as the
+        /// values (Gemma 4's full blocks in 26B and 31B).
+        case separate(query: Projection, key: Projection, value: Projection?)
         case fused(Projection)
+        /// Queries only: the block attends to the keys and values an earlier block stored
+        /// (Gemma 4's shared-KV blocks; ``BlockWeights/cacheSlot`` is that block's).
+        case queries(Projection)
     }
 
     let inputs: Inputs
@@ -48,6 +89,8 @@ struct AttentionWeights: Sendable {
     let queryNorm: [Float]?
     let keyNorm: [Float]?
     let keyValueHeadCount: Int
+    /// Width of each query, key and value head.
+    let headWidth: Int
     /// Index into the model's rotary embeddings, `nil` for a block without RoPE (SmolLM3).
     let rotary: Int?
     /// Positions attended to before the current one, plus one; `nil` for the whole context.
@@ -71,10 +114,29 @@ struct ShortConvolutionWeights: Sendable {
     let outputProjection: Projection
 }
 
-/// A block's feed-forward network: one, or a mixture of experts.
+/// A block's feed-forward network: one, a mixture of experts, or both side by side.
 enum FeedForward: Sendable {
     case dense(FeedForwardWeights)
     case experts(ExpertWeights)
+    case denseAndExperts(DenseAndExpertWeights)
+}
+
+/// Gemma 4's MoE blocks (26B-A4B): a dense network and a mixture of experts on the same
+/// input, each with norms of its own, summed (the block's `ffn_norm` is the dense one's input
+/// norm, `post_ffw_norm` follows the sum):
+///
+///     y = RMSNorm₁(dense(RMSNorm(x))) + RMSNorm₂(experts(RMSNorm₀(x)))
+///
+/// the mixture's router reading `RMSNorm(x) · scale / √d` (``ExpertWeights/routerNorm``).
+struct DenseAndExpertWeights: Sendable {
+    let dense: FeedForwardWeights
+    /// `post_ffw_norm_1`.
+    let densePostNorm: [Float]
+    /// `pre_ffw_norm_2`.
+    let expertsNorm: [Float]
+    let experts: ExpertWeights
+    /// `post_ffw_norm_2`.
+    let expertsPostNorm: [Float]
 }
 
 /// A mixture of experts (llama.cpp's `build_moe_ffn`; Qwen 3 MoE with a softmax router, LFM2
@@ -99,6 +161,12 @@ struct ExpertWeights: Sendable {
     let gating: ExpertGating
     /// Added to the scores to choose the experts, one per expert (`nil`: none).
     let selectionBias: [Float]?
+    /// Gemma 4: the router reads the block's input RMS-normalized with these weights
+    /// (`ffn_gate_inp.scale / √d`) instead of the experts' input (`nil`).
+    let routerNorm: [Float]?
+    /// Gemma 4: each expert's output is multiplied by its scale (`ffn_down_exps.scale`) before
+    /// its weight.
+    let outputScales: [Float]?
     let gates: [Projection]
     let ups: [Projection]
     let downs: [Projection]
@@ -119,4 +187,12 @@ struct FeedForwardWeights: Sendable {
 
     let inputs: Inputs
     let down: Projection
+
+    /// Width of the hidden layer (the gate's and the up projection's outputs).
+    var hiddenWidth: Int {
+        switch inputs {
+        case let .separate(gate, _): gate.outputWidth
+        case let .fused(projection): projection.outputWidth / 2
+        }
+    }
 }

@@ -105,6 +105,8 @@ struct ForwardPass {
                 if narrows { pass = narrowedToLastRows() }
             }
             try pass.feedForward(block)
+            if let perLayerInput = block.perLayerInput { try pass.addPerLayerInput(perLayerInput, block: index) }
+            if let scale = block.outputScale { pass.scaleResidual(by: scale) }
         }
         try pass.outputLogits(logits, projectingToVocabulary: projectingToVocabulary, into: &result)
     }
@@ -124,14 +126,16 @@ struct ForwardPass {
     /// a row still to be moved.
     private func narrowedToLastRows(carrying carried: (buffer: UnsafeMutableBufferPointer<Float>, width: Int)? = nil) -> ForwardPass {
         workspace.lastRows.removeAll(keepingCapacity: true)
+        // The residual, the buffer given, and the per-layer inputs the blocks still read.
+        var moved: [(buffer: UnsafeMutableBufferPointer<Float>, width: Int)] = [(workspace.residual, width)]
+        if let carried { moved.append(carried) }
+        if let perLayer = model.perLayerEmbeddings { moved.append((workspace.perLayerInputs, perLayer.width * model.blocks.count)) }
         var next = 0
         for sequence in sequences {
             let kept = sequence.rows.upperBound - sequence.outputRows ..< sequence.rows.upperBound
             for (offset, row) in kept.enumerated() where row != next + offset {
-                (workspace.residual.baseAddress! + (next + offset) * width).update(from: workspace.residual.baseAddress! + row * width, count: width)
-                if let carried {
-                    (carried.buffer.baseAddress! + (next + offset) * carried.width)
-                        .update(from: carried.buffer.baseAddress! + row * carried.width, count: carried.width)
+                for (buffer, rowWidth) in moved {
+                    (buffer.baseAddress! + (next + offset) * rowWidth).update(from: buffer.baseAddress! + row * rowWidth, count: rowWidth)
                 }
             }
             workspace.lastRows.append(SequenceRows(
@@ -166,6 +170,55 @@ struct ForwardPass {
             let factor = Float(width).squareRoot()
             for index in 0 ..< count * width { residual[index] *= factor }
         }
+        if let perLayer = model.perLayerEmbeddings { try embedPerLayer(tokens, perLayer) }
+    }
+
+    /// Gemma 4's per-layer inputs of every row (``PerLayerEmbeddings``), from the scaled
+    /// embeddings in `residual`, into `workspace.perLayerInputs`, in llama.cpp's order:
+    /// the projection scaled by 1/√width and normalized per block, plus the token's row
+    /// scaled by √(per-layer width), the sum scaled by 1/√2.
+    private func embedPerLayer(_ tokens: ArraySlice<Int>, _ perLayer: PerLayerEmbeddings) throws(KernelError) {
+        let rowWidth = perLayer.width * model.blocks.count
+        let inputs = rows(workspace.perLayerInputs, 0 ..< count, width: rowWidth)
+        try project((perLayer.projection, inputs), input: rows(workspace.residual, 0 ..< count, width: width))
+        let projectionScale = 1 / Float(width).squareRoot(), embeddingScale = Float(perLayer.width).squareRoot()
+        let sumScale = 1 / Float(2).squareRoot()
+        let epsilon = epsilon
+        perLayer.norm.withUnsafeBufferPointer { norm in
+            for index in inputs.indices { inputs[index] *= projectionScale }
+            _rmsNorm(inputs, width: perLayer.width, weight: norm, epsilon: epsilon)
+        }
+        let token = workspace.perLayerToken
+        for (row, id) in tokens.enumerated() {
+            try Dequantization.dequantizeRow(id, of: perLayer.tokenEmbedding, into: token)
+            let target = inputs.baseAddress! + row * rowWidth
+            for column in 0 ..< rowWidth { target[column] = (target[column] + token[column] * embeddingScale) * sumScale }
+        }
+    }
+
+    /// Gemma 4's per-layer input of block `block` (``PerLayerInputWeights``): the gate's GELU
+    /// of the residual times the block's per-layer input, projected back, normalized, added.
+    private func addPerLayerInput(_ weights: PerLayerInputWeights, block: Int) throws(KernelError) {
+        let perLayerWidth = weights.gate.outputWidth, rowWidth = perLayerWidth * model.blocks.count
+        let gates = rows(workspace.gates, 0 ..< count, width: perLayerWidth)
+        try project((weights.gate, gates), input: rows(workspace.residual, 0 ..< count, width: width))
+        let inputs = workspace.perLayerInputs
+        forEachRowRange(floatsPerRow: 2 * perLayerWidth) { range in
+            for row in range {
+                let gate = gates.baseAddress! + row * perLayerWidth, input = inputs.baseAddress! + row * rowWidth + block * perLayerWidth
+                for column in 0 ..< perLayerWidth { gate[column] = _gelu(gate[column]) * input[column] }
+            }
+        }
+        try project((weights.projection, rows(workspace.projected, 0 ..< count, width: width)), input: gates)
+        addToResidual(postNorm: weights.norm)
+    }
+
+    /// `residual ×= scale` (Gemma 4's `layer_output_scale`).
+    private func scaleResidual(by scale: Float) {
+        let residual = workspace.residual, width = width
+        forEachRowRange(floatsPerRow: width) { range in
+            for index in range.lowerBound * width ..< range.upperBound * width { residual[index] *= scale }
+        }
     }
 
     /// Attention: norm, query/key/value projections, per-head norms, RoPE, the queries'
@@ -174,17 +227,23 @@ struct ForwardPass {
     /// each sequence's last row goes on, on the pass returned (`narrowedToLastRows`); else
     /// the pass is this one.
     private func attend(_ block: BlockWeights, _ attention: AttentionWeights, narrowingToLastRows: Bool) throws(KernelError) -> ForwardPass {
-        let configuration = model.configuration
-        let headCount = configuration.headCount, headWidth = configuration.headDimension
+        let headCount = model.configuration.headCount, headWidth = attention.headWidth
         let keyValueHeads = attention.keyValueHeadCount
         let queryWidth = headCount * headWidth, keyWidth = keyValueHeads * headWidth
         let queries = rows(workspace.queries, 0 ..< count, width: queryWidth)
         let keys = rows(workspace.keys, 0 ..< count, width: keyWidth)
         let values = rows(workspace.values, 0 ..< count, width: keyWidth)
         normalize(from: workspace.residual, into: workspace.normalized, weight: block.mixerNorm)
+        var hasKeysAndValues = true
         switch attention.inputs {
-        case let .separate(query, key, value):
+        case let .separate(query, key, value?):
             try project((query, queries), (key, keys), (value, values))
+        case let .separate(query, key, nil):
+            try project((query, queries), (key, keys))
+            values.baseAddress!.update(from: keys.baseAddress!, count: keys.count)
+        case let .queries(query):
+            try project((query, queries))
+            hasKeysAndValues = false
         case let .fused(projection):
             let fused = rows(workspace.fused, 0 ..< count, width: projection.outputWidth)
             try project((projection, fused))
@@ -202,16 +261,25 @@ struct ForwardPass {
         let scalesQueries = model.traits.scalesQueriesBeforeAttention
         let scale = model.attentionScale
         let pairing = model.traits.rotaryPairing
+        let normalizesValues = model.traits.normalizesValues && hasKeysAndValues
         (attention.queryNorm ?? []).withUnsafeBufferPointer { queryNorm in
             (attention.keyNorm ?? []).withUnsafeBufferPointer { keyNorm in
+                (normalizesValues ? [Float](repeating: 1, count: headWidth) : []).withUnsafeBufferPointer { unit in
                 forEachRowRange(floatsPerRow: queryWidth + keyWidth) { range in
-                    if attention.queryNorm != nil, attention.keyNorm != nil {
+                    if attention.queryNorm != nil {
                         _rmsNorm(rows(queries, range, width: queryWidth), width: headWidth, weight: queryNorm, epsilon: epsilon)
+                    }
+                    if attention.keyNorm != nil, hasKeysAndValues {
                         _rmsNorm(rows(keys, range, width: keyWidth), width: headWidth, weight: keyNorm, epsilon: epsilon)
+                    }
+                    if normalizesValues {
+                        _rmsNorm(rows(values, range, width: keyWidth), width: headWidth, weight: unit, epsilon: epsilon)
                     }
                     if let angles {
                         _applyRotary(queries.baseAddress!, rows: range, headCount: headCount, headWidth: headWidth, angles: angles, pairing: pairing)
-                        _applyRotary(keys.baseAddress!, rows: range, headCount: keyValueHeads, headWidth: headWidth, angles: angles, pairing: pairing)
+                        if hasKeysAndValues {
+                            _applyRotary(keys.baseAddress!, rows: range, headCount: keyValueHeads, headWidth: headWidth, angles: angles, pairing: pairing)
+                        }
                     }
                     // llama.cpp multiplies Q by the attention scale here when the family says so
                     // (Gemma, Phi-3), then rounds it to half for the F16 product with the cache.
@@ -219,16 +287,17 @@ struct ForwardPass {
                     if scalesQueries { for index in rowQueries.indices { rowQueries[index] *= scale } }
                     _roundToHalfPrecision(rowQueries)
                 }
+                }
             }
         }
-        for sequence in sequences {
+        for sequence in sequences where hasKeysAndValues {
             let slot = block.cacheSlot
             sequence.cache.store(UnsafeBufferPointer(rows(keys, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: true)
             sequence.cache.store(UnsafeBufferPointer(rows(values, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: false)
         }
         let pass = narrowingToLastRows ? narrowedToLastRows(carrying: (queries, queryWidth)) : self
-        pass.attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max,
-                            keyValueHeads: keyValueHeads, scale: scalesQueries ? 1 : scale, sinks: attention.sinks)
+        pass.attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max, keyValueHeads: keyValueHeads,
+                            headWidth: headWidth, scale: scalesQueries ? 1 : scale, sinks: attention.sinks)
         try pass.project((attention.output, rows(workspace.projected, 0 ..< pass.count, width: width)),
                          input: rows(workspace.attended, 0 ..< pass.count, width: queryWidth))
         pass.addToResidual(postNorm: block.postMixerNorm)
@@ -238,9 +307,8 @@ struct ForwardPass {
     /// Causal attention of every row to its own sequence's cache (slot `slot`, which holds
     /// the rows' keys and values by now): the heads of every row of the call, in the units of
     /// ``AttentionParts``, all sequences' shared out across the threads in one dispatch.
-    private func attendToCaches(slot: Int, window: Int, keyValueHeads: Int, scale: Float, sinks: [Float]?) {
-        let configuration = model.configuration
-        let headCount = configuration.headCount, headWidth = configuration.headDimension
+    private func attendToCaches(slot: Int, window: Int, keyValueHeads: Int, headWidth: Int, scale: Float, sinks: [Float]?) {
+        let headCount = model.configuration.headCount
         let queryWidth = headCount * headWidth
         var positionCapacity = 16
         for sequence in sequences {
@@ -320,14 +388,34 @@ struct ForwardPass {
         normalize(from: workspace.residual, into: workspace.normalized, weight: block.feedForwardNorm)
         switch block.feedForward {
         case let .dense(weights): try feedForward(weights)
-        case let .experts(experts): try mixture(of: experts)
+        case let .experts(experts):
+            try chooseExperts(experts)
+            try runExperts(experts)
+        case let .denseAndExperts(both):
+            // The router first (it reads its own norm of the residual), then the dense network,
+            // kept aside, then the experts on their input; the sum goes on as one network's.
+            normalize(from: workspace.residual, into: workspace.normalized, weight: both.experts.routerNorm ?? both.expertsNorm)
+            try chooseExperts(both.experts)
+            normalize(from: workspace.residual, into: workspace.normalized, weight: block.feedForwardNorm)
+            try feedForward(both.dense)
+            let dense = rows(workspace.denseOutputs, 0 ..< count, width: width)
+            normalize(from: workspace.projected, into: dense, weight: both.densePostNorm)
+            normalize(from: workspace.residual, into: workspace.normalized, weight: both.expertsNorm)
+            try runExperts(both.experts)
+            let projected = workspace.projected, width = width, epsilon = epsilon
+            both.expertsPostNorm.withUnsafeBufferPointer { norm in
+                forEachRowRange(floatsPerRow: 2 * width) { range in
+                    _rmsNorm(rows(projected, range, width: width), width: width, weight: norm, epsilon: epsilon)
+                    for index in range.lowerBound * width ..< range.upperBound * width { projected[index] = dense[index] + projected[index] }
+                }
+            }
         }
         addToResidual(postNorm: block.postFeedForwardNorm)
     }
 
     /// Gate and up projections, `act(gate) · up`, down projection, into `projected`.
     private func feedForward(_ feedForward: FeedForwardWeights) throws(KernelError) {
-        let hiddenWidth = model.configuration.feedForwardLength
+        let hiddenWidth = feedForward.hiddenWidth
         let gates = rows(workspace.gates, 0 ..< count, width: hiddenWidth)
         let ups = rows(workspace.ups, 0 ..< count, width: hiddenWidth)
         switch feedForward.inputs {
@@ -360,13 +448,10 @@ struct ForwardPass {
         }
     }
 
-    /// The mixture of experts (``ExpertWeights``), into `projected`: the router's scores for
-    /// every row, each row's chosen experts and weights, then each expert once over the rows
-    /// routed to it (its matrices read once for the batch, as llama.cpp's `mul_mat_id` groups
-    /// them; a decode step reads only its chosen experts' rows), its outputs added to theirs,
-    /// weighted, in the order of the experts.
-    private func mixture(of experts: ExpertWeights) throws(KernelError) {
-        let expertCount = experts.count, used = experts.usedCount, hiddenWidth = experts.hiddenWidth
+    /// The router's scores for every row of `normalized`, and each row's chosen experts and
+    /// their weights (``ExpertWeights``), into `workspace.chosenExperts` and `expertWeights`.
+    private func chooseExperts(_ experts: ExpertWeights) throws(KernelError) {
+        let expertCount = experts.count, used = experts.usedCount
         let scores = rows(workspace.expertScores, 0 ..< count, width: expertCount)
         // Row by row: the matrix-vector kernel's arithmetic for every batch (the router has no
         // packed copy), so a sequence's experts do not depend on the rows batched with it.
@@ -406,6 +491,15 @@ struct ForwardPass {
             sum = max(sum, 6.103515625e-5)
             for slot in first ..< first + used { workspace.expertWeights[slot] /= sum }
         }
+    }
+
+    /// The mixture of experts (``ExpertWeights``) of the rows of `normalized`, their experts
+    /// chosen (``chooseExperts(_:)``), into `projected`: each expert once over the rows routed
+    /// to it (its matrices read once for the batch, as llama.cpp's `mul_mat_id` groups them; a
+    /// decode step reads only its chosen experts' rows), its outputs (times the expert's scale
+    /// where the model has one) added to theirs, weighted, in the order of the experts.
+    private func runExperts(_ experts: ExpertWeights) throws(KernelError) {
+        let expertCount = experts.count, hiddenWidth = experts.hiddenWidth, used = experts.usedCount
         if count == 1 { return try mixtureOfOneRow(experts) }
         if workspace.routedRows.count < expertCount {
             workspace.routedRows.append(contentsOf: repeatElement([], count: expertCount - workspace.routedRows.count))
@@ -429,6 +523,7 @@ struct ForwardPass {
             for index in routed.indices { activate(rows(gates, index ..< index + 1, width: hiddenWidth), rows(ups, index ..< index + 1, width: hiddenWidth)) }
             let outputs = rows(workspace.expertOutputs, 0 ..< routed.count, width: width)
             try project((experts.downs[expert], outputs), input: gates, rows: routed.count)
+            if let scale = experts.outputScales?[expert] { for index in outputs.indices { outputs[index] *= scale } }
             for (index, entry) in routed.enumerated() {
                 let target = output.baseAddress! + entry.row * width, source = outputs.baseAddress! + index * width
                 for column in 0 ..< width { target[column] += entry.weight * source[column] }
@@ -468,6 +563,11 @@ struct ForwardPass {
         for slot in 0 ..< used {
             try project((experts.downs[workspace.chosenExperts[slot]], rows(outputs, slot ..< slot + 1, width: width)),
                         input: rows(gates, slot ..< slot + 1, width: hiddenWidth), rows: 1)
+        }
+        if let scales = experts.outputScales {
+            for (slot, expert) in workspace.chosenExperts.enumerated() {
+                for index in slot * width ..< (slot + 1) * width { outputs[index] *= scales[expert] }
+            }
         }
         let output = rows(workspace.projected, 0 ..< 1, width: width)
         output.update(repeating: 0)
@@ -513,6 +613,13 @@ struct ForwardPass {
         }
         try result.withUnsafeMutableBufferPointer { (result) throws(KernelError) in
             try project((model.output, result), input: final, rows: rowCount)
+            // Gemma 4's soft-capping, as ggml computes it: scale, tanh, scale back.
+            if let cap = model.configuration.finalLogitSoftCapping.map(Float.init) {
+                let inverse = 1 / cap
+                forEachRowRange(rowCount, floatsPerRow: vocabulary) { range in
+                    for index in range.lowerBound * vocabulary ..< range.upperBound * vocabulary { result[index] = tanhf(result[index] * inverse) * cap }
+                }
+            }
         }
     }
 

@@ -23,7 +23,9 @@ import Kernels
 ///     head 0: position 0 [d0 … d(w−1)] position 1 […] … position contextLength − 1 […]
 ///     head 1: position 0 […] …
 ///
-/// head `h`'s position `p` at `(h × contextLength + p) × headWidth` halves.
+/// head `h`'s position `p` at `(h × contextLength + p) × headWidth` halves, `headWidth` the
+/// slot's own (Gemma 4's sliding-window and full blocks have different ones). A block that
+/// reads an earlier block's keys and values (Gemma 4's shared-KV blocks) has no slot.
 ///
 /// It also owns the scratch buffers of its own forward passes (a ``ForwardWorkspace``), sized
 /// on the first evaluation and reused by every later one of the same or a smaller batch.
@@ -33,9 +35,9 @@ public final class KVCache {
     public let contextLength: Int
     /// Key-value heads of each attention slot.
     let keyValueHeads: [Int]
-    /// Dimensions per head (a whole number of 16-dimension groups).
-    let headWidth: Int
-    /// `keys[slot]`: `keyValueHeads[slot] × contextLength × headWidth` IEEE halves, head-major
+    /// Dimensions per head of each attention slot (a whole number of 16-dimension groups).
+    let headWidths: [Int]
+    /// `keys[slot]`: `keyValueHeads[slot] × contextLength × headWidths[slot]` IEEE halves, head-major
     /// (see the layout above).
     /// Allocated, not written, when the cache is made: the system commits pages as positions
     /// are stored, so a cache costs memory for the positions it has held, not its context.
@@ -65,29 +67,30 @@ public final class KVCache {
 
     /// Bytes of key, value and convolution storage.
     public var byteCount: Int {
-        keyValueHeads.reduce(0) { $0 + 2 * contextLength * $1 * headWidth * MemoryLayout<UInt16>.size }
+        zip(keyValueHeads, headWidths).reduce(0) { $0 + 2 * contextLength * $1.0 * $1.1 * MemoryLayout<UInt16>.size }
             + convolutionStorage.count * contextLength * convolutionWidth * MemoryLayout<Float>.size
     }
 
-    /// - Precondition: `headWidth` is a whole number of 16-dimension groups (every head width
-    ///   Typeset loads is a multiple of 16; `TransformerModel` checks it).
-    init(contextLength: Int, keyValueHeads: [Int], headWidth: Int, convolutionCount: Int = 0, convolutionWidth: Int = 0) {
-        precondition(headWidth % 16 == 0, "head width \(headWidth) is not a multiple of 16")
+    /// - Precondition: every head width is a whole number of 16-dimension groups (every head
+    ///   width Typeset loads is a multiple of 16; `TransformerModel` checks it), one per slot.
+    init(contextLength: Int, keyValueHeads: [Int], headWidths: [Int], convolutionCount: Int = 0, convolutionWidth: Int = 0) {
+        precondition(headWidths.allSatisfy { $0 % 16 == 0 }, "head widths \(headWidths) are not multiples of 16")
+        precondition(headWidths.count == keyValueHeads.count, "a head width per slot")
         self.contextLength = contextLength
         self.keyValueHeads = keyValueHeads
-        self.headWidth = headWidth
+        self.headWidths = headWidths
         self.convolutionWidth = convolutionWidth
         // One anonymous mapping for everything: pages are committed as positions are written,
         // and returned to the system when the cache goes (a heap allocation of this size would
         // keep the pages it ever touched in the process, to be handed to the next cache). The
         // halves first, then the floats (every region a multiple of 32 bytes, so aligned).
-        let halfCount = 2 * contextLength * headWidth * keyValueHeads.reduce(0, +)
+        let halfCount = 2 * contextLength * zip(keyValueHeads, headWidths).reduce(0) { $0 + $1.0 * $1.1 }
         let floatCount = convolutionCount * contextLength * convolutionWidth
         storage = MappedMemory(byteCount: halfCount * MemoryLayout<UInt16>.size + floatCount * MemoryLayout<Float>.size,
                                reservingSwap: false)
         var keys: [UnsafeMutableBufferPointer<UInt16>] = [], values = keys
         var nextHalf = storage.bytes.bindMemory(to: UInt16.self, capacity: halfCount)
-        for heads in keyValueHeads {
+        for (heads, headWidth) in zip(keyValueHeads, headWidths) {
             let count = heads * contextLength * headWidth
             keys.append(UnsafeMutableBufferPointer(start: nextHalf, count: count))
             values.append(UnsafeMutableBufferPointer(start: nextHalf + count, count: count))
@@ -106,7 +109,7 @@ public final class KVCache {
     /// Slot `slot`'s keys and values (see ``keys``), for the forward pass's jobs, and the
     /// halves from one key-value head's run of positions to the next.
     func storage(slot: Int) -> (keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>, headStride: Int) {
-        (UnsafePointer(keys[slot].baseAddress!), UnsafePointer(values[slot].baseAddress!), contextLength * headWidth)
+        (UnsafePointer(keys[slot].baseAddress!), UnsafePointer(values[slot].baseAddress!), contextLength * headWidths[slot])
     }
 
     /// Convolution slot `slot`'s gated inputs (see ``convolutionStorage``).
@@ -136,12 +139,12 @@ public final class KVCache {
     /// - Complexity: O(`count`) positions copied, each `byteCount / contextLength` bytes.
     public func copyPrefix(_ count: Int, of other: KVCache) {
         precondition(
-            other.contextLength == contextLength && other.keyValueHeads == keyValueHeads && other.headWidth == headWidth
+            other.contextLength == contextLength && other.keyValueHeads == keyValueHeads && other.headWidths == headWidths
                 && other.convolutionStorage.count == convolutionStorage.count && other.convolutionWidth == convolutionWidth,
             "copying between caches of different shapes")
         precondition(count >= 0 && count <= other.count, "copying \(count) positions of a cache holding \(other.count)")
-        let run = contextLength * headWidth
         for slot in keys.indices {
+            let headWidth = headWidths[slot], run = contextLength * headWidth
             for head in 0 ..< keyValueHeads[slot] {
                 let offset = head * run
                 (keys[slot].baseAddress! + offset).update(from: other.keys[slot].baseAddress! + offset, count: count * headWidth)
@@ -165,7 +168,7 @@ public final class KVCache {
     /// half precision, ties to even (``halfBitPatterns(_:)``, as llama.cpp's F16 cache rounds
     /// them), and stores them in slot `slot`'s keys (or values), each head in its own run.
     func store(_ rows: UnsafeBufferPointer<Float>, slot: Int, position: Int, keys storesKeys: Bool) {
-        let heads = keyValueHeads[slot], headWidth = headWidth, contextLength = contextLength
+        let heads = keyValueHeads[slot], headWidth = headWidths[slot], contextLength = contextLength
         let base = (storesKeys ? keys[slot] : values[slot]).baseAddress!
         let source = UnsafeRawPointer(rows.baseAddress!)
         for row in 0 ..< rows.count / (heads * headWidth) {
@@ -208,6 +211,13 @@ public final class ForwardWorkspace {
     /// `batchCapacity × width`: the rows routed to one expert; `max(batchCapacity, experts used
     /// per token) × width`: its outputs for them, or a decode row's chosen experts' outputs.
     private(set) var expertInputs, expertOutputs: UnsafeMutableBufferPointer<Float>
+    /// `batchCapacity × width`: the dense network's output beside a mixture (Gemma 4), empty
+    /// for a model without both.
+    private(set) var denseOutputs: UnsafeMutableBufferPointer<Float>
+    /// `batchCapacity × blocks × per-layer width`: each row's per-layer inputs (Gemma 4 E2B,
+    /// ``PerLayerEmbeddings``), and one row of `blocks × per-layer width` for a token's
+    /// embedding; empty for a model without them.
+    private(set) var perLayerInputs, perLayerToken: UnsafeMutableBufferPointer<Float>
     /// Per row, the chosen experts and their weights (`usedCount` each), and per expert the
     /// rows routed to it with their weights: kept from call to call.
     var chosenExperts: [Int] = []
@@ -228,7 +238,8 @@ public final class ForwardWorkspace {
     private var widths = Widths()
 
     struct Widths: Equatable {
-        var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, fusedWidth = 0, expertCount = 0, usedExpertCount = 0
+        var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, perLayerWidth = 0, fusedWidth = 0, expertCount = 0, usedExpertCount = 0
+        var hasDenseAndExperts = false
     }
 
     /// An empty workspace; the first forward pass that uses it sizes it.
@@ -237,6 +248,13 @@ public final class ForwardWorkspace {
         (residual, normalized, projected, queries, attended, keys, values, gates, ups, fused)
             = (empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
         (expertScores, expertInputs, expertOutputs) = (empty, empty, empty)
+        (denseOutputs, perLayerInputs, perLayerToken) = (empty, empty, empty)
+    }
+
+    /// Every buffer, to free them.
+    private var buffers: [UnsafeMutableBufferPointer<Float>] {
+        [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, expertScores, expertInputs, expertOutputs,
+         denseOutputs, perLayerInputs, perLayerToken]
     }
 
     /// Makes room for `rows` rows of `model`'s activations (reallocating only when the capacity
@@ -245,19 +263,32 @@ public final class ForwardWorkspace {
         let configuration = model.configuration
         var widths = Widths(
             width: configuration.embeddingLength, queryWidth: configuration.headCount * configuration.headDimension,
-            keyWidth: configuration.headCountKV * configuration.headDimension, hiddenWidth: configuration.feedForwardLength)
+            keyWidth: configuration.headCountKV * configuration.headDimension,
+            hiddenWidth: max(configuration.feedForwardLength, configuration.perLayerEmbeddingLength),
+            perLayerWidth: configuration.perLayerEmbeddingLength * configuration.blockCount)
+        func include(_ feedForward: FeedForwardWeights) {
+            if case let .fused(projection) = feedForward.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
+        }
+        func include(_ experts: ExpertWeights) {
+            widths.hiddenWidth = max(widths.hiddenWidth, experts.hiddenWidth)
+            widths.expertCount = max(widths.expertCount, experts.count)
+            widths.usedExpertCount = max(widths.usedExpertCount, experts.usedCount)
+        }
         for block in model.blocks {
             switch block.mixer {
-            case let .attention(attention): if case let .fused(projection) = attention.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
+            case let .attention(attention):
+                widths.queryWidth = max(widths.queryWidth, configuration.headCount * attention.headWidth)
+                widths.keyWidth = max(widths.keyWidth, attention.keyValueHeadCount * attention.headWidth)
+                if case let .fused(projection) = attention.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
             case let .shortConvolution(convolution): widths.fusedWidth = max(widths.fusedWidth, convolution.inputProjection.outputWidth)
             }
             switch block.feedForward {
-            case let .dense(feedForward):
-                if case let .fused(projection) = feedForward.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
-            case let .experts(experts):
-                widths.hiddenWidth = max(widths.hiddenWidth, experts.hiddenWidth)
-                widths.expertCount = max(widths.expertCount, experts.count)
-                widths.usedExpertCount = max(widths.usedExpertCount, experts.usedCount)
+            case let .dense(feedForward): include(feedForward)
+            case let .experts(experts): include(experts)
+            case let .denseAndExperts(both):
+                include(both.dense)
+                include(both.experts)
+                widths.hasDenseAndExperts = true
             }
         }
         guard rows > batchCapacity || widths != self.widths else { return }
@@ -267,10 +298,7 @@ public final class ForwardWorkspace {
             buffer.initialize(repeating: 0)
             return buffer
         }
-        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, expertScores, expertInputs,
-                       expertOutputs] where buffer.baseAddress != nil {
-            buffer.deallocate()
-        }
+        for buffer in buffers where buffer.baseAddress != nil { buffer.deallocate() }
         residual = buffer(capacity * widths.width)
         normalized = buffer(capacity * widths.width)
         projected = buffer(capacity * widths.width)
@@ -286,16 +314,15 @@ public final class ForwardWorkspace {
         expertScores = buffer(capacity * widths.expertCount)
         expertInputs = buffer(hasExperts ? capacity * widths.width : 0)
         expertOutputs = buffer(hasExperts ? max(capacity, widths.usedExpertCount) * widths.width : 0)
+        denseOutputs = buffer(widths.hasDenseAndExperts ? capacity * widths.width : 0)
+        perLayerInputs = buffer(capacity * widths.perLayerWidth)
+        perLayerToken = buffer(widths.perLayerWidth)
         batchCapacity = capacity
         self.widths = widths
     }
 
     deinit {
-        for buffer in [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, expertScores, expertInputs,
-                       expertOutputs]
-        where buffer.baseAddress != nil {
-            buffer.deallocate()
-        }
+        for buffer in buffers where buffer.baseAddress != nil { buffer.deallocate() }
     }
 }
 

@@ -33,6 +33,12 @@ public enum ModelArchitecture: String, Sendable, CaseIterable {
     /// mixture of experts in every block with a biased router softmaxed over the chosen
     /// experts, MXFP4 experts with biases and a clamped SwiGLU.
     case gptOSS = "gpt-oss"
+    /// Google's Gemma 4 (E2B, E4B, 26B-A4B, 31B): Gemma 3's block with sliding-window and full
+    /// blocks of their own head widths, RMSNorm on the values and no attention scale; in E2B
+    /// and E4B per-layer token embeddings and blocks that attend to an earlier block's keys
+    /// and values; in 26B-A4B a mixture of experts beside a dense network; final logit
+    /// soft-capping.
+    case gemma4
 }
 
 /// A mixture of experts in place of a block's feed-forward network: a router scores the
@@ -118,13 +124,22 @@ public struct ModelConfiguration: Sendable, Equatable {
     public let feedForwardLength: Int
     /// Query heads per attention block.
     public let headCount: Int
-    /// Key/value heads of the attention blocks (`headCount` is a multiple of it).
+    /// Key/value heads of the attention blocks: the most any block has (Gemma 4's
+    /// sliding-window blocks may have more than its full ones; ``blockKinds`` has each block's).
+    /// `headCount` is a multiple of every block's.
     public let headCountKV: Int
-    /// Width of one attention head (keys, queries and values).
+    /// Width of one attention head (keys, queries and values) of the full-attention blocks,
+    /// and of every block but where the sliding-window blocks have their own
+    /// (``localHeadDimension``).
     public let headDimension: Int
+    /// Width of one head of the sliding-window blocks (Gemma 4: `attention.key_length_swa`;
+    /// ``headDimension`` where the family has no width of their own).
+    public let localHeadDimension: Int
     /// Dimensions of each head that RoPE rotates, from the first (`headDimension` unless the
     /// family rotates only part of each head, as Phi-4-mini does).
     public let ropeDimensionCount: Int
+    /// ``ropeDimensionCount`` of the sliding-window blocks (Gemma 4: `rope.dimension_count_swa`).
+    public let localRopeDimensionCount: Int
     /// The context length the model was trained for, in tokens.
     public let trainedContextLength: Int
     public let rmsNormEpsilon: Double
@@ -142,6 +157,23 @@ public struct ModelConfiguration: Sendable, Equatable {
     /// Width of the local attention window, `nil` for full attention everywhere. Gemma 3 uses
     /// it in five of every six blocks, LFM2 in every attention block.
     public let slidingWindow: Int?
+    /// Whether each block attends within ``slidingWindow`` (the family's period, or Gemma 4's
+    /// `attention.sliding_window_pattern`); all `false` without a window.
+    public let localBlocks: [Bool]
+    /// Hidden width of each block's dense feed-forward network (`feed_forward_length`, one
+    /// number or one per block: Gemma 4 E2B's shared-key blocks are twice as wide).
+    /// ``feedForwardLength`` is the widest.
+    public let feedForwardLengths: [Int]
+    /// The last blocks that compute no keys and values of their own but attend to an earlier
+    /// block's (Gemma 4: `attention.shared_kv_layers`, 0 when absent): see
+    /// ``keyValueSource(ofBlock:)``.
+    public let sharedKeyValueBlockCount: Int
+    /// Width of each block's share of the per-layer token embeddings (Gemma 4 E2B/E4B:
+    /// `embedding_length_per_layer_input`), 0 for a model without them.
+    public let perLayerEmbeddingLength: Int
+    /// Logits become `c · tanh(logits / c)` (Gemma 4: `final_logit_softcapping`); `nil` for
+    /// none.
+    public let finalLogitSoftCapping: Double?
     /// What each block mixes tokens with: attention everywhere but in LFM2.
     public let blockKinds: [BlockKind]
     /// Inputs each short convolution sees, the current one included (LFM2's `shortconv.l_cache`),
@@ -159,6 +191,21 @@ public struct ModelConfiguration: Sendable, Equatable {
     public static let maximumBlockCount = 4096
     /// The most experts a block may have (llama.cpp's `LLAMA_MAX_EXPERTS`).
     public static let maximumExpertCount = 512
+
+    /// Block `block`'s head width: ``localHeadDimension`` in a sliding-window block,
+    /// ``headDimension`` elsewhere.
+    public func headDimension(ofBlock block: Int) -> Int {
+        localBlocks[block] ? localHeadDimension : headDimension
+    }
+
+    /// The block whose keys and values block `block` attends to: itself, or for one of the
+    /// last ``sharedKeyValueBlockCount`` blocks the last block of its kind (sliding-window or
+    /// full) before them, as llama.cpp's Gemma 4 cache maps them.
+    public func keyValueSource(ofBlock block: Int) -> Int {
+        let firstShared = blockCount - sharedKeyValueBlockCount
+        guard block >= firstShared else { return block }
+        return firstShared - (localBlocks[block] ? 2 : 1)
+    }
 
     public init(metadata: GGUFMetadata) throws(ModelConfigurationError) {
         func read<T>(_ body: @autoclosure () throws(GGUFError) -> T) throws(ModelConfigurationError) -> T {
@@ -220,8 +267,8 @@ public struct ModelConfiguration: Sendable, Equatable {
             }
             blockKinds.append(.attention(keyValueHeadCount: count))
         }
-        let attentionHeads = Set(blockKinds.compactMap { if case let .attention(count) = $0 { count } else { nil } })
-        guard attentionHeads.count <= 1 else {
+        let attentionHeads = blockKinds.compactMap { if case let .attention(count) = $0 { count } else { nil } }
+        guard Set(attentionHeads).count <= 1 || traits.hasLocalAttentionShapes else {
             throw .invalid(key: keyValueKey, value: "\(keyValueHeads)", reason: "attention blocks with different key/value head counts are not supported")
         }
 
@@ -246,6 +293,20 @@ public struct ModelConfiguration: Sendable, Equatable {
                            reason: traits.rotatesPartialHeads ? "must be even and at most the head width \(headDimension)"
                                                               : "must equal the head width \(headDimension) for \(name)")
         }
+        // Gemma 4's sliding-window blocks: a head width and rotated dimensions of their own.
+        var localHeadDimension = headDimension, localRopeDimensionCount = ropeDimensionCount
+        if traits.hasLocalAttentionShapes {
+            localHeadDimension = try optional("attention.key_length_swa") ?? headDimension
+            if let valueLength = try optional("attention.value_length_swa"), valueLength != localHeadDimension {
+                throw .invalid(key: parameters.key("attention.value_length_swa"), value: "\(valueLength)",
+                               reason: "must equal the key length \(localHeadDimension)")
+            }
+            localRopeDimensionCount = try optional("rope.dimension_count_swa") ?? localHeadDimension
+            guard localRopeDimensionCount % 2 == 0, localRopeDimensionCount <= localHeadDimension else {
+                throw .invalid(key: parameters.key("rope.dimension_count_swa"), value: "\(localRopeDimensionCount)",
+                               reason: "must be even and at most the sliding-window head width \(localHeadDimension)")
+            }
+        }
 
         let tokens = try read(try metadata.array("tokenizer.ggml.tokens"))
         let vocabularySize = try read(try metadata.integer(parameters.key("vocab_size"))) ?? tokens?.count ?? 0
@@ -254,21 +315,37 @@ public struct ModelConfiguration: Sendable, Equatable {
         }
 
         let trainedContextLength = try required("context_length", limit: 1 << 24)
+        // Feed-forward widths: one number, or one per block.
+        let feedForwardKey = parameters.key("feed_forward_length")
+        let feedForwardLengths: [Int]
+        if case .array? = metadata[feedForwardKey] {
+            guard let lengths = try read(try metadata.integerArray(feedForwardKey)), lengths.count == blockCount else {
+                throw .invalid(key: feedForwardKey, value: "an array", reason: "must hold one width per block (\(blockCount))")
+            }
+            for length in lengths { _ = try Self.checked(length, key: feedForwardKey, limit: Self.maximumDimension) }
+            feedForwardLengths = lengths
+        } else {
+            feedForwardLengths = Array(repeating: try required("feed_forward_length"), count: blockCount)
+        }
+
         self.architecture = architecture
         self.embeddingLength = embeddingLength
         self.blockCount = blockCount
-        self.feedForwardLength = try required("feed_forward_length")
+        self.feedForwardLengths = feedForwardLengths
+        self.feedForwardLength = feedForwardLengths.max() ?? 0
         self.headCount = headCount
-        self.headCountKV = attentionHeads.first ?? headCount
+        self.headCountKV = attentionHeads.max() ?? headCount
         self.headDimension = headDimension
+        self.localHeadDimension = localHeadDimension
         self.ropeDimensionCount = ropeDimensionCount
+        self.localRopeDimensionCount = localRopeDimensionCount
         self.trainedContextLength = trainedContextLength
         self.rmsNormEpsilon = try positiveDouble("attention.layer_norm_rms_epsilon")
         self.ropeFrequencyBase = try positiveDouble("rope.freq_base", default: 10_000)
         self.vocabularySize = vocabularySize
         self.blockKinds = blockKinds
         self.shortConvolutionLength = traits.hasShortConvolutions ? try required("shortconv.l_cache", limit: 64) : nil
-        if traits.hasExperts {
+        if traits.hasExperts || traits.mayHaveExperts && metadata.contains(key: parameters.key("expert_count")) {
             let count = try required("expert_count", limit: Self.maximumExpertCount)
             let used = try required("expert_used_count", limit: count)
             let gatingKey = parameters.key("expert_gating_func")
@@ -309,6 +386,40 @@ public struct ModelConfiguration: Sendable, Equatable {
             }
             self.slidingWindow = nil
         }
+        // Which blocks attend within it: Gemma 4 lists them, the others follow a period.
+        if traits.listsLocalBlocks {
+            let patternKey = parameters.key("attention.sliding_window_pattern")
+            guard let pattern = try read(try metadata.booleanArray(patternKey)) else { throw .missing(patternKey) }
+            guard pattern.count == blockCount else {
+                throw .invalid(key: patternKey, value: "an array of \(pattern.count)", reason: "must hold one flag per block (\(blockCount))")
+            }
+            localBlocks = slidingWindow == nil ? Array(repeating: false, count: blockCount) : pattern
+        } else {
+            let hasWindow = slidingWindow != nil
+            localBlocks = (0 ..< blockCount).map { traits.isLocal(block: $0, hasWindow: hasWindow) }
+        }
+
+        // Blocks attending to an earlier block's keys and values (Gemma 4): the last local and
+        // the last global block before them are their sources, so both must exist and be of
+        // the kind of the blocks reading them.
+        let sharedKey = parameters.key("attention.shared_kv_layers")
+        let shared = try countAllowingZero("attention.shared_kv_layers", limit: blockCount) ?? 0
+        if shared > 0 {
+            let firstShared = blockCount - shared
+            guard firstShared >= 2, localBlocks[firstShared - 2], !localBlocks[firstShared - 1] else {
+                throw .invalid(key: sharedKey, value: "\(shared)",
+                               reason: "the two blocks before the shared ones must be a sliding-window block, then a full one, whose keys and values they read")
+            }
+            for block in firstShared ..< blockCount {
+                let source = firstShared - (localBlocks[block] ? 2 : 1)
+                guard blockKinds[block] == blockKinds[source] else {
+                    throw .invalid(key: keyValueKey, value: "\(keyValueHeads)",
+                                   reason: "block \(block) reads block \(source)'s keys and values and must have its key/value head count")
+                }
+            }
+        }
+        self.sharedKeyValueBlockCount = shared
+        self.perLayerEmbeddingLength = try countAllowingZero("embedding_length_per_layer_input", limit: Self.maximumDimension) ?? 0
 
         // RoPE scaling.
         let scalingKey = parameters.key("rope.scaling.type")
@@ -332,8 +443,12 @@ public struct ModelConfiguration: Sendable, Equatable {
         self.localRopeFrequencyBase = traits.localRopeBase == nil ? nil
             : try positiveDouble("rope.freq_base_swa", default: traits.localRopeBase)
         let softCappingKey = parameters.key("final_logit_softcapping")
-        if let softCapping = try read(try metadata.double(softCappingKey)), softCapping != 0 {
-            throw .unsupportedKey(softCappingKey, value: "\(softCapping)")
+        switch try read(try metadata.double(softCappingKey)) {
+        case nil, 0?: self.finalLogitSoftCapping = nil
+        case let cap? where traits.capsFinalLogits:
+            guard cap.isFinite, cap > 0 else { throw .invalid(key: softCappingKey, value: "\(cap)", reason: "must be a positive number") }
+            self.finalLogitSoftCapping = cap
+        case let cap?: throw .unsupportedKey(softCappingKey, value: "\(cap)")
         }
         let poolingKey = parameters.key("pooling_type")
         switch try read(try metadata.integer(poolingKey)) ?? 0 {

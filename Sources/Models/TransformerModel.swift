@@ -33,6 +33,8 @@ public final class TransformerModel: Sendable {
     let tokenEmbedding: GGUFTensor
     let output: Projection
     let outputNorm: [Float]
+    /// Gemma 4 E2B/E4B's per-layer token embeddings, `nil` for a model without them.
+    let perLayerEmbeddings: PerLayerEmbeddings?
     let blocks: [BlockWeights]
     /// The distinct rotary embeddings of the attention blocks (`AttentionWeights.rotary`
     /// indexes them), for contexts up to `longContextThreshold` positions.
@@ -65,14 +67,11 @@ public final class TransformerModel: Sendable {
         let traits = configuration.architecture.traits
         self.traits = traits
         // The attention reads keys, values and queries in groups of 16 dimensions (`KVCache`).
-        guard configuration.headDimension > 0, configuration.headDimension % 16 == 0 else {
-            throw .unsupportedHeadDimension(configuration.headDimension)
+        for headWidth in [configuration.headDimension, configuration.localHeadDimension] where headWidth <= 0 || headWidth % 16 != 0 {
+            throw .unsupportedHeadDimension(headWidth)
         }
         var loader = WeightLoader(file: file, packsWeights: packsWeights, progress: progress)
         let width = configuration.embeddingLength
-        let headWidth = configuration.headDimension
-        let queryWidth = configuration.headCount * headWidth
-        let hiddenWidth = configuration.feedForwardLength
 
         tokenEmbedding = try loader.tensor("token_embd.weight", shape: [width, configuration.vocabularySize])
         let tied = file.tensorInfo(named: "output.weight") == nil
@@ -80,6 +79,16 @@ public final class TransformerModel: Sendable {
             weights: try loader.matrix(tied ? "token_embd.weight" : "output.weight", shape: [width, configuration.vocabularySize]),
             bias: try loader.optionalVector("output.bias", count: configuration.vocabularySize))
         outputNorm = try loader.vector(traits.outputNormName + ".weight", count: width)
+        let perLayerWidth = configuration.perLayerEmbeddingLength
+        if perLayerWidth > 0 {
+            let total = perLayerWidth * configuration.blockCount
+            perLayerEmbeddings = PerLayerEmbeddings(
+                tokenEmbedding: try loader.tensor("per_layer_token_embd.weight", shape: [total, configuration.vocabularySize]),
+                projection: try loader.projection("per_layer_model_proj", shape: [width, total]),
+                norm: try loader.vector("per_layer_proj_norm.weight", count: perLayerWidth), width: perLayerWidth)
+        } else {
+            perLayerEmbeddings = nil
+        }
 
         // RoPE: one embedding per distinct (base, scaling) of the attention blocks.
         let rotary = try Self.rotaryEmbeddings(configuration, traits: traits, loader: &loader)
@@ -101,28 +110,41 @@ public final class TransformerModel: Sendable {
             let slot: Int
             switch kind {
             case let .attention(keyValueHeads):
-                let keyWidth = keyValueHeads * headWidth
+                let headWidth = configuration.headDimension(ofBlock: block)
+                let queryWidth = configuration.headCount * headWidth, keyWidth = keyValueHeads * headWidth
+                // A block reading an earlier block's keys and values (Gemma 4) has neither
+                // projections nor a norm for them, and that block's cache slot.
+                let source = configuration.keyValueSource(ofBlock: block)
                 let inputs: AttentionWeights.Inputs
-                if file.tensorInfo(named: prefix + "attn_qkv.weight") != nil {
+                if source != block {
+                    inputs = .queries(try loader.projection(prefix + "attn_q", shape: [width, queryWidth]))
+                } else if file.tensorInfo(named: prefix + "attn_qkv.weight") != nil {
                     inputs = .fused(try loader.projection(prefix + "attn_qkv", shape: [width, queryWidth + 2 * keyWidth]))
                 } else {
+                    let valuesAreKeys = traits.normalizesValues && file.tensorInfo(named: prefix + "attn_v.weight") == nil
                     inputs = .separate(
                         query: try loader.projection(prefix + "attn_q", shape: [width, queryWidth]),
                         key: try loader.projection(prefix + "attn_k", shape: [width, keyWidth]),
-                        value: try loader.projection(prefix + "attn_v", shape: [width, keyWidth]))
+                        value: valuesAreKeys ? nil : try loader.projection(prefix + "attn_v", shape: [width, keyWidth]))
                 }
-                let local = traits.isLocal(block: block, hasWindow: configuration.slidingWindow != nil)
+                let local = configuration.localBlocks[block]
                 mixer = .attention(AttentionWeights(
                     inputs: inputs,
                     output: try loader.projection(prefix + "attn_output", shape: [queryWidth, width]),
                     queryNorm: traits.normalizesQueriesAndKeys ? try loader.vector(prefix + "attn_q_norm.weight", count: headWidth) : nil,
-                    keyNorm: traits.normalizesQueriesAndKeys ? try loader.vector(prefix + "attn_k_norm.weight", count: headWidth) : nil,
+                    keyNorm: traits.normalizesQueriesAndKeys && source == block
+                        ? try loader.vector(prefix + "attn_k_norm.weight", count: headWidth) : nil,
                     keyValueHeadCount: keyValueHeads,
+                    headWidth: headWidth,
                     rotary: traits.usesRotary(block: block) ? rotaryIndex(local: local) : nil,
                     window: local ? configuration.slidingWindow : nil,
                     sinks: traits.hasAttentionSinks ? try loader.vector(prefix + "attn_sinks.weight", count: configuration.headCount) : nil))
-                slot = attentionSlots
-                attentionSlots += 1
+                if source != block {
+                    slot = blocks[source].cacheSlot
+                } else {
+                    slot = attentionSlots
+                    attentionSlots += 1
+                }
             case .shortConvolution:
                 let length = configuration.shortConvolutionLength ?? 1
                 mixer = .shortConvolution(ShortConvolutionWeights(
@@ -134,20 +156,34 @@ public final class TransformerModel: Sendable {
                 convolutionSlots += 1
             }
             let feedForward: FeedForward
-            if let experts = configuration.experts, block >= experts.leadingDenseBlockCount {
-                feedForward = .experts(try loader.experts(prefix, width: width, experts: experts,
-                                                           selectionBias: traits.hasExpertSelectionBias, biases: traits.hasExpertBiases))
-            } else if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
-               file.tensorInfo(named: prefix + "ffn_up.weight")?.shape == [width, 2 * hiddenWidth] {
-                feedForward = .dense(FeedForwardWeights(
-                    inputs: .fused(try loader.projection(prefix + "ffn_up", shape: [width, 2 * hiddenWidth])),
-                    down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width])))
-            } else {
-                feedForward = .dense(FeedForwardWeights(
+            let hiddenWidth = configuration.feedForwardLengths[block]
+            func dense() throws(ModelLoadError) -> FeedForwardWeights {
+                if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
+                   file.tensorInfo(named: prefix + "ffn_up.weight")?.shape == [width, 2 * hiddenWidth] {
+                    return FeedForwardWeights(
+                        inputs: .fused(try loader.projection(prefix + "ffn_up", shape: [width, 2 * hiddenWidth])),
+                        down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width]))
+                }
+                return FeedForwardWeights(
                     inputs: .separate(
                         gate: try loader.projection(prefix + "ffn_gate", shape: [width, hiddenWidth]),
                         up: try loader.projection(prefix + "ffn_up", shape: [width, hiddenWidth])),
-                    down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width])))
+                    down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width]))
+            }
+            if let experts = configuration.experts, traits.mayHaveExperts {
+                // Gemma 4: the dense network and the mixture side by side.
+                feedForward = .denseAndExperts(DenseAndExpertWeights(
+                    dense: try dense(),
+                    densePostNorm: try loader.vector(prefix + "post_ffw_norm_1.weight", count: width),
+                    expertsNorm: try loader.vector(prefix + "pre_ffw_norm_2.weight", count: width),
+                    experts: try loader.experts(prefix, width: width, experts: experts, selectionBias: false, biases: false,
+                                                scaled: true),
+                    expertsPostNorm: try loader.vector(prefix + "post_ffw_norm_2.weight", count: width)))
+            } else if let experts = configuration.experts, block >= experts.leadingDenseBlockCount {
+                feedForward = .experts(try loader.experts(prefix, width: width, experts: experts,
+                                                           selectionBias: traits.hasExpertSelectionBias, biases: traits.hasExpertBiases))
+            } else {
+                feedForward = .dense(try dense())
             }
             blocks.append(BlockWeights(
                 mixerNorm: try loader.vector(prefix + "attn_norm.weight", count: width),
@@ -156,6 +192,11 @@ public final class TransformerModel: Sendable {
                 feedForwardNorm: try loader.vector(prefix + traits.feedForwardNormName + ".weight", count: width),
                 feedForward: feedForward,
                 postFeedForwardNorm: traits.hasPostNorms ? try loader.vector(prefix + "post_ffw_norm.weight", count: width) : nil,
+                perLayerInput: perLayerWidth == 0 ? nil : PerLayerInputWeights(
+                    gate: try loader.projection(prefix + "inp_gate", shape: [width, perLayerWidth]),
+                    projection: try loader.projection(prefix + "proj", shape: [perLayerWidth, width]),
+                    norm: try loader.vector(prefix + "post_norm.weight", count: width)),
+                outputScale: traits.capsFinalLogits ? try loader.optionalVector(prefix + "layer_output_scale.weight", count: 1)?[0] : nil,
                 cacheSlot: slot))
         }
         self.blocks = blocks
@@ -168,8 +209,8 @@ public final class TransformerModel: Sendable {
         // Gemma 3 scales by 1/√(query_pre_attn_scalar): the head width, but the width per head
         // for the 27B model (62 blocks), as llama.cpp's loader has it.
         let scaleWidth = configuration.architecture == .gemma3 && configuration.blockCount == 62
-            ? configuration.embeddingLength / configuration.headCount : headWidth
-        attentionScale = 1 / Float(scaleWidth).squareRoot()
+            ? configuration.embeddingLength / configuration.headCount : configuration.headDimension
+        attentionScale = traits.leavesScoresUnscaled ? 1 : 1 / Float(scaleWidth).squareRoot()
 
         everyMatrixIsPacked = loader.everyMatrixIsPacked
         if let unused = loader.unusedTensorName() { throw .unusedTensor(unused) }
@@ -196,6 +237,7 @@ public final class TransformerModel: Sendable {
         tokenEmbedding = model.tokenEmbedding
         self.output = output
         outputNorm = model.outputNorm
+        perLayerEmbeddings = model.perLayerEmbeddings
         blocks = model.blocks
         rotaryEmbeddings = model.rotaryEmbeddings
         longContextRotaryEmbeddings = model.longContextRotaryEmbeddings
@@ -252,22 +294,26 @@ public final class TransformerModel: Sendable {
                 threshold = originalContextLength
             }
         }
-        var local = RotaryEmbedding(pairing: traits.rotaryPairing, dimensionCount: dimensions,
+        var local = RotaryEmbedding(pairing: traits.rotaryPairing, dimensionCount: configuration.localRopeDimensionCount,
                                     base: Float(configuration.localRopeFrequencyBase ?? configuration.ropeFrequencyBase))
         local.attentionFactor = Float(configuration.ropeAttentionFactor)
         // gpt-oss's sliding-window blocks rotate as its others (no base of their own).
-        return (global, traits.globalBlockPeriod == nil || traits.localRopeBase == nil ? global : local, longGlobal, threshold)
+        return (global, traits.localRopeBase == nil ? global : local, longGlobal, threshold)
     }
 
     /// A cache for up to `contextLength` tokens (clamped to the trained context length).
     public func makeCache(contextLength: Int) -> KVCache {
-        let keyValueHeads = configuration.blockKinds.compactMap { kind -> Int? in
-            if case let .attention(heads) = kind { heads } else { nil }
+        // A slot per block with keys and values of its own (blocks reading another's have none).
+        var keyValueHeads: [Int] = [], headWidths: [Int] = []
+        for (block, kind) in configuration.blockKinds.enumerated() where configuration.keyValueSource(ofBlock: block) == block {
+            guard case let .attention(heads) = kind else { continue }
+            keyValueHeads.append(heads)
+            headWidths.append(configuration.headDimension(ofBlock: block))
         }
         let convolutions = configuration.blockKinds.filter { $0 == .shortConvolution }.count
         return KVCache(
             contextLength: max(1, min(contextLength, configuration.trainedContextLength)),
-            keyValueHeads: keyValueHeads, headWidth: configuration.headDimension,
+            keyValueHeads: keyValueHeads, headWidths: headWidths,
             convolutionCount: convolutions, convolutionWidth: configuration.embeddingLength)
     }
 
@@ -499,19 +545,24 @@ struct WeightLoader {
     /// biases for a family that has them (`biases`: gpt-oss; elsewhere refused as unused), and the 3-D `ffn_{gate,up,down}_exps`, each
     /// expert's matrices a view of the latter's rows.
     mutating func experts(_ prefix: String, width: Int, experts: ExpertConfiguration,
-                          selectionBias: Bool, biases: Bool) throws(ModelLoadError) -> ExpertWeights {
+                          selectionBias: Bool, biases: Bool, scaled: Bool = false) throws(ModelLoadError) -> ExpertWeights {
         let hidden = experts.feedForwardLength, count = experts.count
         // The router stays in the mapping (it is small, often F32): the pass computes it row by
         // row with the matrix-vector kernels, the same arithmetic whatever the batch.
         let router = Projection(weights: try matrix(prefix + "ffn_gate_inp.weight", shape: [width, count], computedRowByRow: true),
                                 bias: biases ? try vector(prefix + "ffn_gate_inp.bias", count: count) : nil)
-        let gates = try matrix(prefix + "ffn_gate_exps.weight", shape: [width, hidden, count])
-        let ups = try matrix(prefix + "ffn_up_exps.weight", shape: [width, hidden, count])
+        // Gate and up: two 3-D tensors, or one whose expert `e` has rows `2e·hidden ..<
+        // (2e + 1)·hidden` for its gate and the next `hidden` for its up projection.
+        let fused = file.tensorInfo(named: prefix + "ffn_gate_up_exps.weight") != nil
+        let gates = try matrix(prefix + (fused ? "ffn_gate_up_exps.weight" : "ffn_gate_exps.weight"),
+                               shape: [width, fused ? 2 * hidden : hidden, count])
+        let ups = fused ? gates : try matrix(prefix + "ffn_up_exps.weight", shape: [width, hidden, count])
         let downs = try matrix(prefix + "ffn_down_exps.weight", shape: [hidden, width, count])
         // A packed tensor's slices start at whole groups of 16 rows.
         guard [gates, ups, downs].allSatisfy({ $0.packed == nil }) || (hidden % 16 == 0 && width % 16 == 0) else {
             throw .shapeMismatch(prefix + "ffn_gate_exps.weight", expected: [width, (hidden + 15) / 16 * 16, count], found: [width, hidden, count])
         }
+        guard !fused || !biases else { throw .unusedTensor(prefix + "ffn_gate_up_exps.weight") }
         // Each expert's rows, with its row of the projection's biases (`[rows, experts]`) in a
         // family that has them (gpt-oss).
         func slices(_ matrix: WeightMatrix, _ name: String, rows: Int) throws(ModelLoadError) -> [Projection] {
@@ -522,8 +573,20 @@ struct WeightLoader {
             }
         }
         let bias = selectionBias ? try vector(prefix + "exp_probs_b.bias", count: count) : nil
-        return ExpertWeights(router: router, gating: experts.gating, selectionBias: bias, gates: try slices(gates, "ffn_gate_exps", rows: hidden),
-                             ups: try slices(ups, "ffn_up_exps", rows: hidden), downs: try slices(downs, "ffn_down_exps", rows: width),
+        // Gemma 4: the router's input norm (its per-channel scale over √width) and each expert's
+        // output scale.
+        let routerNorm = scaled ? try vector(prefix + "ffn_gate_inp.scale", count: width).map { $0 / Float(width).squareRoot() } : nil
+        let outputScales = scaled ? try optionalVector(prefix + "ffn_down_exps.scale", count: count) : nil
+        let gateSlices, upSlices: [Projection]
+        if fused {
+            gateSlices = (0 ..< count).map { Projection(weights: gates.rows(2 * $0 * hidden ..< (2 * $0 + 1) * hidden), bias: nil) }
+            upSlices = (0 ..< count).map { Projection(weights: gates.rows((2 * $0 + 1) * hidden ..< (2 * $0 + 2) * hidden), bias: nil) }
+        } else {
+            gateSlices = try slices(gates, "ffn_gate_exps", rows: hidden)
+            upSlices = try slices(ups, "ffn_up_exps", rows: hidden)
+        }
+        return ExpertWeights(router: router, gating: experts.gating, selectionBias: bias, routerNorm: routerNorm, outputScales: outputScales,
+                             gates: gateSlices, ups: upSlices, downs: try slices(downs, "ffn_down_exps", rows: width),
                              usedCount: experts.usedCount)
     }
 

@@ -167,7 +167,7 @@ import TypesetTestSupport
     /// fused projections; Qwen 3's per-head norms; YaRN's angles; Qwen 3 MoE's rows grouped by
     /// expert, each expert's products over however many rows chose it), on the random-weight
     /// models.
-    @Test(.enabled(if: TestModels.shouldRunSynthetic), arguments: ["lfm2", "phi3", "qwen3", "qwen2-yarn", "qwen3moe", "lfm2moe", "gpt-oss"])
+    @Test(.enabled(if: TestModels.shouldRunSynthetic), arguments: ["lfm2", "phi3", "qwen3", "qwen2-yarn", "qwen3moe", "lfm2moe", "gpt-oss", "gemma4", "gemma4-moe"])
     func syntheticSequencesGetTheirOwnLogitsInABatch(name: String) throws {
         try Self.check(try TransformerModel(file: try Self.packable(name)))
     }

@@ -184,6 +184,55 @@ import TypesetTestSupport
                 == .shapeMismatch("blk.0.ffn_gate_exps.weight", expected: [128, 32, 8], found: [128, 64, 8]))
     }
 
+    /// Gemma 4's shape, read from its keys: which blocks attend within the window, their head
+    /// widths, which blocks read whose keys and values (and so have no cache of their own), the
+    /// feed-forward widths per block; and the ways a file can get them wrong.
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func gemma4BlocksAndSharedKeysAndValues() throws {
+        let model = try TransformerModel(contentsOf: TestModels.syntheticPath(of: "gemma4"))
+        let configuration = model.configuration
+        #expect(configuration.localBlocks == [true, true, false, true, false, true, false])
+        #expect((0 ..< 7).map(configuration.headDimension(ofBlock:)) == [32, 32, 64, 32, 64, 32, 64])
+        #expect((0 ..< 7).map(configuration.keyValueSource(ofBlock:)) == [0, 1, 2, 3, 4, 3, 4])
+        #expect(configuration.feedForwardLengths == [256, 256, 256, 256, 256, 512, 512] && configuration.feedForwardLength == 512)
+        #expect(configuration.perLayerEmbeddingLength == 32 && configuration.finalLogitSoftCapping == 15)
+        #expect(configuration.localRopeDimensionCount == 32 && configuration.ropeDimensionCount == 64)
+        // Five blocks with keys and values of their own: three of one 32-wide head, two of one
+        // 64-wide head, keys and values in halves.
+        #expect(model.makeCache(contextLength: 64).byteCount == 64 * 2 * (3 * 32 + 2 * 64) * 2)
+
+        func invalidKey(_ file: GGUFFile) -> String? {
+            if case let .configuration(.invalid(key, _, _))? = Self.loadError(file) { return key }
+            return nil
+        }
+        let flags = { (values: [Bool]) in GGUFValue.array(try GGUFArray(elementType: .bool, elements: values.map(GGUFValue.bool))) }
+        // A pattern with a flag too few; shared blocks whose sources are not a sliding-window
+        // block then a full one.
+        #expect(invalidKey(try Self.rewritten("gemma4", setting: ["gemma4.attention.sliding_window_pattern": try flags([true, false])]))
+                == "gemma4.attention.sliding_window_pattern")
+        #expect(invalidKey(try Self.rewritten("gemma4", setting: ["gemma4.attention.shared_kv_layers": .uint32(3)]))
+                == "gemma4.attention.shared_kv_layers")
+        #expect(invalidKey(try Self.rewritten("gemma4", setting: ["gemma4.attention.shared_kv_layers": .uint32(7)]))
+                == "gemma4.attention.shared_kv_layers")
+        // Without sharing, blocks 5 and 6 need keys of their own; without per-layer inputs the
+        // per-layer tables are unused; a block's per-layer projection is required.
+        #expect(Self.loadError(try Self.rewritten("gemma4", setting: ["gemma4.attention.shared_kv_layers": .uint32(0)]))
+                == .missingTensor("blk.5.attn_k.weight"))
+        #expect(Self.loadError(try Self.rewritten("gemma4", setting: ["gemma4.embedding_length_per_layer_input": .uint32(0)]))
+                == .unusedTensor("per_layer_token_embd.weight"))
+        #expect(Self.loadError(try Self.rewritten("gemma4", droppingTensor: "blk.3.proj.weight")) == .missingTensor("blk.3.proj.weight"))
+        // A shared block with keys of its own would be ignored: refused.
+        #expect(Self.loadError(try Self.rewritten("gemma4", addingTensor: ("blk.6.attn_k.weight", [128, 64])))
+                == .unusedTensor("blk.6.attn_k.weight"))
+        #expect(invalidKey(try Self.rewritten("gemma4", setting: ["gemma4.final_logit_softcapping": .float32(-3)]))
+                == "gemma4.final_logit_softcapping")
+        // The mixture's router scale is required, and its gating is a softmax.
+        #expect(Self.loadError(try Self.rewritten("gemma4-moe", droppingTensor: "blk.1.ffn_gate_inp.scale"))
+                == .missingTensor("blk.1.ffn_gate_inp.scale"))
+        #expect(Self.loadError(try Self.rewritten("gemma4-moe", setting: ["gemma4.expert_gating_func": .uint32(2)]))
+                == .configuration(.unsupportedKey("gemma4.expert_gating_func", value: "2")))
+    }
+
     /// LFM2's convolution state lives in the cache as the gated input of every position, so a
     /// truncated cache continues exactly as a fresh one would: prefix reuse and the grammar's
     /// rollback stay exact. A rolling state (the last L − 1 inputs only) would carry the

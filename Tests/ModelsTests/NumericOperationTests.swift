@@ -126,7 +126,7 @@ import TypesetTestSupport
     /// F16 cache's halves), each key-value head's positions in a run of their own.
     @Test func cacheStoresValuesRoundedToHalfHeadByHead() {
         let headWidth = 16, heads = 2, positions = 3, contextLength = 8
-        let cache = KVCache(contextLength: contextLength, keyValueHeads: [heads], headWidth: headWidth)
+        let cache = KVCache(contextLength: contextLength, keyValueHeads: [heads], headWidths: [headWidth])
         let width = heads * headWidth
         let keys = Self.randomFloats(positions * width, in: -60_000 ... 60_000, seed: 8), values = Self.randomFloats(positions * width, in: -1 ... 1, seed: 9)
         keys.withUnsafeBufferPointer { cache.store(UnsafeBufferPointer(rebasing: $0[width...]), slot: 0, position: 1, keys: true) }
