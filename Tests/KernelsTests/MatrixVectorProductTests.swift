@@ -74,12 +74,26 @@ import TypesetTestSupport
             let values = (0..<rowLength).map { _ in Float.random(in: -2...2, using: &generator) }
             try Self.check(weights, values, threads: [1, 2, 3])
         }
-        // F32 rows of any length (a router's): the last group of eight partial.
-        guard type == .f32 else { return }
+        // F32 and F16 rows of any length (a router's): the last group of eight partial.
+        guard type == .f32 || type == .f16 else { return }
         for rowLength in [37, 45, 5] {
             let data = SyntheticWeights.blocks(type, elements: rowLength * 3, using: &generator)
             let weights = try SyntheticWeights.tensor(type, rowLength: rowLength, rows: 3, data: data)
             try Self.check(weights, (0..<rowLength).map { _ in Float.random(in: -2...2, using: &generator) }, threads: [1, 2])
+        }
+    }
+
+    /// An F16 row's product is the F32 row's of its widened values, bit for bit: the same
+    /// lanes, the same order.
+    @Test func halfRowsSumAsTheirWidenedRows() {
+        var generator = SplitMix64(seed: 16)
+        for length in [8, 32, 37, 8960, 3] {
+            let halves = (0 ..< length).map { _ in Float16(Float.random(in: -3 ... 3, using: &generator)).bitPattern }
+            let widened = halves.map(floatFromHalf)
+            let values = (0 ..< length).map { _ in Float.random(in: -2 ... 2, using: &generator) }
+            let half = halves.withUnsafeBytes { row in values.withUnsafeBufferPointer { _dotF16Row(row.baseAddress!, length, $0.baseAddress!) } }
+            let single = widened.withUnsafeBytes { row in values.withUnsafeBufferPointer { _dotF32Row(row.baseAddress!, length, $0.baseAddress!) } }
+            #expect(half.bitPattern == single.bitPattern, "length \(length)")
         }
     }
 
