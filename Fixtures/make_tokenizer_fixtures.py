@@ -19,6 +19,13 @@ Keys (one vocabulary each):
                         GGUF written with gguf-py into a temporary directory (every key/value of
                         the SmolLM2 file copied, only tokenizer.ggml.pre changed, no tensors) and
                         loaded by llama.cpp with vocab_only=true.  These tokenize only SUBSET.
+  gemma3-as-gemma4      Gemma 3's vocabulary as a Gemma 4 tokenizer (tokenizer.ggml.model "gemma4":
+                        SentencePiece's alphabet merged by rank) with merges derived from its
+                        scores (gemma4_merges: every split of a normal token into two normal
+                        tokens, ordered by the token's score, highest first, then by the token's
+                        id and the split's position); a metadata-only GGUF as the pre variants
+                        are, on SUBSET. The merges' sha256 is recorded ("merges_sha256"), so the
+                        Swift test can check it derived the same ones.
   qwen0.5b-pre-<pre>    the same with Qwen's vocabulary (a tiktoken-style vocabulary like Llama 3's,
                         SmolLM3's and LFM2's): llama-bpe (Llama 3) on the whole corpus; smaug-bpe
                         (SmolLM3), lfm2 and gpt-4o (Phi-4-mini) on SUBSET.
@@ -161,8 +168,30 @@ class Vocab:
 # ---------------------------------------------------------------------------------------------
 # metadata-only GGUF with another tokenizer.ggml.pre
 
-def write_pre_variant(source: GGUFReader, pre: str, path: Path) -> None:
-    """Copies every metadata key/value of `source` (strings as raw bytes) into a tensor-less GGUF."""
+def gemma4_merges(source: GGUFReader) -> list[str]:
+    """Merges for a SentencePiece vocabulary read as Gemma 4's: for every normal token (type 1)
+    of two characters or more, each split into two normal tokens, ordered by the token's score
+    (highest first), then its id, then the split's position (in characters)."""
+    tokens = source.fields["tokenizer.ggml.tokens"].contents()
+    types = source.fields["tokenizer.ggml.token_type"].contents()
+    scores = source.fields["tokenizer.ggml.scores"].contents()
+    normal = {t for t, kind in zip(tokens, types) if kind == 1}
+    candidates = []
+    for token_id, (token, kind) in enumerate(zip(tokens, types)):
+        if kind != 1:
+            continue
+        for split in range(1, len(token)):
+            left, right = token[:split], token[split:]
+            if left in normal and right in normal:
+                candidates.append((-scores[token_id], token_id, split, f"{left} {right}"))
+    candidates.sort()
+    return [merge for *_, merge in candidates]
+
+
+def write_pre_variant(source: GGUFReader, pre: str, path: Path, model: str | None = None,
+                      merges: list[str] | None = None) -> None:
+    """Copies every metadata key/value of `source` (strings as raw bytes) into a tensor-less GGUF
+    (with `model` as tokenizer.ggml.model and `merges` added, when given)."""
     arch = bytes(source.fields["general.architecture"].parts[-1]).decode()
     writer = GGUFWriter(str(path), arch)
     for name, field in source.fields.items():
@@ -171,6 +200,8 @@ def write_pre_variant(source: GGUFReader, pre: str, path: Path) -> None:
         vtype = field.types[0]
         if name == "tokenizer.ggml.pre":
             writer.add_key_value(name, pre, GGUFValueType.STRING)
+        elif name == "tokenizer.ggml.model" and model is not None:
+            writer.add_key_value(name, model, GGUFValueType.STRING)
         elif vtype == GGUFValueType.STRING:
             writer.add_key_value(name, bytes(field.parts[field.data[0]]), vtype)
         elif vtype == GGUFValueType.ARRAY:
@@ -184,6 +215,8 @@ def write_pre_variant(source: GGUFReader, pre: str, path: Path) -> None:
             writer.add_key_value(name, values, vtype, sub_type=sub)
         else:
             writer.add_key_value(name, field.parts[field.data[0]].tolist()[0], vtype)
+    if merges is not None:
+        writer.add_key_value("tokenizer.ggml.merges", merges, GGUFValueType.ARRAY, sub_type=GGUFValueType.STRING)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
@@ -194,7 +227,8 @@ def write_pre_variant(source: GGUFReader, pre: str, path: Path) -> None:
     if len(copy.tensors) != 0:
         raise SystemExit(f"{path}: expected no tensors")
     keys = [k for k in source.fields if not k.startswith("GGUF.")]
-    if [k for k in copy.fields if not k.startswith("GGUF.")] != keys:
+    added = ["tokenizer.ggml.merges"] if merges is not None else []
+    if [k for k in copy.fields if not k.startswith("GGUF.")] != keys + added:
         raise SystemExit(f"{path}: metadata keys differ from the source")
     for name in keys:
         a, b = source.fields[name], copy.fields[name]
@@ -202,6 +236,8 @@ def write_pre_variant(source: GGUFReader, pre: str, path: Path) -> None:
             bytes(a.parts[i]) == bytes(b.parts[j]) for i, j in zip(a.data, b.data))
         if name == "tokenizer.ggml.pre":
             same = b.contents() == pre
+        if name == "tokenizer.ggml.model" and model is not None:
+            same = b.contents() == model
         if not same:
             raise SystemExit(f"{path}: {name} was not copied faithfully")
 
@@ -312,7 +348,7 @@ def load_corpus() -> tuple[dict, list[tuple[int, dict, bytes]]]:
 
 def main() -> int:
     all_keys = (["smollm2", "gemma3", "qwen0.5b"] + [f"smollm2-pre-{p}" for p in PRE_VARIANTS]
-                + [f"qwen0.5b-pre-{p}" for p in QWEN_PRE_VARIANTS])
+                + [f"qwen0.5b-pre-{p}" for p in QWEN_PRE_VARIANTS] + ["gemma3-as-gemma4"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keys", default=",".join(all_keys), help="comma-separated subset of " + ",".join(all_keys))
     args = ap.parse_args()
@@ -345,6 +381,16 @@ def main() -> int:
     for key in keys:
         if key in files:
             run_key(key, models / files[key], {"file": files[key], "sha256": digest_of(key)}, docs, True, None)
+        elif key == "gemma3-as-gemma4":
+            source = GGUFReader(str(models / GEMMA3))
+            merges = gemma4_merges(source)
+            with tempfile.TemporaryDirectory(prefix="typeset-gemma4-") as tmp:
+                path = Path(tmp) / f"{key}.gguf"
+                write_pre_variant(source, source.fields["tokenizer.ggml.pre"].contents(), path, model="gemma4", merges=merges)
+                identity = {"base_file": GEMMA3, "base_sha256": digest_of("gemma3"), "model": "gemma4",
+                            "merges": len(merges), "merges_sha256": sha256("\n".join(merges).encode()),
+                            "variant_bytes": path.stat().st_size, "variant_sha256": file_sha256(path)}
+                run_key(key, path, identity, subset_docs, False, SUBSET)
         else:
             base, pre = key.split("-pre-", 1)
             whole = base == "qwen0.5b" and pre in QWEN_WHOLE_CORPUS

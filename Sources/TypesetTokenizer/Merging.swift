@@ -20,9 +20,21 @@ func _mergeBytePairs(
         if token >= 0 { output.append(Int(token)) }
         return
     }
+    _mergeByRank(count, merges, &scratch, initial: { initial[Int(word[$0])] }) { _, token in
+        if token >= 0 { output.append(Int(token)) }
+    }
+}
+
+/// Links `count` symbols, symbol `i` starting as token `initial(i)` (-1: none, which never
+/// merges), merges the adjacent pair of lowest rank until none is left (leftmost on ties), and
+/// hands each remaining symbol's index and token to `body`, in order.
+@inline(__always)
+private func _mergeByRank(
+    _ count: Int, _ merges: MergeTable, _ scratch: inout MergeScratch, initial: (Int) -> Int32, _ body: (Int, Int32) -> Void
+) {
     scratch.prepare(count)
     for index in 0 ..< count {
-        scratch.tokens[index] = initial[Int(word[index])]
+        scratch.tokens[index] = initial(index)
         scratch.next[index] = Int32(index + 1)
         scratch.previous[index] = Int32(index - 1)
     }
@@ -34,8 +46,7 @@ func _mergeBytePairs(
     }
     var index = 0
     while index >= 0 {
-        let token = scratch.tokens[index]
-        if token >= 0 { output.append(Int(token)) }
+        body(index, scratch.tokens[index])
         index = Int(scratch.next[index])
     }
 }
@@ -239,6 +250,44 @@ func _mergeSentencePiece(
             }
         }
         index = Int(scratch.next[index])
+    }
+}
+
+// MARK: - SentencePiece's alphabet with merges
+
+/// Merges the characters of one run of text (already space-escaped; Gemma 4) by rank, as
+/// byte-level BPE merges bytes: each character starts as its token (or as none: a character
+/// that is no token never merges), the adjacent pair of lowest rank merges first (leftmost on
+/// ties). Appends the resulting tokens; a symbol left without a token falls back to its
+/// bytes' `<0xNN>` tokens (`byteFallback`, -1 for none: that byte is dropped, as llama.cpp
+/// drops it).
+func _mergeCharacterPairs(
+    _ text: UnsafeBufferPointer<UInt8>, lookup: ByteStringTable, merges: MergeTable,
+    byteFallback: [Int32], scratch: inout MergeScratch, into output: inout [Int]
+) {
+    let byteCount = text.count
+    guard byteCount > 0 else { return }
+    var starts: [Int32] = []
+    starts.reserveCapacity(byteCount + 1)
+    var offset = 0
+    while offset < byteCount {
+        starts.append(Int32(offset))
+        offset += min(_utf8SequenceLength(lead: text[offset]), byteCount - offset)
+    }
+    let count = starts.count
+    starts.append(Int32(byteCount))
+    let base = UnsafeRawPointer(text.baseAddress!)
+    _mergeByRank(count, merges, &scratch, initial: { index in
+        lookup.lookup(UnsafeRawBufferPointer(start: base + Int(starts[index]), count: Int(starts[index + 1] - starts[index]))) ?? -1
+    }) { index, token in
+        if token >= 0 {
+            output.append(Int(token))
+            return
+        }
+        // Never merged: one character.
+        for position in Int(starts[index]) ..< Int(starts[index + 1]) where byteFallback[Int(text[position])] >= 0 {
+            output.append(Int(byteFallback[Int(text[position])]))
+        }
     }
 }
 

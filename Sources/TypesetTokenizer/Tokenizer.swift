@@ -10,6 +10,10 @@ import GGUF
 /// - **SentencePiece BPE** (`llama`: Gemma 3, Llama 2, …): special tokens are cut out, spaces
 ///   become `▁`, and characters merge by token score; characters with no token fall back to
 ///   `<0xNN>` byte tokens.
+/// - **SentencePiece's alphabet with merges** (`gemma4`): spaces become `▁` (no prefix), the
+///   text splits into runs of newlines and runs of everything else (a run of newlines that is a
+///   token stays one), and each run's characters merge by rank; leftovers fall back to
+///   `<0xNN>` byte tokens.
 ///
 /// A `Tokenizer` is immutable and cheap to copy (its tables are shared); encode from any number
 /// of threads at once.
@@ -36,7 +40,7 @@ public struct Tokenizer: Sendable {
                 throw .unsupportedPreTokenizer(vocabulary.preTokenizer)
             }
             self.preTokenizer = preTokenizer
-        case .sentencePiece:
+        case .sentencePiece, .sentencePieceMerges:
             self.preTokenizer = nil
         }
         self.storage = Storage(vocabulary: vocabulary)
@@ -119,6 +123,39 @@ public struct Tokenizer: Sendable {
                 }
                 previousWasSpecial = false
             }
+        case .sentencePieceMerges:
+            var scratch = MergeScratch()
+            var escaped: [UInt8] = []
+            var decoded = DecodedText()
+            for fragment in fragments {
+                if fragment.token >= 0 {
+                    output.append(Int(fragment.token))
+                    continue
+                }
+                escaped.removeAll(keepingCapacity: true)
+                for byte in bytes[fragment.start ..< fragment.end] {
+                    if byte == 0x20 { escaped.append(contentsOf: [0xE2, 0x96, 0x81]) } else { escaped.append(byte) }
+                }
+                // Malformed UTF-8 reads as U+FFFD, a byte at a time, as llama.cpp reads it.
+                escaped.withUnsafeBufferPointer { decoded.decode($0) }
+                decoded.bytes.withUnsafeBufferPointer { text in
+                    // Runs of newlines and runs of the rest (llama.cpp's `[^\n]+|[\n]+`).
+                    var start = 0
+                    while start < text.count {
+                        let newlines = text[start] == 0x0A
+                        var end = start + 1
+                        while end < text.count, (text[end] == 0x0A) == newlines { end += 1 }
+                        let run = UnsafeBufferPointer(rebasing: text[start ..< end])
+                        if newlines, let token = storage.textLookup.lookup(UnsafeRawBufferPointer(run)) {
+                            output.append(Int(token))
+                        } else {
+                            _mergeCharacterPairs(run, lookup: storage.textLookup, merges: storage.merges,
+                                                 byteFallback: storage.byteFallback, scratch: &scratch, into: &output)
+                        }
+                        start = end
+                    }
+                }
+            }
         }
         if addingEOS && vocabulary.addEOS, let eos = vocabulary.eosTokenID { output.append(eos) }
     }
@@ -152,7 +189,9 @@ public struct Tokenizer: Sendable {
                                 removingLeadingSpace: removesLeadingSpace, to: &output)
             removesLeadingSpace = false
         }
-        if vocabulary.kind == .byteLevelBPE && preTokenizer?.cleansUpSpaces == true {
+        // llama.cpp cleans up spaces for every BPE vocabulary but those whose pre-tokenizer turns
+        // it off; Gemma 4's keeps it on.
+        if vocabulary.kind == .byteLevelBPE && preTokenizer?.cleansUpSpaces == true || vocabulary.kind == .sentencePieceMerges {
             _cleanUpSpaces(&output)
         }
         return output
@@ -217,31 +256,46 @@ private final class Storage: Sendable {
             }
             wordLookup = words
             byteTokens = (0 ..< 256).map { lookup(String(GPT2ByteMapping.scalarForByte[$0])) ?? -1 }
-            var merges = MergeTable(capacity: vocabulary.merges.count)
-            for (rank, merge) in vocabulary.merges.enumerated() {
-                // "left right", split at the first space after the first character.
-                let utf8 = Array(merge.utf8)
-                guard utf8.count > 2, let space = utf8[1...].firstIndex(of: 0x20) else { continue }
-                let left = String(decoding: utf8[..<space], as: UTF8.self)
-                let right = String(decoding: utf8[(space + 1)...], as: UTF8.self)
-                guard let leftID = lookup(left), let rightID = lookup(right), let result = lookup(left + right) else {
-                    continue  // a merge into a non-token cannot produce a token; skip it
-                }
-                merges.insert(left: leftID, right: rightID, rank: Int32(rank), result: result)
-            }
-            self.merges = merges
+            merges = Self.mergeTable(vocabulary.merges, lookup: lookup)
             byteFallback = []
         case .sentencePiece:
             wordLookup = ByteStringTable(capacity: 0)
             merges = MergeTable(capacity: 0)
             byteTokens = []
-            let hex = Array("0123456789ABCDEF".utf8)
             byteFallback = (0 ..< 256).map { byte in
-                let name = String(decoding: [0x3C, 0x30, 0x78, hex[byte >> 4], hex[byte & 15], 0x3E], as: UTF8.self)
-                if let id = lookup(name) { return id }
+                if let id = lookup(Self.byteTokenName(byte)) { return id }
                 return text.lookup([UInt8(byte)]) ?? (vocabulary.unknownTokenID.map(Int32.init) ?? -1)
             }
+        case .sentencePieceMerges:
+            // Merges between tokens as stored (`▁` for spaces); a byte without its `<0xNN>`
+            // token is dropped, as llama.cpp drops it.
+            wordLookup = ByteStringTable(capacity: 0)
+            byteTokens = []
+            merges = Self.mergeTable(vocabulary.merges, lookup: lookup)
+            byteFallback = (0 ..< 256).map { lookup(Self.byteTokenName($0)) ?? -1 }
         }
+    }
+
+    /// `<0xNN>`, the name of byte `byte`'s token.
+    private static func byteTokenName(_ byte: Int) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        return String(decoding: [0x3C, 0x30, 0x78, hex[byte >> 4], hex[byte & 15], 0x3E], as: UTF8.self)
+    }
+
+    /// Merges `"left right"` (split at the first space after the first character) by rank, the
+    /// pair's ids to the rank and the joined token's id; a merge into a non-token is skipped
+    /// (it cannot produce a token).
+    private static func mergeTable(_ merges: [String], lookup: (String) -> Int32?) -> MergeTable {
+        var table = MergeTable(capacity: merges.count)
+        for (rank, merge) in merges.enumerated() {
+            let utf8 = Array(merge.utf8)
+            guard utf8.count > 2, let space = utf8[1...].firstIndex(of: 0x20) else { continue }
+            let left = String(decoding: utf8[..<space], as: UTF8.self)
+            let right = String(decoding: utf8[(space + 1)...], as: UTF8.self)
+            guard let leftID = lookup(left), let rightID = lookup(right), let result = lookup(left + right) else { continue }
+            table.insert(left: leftID, right: rightID, rank: Int32(rank), result: result)
+        }
+        return table
     }
 
     func appendPiece(of id: Int, rendersSpecialTokens: Bool, removingLeadingSpace: Bool, to output: inout [UInt8]) {

@@ -46,6 +46,10 @@ public struct Vocabulary: Sendable {
         /// SentencePiece-style BPE by token scores, `▁` for spaces, `<0xNN>` byte fallback
         /// (`tokenizer.ggml.model = llama`).
         case sentencePiece = "llama"
+        /// SentencePiece's alphabet (`▁` for spaces, `<0xNN>` byte fallback) merged by rank
+        /// with merges, over characters, the text split at newlines only
+        /// (`tokenizer.ggml.model = gemma4`: Gemma 4).
+        case sentencePieceMerges = "gemma4"
     }
 
     /// The tokenizer family name as stored (`tokenizer.ggml.model`).
@@ -119,7 +123,7 @@ public struct Vocabulary: Sendable {
             throw .lengthMismatch(key: "tokenizer.ggml.scores", count: scores.count, expected: count)
         }
         var merges: [String] = []
-        if kind == .byteLevelBPE {
+        if kind != .sentencePiece {
             guard let mergeArray = try read(try tokenizer.merges), mergeArray.elementType == .string else {
                 throw .missing("tokenizer.ggml.merges")
             }
@@ -134,16 +138,19 @@ public struct Vocabulary: Sendable {
             guard (0 ..< count).contains(value) else { throw .tokenIDOutOfRange(key: key, id: value, count: count) }
             return value
         }
-        let isSentencePiece = kind == .sentencePiece
-        let bos = try special("tokenizer.ggml.bos_token_id", default: isSentencePiece ? 1 : 11)
-        let eos = try special("tokenizer.ggml.eos_token_id", default: isSentencePiece ? 2 : 11)
+        // llama.cpp's defaults: SentencePiece's 1, 2 and 0; byte-level BPE's 11; Gemma 4's none.
+        let isSentencePiece = kind == .sentencePiece, hasDefaults = kind != .sentencePieceMerges
+        let bos = try special("tokenizer.ggml.bos_token_id", default: isSentencePiece ? 1 : hasDefaults ? 11 : nil)
+        let eos = try special("tokenizer.ggml.eos_token_id", default: isSentencePiece ? 2 : hasDefaults ? 11 : nil)
         var eot = try special("tokenizer.ggml.eot_token_id", default: nil)
         let eom = try special("tokenizer.ggml.eom_token_id", default: nil)
         let unknown = try special("tokenizer.ggml.unknown_token_id", default: isSentencePiece ? 0 : nil)
         let padding = try special("tokenizer.ggml.padding_token_id", default: nil)
 
         let addBOSDefault = isSentencePiece || (PreTokenizer(named: preTokenizer)?.addsBOSByDefault ?? false)
-        let addBOS = try read(try tokenizer.addBOSToken) ?? addBOSDefault
+        // Gemma 4 always adds BOS, whatever the file says (llama.cpp overrides a false there).
+        let addBOSInFile = try read(try tokenizer.addBOSToken) ?? addBOSDefault
+        let addBOS = kind == .sentencePieceMerges || addBOSInFile
         let addEOS = try read(try metadata.bool("tokenizer.ggml.add_eos_token")) ?? false
         let addSpacePrefix = try read(try metadata.bool("tokenizer.ggml.add_space_prefix")) ?? isSentencePiece
         if addBOS && bos == nil { throw .missing("tokenizer.ggml.bos_token_id") }
@@ -317,7 +324,7 @@ public struct Vocabulary: Sendable {
                 bytes.append(contentsOf: token.utf8)
             } else if attribute.contains(.normal) {
                 switch kind {
-                case .sentencePiece:
+                case .sentencePiece, .sentencePieceMerges:
                     _appendReplacingSpaceMarks(token, to: &bytes)
                 case .byteLevelBPE:
                     _appendGPT2Decoded(token, to: &bytes)

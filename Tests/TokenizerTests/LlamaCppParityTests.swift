@@ -12,12 +12,15 @@ import TypesetTestSupport
 /// exercises the splitters on vocabularies llama.cpp can load. Qwen's is a tiktoken-style
 /// vocabulary like Llama 3's, SmolLM3's and LFM2's, so `qwen0.5b-pre-llama-bpe` (the whole
 /// corpus) stands in for Llama 3, `-smaug-bpe` for SmolLM3, `-lfm2` for LFM2 and `-gpt-4o` for
-/// Phi-4-mini.
+/// Phi-4-mini. `gemma3-as-gemma4` is Gemma 3's vocabulary read as Gemma 4's tokenizer
+/// (`gemma4`: SentencePiece's alphabet merged by rank), with merges derived from its scores the
+/// way the fixture script derives them (``gemma4Merges(_:)``; their digest is recorded).
 @Suite struct LlamaCppParityTests {
     static let realKeys = ["smollm2", "gemma3", "qwen0.5b"]
     static let keys = realKeys + [
         "smollm2-pre-default", "smollm2-pre-gpt-2", "smollm2-pre-llama-bpe", "smollm2-pre-qwen2", "smollm2-pre-deepseek-llm",
         "smollm2-pre-gpt-4o", "qwen0.5b-pre-llama-bpe", "qwen0.5b-pre-smaug-bpe", "qwen0.5b-pre-lfm2", "qwen0.5b-pre-gpt-4o",
+        "gemma3-as-gemma4",
     ]
 
     /// The expectation files of one key.
@@ -67,8 +70,46 @@ import TypesetTestSupport
         }
     }
 
+    /// Merges for a SentencePiece vocabulary read as Gemma 4's, as `make_tokenizer_fixtures.py`
+    /// derives them: every split of a normal token (of two characters or more) into two normal
+    /// tokens, ordered by the token's score (highest first), then its id, then the split's
+    /// position in Unicode scalars. Texts compare as bytes, as Python's strings compare.
+    static func gemma4Merges(_ vocabulary: Vocabulary) -> [String] {
+        var normal = Set<[UInt8]>()
+        for (token, type) in zip(vocabulary.tokens, vocabulary.types) where type == .normal { normal.insert(Array(token.utf8)) }
+        var candidates: [(score: Float, id: Int, split: Int, merge: String)] = []
+        for (id, token) in vocabulary.tokens.enumerated() where vocabulary.types[id] == .normal {
+            let scalars = Array(token.unicodeScalars)
+            guard scalars.count >= 2 else { continue }
+            for split in 1 ..< scalars.count {
+                var left = String.UnicodeScalarView(), right = String.UnicodeScalarView()
+                left.append(contentsOf: scalars[..<split])
+                right.append(contentsOf: scalars[split...])
+                let (leftText, rightText) = (String(left), String(right))
+                if normal.contains(Array(leftText.utf8)), normal.contains(Array(rightText.utf8)) {
+                    candidates.append((vocabulary.scores[id], id, split, leftText + " " + rightText))
+                }
+            }
+        }
+        candidates.sort { ($0.score, -$0.id, -$0.split) > ($1.score, -$1.id, -$1.split) }
+        return candidates.map(\.merge)
+    }
+
     /// The tokenizer for a fixture key.
     static func tokenizer(for key: String) throws -> Tokenizer {
+        if key == "gemma3-as-gemma4" {
+            let metadata = try GGUFFile(contentsOf: TestModels.path(of: TestModels.fileName(of: "gemma3"))).metadata
+            let merges = gemma4Merges(try Vocabulary(metadata: metadata))
+            let identity = try Expected(key: key).json["model"] as! [String: Any]
+            try #require(sha256(Array(merges.joined(separator: "\n").utf8)) == identity["merges_sha256"] as! String,
+                         "the merges derived here differ from the fixture script's")
+            var entries = metadata.entries.map { entry in
+                entry.key == "tokenizer.ggml.model" ? GGUFMetadataEntry(key: entry.key, value: .string("gemma4")) : entry
+            }
+            entries.append(GGUFMetadataEntry(
+                key: "tokenizer.ggml.merges", value: .array(try GGUFArray(elementType: .string, elements: merges.map(GGUFValue.string)))))
+            return try Tokenizer(metadata: try GGUFMetadata(entries))
+        }
         let parts = key.components(separatedBy: "-pre-")
         let metadata = try GGUFFile(contentsOf: TestModels.path(of: TestModels.fileName(of: parts[0]))).metadata
         guard parts.count == 2 else { return try Tokenizer(metadata: metadata) }
