@@ -43,7 +43,8 @@ import TypesetTokenizer
     ) throws -> Run {
         let markers = ThinkingMarkers(tokenizer.vocabulary)!
         let source = source ?? ByteVocabulary.writer(
-            tokens: ByteVocabulary.thinkingTokens(text), promptLength: prompt.count, size: tokenizer.vocabulary.count)
+            tokens: tokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: true), promptLength: prompt.count,
+            size: tokenizer.vocabulary.count)
         var options = options
         if options.reasoningBudget == 0 { options.enableThinking = false }
         let value = try schema.map {
@@ -178,6 +179,31 @@ import TypesetTokenizer
         let run = try Self.reply(source: Self.thinker(reasoning: "Long thoughts", answer: "Paris."), options: options, tokenizer: control)
         #expect(run.reasoning == "Long")
         #expect(run.content == "Paris.")
+    }
+
+    /// Gemma 4 reasons in a thought channel, `<|channel>thought` … `<channel|>`: its label is
+    /// markup, the rest reasoning, and the value (or the content) follows the closing.
+    @Test func gemmasThoughtChannelIsReasoning() throws {
+        let channel = ByteVocabulary.channelTokenizer
+        #expect(ThinkingMarkers(channel.vocabulary)?.syntax == .channel)
+        let value = try Self.reply(
+            writing: "<|channel>thought\nThe user lives in Paris.<channel|>{\"city\":\"Paris\"}", schema: Self.city, tokenizer: channel)
+        #expect(value.content == #"{"city":"Paris"}"#)
+        #expect(value.reasoning == "The user lives in Paris.")
+        #expect(value.streamedReasoning == "The user lives in Paris.")
+        let free = try Self.reply(writing: "<|channel>thought\nA capital.\n<channel|>Paris is.", tokenizer: channel)
+        #expect(free.reasoning == "A capital.")
+        #expect(free.content == "Paris is.")
+        // A thought that is only the label is no reasoning; text that merely starts like it is.
+        #expect(try Self.reply(writing: "<|channel>thought\n<channel|>Paris.", tokenizer: channel).reasoning == nil)
+        #expect(try Self.reply(writing: "<|channel>thoughtful<channel|>Paris.", tokenizer: channel).reasoning == "thoughtful")
+        let held = try Self.reply(writing: "<|channel>thoughtful<channel|>{\"city\":\"Paris\"}", schema: Self.city, tokenizer: channel)
+        #expect(held.reasoning == "thoughtful" && held.streamedReasoning == "thoughtful")
+        #expect(try Self.reply(writing: "<|channel>thought<channel|>{\"city\":\"Paris\"}", schema: Self.city, tokenizer: channel).reasoning == nil)
+        // Gemma 4's template writes an empty channel when thinking is off: the reply starts after it.
+        #expect(ReplyThinking(promptText: "<|turn>model\n<|channel>thought\n<channel|>", options: GenerationOptions(), syntax: .channel) == .off)
+        #expect(ReplyThinking(promptText: "<|turn>model\n", options: GenerationOptions(), syntax: .channel) == .possible)
+        #expect(ReplyThinking(promptText: "<|turn>model\n<|channel>thought\n", options: GenerationOptions(), syntax: .channel) == .opened)
     }
 
     /// Where the prompt leaves the reply: the template's last marker decides before the options.

@@ -11,8 +11,8 @@ import Testing
         var markup: String?
     }
 
-    private func route(_ text: String, thinking: Bool, format: FunctionCallFormat?, pieceLength: Int) -> Routed {
-        var router = ReplyTextRouter(detectsThinking: thinking, callFormat: format)
+    private func route(_ text: String, thinking: Bool, syntax: ThinkingSyntax = .tags, format: FunctionCallFormat?, pieceLength: Int) -> Routed {
+        var router = ReplyTextRouter(detectsThinking: thinking, thinking: syntax, callFormat: format)
         var result = Routed()
         var pieces: [String] = []
         var index = text.startIndex
@@ -39,10 +39,22 @@ import Testing
         return result
     }
 
-    private func expectRouting(_ text: String, thinking: Bool = true, format: FunctionCallFormat? = nil, _ expected: Routed) {
+    private func expectRouting(
+        _ text: String, thinking: Bool = true, syntax: ThinkingSyntax = .tags, format: FunctionCallFormat? = nil, _ expected: Routed
+    ) {
         for length in [1, 2, 3, 1000] {
-            #expect(route(text, thinking: thinking, format: format, pieceLength: length) == expected, "pieces of \(length)")
+            #expect(route(text, thinking: thinking, syntax: syntax, format: format, pieceLength: length) == expected, "pieces of \(length)")
         }
+    }
+
+    @Test func gemmasThoughtChannelIsReasoningWithoutItsLabel() {
+        expectRouting("<|channel>thought\nRecall the capital.<channel|>Paris.", syntax: .channel,
+                      Routed(reasoning: "Recall the capital.", content: "Paris."))
+        expectRouting("<|channel>thought\n<channel|>Paris.", syntax: .channel, Routed(content: "Paris."))
+        // Not the label: reasoning as written.
+        expectRouting("<|channel>thoughtful<channel|>x", syntax: .channel, Routed(reasoning: "thoughtful", content: "x"))
+        // The other syntax's tags are text.
+        expectRouting("<think>x</think>y", syntax: .channel, Routed(content: "<think>x</think>y"))
     }
 
     @Test func thinkingAtTheStartIsReasoning() {

@@ -68,6 +68,10 @@ enum ByteVocabulary {
         harmonyTokenizer.encode(text, addingSpecialTokens: false, parsingSpecialTokens: true)
     }
 
+    /// The byte vocabulary with Gemma 4's thought channel markers as user-defined tokens, as its
+    /// converter types them: `<|channel>` (257) and `<channel|>` (258).
+    static let channelTokenizer = makeTokenizer(userDefinedTokens: ["<|channel>", "<channel|>"])
+
     /// The same vocabulary with the markers as control tokens (they detokenize to nothing).
     static let controlThinkingTokenizer = makeTokenizer(controlTokens: ["<think>", "</think>"])
 

@@ -257,7 +257,7 @@ public final class Conversation: Sendable {
             promptHistory, functions: callFunctions, format: options.callFormat, enableThinking: options.enableThinking,
             addGenerationPrompt: request.addsGenerationPrompt, prefill: request.prefill, reasoningEffort: options.reasoningEffort)
         if !request.prefill.isEmpty { options.inlineThinkingTags = true }   // the reply is past its start: no thinking to detect
-        let thinking = ReplyThinking(promptText: prompt.text, options: options)
+        let thinking = ReplyThinking(promptText: prompt.text, options: options, syntax: runner.thinkingMarkers?.syntax ?? .tags)
         // gpt-oss's template leaves the reply to Harmony messages: their channels, not tags.
         let harmony = prompt.text.hasSuffix(Harmony.generationPrompt) ? runner.harmonyMarkers : nil
         if harmony != nil, !callFunctions.isEmpty, options.functionCallMode == .required {

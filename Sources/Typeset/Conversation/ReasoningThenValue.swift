@@ -1,25 +1,44 @@
 import TypesetGrammar
 import TypesetTokenizer
 
-/// The tokens a model that thinks marks its reasoning with (`<think>` and `</think>`, each one
-/// token of its vocabulary: Qwen 3, SmolLM3, LFM2.5-Thinking), and the tokens that may separate
-/// the reasoning from what follows it. Found once per model.
+/// How a model marks its reasoning in its text: `<think>` … `</think>` (Qwen 3 and 3.5,
+/// SmolLM3, LFM2.5-Thinking), or Gemma 4's thought channel, `<|channel>thought` … `<channel|>`,
+/// whose opening is followed by a label (`thought` and a newline) that is markup, not reasoning.
+struct ThinkingSyntax: Sendable, Equatable {
+    let opening: String
+    let closing: String
+    /// What follows the opening as part of the markup (Gemma 4: `thought`), then a newline;
+    /// empty for none.
+    let label: String
+
+    static let tags = ThinkingSyntax(opening: "<think>", closing: "</think>", label: "")
+    static let channel = ThinkingSyntax(opening: "<|channel>", closing: "<channel|>", label: "thought")
+    /// In the order a vocabulary is searched for them.
+    static let known: [ThinkingSyntax] = [.tags, .channel]
+}
+
+/// The tokens a model that thinks marks its reasoning with (``ThinkingSyntax``: `<think>` and
+/// `</think>`, or Gemma 4's `<|channel>` and `<channel|>`, each one token of its vocabulary), and
+/// the tokens that may separate the reasoning from what follows it. Found once per model.
 struct ThinkingMarkers: Sendable {
-    /// `<think>`.
+    /// `<think>` (`<|channel>`).
     let opening: Int
-    /// `</think>`.
+    /// `</think>` (`<channel|>`).
     let closing: Int
     /// The tokens of whitespace only (`\n`, `\n\n`, ` `): between `</think>` and a value.
     let separators: TokenBitmask
+    /// The markers' texts.
+    let syntax: ThinkingSyntax
 
-    static let openingText = "<think>"
-    static let closingText = "</think>"
-
-    /// The markers of `vocabulary`, `nil` when it does not have both as tokens of their own.
-    /// O(vocabulary).
+    /// The markers of `vocabulary`: the first ``ThinkingSyntax/known`` syntax whose opening and
+    /// closing are both tokens of their own; `nil` for none. O(vocabulary).
     init?(_ vocabulary: Vocabulary) {
-        guard let opening = vocabulary.tokens.firstIndex(of: Self.openingText),
-              let closing = vocabulary.tokens.firstIndex(of: Self.closingText) else { return nil }
+        guard let (syntax, opening, closing) = ThinkingSyntax.known.lazy.compactMap({ syntax -> (ThinkingSyntax, Int, Int)? in
+            guard let opening = vocabulary.tokens.firstIndex(of: syntax.opening),
+                  let closing = vocabulary.tokens.firstIndex(of: syntax.closing) else { return nil }
+            return (syntax, opening, closing)
+        }).first else { return nil }
+        self.syntax = syntax
         self.opening = opening
         self.closing = closing
         var separators = TokenBitmask(vocabularySize: vocabulary.count)
@@ -42,12 +61,13 @@ enum ReplyThinking: Equatable {
     case opened
 
     /// A template that opened the block starts the reply inside it whatever `enableThinking`
-    /// says (some templates always open it): a budget of 0 then closes it at once.
-    init(promptText: String, options: GenerationOptions) {
+    /// says (some templates always open it): a budget of 0 then closes it at once. Gemma 4's
+    /// template writes an empty thought channel when thinking is off.
+    init(promptText: String, options: GenerationOptions, syntax: ThinkingSyntax = .tags) {
         let end = promptText.trimmingWhitespace
-        if options.inlineThinkingTags || end.hasSuffix(ThinkingMarkers.closingText) {
+        if options.inlineThinkingTags || end.hasSuffix(syntax.closing) {
             self = .off
-        } else if end.hasSuffix(ThinkingMarkers.openingText) {
+        } else if end.hasSuffix(syntax.opening) || !syntax.label.isEmpty && end.hasSuffix(syntax.opening + syntax.label) {
             self = .opened
         } else {
             self = options.enableThinking == false ? .off : .possible

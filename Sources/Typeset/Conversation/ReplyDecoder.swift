@@ -107,6 +107,10 @@ final class ReplyDecoder: TokenStepper {
     private let isHarmony: Bool
     /// Tokens of free text chosen inside a `<think>` block.
     private var reasoningTokens = 0
+    /// After Gemma 4's opening, whether its label (`thought` and a newline) may still come, and
+    /// the text held back meanwhile: the label is kept out of the reasoning.
+    private var awaitsReasoningLabel = false
+    private var heldReasoning = ""
     /// Whether the constraint is a ``ReasoningThenValue``: its tokens before the value are
     /// reasoning, not the value's text.
     private let reasonsBeforeValue: Bool
@@ -140,7 +144,8 @@ final class ReplyDecoder: TokenStepper {
         detokenizer = tokenizer.makeStreamingDetokenizer()
         router = ReplyTextRouter(
             detectsThinking: plan.routing.detectsThinking, startsInReasoning: plan.routing.startsInReasoning,
-            callFormat: callGrammar == nil ? nil : callFormat, harmony: plan.routing.harmony != nil)
+            thinking: plan.routing.thinkingMarkers?.syntax ?? .tags, callFormat: callGrammar == nil ? nil : callFormat,
+            harmony: plan.routing.harmony != nil)
         thinkingMarkers = plan.routing.thinkingMarkers
         if let harmony = plan.routing.harmony {
             reasoningEnd = (harmony.end, tokenizer.encode(Harmony.finalHeader, addingSpecialTokens: false, parsingSpecialTokens: true))
@@ -263,8 +268,8 @@ final class ReplyDecoder: TokenStepper {
             if token == markerToken { text += callFormat.opening ?? "" }
             // Markers that are control tokens detokenize to nothing: the router reads their text.
             if text.isEmpty, let markers = thinkingMarkers {
-                if token == markers.opening { text = ThinkingMarkers.openingText }
-                if token == markers.closing { text = ThinkingMarkers.closingText }
+                if token == markers.opening { text = markers.syntax.opening }
+                if token == markers.closing { text = markers.syntax.closing }
             }
         }
         switch phase {
@@ -498,11 +503,27 @@ final class ReplyDecoder: TokenStepper {
     /// streams as reasoning, its markers and the whitespace after it as nothing.
     private func routeReasoning(_ text: String, segment: ReasoningThenValue.Segment) {
         var thought = text
+        let syntax = thinkingMarkers?.syntax ?? .tags
         switch segment {
         case .reasoning: break
         case .closing:
-            if thought.hasSuffix(ThinkingMarkers.closingText) { thought.removeLast(ThinkingMarkers.closingText.count) }
-        case .opening, .separator, .value: return
+            if thought.hasSuffix(syntax.closing) { thought.removeLast(syntax.closing.count) }
+        case .opening:
+            // Gemma 4's label follows its opening: markup, not reasoning.
+            awaitsReasoningLabel = !syntax.label.isEmpty
+            return
+        case .separator, .value: return
+        }
+        if awaitsReasoningLabel {
+            // The text since the opening, held while it may still be the label and its newline.
+            let held = heldReasoning + thought, label = syntax.label + "\n"
+            if segment == .reasoning, label.hasPrefix(held), held != label {
+                heldReasoning = held
+                return
+            }
+            thought = held.hasPrefix(label) ? String(held.dropFirst(label.count)) : held == syntax.label ? "" : held
+            heldReasoning = ""
+            awaitsReasoningLabel = false
         }
         guard !thought.isEmpty else { return }
         reasoning += thought

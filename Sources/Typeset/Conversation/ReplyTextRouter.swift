@@ -6,7 +6,8 @@
 ///                                       the marker, which belong to the call's JSON
 ///
 /// Markup it knows: `<think>` … `</think>` at the very start of the reply (when thinking is
-/// possible), and the call marker of the function-call format (`<tool_call>` for Hermes,
+/// possible; or the model's other ``ThinkingSyntax``, Gemma 4's `<|channel>thought` …
+/// `<channel|>`, its label dropped), and the call marker of the function-call format (`<tool_call>` for Hermes,
 /// `<|tool_call_start|>` for LFM; for plain JSON, a reply whose first non-space character is `{`). Hermes replies may also be a
 /// bare call: small Qwen models often write `{"name": …, "arguments": …}` without the markup,
 /// so a Hermes reply that opens with `{"name"` (possibly in a code fence) starts an unmarked
@@ -23,9 +24,9 @@ struct ReplyTextRouter {
 
     private enum Mode { case start, reasoning, content, call }
 
-    static let thinkOpen = "<think>"
-    static let thinkClose = "</think>"
-
+    private let thinking: ThinkingSyntax
+    /// After the opening, whether its label (Gemma 4's `thought`) may still come.
+    private var awaitsLabel = false
     private var mode: Mode
     private var pending = ""
     private let callFormat: FunctionCallFormat?
@@ -43,8 +44,13 @@ struct ReplyTextRouter {
     ///   - callFormat: the format whose calls to detect, `nil` when no functions are registered.
     ///   - harmony: whether the reply is Harmony messages (``HarmonyReader``): their
     ///     channels say what is reasoning, content and a call.
-    init(detectsThinking: Bool, startsInReasoning: Bool = false, callFormat: FunctionCallFormat?, harmony: Bool = false) {
+    init(
+        detectsThinking: Bool, startsInReasoning: Bool = false, thinking: ThinkingSyntax = .tags, callFormat: FunctionCallFormat?,
+        harmony: Bool = false
+    ) {
         mode = detectsThinking ? (startsInReasoning ? .reasoning : .start) : .content
+        self.thinking = thinking
+        awaitsLabel = detectsThinking && startsInReasoning && !thinking.label.isEmpty
         self.callFormat = callFormat
         if harmony { self.harmony = HarmonyReader() }
     }
@@ -64,16 +70,29 @@ struct ReplyTextRouter {
             switch mode {
             case .start:
                 let trimmed = pending.drop { $0 == " " || $0 == "\n" }
-                if trimmed.hasPrefix(Self.thinkOpen) {
-                    pending = String(trimmed.dropFirst(Self.thinkOpen.count))
+                if trimmed.hasPrefix(thinking.opening) {
+                    pending = String(trimmed.dropFirst(thinking.opening.count))
                     mode = .reasoning
+                    awaitsLabel = !thinking.label.isEmpty
                     continue
                 }
-                if Self.thinkOpen.hasPrefix(trimmed) { return pieces }   // maybe still coming
+                if thinking.opening.hasPrefix(trimmed) { return pieces }   // maybe still coming
                 mode = .content
                 continue
             case .reasoning:
-                if let range = pending.range(of: Self.thinkClose) {
+                if awaitsLabel {
+                    // The label and its newline, or as much of them as has come.
+                    let label = thinking.label + "\n"
+                    if pending.hasPrefix(label) {
+                        pending = String(pending.dropFirst(label.count))
+                    } else if label.hasPrefix(pending) {
+                        return pieces
+                    } else if pending.hasPrefix(thinking.label + thinking.closing) {
+                        pending = String(pending.dropFirst(thinking.label.count))
+                    }
+                    awaitsLabel = false
+                }
+                if let range = pending.range(of: thinking.closing) {
                     let thought = String(pending[..<range.lowerBound])
                     if !thought.isEmpty { pieces.append(.reasoning(thought)) }
                     pending = String(pending[range.upperBound...])
@@ -81,7 +100,7 @@ struct ReplyTextRouter {
                     trimLeadingContent = true
                     continue
                 }
-                let safe = Self.safePrefixLength(of: pending, before: Self.thinkClose)
+                let safe = Self.safePrefixLength(of: pending, before: thinking.closing)
                 if safe > 0 {
                     pieces.append(.reasoning(String(pending.prefix(safe))))
                     pending = String(pending.dropFirst(safe))
