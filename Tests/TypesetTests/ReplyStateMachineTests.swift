@@ -295,6 +295,9 @@ import TypesetTokenizer
         #expect(Array(source.held.dropFirst(Self.prompt.count)) == script)
         #expect(ModelRunner.functionCallFormat(of: ByteVocabulary.lfmTokenizer) == .lfm)
         #expect(ModelRunner.functionCallFormat(of: ByteVocabulary.tokenizer) == .hermes)
+        // Gemma 4's call markers, whose format is not parsed: requests with functions are refused.
+        #expect(ModelRunner.writesGemmaCalls(ByteVocabulary.gemmaCallTokenizer))
+        #expect(!ModelRunner.writesGemmaCalls(ByteVocabulary.tokenizer) && !ModelRunner.writesGemmaCalls(ByteVocabulary.channelTokenizer))
     }
 
     @Test func theLastRoundMayNotOpenACall() throws {

@@ -72,6 +72,9 @@ enum ByteVocabulary {
     /// converter types them: `<|channel>` (257) and `<channel|>` (258).
     static let channelTokenizer = makeTokenizer(userDefinedTokens: ["<|channel>", "<channel|>"])
 
+    /// The byte vocabulary with Gemma 4's call markers, `<|tool_call>` and `<tool_call|>`.
+    static let gemmaCallTokenizer = makeTokenizer(userDefinedTokens: ["<|tool_call>", "<tool_call|>"])
+
     /// The same vocabulary with the markers as control tokens (they detokenize to nothing).
     static let controlThinkingTokenizer = makeTokenizer(controlTokens: ["<think>", "</think>"])
 

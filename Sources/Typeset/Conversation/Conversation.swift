@@ -260,6 +260,12 @@ public final class Conversation: Sendable {
         let thinking = ReplyThinking(promptText: prompt.text, options: options, syntax: runner.thinkingMarkers?.syntax ?? .tags)
         // gpt-oss's template leaves the reply to Harmony messages: their channels, not tags.
         let harmony = prompt.text.hasSuffix(Harmony.generationPrompt) ? runner.harmonyMarkers : nil
+        if !callFunctions.isEmpty, options.functionCallMode != .unparsed, runner.writesGemmaCalls {
+            // Its calls would stream as text, never run: refused rather than ignored (unparsed
+            // calls are text by request).
+            throw .unsupportedOption(
+                name: "tools", reason: "Gemma 4 writes calls as <|tool_call>call:name{…}<tool_call|>, which Typeset does not parse yet")
+        }
         if harmony != nil, !callFunctions.isEmpty, options.functionCallMode == .required {
             throw .unsupportedOption(
                 name: "tool_choice", reason: "a required call is not yet forced in gpt-oss's Harmony format: use auto")

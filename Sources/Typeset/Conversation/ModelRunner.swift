@@ -140,6 +140,9 @@ public final class ModelRunner: Sendable {
     let thinkingMarkers: ThinkingMarkers?
     /// Harmony's markers (gpt-oss), when they are tokens of the model's vocabulary.
     let harmonyMarkers: HarmonyMarkers?
+    /// Whether the model writes calls in Gemma 4's format, which Typeset does not parse yet
+    /// (``writesGemmaCalls(_:)``): a request with functions is refused.
+    let writesGemmaCalls: Bool
 
     /// The scheduler that decodes this runner's replies together.
     typealias Scheduler = BatchScheduler<ModelBatchEvaluator>
@@ -231,6 +234,7 @@ public final class ModelRunner: Sendable {
         self.configuration = model.configuration
         self.thinkingMarkers = ThinkingMarkers(tokenizer.vocabulary)
         self.harmonyMarkers = HarmonyMarkers(tokenizer.vocabulary)
+        self.writesGemmaCalls = Self.writesGemmaCalls(tokenizer)
         progress?(LoadProgress(stage: .ready, fractionCompleted: 1))
     }
 
@@ -239,6 +243,15 @@ public final class ModelRunner: Sendable {
     static func functionCallFormat(of tokenizer: Tokenizer) -> FunctionCallFormat {
         let marker = tokenizer.encode(FunctionCallFormat.lfm.opening!, addingSpecialTokens: false, parsingSpecialTokens: true)
         return marker.count == 1 ? .lfm : .hermes
+    }
+
+    /// Whether the vocabulary has Gemma 4's call markers, `<|tool_call>` and `<tool_call|>`, as
+    /// tokens of their own: its calls are `<|tool_call>call:name{key:<|"|>text<|"|>,…}<tool_call|>`,
+    /// not JSON.
+    static func writesGemmaCalls(_ tokenizer: Tokenizer) -> Bool {
+        ["<|tool_call>", "<tool_call|>"].allSatisfy {
+            tokenizer.encode($0, addingSpecialTokens: false, parsingSpecialTokens: true).count == 1
+        }
     }
 
     /// Default sampling from `general.sampling.*` (the keys llama.cpp's converters write), else greedy.
