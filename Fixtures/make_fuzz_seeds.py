@@ -6,7 +6,8 @@ so the seeds come from an implementation independent of Typeset's.
     venv/bin/python Fixtures/make_fuzz_seeds.py [SmolLM2.gguf]
 
 With a model path, one seed copies that model's real metadata, its arrays cut to 40 elements.
-Another is a whole tiny gpt-oss model (MXFP4 experts), which the model loader accepts.
+Others are whole tiny models the model loader accepts: a gpt-oss (MXFP4 experts) and a Gemma 4
+(every kind of block it has, and Gemma 4's tokenizer with merges).
 """
 import os
 import sys
@@ -92,9 +93,68 @@ def tiny_gpt_oss(path):
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
 
+def tiny_gemma4(path):
+    """A whole Gemma 4 in about 130 KB (width 32, 4 blocks: window blocks with heads of 16 and a
+    full one with heads of 32 and proportional RoPE, the last block reading block 1's keys and
+    values, per-layer token embeddings of 8, feed-forward widths per block, a dense network
+    beside 4 experts of 16 with fused gate-up, output scales, soft-capping) with Gemma 4's
+    tokenizer (SentencePiece's alphabet and merges): the fuzzer reaches the per-block arrays,
+    the sharing rule and the tokenizer's merges."""
+    rng = np.random.default_rng(11)
+    width, heads, blocks, per_layer, experts, hidden = 32, 2, 4, 8, 4, 16
+    local = [True, True, False, True]
+    w = GGUFWriter(path, "gemma4")
+    w.add_context_length(256); w.add_embedding_length(width); w.add_block_count(blocks)
+    w.add_feed_forward_length([32, 32, 32, 64]); w.add_head_count(heads); w.add_head_count_kv(1)
+    w.add_key_length(32); w.add_value_length(32)
+    w.add_uint32("gemma4.attention.key_length_swa", 16); w.add_uint32("gemma4.attention.value_length_swa", 16)
+    w.add_uint32("gemma4.rope.dimension_count", 32); w.add_uint32("gemma4.rope.dimension_count_swa", 16)
+    w.add_rope_freq_base(1e6); w.add_float32("gemma4.rope.freq_base_swa", 1e4); w.add_layer_norm_rms_eps(1e-6)
+    w.add_sliding_window(8); w.add_array("gemma4.attention.sliding_window_pattern", local)
+    w.add_uint32("gemma4.attention.shared_kv_layers", 1); w.add_uint32("gemma4.embedding_length_per_layer_input", per_layer)
+    w.add_float32("gemma4.final_logit_softcapping", 30.0)
+    w.add_expert_count(experts); w.add_expert_used_count(2); w.add_expert_feed_forward_length(hidden)
+    tokens = ["<pad>", "<eos>", "<bos>", "<0x41>", "<0x0A>", "\n", "▁", "a", "b", "▁a", "ab", "▁ab", "<|channel>", "<channel|>"]
+    w.add_tokenizer_model("gemma4")
+    w.add_token_list(tokens)
+    w.add_token_types([3, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 4, 4])
+    w.add_token_merges(["▁ a", "a b", "▁ ab", "▁a b"])
+    w.add_bos_token_id(2); w.add_eos_token_id(1)
+    vocab = len(tokens)
+
+    def f32(name, *shape, scale=0.1, offset=0.0):
+        # Matrices in half precision, to keep the seed small.
+        values = (offset + rng.standard_normal(shape) * scale).astype(np.float32)
+        w.add_tensor(name, values.astype(np.float16) if len(shape) > 1 else values)
+
+    f32("token_embd.weight", vocab, width); f32("output_norm.weight", width, offset=1)
+    w.add_tensor("rope_freqs.weight", np.array([1.0] * 4 + [1e30] * 12, dtype=np.float32))
+    f32("per_layer_token_embd.weight", vocab, per_layer * blocks); f32("per_layer_model_proj.weight", per_layer * blocks, width)
+    f32("per_layer_proj_norm.weight", per_layer, offset=1)
+    for b in range(blocks):
+        p, head = f"blk.{b}.", 16 if local[b] else 32
+        f32(p + "attn_norm.weight", width, offset=1); f32(p + "attn_q.weight", heads * head, width)
+        f32(p + "attn_q_norm.weight", head, offset=1); f32(p + "attn_output.weight", width, heads * head)
+        if b < blocks - 1:
+            f32(p + "attn_k.weight", head, width); f32(p + "attn_v.weight", head, width); f32(p + "attn_k_norm.weight", head, offset=1)
+        f32(p + "post_attention_norm.weight", width, offset=1); f32(p + "ffn_norm.weight", width, offset=1)
+        ff = 64 if b == blocks - 1 else 32
+        f32(p + "ffn_gate.weight", ff, width); f32(p + "ffn_up.weight", ff, width); f32(p + "ffn_down.weight", width, ff)
+        f32(p + "post_ffw_norm.weight", width, offset=1)
+        f32(p + "ffn_gate_inp.weight", experts, width); f32(p + "ffn_gate_inp.scale", width, offset=1)
+        f32(p + "pre_ffw_norm_2.weight", width, offset=1); f32(p + "post_ffw_norm_1.weight", width, offset=1)
+        f32(p + "post_ffw_norm_2.weight", width, offset=1)
+        f32(p + "ffn_gate_up_exps.weight", experts, 2 * hidden, width); f32(p + "ffn_down_exps.weight", experts, width, hidden)
+        f32(p + "ffn_down_exps.scale", experts, offset=1)
+        f32(p + "inp_gate.weight", per_layer, width); f32(p + "proj.weight", width, per_layer)
+        f32(p + "post_norm.weight", width, offset=1); f32(p + "layer_output_scale.weight", 1, offset=1)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     every_type(os.path.join(OUT, "every-type.gguf"))
     tiny_gpt_oss(os.path.join(OUT, "tiny-gpt-oss.gguf"))
+    tiny_gemma4(os.path.join(OUT, "tiny-gemma4.gguf"))
     if len(sys.argv) > 1:
         from_model(sys.argv[1], os.path.join(OUT, "model-metadata.gguf"))

@@ -113,6 +113,12 @@ import TypesetTestSupport
         let model = try TransformerModel(file: try GGUFFile(bytes: Array(try Fixtures.data("fuzz-seeds/tiny-gpt-oss.gguf"))))
         let logits = try model.evaluate([5, 6, 7, 5], cache: model.makeCache(contextLength: 16), threadCount: 1)
         #expect(logits.count == 8 && logits.allSatisfy(\.isFinite))
+        // The Gemma 4 seed: every kind of block it has, a prompt longer than its window.
+        let gemma = try TransformerModel(file: try GGUFFile(bytes: Array(try Fixtures.data("fuzz-seeds/tiny-gemma4.gguf"))))
+        #expect(gemma.configuration.localBlocks == [true, true, false, true] && gemma.configuration.keyValueSource(ofBlock: 3) == 1)
+        let gemmaLogits = try gemma.evaluate(Array(repeating: [5, 9, 11, 3], count: 4).flatMap { $0 },
+                                             cache: gemma.makeCache(contextLength: 32), threadCount: 1)
+        #expect(gemmaLogits.count == 14 && gemmaLogits.allSatisfy { $0.isFinite && abs($0) <= 30 })
     }
 
     @Test(.enabled(if: TestModels.shouldRunSynthetic))

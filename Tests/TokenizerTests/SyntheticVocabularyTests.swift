@@ -90,6 +90,17 @@ import TypesetTestSupport
         }
     }
 
+    /// Gemma 4's tokenizer on the fuzzer's tiny Gemma 4 (merges `▁ a`, `a b`, `▁ ab`, `▁a b`):
+    /// spaces as `▁` without a prefix, merges by rank (`▁a` first, so `▁ ab` never applies),
+    /// a run of newlines that is a token, byte fallback, BOS always.
+    @Test func gemma4MergesByRankOverCharacters() throws {
+        let tokenizer = try Tokenizer(metadata: try GGUFFile(bytes: Array(try Fixtures.data("fuzz-seeds/tiny-gemma4.gguf"))).metadata)
+        #expect(tokenizer.vocabulary.kind == .sentencePieceMerges && tokenizer.vocabulary.addBOS)
+        #expect(tokenizer.encode(" ab\nA") == [2, 11, 5, 3])
+        #expect(tokenizer.encode("ba", addingSpecialTokens: false) == [8, 7])
+        #expect(try tokenizer.decode([2, 11, 5, 3], removingSpecialTokens: true) == " ab\nA")
+    }
+
     @Test func ignoringMergesTakesWholeWordTokens() throws {
         // "abc" is a token but the merges would build "ab"+"c" → [ab, c]; Llama 3 takes it whole.
         let tokens = Self.alphabet + ["ab", "bc", "abc"]
