@@ -88,6 +88,9 @@ struct AttentionWeights: Sendable {
     /// RMSNorm weights applied to each query and key head before RoPE (Qwen 3, Gemma 3, LFM2).
     let queryNorm: [Float]?
     let keyNorm: [Float]?
+    /// Gemma 4: the values are RMS-normalized per head without a weight (these are ones, so
+    /// the norm's one code serves), for a block with values of its own.
+    let valueNorm: [Float]?
     let keyValueHeadCount: Int
     /// Width of each query, key and value head.
     let headWidth: Int

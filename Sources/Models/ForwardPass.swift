@@ -127,16 +127,17 @@ struct ForwardPass {
     private func narrowedToLastRows(carrying carried: (buffer: UnsafeMutableBufferPointer<Float>, width: Int)? = nil) -> ForwardPass {
         workspace.lastRows.removeAll(keepingCapacity: true)
         // The residual, the buffer given, and the per-layer inputs the blocks still read.
-        var moved: [(buffer: UnsafeMutableBufferPointer<Float>, width: Int)] = [(workspace.residual, width)]
-        if let carried { moved.append(carried) }
-        if let perLayer = model.perLayerEmbeddings { moved.append((workspace.perLayerInputs, perLayer.width * model.blocks.count)) }
+        let perLayerWidth = model.perLayerEmbeddings.map { $0.width * model.blocks.count }
+        func move(_ buffer: UnsafeMutableBufferPointer<Float>, rowWidth: Int, from row: Int, to target: Int) {
+            (buffer.baseAddress! + target * rowWidth).update(from: buffer.baseAddress! + row * rowWidth, count: rowWidth)
+        }
         var next = 0
         for sequence in sequences {
             let kept = sequence.rows.upperBound - sequence.outputRows ..< sequence.rows.upperBound
             for (offset, row) in kept.enumerated() where row != next + offset {
-                for (buffer, rowWidth) in moved {
-                    (buffer.baseAddress! + (next + offset) * rowWidth).update(from: buffer.baseAddress! + row * rowWidth, count: rowWidth)
-                }
+                move(workspace.residual, rowWidth: width, from: row, to: next + offset)
+                if let carried { move(carried.buffer, rowWidth: carried.width, from: row, to: next + offset) }
+                if let perLayerWidth { move(workspace.perLayerInputs, rowWidth: perLayerWidth, from: row, to: next + offset) }
             }
             workspace.lastRows.append(SequenceRows(
                 cache: sequence.cache, rows: next ..< next + kept.count, start: sequence.start + sequence.rows.count - kept.count,
@@ -261,10 +262,9 @@ struct ForwardPass {
         let scalesQueries = model.traits.scalesQueriesBeforeAttention
         let scale = model.attentionScale
         let pairing = model.traits.rotaryPairing
-        let normalizesValues = model.traits.normalizesValues && hasKeysAndValues
         (attention.queryNorm ?? []).withUnsafeBufferPointer { queryNorm in
             (attention.keyNorm ?? []).withUnsafeBufferPointer { keyNorm in
-                (normalizesValues ? [Float](repeating: 1, count: headWidth) : []).withUnsafeBufferPointer { unit in
+                (attention.valueNorm ?? []).withUnsafeBufferPointer { valueNorm in
                 forEachRowRange(floatsPerRow: queryWidth + keyWidth) { range in
                     if attention.queryNorm != nil {
                         _rmsNorm(rows(queries, range, width: queryWidth), width: headWidth, weight: queryNorm, epsilon: epsilon)
@@ -272,8 +272,8 @@ struct ForwardPass {
                     if attention.keyNorm != nil, hasKeysAndValues {
                         _rmsNorm(rows(keys, range, width: keyWidth), width: headWidth, weight: keyNorm, epsilon: epsilon)
                     }
-                    if normalizesValues {
-                        _rmsNorm(rows(values, range, width: keyWidth), width: headWidth, weight: unit, epsilon: epsilon)
+                    if attention.valueNorm != nil, hasKeysAndValues {
+                        _rmsNorm(rows(values, range, width: keyWidth), width: headWidth, weight: valueNorm, epsilon: epsilon)
                     }
                     if let angles {
                         _applyRotary(queries.baseAddress!, rows: range, headCount: headCount, headWidth: headWidth, angles: angles, pairing: pairing)

@@ -134,6 +134,7 @@ public final class TransformerModel: Sendable {
                     queryNorm: traits.normalizesQueriesAndKeys ? try loader.vector(prefix + "attn_q_norm.weight", count: headWidth) : nil,
                     keyNorm: traits.normalizesQueriesAndKeys && source == block
                         ? try loader.vector(prefix + "attn_k_norm.weight", count: headWidth) : nil,
+                    valueNorm: traits.normalizesValues && source == block ? Array(repeating: 1, count: headWidth) : nil,
                     keyValueHeadCount: keyValueHeads,
                     headWidth: headWidth,
                     rotary: traits.usesRotary(block: block) ? rotaryIndex(local: local) : nil,
