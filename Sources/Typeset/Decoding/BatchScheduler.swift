@@ -161,17 +161,27 @@ final class BatchScheduler<Evaluator: BatchEvaluator>: @unchecked Sendable {
     /// Queues `generation`; it joins the steps as soon as there is a place. After `shutdown()`
     /// it completes at once as interrupted.
     func submit(_ generation: Generation) {
+        submit([generation])
+    }
+
+    /// Queues `generations` at once, so that the steps find them all waiting together (as many
+    /// as there are places join the same step). After `shutdown()` they complete at once as
+    /// interrupted.
+    func submit(_ generations: [Generation]) {
+        guard !generations.isEmpty else { return }
         let (accepted, starts) = shared.withLock { shared -> (Bool, Bool) in
             guard !shared.isShuttingDown else { return (false, false) }
-            shared.waiting.append(generation)
+            shared.waiting.append(contentsOf: generations)
             shared.statistics.waiting = shared.waiting.count
             let starts = !shared.isRunning
             shared.isRunning = true
             return (true, starts)
         }
         guard accepted else {
-            generation.loop.finish(.interrupted)
-            generation.completion(.success(generation.loop.outcome))
+            for generation in generations {
+                generation.loop.finish(.interrupted)
+                generation.completion(.success(generation.loop.outcome))
+            }
             return
         }
         if starts {

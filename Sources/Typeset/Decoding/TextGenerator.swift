@@ -98,6 +98,7 @@ package final class TextGenerator {
             evaluator: ModelBatchEvaluator(model: model, threadCount: max(1, threadCount)), maximumSequences: max(1, prompts.count))
         let results = Mutex([Swift.Result<Result, ModelError>?](repeating: nil, count: prompts.count))
         let group = DispatchGroup()
+        var generations: [BatchScheduler<ModelBatchEvaluator>.Generation] = []
         for (index, prompt) in prompts.enumerated() {
             let ends: (Int) -> Bool = stopsAtEndOfGeneration ? { vocabulary.isEndOfGeneration($0) } : { _ in false }
             let stepper = SamplingStepper(selector: TokenSelector(sampling: sampling, tokenizer: tokenizer), isEndOfGeneration: ends)
@@ -112,8 +113,10 @@ package final class TextGenerator {
                 results.withLock { $0[index] = result }
                 group.leave()
             }
-            scheduler.submit(generation)
+            generations.append(generation)
         }
+        // Together: a prompt that started alone would decode alone (and draft) while the others wait.
+        scheduler.submit(generations)
         group.wait()
         var finished: [Result] = []
         for result in results.withLock({ $0 }) {
