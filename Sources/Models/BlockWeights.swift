@@ -130,9 +130,12 @@ enum FeedForward: Sendable {
 ///
 ///     y = RMSNorm₁(dense(RMSNorm(x))) + RMSNorm₂(experts(RMSNorm₀(x)))
 ///
-/// the mixture's router reading `RMSNorm(x) · scale / √d` (``ExpertWeights/routerNorm``).
+/// the mixture's router reading `RMSNorm(x) · scale / √d` (``routerNorm``).
 struct DenseAndExpertWeights: Sendable {
     let dense: FeedForwardWeights
+    /// The router's input norm: `ffn_gate_inp.scale / √d` (the router reads the block's input
+    /// normalized with it, not the experts' input).
+    let routerNorm: [Float]
     /// `post_ffw_norm_1`.
     let densePostNorm: [Float]
     /// `pre_ffw_norm_2`.
@@ -164,9 +167,6 @@ struct ExpertWeights: Sendable {
     let gating: ExpertGating
     /// Added to the scores to choose the experts, one per expert (`nil`: none).
     let selectionBias: [Float]?
-    /// Gemma 4: the router reads the block's input RMS-normalized with these weights
-    /// (`ffn_gate_inp.scale / √d`) instead of the experts' input (`nil`).
-    let routerNorm: [Float]?
     /// Gemma 4: each expert's output is multiplied by its scale (`ffn_down_exps.scale`) before
     /// its weight.
     let outputScales: [Float]?

@@ -206,8 +206,8 @@ struct ForwardPass {
         let inputs = workspace.perLayerInputs
         forEachRowRange(floatsPerRow: 2 * perLayerWidth) { range in
             for row in range {
-                let gate = gates.baseAddress! + row * perLayerWidth, input = inputs.baseAddress! + row * rowWidth + block * perLayerWidth
-                for column in 0 ..< perLayerWidth { gate[column] = _gelu(gate[column]) * input[column] }
+                _geGLU(rows(gates, row ..< row + 1, width: perLayerWidth),
+                       UnsafeBufferPointer(start: inputs.baseAddress! + row * rowWidth + block * perLayerWidth, count: perLayerWidth))
             }
         }
         try project((weights.projection, rows(workspace.projected, 0 ..< count, width: width)), input: gates)
@@ -394,7 +394,7 @@ struct ForwardPass {
         case let .denseAndExperts(both):
             // The router first (it reads its own norm of the residual), then the dense network,
             // kept aside, then the experts on their input; the sum goes on as one network's.
-            normalize(from: workspace.residual, into: workspace.normalized, weight: both.experts.routerNorm ?? both.expertsNorm)
+            normalize(from: workspace.residual, into: workspace.normalized, weight: both.routerNorm)
             try chooseExperts(both.experts)
             normalize(from: workspace.residual, into: workspace.normalized, weight: block.feedForwardNorm)
             try feedForward(both.dense)

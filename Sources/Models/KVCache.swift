@@ -261,9 +261,10 @@ public final class ForwardWorkspace {
     /// or the model's widths change).
     func reserve(rows: Int, for model: TransformerModel) {
         let configuration = model.configuration
+        // The query and key widths from the attention blocks (each with its head width and
+        // key/value heads), the hidden width from every network.
         var widths = Widths(
-            width: configuration.embeddingLength, queryWidth: configuration.headCount * configuration.headDimension,
-            keyWidth: configuration.headCountKV * configuration.headDimension,
+            width: configuration.embeddingLength,
             hiddenWidth: max(configuration.feedForwardLength, configuration.perLayerEmbeddingLength),
             perLayerWidth: configuration.perLayerEmbeddingLength * configuration.blockCount)
         func include(_ feedForward: FeedForwardWeights) {

@@ -175,10 +175,11 @@ public final class TransformerModel: Sendable {
                 // Gemma 4: the dense network and the mixture side by side.
                 feedForward = .denseAndExperts(DenseAndExpertWeights(
                     dense: try dense(),
+                    routerNorm: try loader.vector(prefix + "ffn_gate_inp.scale", count: width).map { $0 / Float(width).squareRoot() },
                     densePostNorm: try loader.vector(prefix + "post_ffw_norm_1.weight", count: width),
                     expertsNorm: try loader.vector(prefix + "pre_ffw_norm_2.weight", count: width),
                     experts: try loader.experts(prefix, width: width, experts: experts, selectionBias: false, biases: false,
-                                                scaled: true),
+                                                outputScales: true),
                     expertsPostNorm: try loader.vector(prefix + "post_ffw_norm_2.weight", count: width)))
             } else if let experts = configuration.experts, block >= experts.leadingDenseBlockCount {
                 feedForward = .experts(try loader.experts(prefix, width: width, experts: experts,
@@ -543,10 +544,12 @@ struct WeightLoader {
 
     /// A block's mixture of experts: `ffn_gate_inp` (the router), `exp_probs_b.bias` (the
     /// selection bias) for a family that has one (`selectionBias`), the router's and experts'
-    /// biases for a family that has them (`biases`: gpt-oss; elsewhere refused as unused), and the 3-D `ffn_{gate,up,down}_exps`, each
-    /// expert's matrices a view of the latter's rows.
+    /// biases for a family that has them (`biases`: gpt-oss; elsewhere refused as unused), each
+    /// expert's output scale where the family may have one (`outputScales`: Gemma 4's
+    /// `ffn_down_exps.scale`), and the 3-D `ffn_{gate,up,down}_exps` (gate and up possibly one
+    /// `ffn_gate_up_exps`), each expert's matrices a view of the latter's rows.
     mutating func experts(_ prefix: String, width: Int, experts: ExpertConfiguration,
-                          selectionBias: Bool, biases: Bool, scaled: Bool = false) throws(ModelLoadError) -> ExpertWeights {
+                          selectionBias: Bool, biases: Bool, outputScales: Bool = false) throws(ModelLoadError) -> ExpertWeights {
         let hidden = experts.feedForwardLength, count = experts.count
         // The router stays in the mapping (it is small, often F32): the pass computes it row by
         // row with the matrix-vector kernels, the same arithmetic whatever the batch.
@@ -574,10 +577,8 @@ struct WeightLoader {
             }
         }
         let bias = selectionBias ? try vector(prefix + "exp_probs_b.bias", count: count) : nil
-        // Gemma 4: the router's input norm (its per-channel scale over √width) and each expert's
-        // output scale.
-        let routerNorm = scaled ? try vector(prefix + "ffn_gate_inp.scale", count: width).map { $0 / Float(width).squareRoot() } : nil
-        let outputScales = scaled ? try optionalVector(prefix + "ffn_down_exps.scale", count: count) : nil
+        // Gemma 4: each expert's output scale.
+        let scales = outputScales ? try optionalVector(prefix + "ffn_down_exps.scale", count: count) : nil
         let gateSlices, upSlices: [Projection]
         if fused {
             gateSlices = (0 ..< count).map { Projection(weights: gates.rows(2 * $0 * hidden ..< (2 * $0 + 1) * hidden), bias: nil) }
@@ -586,7 +587,7 @@ struct WeightLoader {
             gateSlices = try slices(gates, "ffn_gate_exps", rows: hidden)
             upSlices = try slices(ups, "ffn_up_exps", rows: hidden)
         }
-        return ExpertWeights(router: router, gating: experts.gating, selectionBias: bias, routerNorm: routerNorm, outputScales: outputScales,
+        return ExpertWeights(router: router, gating: experts.gating, selectionBias: bias, outputScales: scales,
                              gates: gateSlices, ups: upSlices, downs: try slices(downs, "ffn_down_exps", rows: width),
                              usedCount: experts.usedCount)
     }
