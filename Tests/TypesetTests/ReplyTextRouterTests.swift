@@ -51,6 +51,7 @@ import Testing
         expectRouting("<|channel>thought\nRecall the capital.<channel|>Paris.", syntax: .channel,
                       Routed(reasoning: "Recall the capital.", content: "Paris."))
         expectRouting("<|channel>thought\n<channel|>Paris.", syntax: .channel, Routed(content: "Paris."))
+        expectRouting("<|channel>thought<channel|>Paris.", syntax: .channel, Routed(content: "Paris."))
         // Not the label: reasoning as written.
         expectRouting("<|channel>thoughtful<channel|>x", syntax: .channel, Routed(reasoning: "thoughtful", content: "x"))
         // The other syntax's tags are text.

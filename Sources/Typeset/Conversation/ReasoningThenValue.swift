@@ -15,6 +15,19 @@ struct ThinkingSyntax: Sendable, Equatable {
     static let channel = ThinkingSyntax(opening: "<|channel>", closing: "<channel|>", label: "thought")
     /// In the order a vocabulary is searched for them.
     static let known: [ThinkingSyntax] = [.tags, .channel]
+
+    /// How many characters at the start of `text`, the text after the opening so far, are the
+    /// label's markup: the label and its newline, or the label alone where the closing follows
+    /// it (in `text`, or right after it when `closed`); 0 when `text` does not start with it;
+    /// `nil` while `text` may still become it.
+    func labelLength(atStartOf text: String, closed: Bool = false) -> Int? {
+        guard !label.isEmpty else { return 0 }
+        let line = label + "\n", closedLabel = label + closing
+        if text.hasPrefix(line) { return line.count }
+        if text.hasPrefix(closedLabel) || closed && text == label { return label.count }
+        if !closed, line.hasPrefix(text) || closedLabel.hasPrefix(text) { return nil }
+        return 0
+    }
 }
 
 /// The tokens a model that thinks marks its reasoning with (``ThinkingSyntax``: `<think>` and

@@ -515,13 +515,13 @@ final class ReplyDecoder: TokenStepper {
         case .separator, .value: return
         }
         if awaitsReasoningLabel {
-            // The text since the opening, held while it may still be the label and its newline.
-            let held = heldReasoning + thought, label = syntax.label + "\n"
-            if segment == .reasoning, label.hasPrefix(held), held != label {
+            // The text since the opening, held while it may still be the label.
+            let held = heldReasoning + thought
+            guard let markup = syntax.labelLength(atStartOf: held, closed: segment == .closing) else {
                 heldReasoning = held
                 return
             }
-            thought = held.hasPrefix(label) ? String(held.dropFirst(label.count)) : held == syntax.label ? "" : held
+            thought = String(held.dropFirst(markup))
             heldReasoning = ""
             awaitsReasoningLabel = false
         }

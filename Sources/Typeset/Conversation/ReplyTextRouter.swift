@@ -81,15 +81,9 @@ struct ReplyTextRouter {
                 continue
             case .reasoning:
                 if awaitsLabel {
-                    // The label and its newline, or as much of them as has come.
-                    let label = thinking.label + "\n"
-                    if pending.hasPrefix(label) {
-                        pending = String(pending.dropFirst(label.count))
-                    } else if label.hasPrefix(pending) {
-                        return pieces
-                    } else if pending.hasPrefix(thinking.label + thinking.closing) {
-                        pending = String(pending.dropFirst(thinking.label.count))
-                    }
+                    // The label, once enough has come to tell.
+                    guard let markup = thinking.labelLength(atStartOf: pending) else { return pieces }
+                    pending = String(pending.dropFirst(markup))
                     awaitsLabel = false
                 }
                 if let range = pending.range(of: thinking.closing) {
