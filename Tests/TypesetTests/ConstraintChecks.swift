@@ -48,4 +48,9 @@ struct ScriptedReply {
     var streamedContent: String { events.compactMap { if case .chunk(let text) = $0 { text } else { nil } }.joined() }
     /// The tokens the reply appended after the prompt.
     var written: [Int] { Array(source.held.dropFirst(promptLength)) }
+
+    /// The prompt the reply suites' scripted writers write after: three spaces.
+    static let prompt = [32, 32, 32]
+    /// The schema their values are held to: an object with a required string `city`.
+    static let citySchema = #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#
 }

@@ -12,10 +12,10 @@ import TypesetTokenizer
 /// function's parameters; under a JSON Schema the grammar holds only the final message's body; a
 /// reasoning budget forces `<|end|>` (and, in free text, the final message's header after it).
 @Suite struct HarmonyReplyTests {
-    static let prompt = [32, 32, 32]
+    static let prompt = ScriptedReply.prompt
     static let tokenizer = ByteVocabulary.harmonyTokenizer
     static let markers = HarmonyMarkers(tokenizer.vocabulary)!
-    static let city = #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#
+    static let city = ScriptedReply.citySchema
     static let weather = FunctionDefinition(
         name: "get_weather", description: "The weather in a city.",
         parameters: try! JSONValue(parsing: #"{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"],"additionalProperties":false}"#))

@@ -11,10 +11,10 @@ import TypesetTokenizer
 /// grammar holds only what follows `</think>`; a reasoning budget forces `</think>`. Driven by
 /// a scripted writer over the byte vocabulary with the two markers.
 @Suite struct ReasoningReplyTests {
-    static let prompt = [32, 32, 32]
+    static let prompt = ScriptedReply.prompt
     static let tokenizer = ByteVocabulary.thinkingTokenizer
     static let markers = ThinkingMarkers(tokenizer.vocabulary)!
-    static let city = #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#
+    static let city = ScriptedReply.citySchema
 
     typealias Run = ScriptedReply
 

@@ -8,11 +8,11 @@ import TypesetTokenizer
 /// a scripted writer over a byte-level vocabulary: each case says what the model wants to
 /// write and checks what the reply becomes.
 @Suite struct ReplyStateMachineTests {
-    static let prompt = [32, 32, 32]
+    static let prompt = ScriptedReply.prompt
     static let weather = FunctionDefinition(
         name: "get_weather", description: "The weather in a city.",
         parameters: try! JSONValue(parsing: #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#))
-    static let city = #"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#
+    static let city = ScriptedReply.citySchema
 
     struct Run {
         var reply: Reply
