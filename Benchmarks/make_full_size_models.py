@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Full-size random-weight GGUF files of three mixture-of-experts models and Gemma 4 E2B, for
-speed benchmarks.
+"""Full-size random-weight GGUF files of three mixture-of-experts models, Gemma 4 E2B and
+Qwen3.5-4B, for speed benchmarks.
 
 The weights are random, so the files say nothing about correctness; what they reproduce is
 what decides speed: every tensor's shape and type, as in a Q4_K_M file of the real model
@@ -10,13 +10,14 @@ what decides speed: every tensor's shape and type, as in a Q4_K_M file of the re
     qwen3moe-30b-a3b.gguf   Qwen Qwen3-30B-A3B, architecture `qwen3moe`, about 18.5 GB
     gpt-oss-20b.gguf        OpenAI gpt-oss-20b, architecture `gpt-oss`, about 12.1 GB
     gemma4-e2b.gguf         Google Gemma 4 E2B (text), architecture `gemma4`, about 3.5 GB
+    qwen35-4b.gguf          Qwen Qwen3.5-4B (text), architecture `qwen35`, about 2.7 GB
 
 All go to $TYPESET_CACHE/full-size/ (default ~/.cache/typeset/full-size/), never into the
 repository. Needs gguf (0.19.0) and numpy only, and the tokenizer files of Fixtures/fetch.sh:
 
     ~/.cache/typeset/python/bin/python Benchmarks/make_full_size_models.py [NAME...]
 
-NAME is a file name without .gguf (default: all four). A file is skipped when it exists with a
+NAME is a file name without .gguf (default: all five). A file is skipped when it exists with a
 sidecar NAME.gguf.stamp recording this script's sha256 and the file's size, so a run after an
 edit of this script rewrites the files and any other run does nothing. A file is written
 streaming, tensor by tensor (one tensor in memory at a time, the largest 615 MB, gpt-oss's
@@ -79,6 +80,17 @@ conversion/base.py TextModel) writes for them, and the tensors are those llama.c
                   `per_layer_model_proj` [1536, 8960], `inp_gate`, `proj`, `post_norm`), a
                   `layer_output_scale` per block, final logit soft-capping 30, RMS epsilon
                   1e-6, context 131072, 262144 tokens, the output tied to the embedding.
+    Qwen3.5-4B    32 blocks, width 2560 (Qwen/Qwen3.5-4B's text_config): every fourth block
+                  (3, 7, ..., 31) full attention (16 heads, 4 key/value heads of 256, the query
+                  projection twice as wide for the output gate, QK norm, 64 dimensions rotated
+                  by M-RoPE sections [11, 11, 10, 0], base 10^7), the other 24 Gated DeltaNets
+                  (16 query/key heads and 32 value heads of 128, a convolution of 4 taps over
+                  8192 channels); SwiGLU of 9216 in every block behind `post_attention_norm`;
+                  RMS epsilon 1e-6, context 262144, 248320 tokens, the output tied to the
+                  embedding (as in the smaller Qwen 3 and 3.5 models; the 4B's config.json may
+                  say otherwise, which would add a 520 MB output matrix to each token's reads).
+                  The multi-token-prediction block the converter appends is left out: neither
+                  engine runs it.
 
 Types. The mapping llama-quantize applies for Q4_K_M (src/llama-quant.cpp,
 llama_tensor_get_type_impl), tensors taken in the order it takes them (by block, then name):
@@ -96,6 +108,11 @@ llama_tensor_get_type_impl), tensors taken in the order it takes them (by block,
                           (the converter writes them F32 and llama-quantize leaves them)
 
 where use_more_bits(i, n) = i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2.
+
+Qwen3.5-4B: attn_qkv Q5_K (llama-quant's rule for fused query-key-value projections), attn_v
+and ffn_down Q6_K where use_more_bits(block, 32) holds (attn_v counts with the attn_qkv
+tensors, one per block), token_embd Q6_K (tied), every other matrix Q4_K (ssm_alpha and
+ssm_beta too: rows of 2560), ssm_conv1d, ssm_dt, ssm_a and the norms F32.
 
 Gemma 4 E2B, tied: token_embd and per_layer_token_embd (both in the token-embedding category)
 Q6_K, as the output they stand for; per_layer_model_proj left as converted (llama-quant.cpp
@@ -132,7 +149,8 @@ the weights dequantize to a symmetric spread with standard deviation 1/sqrt(row 
 Norm weights are uniform in 1 +/- 0.1, the router's rows uniform with standard deviation
 1/sqrt(width) (router logits of spread 1, so the chosen experts vary from token to token), the
 expert bias, and gpt-oss's biases and attention sinks, uniform in +/-0.01 and the convolution
-kernels uniform in +/-0.5. Activations stay finite through every block and the logits have a
+kernels uniform in +/-0.5, Qwen 3.5's ssm_dt.bias uniform in -6 .. -2 and ssm_a in -2 .. -0.5
+(decays per token from 0.8 to 0.999). Activations stay finite through every block and the logits have a
 spread of about one. Tokenizers are copied from real files: Qwen2.5-Coder-0.5B's (151936
 tokens, as Qwen3) and SmolLM2-135M's (49152 tokens) padded with `<|reserved_N|>` control tokens
 to LFM2's 65536; gpt-oss's o200k_harmony (201088 tokens) is nowhere on the machine, so gpt-oss
@@ -171,6 +189,11 @@ Q4_K_HEADER_BYTES = 16
 Q4_K_SUB_SCALE = 8
 Q4_K_SUB_MIN = 60               # 60 = 8 * 7.5: with dmin = d, w = d * (8q - 60), symmetric
 Q4_K_RMS_PER_D = 8 * math.sqrt((16 ** 2 - 1) / 12)      # rms of 8q - 60, q uniform in 0..15
+# block_q5_K: d, dmin (fp16); scales[12] as Q4_K's; qh[32] (the fifth bits); qs[128].
+Q5_K_BLOCK_BYTES = 176
+Q5_K_SUB_SCALE = 4
+Q5_K_SUB_MIN = 62               # 62 = 4 * 15.5: with dmin = d, w = d * (4q - 62), symmetric
+Q5_K_RMS_PER_D = 4 * math.sqrt((32 ** 2 - 1) / 12)      # rms of 4q - 62, q uniform in 0..31
 # block_q6_K: ql[128] (low 4 bits), qh[64] (high 2 bits), scales[16] (int8), d (fp16).
 Q6_K_BLOCK_BYTES = 210
 Q6_K_SCALES_AT = 192
@@ -191,6 +214,7 @@ MXFP4_EXPONENT_BIAS = 128
 
 BLOCK_LAYOUTS = {                # weights per block, bytes per block
     T.Q4_K: (QK_K, Q4_K_BLOCK_BYTES),
+    T.Q5_K: (QK_K, Q5_K_BLOCK_BYTES),
     T.Q6_K: (QK_K, Q6_K_BLOCK_BYTES),
     T.Q8_0: (QK8_0, Q8_0_BLOCK_BYTES),
     T.MXFP4: (QK_MXFP4, MXFP4_BLOCK_BYTES),
@@ -238,6 +262,12 @@ class Model:
     shared_key_value_blocks: int = 0
     per_layer_width: int = 0        # embedding_length_per_layer_input
     soft_capping: float = 0         # final_logit_softcapping
+    # Qwen 3.5: the Gated DeltaNet blocks are those not in attention_blocks
+    state_width: int = 0            # ssm.state_size (the linear heads' width)
+    linear_key_heads: int = 0       # ssm.group_count
+    linear_value_heads: int = 0     # ssm.time_step_rank
+    convolution_taps: int = 0       # ssm.conv_kernel
+    rope_dimensions: int = 0        # rope.dimension_count (a quarter of the head)
 
 
 MODELS = {
@@ -269,6 +299,12 @@ MODELS = {
               attention_blocks=tuple(b for b in range(35) if b % 5 == 4), tied_output=True,
               sliding_window=512, global_head_width=512, local_rope_base=1e4, shared_key_value_blocks=20,
               per_layer_width=256, soft_capping=30.0),
+        Model(name="qwen35-4b", title="Typeset random-weight Qwen3.5-4B (benchmark only)",
+              architecture="qwen35", blocks=32, width=2560, heads=16, key_value_heads=4, head_width=256,
+              feed_forward=9216, experts=0, experts_used=0, expert_feed_forward=0, vocabulary=248320,
+              context=262144, rope_base=1e7, rms_epsilon=1e-6, tokenizer_source="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+              attention_blocks=tuple(b for b in range(32) if b % 4 == 3), tied_output=True,
+              state_width=128, linear_key_heads=16, linear_value_heads=32, convolution_taps=4, rope_dimensions=64),
     )
 }
 
@@ -448,11 +484,55 @@ def gemma4_tensors(model: Model) -> list[Tensor]:
     return tensors
 
 
+def qwen35_tensors(model: Model) -> list[Tensor]:
+    """LLM_ARCH_QWEN35's tensors (src/models/qwen35.cpp) without the multi-token-prediction
+    block (neither engine runs it), typed as Q4_K_M types them: attn_qkv Q5_K (llama-quant's
+    ATTENTION_QKV rule), attn_v and ffn_down Q6_K where use_more_bits holds, the rest Q4_K;
+    ssm_conv1d, ssm_dt, ssm_a and the norms F32."""
+    key_width = model.linear_key_heads * model.state_width
+    value_width = model.linear_value_heads * model.state_width
+    query_width = model.heads * model.head_width
+    tensors = [matrix("token_embd.weight", (model.width, model.vocabulary), T.Q6_K),
+               vector("output_norm.weight", (model.width,), "norm")]
+    for block in range(model.blocks):
+        p = f"blk.{block}."
+        down_type = T.Q6_K if uses_more_bits(block, model.blocks) else T.Q4_K
+        tensors += [vector(p + "attn_norm.weight", (model.width,), "norm"),
+                    vector(p + "post_attention_norm.weight", (model.width,), "norm"),
+                    matrix(p + "ffn_gate.weight", (model.width, model.feed_forward)),
+                    matrix(p + "ffn_up.weight", (model.width, model.feed_forward)),
+                    matrix(p + "ffn_down.weight", (model.feed_forward, model.width), down_type)]
+        if block in model.attention_blocks:
+            # attn_v shares llama-quant's attn_v counter with the attn_qkv tensors: one per block.
+            value_type = T.Q6_K if uses_more_bits(block, model.blocks) else T.Q4_K
+            kv_width = model.key_value_heads * model.head_width
+            tensors += [matrix(p + "attn_q.weight", (model.width, 2 * query_width)),
+                        matrix(p + "attn_k.weight", (model.width, kv_width)),
+                        matrix(p + "attn_v.weight", (model.width, kv_width), value_type),
+                        matrix(p + "attn_output.weight", (query_width, model.width)),
+                        vector(p + "attn_q_norm.weight", (model.head_width,), "norm"),
+                        vector(p + "attn_k_norm.weight", (model.head_width,), "norm")]
+        else:
+            channels = 2 * key_width + value_width
+            tensors += [matrix(p + "attn_qkv.weight", (model.width, channels), T.Q5_K),
+                        matrix(p + "attn_gate.weight", (model.width, value_width)),
+                        vector(p + "ssm_conv1d.weight", (model.convolution_taps, channels), "convolution"),
+                        vector(p + "ssm_dt.bias", (model.linear_value_heads,), "time step"),
+                        vector(p + "ssm_a", (model.linear_value_heads,), "decay"),
+                        matrix(p + "ssm_alpha.weight", (model.width, model.linear_value_heads)),
+                        matrix(p + "ssm_beta.weight", (model.width, model.linear_value_heads)),
+                        vector(p + "ssm_norm.weight", (model.state_width,), "norm"),
+                        matrix(p + "ssm_out.weight", (value_width, model.width))]
+    return tensors
+
+
 def all_tensors(model: Model) -> list[Tensor]:
     if model.architecture == "gpt-oss":
         tensors = gpt_oss_tensors(model)
     elif model.architecture == "gemma4":
         tensors = gemma4_tensors(model)
+    elif model.architecture == "qwen35":
+        tensors = qwen35_tensors(model)
     else:
         # Experts with exactly 8 experts get other types in llama-quant.cpp; neither model has 8.
         assert model.experts != 8
@@ -493,10 +573,20 @@ def pack_k4_scales(scales: list[int], mins: list[int]) -> np.ndarray:
 
 
 def q4_k_blocks(bits: np.random.PCG64, count: int, rms: float) -> np.ndarray:
-    d = rms / Q4_K_RMS_PER_D
-    header = np.concatenate([fp16_bytes(d), fp16_bytes(d),
-                             pack_k4_scales([Q4_K_SUB_SCALE] * 8, [Q4_K_SUB_MIN] * 8)])
-    blocks = random_bytes(bits, count // QK_K * Q4_K_BLOCK_BYTES).reshape(-1, Q4_K_BLOCK_BYTES)
+    return k_quant_blocks(bits, count, rms / Q4_K_RMS_PER_D, Q4_K_BLOCK_BYTES, Q4_K_SUB_SCALE, Q4_K_SUB_MIN)
+
+
+def q5_k_blocks(bits: np.random.PCG64, count: int, rms: float) -> np.ndarray:
+    """Q5_K as Q4_K with a fifth bit: sub-scale 4 and sub-min 62 with dmin = d, so
+    w = d(4q - 62) for q in 0..31 (symmetric)."""
+    return k_quant_blocks(bits, count, rms / Q5_K_RMS_PER_D, Q5_K_BLOCK_BYTES, Q5_K_SUB_SCALE, Q5_K_SUB_MIN)
+
+
+def k_quant_blocks(bits: np.random.PCG64, count: int, d: float, block_bytes: int, sub_scale: int, sub_min: int) -> np.ndarray:
+    """Q4_K or Q5_K blocks: d and dmin = d, every sub-block's scale and min the same, the rest
+    (quant bits, and Q5_K's fifth bits) random."""
+    header = np.concatenate([fp16_bytes(d), fp16_bytes(d), pack_k4_scales([sub_scale] * 8, [sub_min] * 8)])
+    blocks = random_bytes(bits, count // QK_K * block_bytes).reshape(-1, block_bytes)
     blocks[:, :Q4_K_HEADER_BYTES] = header
     return blocks
 
@@ -540,6 +630,11 @@ def float_values(bits: np.random.PCG64, tensor: Tensor, width: int) -> np.ndarra
         return random_uniform(bits, tensor.count, -BIAS_SPREAD, BIAS_SPREAD)
     if tensor.content == "convolution":
         return random_uniform(bits, tensor.count, -CONVOLUTION_SPREAD, CONVOLUTION_SPREAD)
+    if tensor.content == "time step":
+        # softplus(dt_bias) from about 0.002 to 0.1: decays that keep a state for hundreds of tokens.
+        return random_uniform(bits, tensor.count, -6.0, -2.0)
+    if tensor.content == "decay":
+        return random_uniform(bits, tensor.count, -2.0, -0.5)     # ssm_a = -exp(A_log)
     if tensor.content == "proportional":
         # Gemma 4's full blocks rotate a quarter of their pairs; 1e30 keeps the others in place.
         rotated = tensor.count // 4
@@ -555,7 +650,7 @@ def tensor_data(model: Model, tensor: Tensor) -> np.ndarray:
     if tensor.qtype == T.F16:
         spread = rms * math.sqrt(3.0)
         return random_uniform(bits, tensor.count, -spread, spread).astype("<f2").view(np.uint8)
-    blocks = {T.Q4_K: q4_k_blocks, T.Q6_K: q6_k_blocks, T.Q8_0: q8_0_blocks, T.MXFP4: mxfp4_blocks}
+    blocks = {T.Q4_K: q4_k_blocks, T.Q5_K: q5_k_blocks, T.Q6_K: q6_k_blocks, T.Q8_0: q8_0_blocks, T.MXFP4: mxfp4_blocks}
     return blocks[tensor.qtype](bits, tensor.count, rms)
 
 
@@ -574,6 +669,9 @@ def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
     writer.add_layer_norm_rms_eps(model.rms_epsilon)
     if model.architecture == "gemma4":
         add_gemma4_hyperparameters(writer, model)
+        return
+    if model.architecture == "qwen35":
+        add_qwen35_hyperparameters(writer, model)
         return
     writer.add_feed_forward_length(model.feed_forward)
     writer.add_expert_count(model.experts)
@@ -622,6 +720,25 @@ def add_gemma4_hyperparameters(writer: GGUFWriter, model: Model) -> None:
     writer.add_uint32(f"{arch}.attention.shared_kv_layers", model.shared_key_value_blocks)
     writer.add_uint32(f"{arch}.embedding_length_per_layer_input", model.per_layer_width)
     writer.add_float32(f"{arch}.final_logit_softcapping", model.soft_capping)
+
+
+def add_qwen35_hyperparameters(writer: GGUFWriter, model: Model) -> None:
+    """The keys conversion/qwen.py's Qwen3_5TextModel writes (Qwen3NextModel's, the M-RoPE
+    sections), without the multi-token-prediction block's nextn_predict_layers."""
+    arch = model.architecture
+    writer.add_feed_forward_length(model.feed_forward)
+    writer.add_head_count_kv(model.key_value_heads)
+    writer.add_key_length(model.head_width)
+    writer.add_value_length(model.head_width)
+    writer.add_rope_dimension_count(model.rope_dimensions)
+    writer.add_array(f"{arch}.rope.dimension_sections", [11, 11, 10, 0])
+    writer.add_uint32(f"{arch}.ssm.conv_kernel", model.convolution_taps)
+    writer.add_uint32(f"{arch}.ssm.state_size", model.state_width)
+    writer.add_uint32(f"{arch}.ssm.group_count", model.linear_key_heads)
+    writer.add_uint32(f"{arch}.ssm.time_step_rank", model.linear_value_heads)
+    writer.add_uint32(f"{arch}.ssm.inner_size", model.linear_value_heads * model.state_width)
+    writer.add_array(f"{arch}.attention.recurrent_layers", [b not in model.attention_blocks for b in range(model.blocks)])
+    writer.add_uint32(f"{arch}.full_attention_interval", 4)
 
 
 def add_tokenizer(writer: GGUFWriter, model: Model) -> None:

@@ -71,6 +71,18 @@ What each one exercises:
                  attn_v); in every block a dense network beside a mixture of 8 experts of 64 (2
                  used, fused `ffn_gate_up_exps`, a softmax router reading the input normalized
                  with its own scale, a scale per expert's output), each with its norms
+    qwen35       Qwen 3.5's hybrid in 6 blocks: Gated DeltaNet in blocks 0-2, 4 and 5 (state
+                 heads of 32, 2 query/key heads read by 4 value heads, a convolution of 4
+                 taps, decays from 0.77 to 0.999 per token so the state remembers across the
+                 512-token chunks), full attention in block 3 with its output gated by the
+                 query projection's second half, QK-norm, 16 of 64 dimensions rotated by
+                 interleaved M-RoPE sections [0, 3, 3, 2] (so pairs 0, 3 and 6, the fastest
+                 among them, take the fourth position, 0 for text, and stay still), the
+                 recurrent blocks listed and the interval given, as the converter writes them;
+                 and, as the converter appends it, a multi-token-prediction block (a draft head
+                 with `nextn.*` tensors) after the six, which neither engine runs.
+                 Its recurrent blocks have no flash-attention path, so its record also holds
+                 llama.cpp's disagreement between a chunk evaluated at once and token by token
 
 The Swift tests never run Python or llama.cpp; they read the .json files and the .gguf files
 `write` produced.
@@ -202,6 +214,9 @@ MODELS = {
     "gemma4-moe": dict(arch="gemma4", blocks=4, heads=8, kv_local=4, kv_global=2, head_local=32, head_global=64,
                        local=[1, 1, 1, 0], window=64, ff=[128] * 4, softcap=15.0, keys_as_values=True,
                        experts=(8, 2, 64)),
+    # Qwen 3.5's shape: Gated DeltaNet blocks with a full-attention block every fourth.
+    "qwen35": dict(arch="qwen35", blocks=6, heads=4, kv=2, head=64, ff=256, base=1e7, rope_dims=16, sections=[0, 3, 3, 2],
+                   state=32, key_heads=2, value_heads=4, conv=4, interval=4),
 }
 
 
@@ -327,11 +342,20 @@ def write_model(name: str, spec: dict, path: Path) -> None:
             continue
         if spec.get("fused"):
             add(writer, p + "ffn_up.weight", weights.matrix(2 * ff, width), T.Q8_0)
+            add(writer, p + "ffn_down.weight", weights.matrix(width, ff, 0.5), T.Q5_0)
         else:
-            add(writer, p + "ffn_gate.weight", weights.matrix(ff, width), T.Q4_1)
-            add(writer, p + "ffn_up.weight", weights.matrix(ff, width), T.Q8_0)
-        add(writer, p + "ffn_down.weight", weights.matrix(width, ff, 0.5), T.Q5_0)
+            add_swiglu(writer, weights, p, ff)
+    finish(writer)
 
+
+def add_swiglu(writer: GGUFWriter, weights: Weights, prefix: str, hidden: int) -> None:
+    """A block's SwiGLU network: gate Q4_1, up Q8_0, down Q5_0."""
+    add(writer, prefix + "ffn_gate.weight", weights.matrix(hidden, WIDTH), T.Q4_1)
+    add(writer, prefix + "ffn_up.weight", weights.matrix(hidden, WIDTH), T.Q8_0)
+    add(writer, prefix + "ffn_down.weight", weights.matrix(WIDTH, hidden, 0.5), T.Q5_0)
+
+
+def finish(writer: GGUFWriter) -> None:
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -433,11 +457,81 @@ def write_gemma4(name: str, spec: dict, path: Path) -> None:
             add(writer, p + "proj.weight", weights.matrix(width, per_layer), T.Q8_0)
             add(writer, p + "post_norm.weight", weights.norm(width), T.F32)
         add(writer, p + "layer_output_scale.weight", (1.0 + weights.uniform((1,), 0.4)).astype(np.float32), T.F32)
+    finish(writer)
 
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+
+def write_qwen35(name: str, spec: dict, path: Path) -> None:
+    """Qwen 3.5 (llama.cpp's `qwen35` graph): Gated DeltaNet blocks (`attn_qkv` into a causal
+    convolution, `attn_gate`, `ssm_alpha`/`ssm_beta`, `ssm_dt.bias`, `ssm_a` = -exp(A_log),
+    `ssm_norm`, `ssm_out`) and gated full-attention blocks (the query projection twice as
+    wide), `post_attention_norm` before a SwiGLU network."""
+    arch = "qwen35"
+    weights = Weights(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little"))
+    source = GGUFReader(str(TOKENIZER_SOURCE))
+    vocabulary = len(source.fields["tokenizer.ggml.tokens"].data)
+    width, heads, kv, head, ff, blocks = WIDTH, spec["heads"], spec["kv"], spec["head"], spec["ff"], spec["blocks"]
+    state, key_heads, value_heads, conv = spec["state"], spec["key_heads"], spec["value_heads"], spec["conv"]
+    recurrent = [(b + 1) % spec["interval"] != 0 for b in range(blocks)] + [False]   # the MTP block attends
+    key_dim, value_dim = key_heads * state, value_heads * state
+
+    writer = GGUFWriter(str(path), arch)
+    writer.add_name(f"Typeset synthetic {name}")
+    writer.add_context_length(4096)
+    writer.add_embedding_length(width)
+    writer.add_block_count(blocks + 1)
+    writer.add_uint32(f"{arch}.nextn_predict_layers", 1)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv)
+    writer.add_key_length(head)
+    writer.add_value_length(head)
+    writer.add_rope_freq_base(spec["base"])
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_rope_dimension_count(spec["rope_dims"])
+    writer.add_array(f"{arch}.rope.dimension_sections", spec["sections"])
+    writer.add_uint32(f"{arch}.ssm.conv_kernel", conv)
+    writer.add_uint32(f"{arch}.ssm.state_size", state)
+    writer.add_uint32(f"{arch}.ssm.group_count", key_heads)
+    writer.add_uint32(f"{arch}.ssm.time_step_rank", value_heads)
+    writer.add_uint32(f"{arch}.ssm.inner_size", value_dim)
+    writer.add_array(f"{arch}.attention.recurrent_layers", recurrent)
+    writer.add_uint32(f"{arch}.full_attention_interval", spec["interval"])
+    copy_tokenizer(writer, source)
+
+    add(writer, "token_embd.weight", weights.uniform((vocabulary, width), 0.3), T.Q8_0)
+    add(writer, "output_norm.weight", weights.norm(width), T.F32)
+    for block in range(blocks + 1):
+        p = f"blk.{block}."
+        add(writer, p + "attn_norm.weight", weights.norm(width), T.F32)
+        if block == blocks:
+            # The multi-token-prediction head: its own embedding and hidden-state norms and
+            # projection, then a full-attention block.
+            add(writer, p + "nextn.eh_proj.weight", weights.matrix(width, 2 * width), T.Q8_0)
+            add(writer, p + "nextn.enorm.weight", weights.norm(width), T.F32)
+            add(writer, p + "nextn.hnorm.weight", weights.norm(width), T.F32)
+            add(writer, p + "nextn.shared_head_norm.weight", weights.norm(width), T.F32)
+        if recurrent[block]:
+            add(writer, p + "attn_qkv.weight", weights.matrix(2 * key_dim + value_dim, width), T.Q8_0)
+            add(writer, p + "attn_gate.weight", weights.matrix(value_dim, width), T.Q4_0)
+            add(writer, p + "ssm_conv1d.weight", weights.uniform((2 * key_dim + value_dim, conv), 0.6), T.F32)
+            # softplus(alpha + dt_bias) from about 0.002 to 0.2 times a in [-2, -0.5]: decays per
+            # token from 0.67 to 0.999, so some heads remember across hundreds of tokens.
+            add(writer, p + "ssm_dt.bias", (-4.0 + weights.uniform((value_heads,), 2.0)).astype(np.float32), T.F32)
+            add(writer, p + "ssm_a", (-1.25 + weights.uniform((value_heads,), 0.75)).astype(np.float32), T.F32)
+            add(writer, p + "ssm_alpha.weight", weights.matrix(value_heads, width, 0.5), T.Q8_0)
+            add(writer, p + "ssm_beta.weight", weights.matrix(value_heads, width), T.F32)
+            add(writer, p + "ssm_norm.weight", weights.norm(state), T.F32)
+            add(writer, p + "ssm_out.weight", weights.matrix(width, value_dim, 0.5), T.Q5_0)
+        else:
+            add(writer, p + "attn_q.weight", weights.matrix(2 * heads * head, width), T.Q8_0)
+            add(writer, p + "attn_k.weight", weights.matrix(kv * head, width), T.Q5_0)
+            add(writer, p + "attn_v.weight", weights.matrix(kv * head, width), T.Q4_0)
+            add(writer, p + "attn_q_norm.weight", weights.norm(head), T.F32)
+            add(writer, p + "attn_k_norm.weight", weights.norm(head), T.F32)
+            add(writer, p + "attn_output.weight", weights.matrix(width, heads * head, 0.5), T.F16)
+        add(writer, p + "post_attention_norm.weight", weights.norm(width), T.F32)
+        add_swiglu(writer, weights, p, ff)
+    finish(writer)
 
 
 def sha256_of(path: Path) -> str:
@@ -457,7 +551,8 @@ def write_all() -> int:
     for name, spec in MODELS.items():
         path = directory / f"{name}.gguf"
         temporary = path.with_suffix(".tmp")
-        (write_gemma4 if spec["arch"] == "gemma4" else write_model)(name, spec, temporary)
+        writer = {"gemma4": write_gemma4, "qwen35": write_qwen35}.get(spec["arch"], write_model)
+        writer(name, spec, temporary)
         digest = sha256_of(temporary)
         expected_file = OUT / f"{name}.json"
         if expected_file.exists():
@@ -549,6 +644,18 @@ def record(names: list[str]) -> int:
                            "top_ids": top.tolist(),
                            "top_logits": [[round(float(logits[p, i]), 5) for i in top[p]] for p in range(CTX - 1)]})
         L.llama_free(flash)
+        # A second noise floor, for families whose arithmetic the flash path barely touches
+        # (Qwen 3.5's recurrent blocks): the first chunk again, a token at a time (llama.cpp's
+        # matrix-vector kernels instead of its batched ones).
+        single_agreements, single_largest = None, None
+        if MODELS[name]["arch"] == "qwen35":
+            chunk = tokens[:CTX]
+            clear()
+            whole = decode(chunk, 0, True).astype(np.float64)
+            clear()
+            single = np.concatenate([decode([token], position, True) for position, token in enumerate(chunk)]).astype(np.float64)
+            single_agreements = int((whole[:-1].argmax(1) == single[:-1].argmax(1)).sum()) / (CTX - 1)
+            single_largest = float(np.abs(whole - single).max())
         scored = CHUNKS * (CTX // 2 - 1)
         ppl = float(np.exp(sum(c["nll"] for c in chunks) / scored))
 
@@ -574,6 +681,8 @@ def record(names: list[str]) -> int:
                   "text_sha256": hashlib.sha256(text).hexdigest(), "tokens": tokens[:CHUNKS * CTX],
                   "scored": scored, "ppl": ppl,
                   "flash_agreement": agreements / (CHUNKS * (CTX - 1)), "flash_largest_difference": largest_difference,
+                  **({} if single_largest is None else {"single_token_agreement": single_agreements,
+                                                         "single_token_largest_difference": single_largest}),
                   "chunks": chunks, "prompts": prompts}
         (OUT / f"{name}.json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
         print(f"synthetic: {name}: perplexity {ppl:.4f}, greedy {prompts[0]['greedy'][:6]}…", file=sys.stderr)

@@ -12,6 +12,8 @@
 /// | blocks without RoPE        |       |       |       |        |        |      |      | every 4th |
 /// | short convolutions         |       |       |       |        |        |      | yes  |         |
 ///
+/// Qwen 3.5 (`qwen35`): halves, SiLU, Q/K norm, gated attention output, Gated DeltaNet blocks.
+///
 /// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`hasExperts`); LFM2 MoE is
 /// LFM2 with one in every block after the leading dense ones. gpt-oss attends as Qwen 2 does
 /// (NeoX RoPE, biases) with a sink logit per head (`hasAttentionSinks`) and a sliding window in
@@ -21,7 +23,9 @@
 /// and rotated dimensions, values RMS-normalized, an attention scale of 1 and proportional RoPE
 /// in the full blocks (`rope_freqs`); E2B and E4B add per-layer token embeddings and blocks that
 /// read an earlier block's keys and values, 26B-A4B a mixture of experts beside the dense
-/// network.
+/// network. Qwen 3.5 is Qwen 3's attention (its output gated, a quarter of each head rotated)
+/// in every fourth block and Gated DeltaNet linear attention in the others, with the norm
+/// before the feed-forward network named `post_attention_norm`.
 ///
 /// Biases on any projection, fused query-key-value and fused gate-up projections are read
 /// from the tensors a file has, for every family (as llama.cpp's loader does).
@@ -88,6 +92,12 @@ struct ArchitectureTraits: Sendable {
     var mayHaveExperts = false
     /// `final_logit_softcapping` is applied (Gemma 4); elsewhere a non-zero value is refused.
     var capsFinalLogits = false
+    /// Gated DeltaNet blocks between the attention ones (Qwen 3.5: `ssm.*`, the recurrent
+    /// blocks listed or every `full_attention_interval`-th one attention), with M-RoPE sections.
+    var hasGatedDeltaNets = false
+    /// The query projection gives each head its queries and then as many gate logits, and the
+    /// attention's output is multiplied by their sigmoid before the output projection (Qwen 3.5).
+    var gatesAttentionOutput = false
     /// Keys under `<architecture>.` that the family reads beyond the common ones.
     var additionalKeys: Set<String> = []
 
@@ -179,6 +189,12 @@ extension ModelArchitecture {
                                  "attention.value_length_swa", "rope.dimension_count_swa", "rope.freq_base_swa",
                                  "attention.shared_kv_layers", "embedding_length_per_layer_input", "final_logit_softcapping",
                                  "expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func"])
+        case .qwen35:
+            ArchitectureTraits(
+                rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, feedForwardNormName: "post_attention_norm",
+                rotatesPartialHeads: true, hasGatedDeltaNets: true, gatesAttentionOutput: true,
+                additionalKeys: ["ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size",
+                                 "full_attention_interval", "attention.recurrent_layers", "rope.dimension_sections", "nextn_predict_layers"])
         }
     }
 }

@@ -31,7 +31,7 @@ struct BlockWeights: Sendable {
     let outputScale: Float?
     /// This block's storage in the cache: its key/value slot for attention (an earlier
     /// block's where it reads that block's keys and values), its input history for a short
-    /// convolution.
+    /// convolution, its state in ``RecurrentState`` for a Gated DeltaNet.
     let cacheSlot: Int
 }
 
@@ -67,6 +67,7 @@ struct PerLayerInputWeights: Sendable {
 enum TokenMixer: Sendable {
     case attention(AttentionWeights)
     case shortConvolution(ShortConvolutionWeights)
+    case gatedDeltaNet(GatedDeltaNetWeights)
 }
 
 /// Causal self-attention's weights and per-block parameters.
@@ -101,6 +102,9 @@ struct AttentionWeights: Sendable {
     /// A logit per query head that joins each row's softmax without a value (gpt-oss's
     /// `attn_sinks`): it raises the denominator, so a head may attend to little.
     let sinks: [Float]?
+    /// The query projection gives each head `headWidth` queries then `headWidth` gate logits,
+    /// and the attention's output is multiplied by their sigmoid (Qwen 3.5).
+    var gatesOutput = false
 }
 
 /// LFM2's gated short causal convolution:

@@ -83,7 +83,13 @@ struct ForwardPass {
         var lastRowsOnly = false
         if case .all = logits {} else if count > outputRowCount { lastRowsOnly = true }
         defer { workspace.lastRows.removeAll(keepingCapacity: true) }
-        try runBlocks(lastRowsOnly: lastRowsOnly, logits: logits, projectingToVocabulary: projectingToVocabulary, into: &result)
+        for sequence in sequences { sequence.cache.recurrentState?.beginPass(at: sequence.start, rows: sequence.rows.count) }
+        do {
+            try runBlocks(lastRowsOnly: lastRowsOnly, logits: logits, projectingToVocabulary: projectingToVocabulary, into: &result)
+        } catch {
+            for sequence in sequences { sequence.cache.recurrentState?.abandonPass() }
+            throw error
+        }
         for sequence in sequences {
             for row in sequence.rows { sequence.cache.append(tokens[tokens.startIndex + row]) }
         }
@@ -103,6 +109,9 @@ struct ForwardPass {
             case let .shortConvolution(convolution):
                 try convolve(block, convolution)
                 if narrows { pass = narrowedToLastRows() }
+            case let .gatedDeltaNet(deltaNet):
+                try runGatedDeltaNet(block, deltaNet)
+                if narrows { pass = narrowedToLastRows() }
             }
             try pass.feedForward(block)
             if let perLayerInput = block.perLayerInput { try pass.addPerLayerInput(perLayerInput, block: index) }
@@ -115,7 +124,7 @@ struct ForwardPass {
     private var outputRowCount: Int { sequences.reduce(0) { $0 + $1.outputRows } }
 
     /// This pass over each sequence's last `outputRows` rows only: those rows of the residual
-    /// (and of `carried`, a buffer of `carried.width`-float rows, when given) move to the front,
+    /// (and of each `carried` buffer, of `width`-float rows) move to the front,
     /// in sequence order, and each sequence becomes those rows at its last positions. Every
     /// step after it then reads and writes those rows.
     ///
@@ -124,7 +133,7 @@ struct ForwardPass {
     ///
     /// A row moves to a row at or before it, in increasing order, so a move never overwrites
     /// a row still to be moved.
-    private func narrowedToLastRows(carrying carried: (buffer: UnsafeMutableBufferPointer<Float>, width: Int)? = nil) -> ForwardPass {
+    private func narrowedToLastRows(carrying carried: [(buffer: UnsafeMutableBufferPointer<Float>, width: Int)] = []) -> ForwardPass {
         workspace.lastRows.removeAll(keepingCapacity: true)
         // The residual, the buffer given, and the per-layer inputs the blocks still read.
         let perLayerWidth = model.perLayerEmbeddings.map { $0.width * model.blocks.count }
@@ -136,7 +145,7 @@ struct ForwardPass {
             let kept = sequence.rows.upperBound - sequence.outputRows ..< sequence.rows.upperBound
             for (offset, row) in kept.enumerated() where row != next + offset {
                 move(workspace.residual, rowWidth: width, from: row, to: next + offset)
-                if let carried { move(carried.buffer, rowWidth: carried.width, from: row, to: next + offset) }
+                for (buffer, rowWidth) in carried { move(buffer, rowWidth: rowWidth, from: row, to: next + offset) }
                 if let perLayerWidth { move(workspace.perLayerInputs, rowWidth: perLayerWidth, from: row, to: next + offset) }
             }
             workspace.lastRows.append(SequenceRows(
@@ -234,26 +243,42 @@ struct ForwardPass {
         let queries = rows(workspace.queries, 0 ..< count, width: queryWidth)
         let keys = rows(workspace.keys, 0 ..< count, width: keyWidth)
         let values = rows(workspace.values, 0 ..< count, width: keyWidth)
+        // A gated block's query projection gives each head its queries then its gate logits:
+        // projected here whole, the queries copied out below, the gates read after attention.
+        let gatedWidth = attention.gatesOutput ? 2 * queryWidth : 0
+        let gatedQueries = rows(workspace.attentionGates, 0 ..< count, width: gatedWidth)
+        let queryTarget = attention.gatesOutput ? gatedQueries : queries
         normalize(from: workspace.residual, into: workspace.normalized, weight: block.mixerNorm)
         var hasKeysAndValues = true
         switch attention.inputs {
         case let .separate(query, key, value?):
-            try project((query, queries), (key, keys), (value, values))
+            try project((query, queryTarget), (key, keys), (value, values))
         case let .separate(query, key, nil):
-            try project((query, queries), (key, keys))
+            try project((query, queryTarget), (key, keys))
             values.baseAddress!.update(from: keys.baseAddress!, count: keys.count)
         case let .queries(query):
-            try project((query, queries))
+            try project((query, queryTarget))
             hasKeysAndValues = false
         case let .fused(projection):
             let fused = rows(workspace.fused, 0 ..< count, width: projection.outputWidth)
             try project((projection, fused))
+            let targetWidth = queryTarget.count / max(1, count)
             forEachRowRange(floatsPerRow: projection.outputWidth) { range in
                 for row in range {
                     let source = fused.baseAddress! + row * projection.outputWidth
-                    (queries.baseAddress! + row * queryWidth).update(from: source, count: queryWidth)
-                    (keys.baseAddress! + row * keyWidth).update(from: source + queryWidth, count: keyWidth)
-                    (values.baseAddress! + row * keyWidth).update(from: source + queryWidth + keyWidth, count: keyWidth)
+                    (queryTarget.baseAddress! + row * targetWidth).update(from: source, count: targetWidth)
+                    (keys.baseAddress! + row * keyWidth).update(from: source + targetWidth, count: keyWidth)
+                    (values.baseAddress! + row * keyWidth).update(from: source + targetWidth + keyWidth, count: keyWidth)
+                }
+            }
+        }
+        if attention.gatesOutput {
+            forEachRowRange(floatsPerRow: gatedWidth) { range in
+                for row in range {
+                    for head in 0 ..< headCount {
+                        (queries.baseAddress! + row * queryWidth + head * headWidth)
+                            .update(from: gatedQueries.baseAddress! + row * gatedWidth + 2 * head * headWidth, count: headWidth)
+                    }
                 }
             }
         }
@@ -295,9 +320,11 @@ struct ForwardPass {
             sequence.cache.store(UnsafeBufferPointer(rows(keys, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: true)
             sequence.cache.store(UnsafeBufferPointer(rows(values, sequence.rows, width: keyWidth)), slot: slot, position: sequence.start, keys: false)
         }
-        let pass = narrowingToLastRows ? narrowedToLastRows(carrying: (queries, queryWidth)) : self
+        let carried = attention.gatesOutput ? [(queries, queryWidth), (gatedQueries, gatedWidth)] : [(queries, queryWidth)]
+        let pass = narrowingToLastRows ? narrowedToLastRows(carrying: carried) : self
         pass.attendToCaches(slot: block.cacheSlot, window: attention.window ?? Int.max, keyValueHeads: keyValueHeads,
                             headWidth: headWidth, scale: scalesQueries ? 1 : scale, sinks: attention.sinks)
+        if attention.gatesOutput { pass.gateAttention(headCount: headCount, headWidth: headWidth) }
         try pass.project((attention.output, rows(workspace.projected, 0 ..< pass.count, width: width)),
                          input: rows(workspace.attended, 0 ..< pass.count, width: queryWidth))
         pass.addToResidual(postNorm: block.postMixerNorm)
@@ -345,6 +372,62 @@ struct ForwardPass {
                                     positionCapacity: positionCapacity))
         }
         }
+    }
+
+    /// `attended ⊙= σ(gate)` for each head (Qwen 3.5's gated attention), the gates the second
+    /// half of each head's query projection in `workspace.attentionGates`.
+    private func gateAttention(headCount: Int, headWidth: Int) {
+        let queryWidth = headCount * headWidth
+        let attended = workspace.attended, gates = workspace.attentionGates
+        forEachRowRange(floatsPerRow: 2 * queryWidth) { range in
+            for row in range {
+                for head in 0 ..< headCount {
+                    let output = attended.baseAddress! + row * queryWidth + head * headWidth
+                    let gate = gates.baseAddress! + row * 2 * queryWidth + (2 * head + 1) * headWidth
+                    for index in 0 ..< headWidth { output[index] *= 1 / (1 + expf(-gate[index])) }
+                }
+            }
+        }
+    }
+
+    /// Qwen 3.5's Gated DeltaNet (``GatedDeltaNetWeights``): norm, the projections (α and β
+    /// row by row, as the router's), each sequence's recurrence on its own cache's state,
+    /// the gated norm of the outputs, the output projection, residual.
+    private func runGatedDeltaNet(_ block: BlockWeights, _ deltaNet: GatedDeltaNetWeights) throws(KernelError) {
+        normalize(from: workspace.residual, into: workspace.normalized, weight: block.mixerNorm)
+        let shape = deltaNet.recurrence.shape
+        let convolutionWidth = shape.convolutionWidth, heads = shape.valueHeadCount, valueWidth = heads * shape.headWidth
+        let mixed = rows(workspace.fused, 0 ..< count, width: convolutionWidth)
+        let gates = rows(workspace.gates, 0 ..< count, width: valueWidth)
+        try project((deltaNet.inputs, mixed), (deltaNet.outputGate, gates))
+        let decays = rows(workspace.recurrentGates, 0 ..< count, width: heads)
+        let updates = rows(workspace.recurrentGates, count ..< 2 * count, width: heads)
+        for row in 0 ..< count {
+            try project((deltaNet.decayInput, rows(decays, row ..< row + 1, width: heads)),
+                        (deltaNet.updateInput, rows(updates, row ..< row + 1, width: heads)),
+                        input: rows(workspace.normalized, row ..< row + 1, width: width), rows: 1)
+        }
+        let outputs = rows(workspace.ups, 0 ..< count, width: valueWidth)
+        for sequence in sequences {
+            let first = sequence.rows.lowerBound
+            let inputs = GatedDeltaNetRecurrence.Inputs(
+                convolution: mixed.baseAddress! + first * convolutionWidth, convolutionStride: convolutionWidth,
+                decay: decays.baseAddress! + first * heads, decayStride: heads,
+                update: updates.baseAddress! + first * heads, updateStride: heads)
+            sequence.cache.recurrentState!.advance(
+                block: block.cacheSlot, rows: sequence.rows.count, inputs: inputs, outputs: outputs.baseAddress! + first * valueWidth,
+                scratch: workspace.recurrentScratch.baseAddress!, threadCount: threadCount)
+        }
+        let headWidth = shape.headWidth, epsilon = epsilon
+        deltaNet.norm.withUnsafeBufferPointer { norm in
+            forEachRowRange(floatsPerRow: 2 * valueWidth) { range in
+                let rowOutputs = rows(outputs, range, width: valueWidth)
+                _rmsNorm(rowOutputs, width: headWidth, weight: norm, epsilon: epsilon)
+                _swiGLU(rows(gates, range, width: valueWidth), UnsafeBufferPointer(rowOutputs))
+            }
+        }
+        try project((deltaNet.output, rows(workspace.projected, 0 ..< count, width: width)), input: gates)
+        addToResidual(postNorm: block.postMixerNorm)
     }
 
     /// LFM2's short convolution: norm, in-projection to B, C, x, the gated inputs `B ⊙ x` into

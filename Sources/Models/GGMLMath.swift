@@ -91,17 +91,31 @@ func _sumInHalves(_ x: SIMD8<Float>) -> Float {
 /// `y = silu(x) · up`, in place over `gates`, as ggml's `ggml_vec_swiglu_f32`: 16 lanes at
 /// a time through `ggml_v_expf`, the rest with `expf`.
 func _swiGLU(_ gates: UnsafeMutableBufferPointer<Float>, _ ups: UnsafeBufferPointer<Float>) {
-    let count = gates.count
+    _silu(gates, times: ups.baseAddress)
+}
+
+/// `x = silu(x)`, in place, as ggml's `ggml_vec_silu_f32` (Gated DeltaNet's convolution
+/// output): ``_swiGLU(_:_:)``'s arithmetic without the product.
+func _silu(_ values: UnsafeMutableBufferPointer<Float>) {
+    _silu(values, times: nil)
+}
+
+/// SiLU of `values`, each multiplied by its `factors` entry when given: 16 lanes at a time
+/// through `ggml_v_expf`, the rest with `expf`.
+@inline(__always)
+private func _silu(_ values: UnsafeMutableBufferPointer<Float>, times factors: UnsafePointer<Float>?) {
+    let count = values.count
     var index = 0
     while index + 16 <= count {
-        let x = UnsafeRawPointer(gates.baseAddress! + index).loadUnaligned(as: SIMD16<Float>.self)
-        let up = UnsafeRawPointer(ups.baseAddress! + index).loadUnaligned(as: SIMD16<Float>.self)
-        let silu = x / (1 + _ggmlExponential(SIMD16(repeating: 0) - x))
-        UnsafeMutableRawPointer(gates.baseAddress! + index).storeBytes(of: silu * up, as: SIMD16<Float>.self)
+        let x = UnsafeRawPointer(values.baseAddress! + index).loadUnaligned(as: SIMD16<Float>.self)
+        var silu = x / (1 + _ggmlExponential(SIMD16(repeating: 0) - x))
+        if let factors { silu *= UnsafeRawPointer(factors + index).loadUnaligned(as: SIMD16<Float>.self) }
+        UnsafeMutableRawPointer(values.baseAddress! + index).storeBytes(of: silu, as: SIMD16<Float>.self)
         index += 16
     }
     while index < count {
-        gates[index] = gates[index] / (1 + expf(-gates[index])) * ups[index]
+        let silu = values[index] / (1 + expf(-values[index]))
+        values[index] = factors.map { silu * $0[index] } ?? silu
         index += 1
     }
 }

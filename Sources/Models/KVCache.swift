@@ -1,8 +1,9 @@
 import Kernels
 
 /// What a model remembers of the tokens it has seen, so each new token attends to them without
-/// recomputing them: the keys and values of every attention block and, for LFM2, the inputs of
-/// every short-convolution block.
+/// recomputing them: the keys and values of every attention block, for LFM2 the inputs of
+/// every short-convolution block, and for Qwen 3.5 the recurrent state of its Gated DeltaNet
+/// blocks (``RecurrentState``, which says which earlier positions it can return to).
 ///
 /// Sized for `contextLength` positions when created (`TransformerModel.makeCache`), not for the
 /// model's maximum. Keys and values are kept in half precision, as llama.cpp's default F16
@@ -15,7 +16,9 @@ import Kernels
 /// the state at the new end is the stored inputs before it, as if the rest had never been seen.
 ///
 /// Remembers which tokens it holds, so a new request that shares a prefix with them recomputes
-/// only the rest (`reusablePrefixLength(for:)` and `truncate(to:)`).
+/// only the rest (`reusablePrefixLength(for:)` and `truncate(to:)`). With recurrent blocks the
+/// prefix kept is the longest one whose state can be restored, and ``checkpoint()`` marks a
+/// position worth returning to.
 ///
 /// Layout of a block's keys (and values), head-major, so that attention to one key-value head
 /// reads one contiguous run of memory:
@@ -47,6 +50,8 @@ public final class KVCache {
     /// `p × convolutionWidth`.
     let convolutionStorage: [UnsafeMutableBufferPointer<Float>]
     let convolutionWidth: Int
+    /// The Gated DeltaNet blocks' state (Qwen 3.5), `nil` for a model without them.
+    let recurrentState: RecurrentState?
     /// The memory all of them live in.
     private let storage: MappedMemory
     /// The tokens whose state is stored, in position order.
@@ -63,17 +68,28 @@ public final class KVCache {
 
     /// Bytes of storage the system has committed for the cache, to within a page per head's run
     /// of positions: ``highWaterCount`` positions of every slot.
-    public var committedByteCount: Int { highWaterCount * (byteCount / max(1, contextLength)) }
+    public var committedByteCount: Int { highWaterCount * positionByteCount + (recurrentState?.byteCount ?? 0) }
 
-    /// Bytes of key, value and convolution storage.
+    /// Bytes of key, value and convolution storage, and of the recurrent state with its
+    /// checkpoints.
     public var byteCount: Int {
-        zip(keyValueHeads, headWidths).reduce(0) { $0 + 2 * contextLength * $1.0 * $1.1 * MemoryLayout<UInt16>.size }
-            + convolutionStorage.count * contextLength * convolutionWidth * MemoryLayout<Float>.size
+        positionByteCount * contextLength + (recurrentState?.byteCount ?? 0)
     }
+
+    /// Bytes each position takes in the keys, values and convolution inputs.
+    private var positionByteCount: Int {
+        zip(keyValueHeads, headWidths).reduce(0) { $0 + 2 * $1.0 * $1.1 * MemoryLayout<UInt16>.size }
+            + convolutionStorage.count * convolutionWidth * MemoryLayout<Float>.size
+    }
+
+    /// Whether the model has recurrent blocks, whose state the cache restores only at some
+    /// positions (``RecurrentState``).
+    public var hasRecurrentState: Bool { recurrentState != nil }
 
     /// - Precondition: every head width is a whole number of 16-dimension groups (every head
     ///   width Typeset loads is a multiple of 16; `TransformerModel` checks it), one per slot.
-    init(contextLength: Int, keyValueHeads: [Int], headWidths: [Int], convolutionCount: Int = 0, convolutionWidth: Int = 0) {
+    init(contextLength: Int, keyValueHeads: [Int], headWidths: [Int], convolutionCount: Int = 0, convolutionWidth: Int = 0,
+         recurrences: [GatedDeltaNetRecurrence] = []) {
         precondition(headWidths.allSatisfy { $0 % 16 == 0 }, "head widths \(headWidths) are not multiples of 16")
         precondition(headWidths.count == keyValueHeads.count, "a head width per slot")
         self.contextLength = contextLength
@@ -104,6 +120,7 @@ public final class KVCache {
             nextFloat += contextLength * convolutionWidth
         }
         convolutionStorage = convolutions
+        recurrentState = recurrences.isEmpty ? nil : RecurrentState(recurrences: recurrences)
     }
 
     /// Slot `slot`'s keys and values (see ``keys``), for the forward pass's jobs, and the
@@ -116,26 +133,44 @@ public final class KVCache {
     func convolutionInputs(slot: Int) -> UnsafeMutablePointer<Float> { convolutionStorage[slot].baseAddress! }
 
     /// How many leading tokens of `prompt` are already in the cache, leaving at least one token
-    /// of `prompt` to evaluate (its logits are needed).
+    /// of `prompt` to evaluate (its logits are needed); with recurrent blocks, the longest such
+    /// prefix whose state can be restored.
     public func reusablePrefixLength(for prompt: [Int]) -> Int {
         var shared = 0
         while shared < min(tokens.count, prompt.count - 1), tokens[shared] == prompt[shared] { shared += 1 }
-        return shared
+        return recurrentState?.restorablePosition(atMost: shared, count: tokens.count) ?? shared
     }
 
-    /// Forgets every token from position `count` on.
+    /// Forgets every token from position `count` on. With recurrent blocks, keeps the longest
+    /// prefix of at most `count` tokens whose state can be restored (``RecurrentState``): the
+    /// cache may then hold fewer than `count` tokens, which ``count`` says.
     public func truncate(to count: Int) {
-        tokens.removeLast(max(0, tokens.count - max(0, count)))
+        var kept = max(0, min(count, tokens.count))
+        if let recurrentState { kept = recurrentState.restore(to: kept, count: tokens.count) }
+        tokens.removeLast(tokens.count - kept)
     }
 
     /// Forgets everything.
-    public func clear() { tokens.removeAll(keepingCapacity: true) }
+    public func clear() {
+        tokens.removeAll(keepingCapacity: true)
+        recurrentState?.forgetHistory()
+    }
+
+    /// Keeps the recurrent blocks' state at the current position, so that a later prompt
+    /// sharing this prefix may restart here (``RecurrentState``: at most a few checkpoints, the
+    /// oldest dropped). Nothing for a model without recurrent blocks, whose every position
+    /// can be returned to.
+    public func checkpoint() {
+        recurrentState?.checkpoint(at: tokens.count)
+    }
 
     /// Replaces what the cache holds with the first `count` positions of `other` (keys, values,
     /// convolution inputs and tokens), as if it had evaluated them: a new generation starts
     /// from another's prefix and leaves that cache as it was.
     ///
-    /// - Precondition: the caches are of one model and context length; `count <= other.count`.
+    /// - Precondition: the caches are of one model and context length; `count <= other.count`,
+    ///   and with recurrent blocks a position whose state `other` can restore (as
+    ///   ``reusablePrefixLength(for:)`` gives).
     /// - Complexity: O(`count`) positions copied, each `byteCount / contextLength` bytes.
     public func copyPrefix(_ count: Int, of other: KVCache) {
         precondition(
@@ -153,6 +188,9 @@ public final class KVCache {
         }
         for slot in convolutionStorage.indices {
             convolutionStorage[slot].baseAddress!.update(from: other.convolutionStorage[slot].baseAddress!, count: count * convolutionWidth)
+        }
+        if let recurrentState, let source = other.recurrentState {
+            recurrentState.copy(count, of: source, otherCount: other.count)
         }
         tokens.removeAll(keepingCapacity: true)
         tokens.append(contentsOf: other.tokens.prefix(count))
@@ -218,6 +256,13 @@ public final class ForwardWorkspace {
     /// ``PerLayerEmbeddings``), and one row of `blocks × per-layer width` for a token's
     /// embedding; empty for a model without them.
     private(set) var perLayerInputs, perLayerToken: UnsafeMutableBufferPointer<Float>
+    /// `batchCapacity × 2 × queryWidth`: a gated attention block's query projection, each
+    /// head's queries then its output gate logits (Qwen 3.5); empty without.
+    private(set) var attentionGates: UnsafeMutableBufferPointer<Float>
+    /// `2 × batchCapacity × value heads`: the Gated DeltaNet blocks' α rows, then their β
+    /// rows; and the scratch of their recurrence (``GatedDeltaNetRecurrence/scratchFloatCount(rows:)``).
+    /// Empty without such blocks.
+    private(set) var recurrentGates, recurrentScratch: UnsafeMutableBufferPointer<Float>
     /// Per row, the chosen experts and their weights (`usedCount` each), and per expert the
     /// rows routed to it with their weights: kept from call to call.
     var chosenExperts: [Int] = []
@@ -240,6 +285,9 @@ public final class ForwardWorkspace {
     struct Widths: Equatable {
         var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, perLayerWidth = 0, fusedWidth = 0, expertCount = 0, usedExpertCount = 0
         var hasDenseAndExperts = false
+        var gatedQueryWidth = 0
+        /// The Gated DeltaNet blocks' shape (one per model).
+        var recurrence: GatedDeltaNetConfiguration?
     }
 
     /// An empty workspace; the first forward pass that uses it sizes it.
@@ -249,12 +297,13 @@ public final class ForwardWorkspace {
             = (empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
         (expertScores, expertInputs, expertOutputs) = (empty, empty, empty)
         (denseOutputs, perLayerInputs, perLayerToken) = (empty, empty, empty)
+        (attentionGates, recurrentGates, recurrentScratch) = (empty, empty, empty)
     }
 
     /// Every buffer, to free them.
     private var buffers: [UnsafeMutableBufferPointer<Float>] {
         [residual, normalized, projected, queries, attended, keys, values, gates, ups, fused, expertScores, expertInputs, expertOutputs,
-         denseOutputs, perLayerInputs, perLayerToken]
+         denseOutputs, perLayerInputs, perLayerToken, attentionGates, recurrentGates, recurrentScratch]
     }
 
     /// Makes room for `rows` rows of `model`'s activations (reallocating only when the capacity
@@ -281,7 +330,13 @@ public final class ForwardWorkspace {
                 widths.queryWidth = max(widths.queryWidth, configuration.headCount * attention.headWidth)
                 widths.keyWidth = max(widths.keyWidth, attention.keyValueHeadCount * attention.headWidth)
                 if case let .fused(projection) = attention.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
+                if attention.gatesOutput { widths.gatedQueryWidth = max(widths.gatedQueryWidth, 2 * configuration.headCount * attention.headWidth) }
             case let .shortConvolution(convolution): widths.fusedWidth = max(widths.fusedWidth, convolution.inputProjection.outputWidth)
+            case let .gatedDeltaNet(deltaNet):
+                let shape = deltaNet.recurrence.shape
+                widths.fusedWidth = max(widths.fusedWidth, shape.convolutionWidth)
+                widths.hiddenWidth = max(widths.hiddenWidth, shape.valueHeadCount * shape.headWidth)
+                widths.recurrence = shape
             }
             switch block.feedForward {
             case let .dense(feedForward): include(feedForward)
@@ -318,6 +373,9 @@ public final class ForwardWorkspace {
         denseOutputs = buffer(widths.hasDenseAndExperts ? capacity * widths.width : 0)
         perLayerInputs = buffer(capacity * widths.perLayerWidth)
         perLayerToken = buffer(widths.perLayerWidth)
+        attentionGates = buffer(capacity * widths.gatedQueryWidth)
+        recurrentGates = buffer(2 * capacity * (widths.recurrence?.valueHeadCount ?? 0))
+        recurrentScratch = buffer(widths.recurrence?.scratchFloatCount(rows: capacity) ?? 0)
         batchCapacity = capacity
         self.widths = widths
     }

@@ -39,6 +39,34 @@ public enum ModelArchitecture: String, Sendable, CaseIterable {
     /// and values; in 26B-A4B a mixture of experts beside a dense network; final logit
     /// soft-capping.
     case gemma4
+    /// Qwen 3.5 (0.8B … 27B): Gated DeltaNet blocks (a causal convolution and the gated delta
+    /// rule's recurrent state, ``GatedDeltaNetConfiguration``) with a full-attention block every
+    /// `full_attention_interval` blocks, whose queries carry a sigmoid gate on the attention's
+    /// output; per-head Q/K RMSNorm, a quarter of each head rotated (interleaved M-RoPE, which
+    /// for text is NeoX RoPE on the pairs its sections give a position).
+    case qwen35
+}
+
+/// Qwen 3.5's Gated DeltaNet blocks (llama.cpp's `ssm.*` keys): a linear attention whose
+/// state is, per value head, a `headWidth × headWidth` matrix updated by the delta rule at
+/// every token, after a short causal convolution over the query, key and value channels.
+public struct GatedDeltaNetConfiguration: Sendable, Equatable {
+    /// Inputs each convolution sees, the current one included (`ssm.conv_kernel`, 2 … 16).
+    public let convolutionLength: Int
+    /// Width of each query, key and value head (`ssm.state_size`; `ssm.inner_size` must be
+    /// ``valueHeadCount`` of them).
+    public let headWidth: Int
+    /// Query and key heads (`ssm.group_count`), a divisor of ``valueHeadCount``: value head
+    /// `h` reads query and key head `h mod keyHeadCount`, as llama.cpp's kernel does.
+    public let keyHeadCount: Int
+    /// Value heads (`ssm.time_step_rank`), each with its own state, decay and gate.
+    public let valueHeadCount: Int
+
+    /// Channels of the convolution: the queries, the keys and the values.
+    public var convolutionWidth: Int { (2 * keyHeadCount + valueHeadCount) * headWidth }
+    /// Floats of one block's state: the last `convolutionLength − 1` convolution inputs and a
+    /// `headWidth × headWidth` matrix per value head.
+    public var stateFloatCount: Int { (convolutionLength - 1) * convolutionWidth + valueHeadCount * headWidth * headWidth }
 }
 
 /// A mixture of experts in place of a block's feed-forward network: a router scores the
@@ -90,6 +118,9 @@ public enum BlockKind: Sendable, Equatable {
     case attention(keyValueHeadCount: Int)
     /// A gated short causal convolution (LFM2), whose state is its inputs at earlier positions.
     case shortConvolution
+    /// A Gated DeltaNet linear attention (Qwen 3.5), whose state is a recurrent one
+    /// (``GatedDeltaNetConfiguration``).
+    case gatedDeltaNet
 }
 
 /// How an embedding is made of a sequence's last hidden states (the final norm's output, one
@@ -120,6 +151,10 @@ public struct ModelConfiguration: Sendable, Equatable {
     public let embeddingLength: Int
     /// Number of transformer blocks.
     public let blockCount: Int
+    /// Blocks the file carries after the model's as a multi-token-prediction draft head
+    /// (Qwen 3.5's `nextn_predict_layers`), not run (as llama.cpp's main pass does not run
+    /// them): their tensors are accepted and left in the mapping.
+    public let predictionBlockCount: Int
     /// Hidden width of the feed-forward network.
     public let feedForwardLength: Int
     /// Query heads per attention block.
@@ -185,6 +220,12 @@ public struct ModelConfiguration: Sendable, Equatable {
     public let pooling: EmbeddingPooling
     /// The mixture of experts of every block, for families that have one (`nil` otherwise).
     public let experts: ExpertConfiguration?
+    /// The Gated DeltaNet blocks' shape (Qwen 3.5), `nil` for families without them.
+    public let gatedDeltaNet: GatedDeltaNetConfiguration?
+    /// Interleaved M-RoPE's sections (`rope.dimension_sections`, Qwen 3.5): which rotated
+    /// pairs take the text position (the first three sections' share, interleaved) and which
+    /// the fourth, always 0 for text, so that those pairs do not rotate. `nil` without them.
+    public let ropeSections: [Int]?
 
     /// Upper bounds that keep a hostile file from sizing absurd buffers.
     public static let maximumDimension = 1 << 20
@@ -240,7 +281,20 @@ public struct ModelConfiguration: Sendable, Equatable {
             return value
         }
 
-        let blockCount = try required("block_count", limit: Self.maximumBlockCount)
+        // Qwen 3.5's converter appends its multi-token-prediction head as the last blocks
+        // (`nextn_predict_layers`): a draft head, which llama.cpp's main pass does not run
+        // either. The model is the blocks before it; per-block arrays may cover both.
+        let fileBlockCount = try required("block_count", limit: Self.maximumBlockCount)
+        let predictionBlockCount = traits.hasGatedDeltaNets
+            ? try countAllowingZero("nextn_predict_layers", limit: fileBlockCount - 1) ?? 0 : 0
+        let blockCount = fileBlockCount - predictionBlockCount
+        /// A per-block array's entries for the model's blocks.
+        func perBlock<T>(_ values: [T]?, key: String, describing what: String) throws(ModelConfigurationError) -> [T] {
+            guard let values, values.count == blockCount || values.count == fileBlockCount else {
+                throw .invalid(key: key, value: "an array of \(values?.count ?? 0)", reason: "must hold one \(what) per block (\(blockCount))")
+            }
+            return Array(values.prefix(blockCount))
+        }
         let embeddingLength = try required("embedding_length")
         let headCount = try required("attention.head_count")
 
@@ -250,10 +304,7 @@ public struct ModelConfiguration: Sendable, Equatable {
         switch metadata[keyValueKey] {
         case nil: keyValueHeads = Array(repeating: headCount, count: blockCount)
         case .array?:
-            guard let counts = try read(try metadata.integerArray(keyValueKey)), counts.count == blockCount else {
-                throw .invalid(key: keyValueKey, value: "an array", reason: "must hold one count per block (\(blockCount))")
-            }
-            keyValueHeads = counts
+            keyValueHeads = try perBlock(try read(try metadata.integerArray(keyValueKey)), key: keyValueKey, describing: "count")
         default: keyValueHeads = Array(repeating: try required("attention.head_count_kv"), count: blockCount)
         }
         var blockKinds: [BlockKind] = []
@@ -266,6 +317,19 @@ public struct ModelConfiguration: Sendable, Equatable {
                 throw .invalid(key: keyValueKey, value: "\(count)", reason: "must divide the head count \(headCount)")
             }
             blockKinds.append(.attention(keyValueHeadCount: count))
+        }
+        // Qwen 3.5: the recurrent blocks listed (`attention.recurrent_layers`), or all but every
+        // `full_attention_interval`-th (4 when absent), as llama.cpp's loader reads them.
+        if traits.hasGatedDeltaNets {
+            let listKey = parameters.key("attention.recurrent_layers")
+            let recurrent: [Bool]
+            if let listed = try read(try metadata.booleanArray(listKey)) {
+                recurrent = try perBlock(listed, key: listKey, describing: "flag")
+            } else {
+                let interval = try optional("full_attention_interval", limit: Self.maximumBlockCount) ?? 4
+                recurrent = (0 ..< blockCount).map { ($0 + 1) % interval != 0 }
+            }
+            for (block, isRecurrent) in recurrent.enumerated() where isRecurrent { blockKinds[block] = .gatedDeltaNet }
         }
         let attentionHeads = blockKinds.compactMap { if case let .attention(count) = $0 { count } else { nil } }
         guard Set(attentionHeads).count <= 1 || traits.hasLocalAttentionShapes else {
@@ -308,6 +372,19 @@ public struct ModelConfiguration: Sendable, Equatable {
             }
         }
 
+        // Qwen 3.5's M-RoPE sections: four counts of rotated pairs.
+        var ropeSections: [Int]?
+        if traits.hasGatedDeltaNets {
+            let sectionsKey = parameters.key("rope.dimension_sections")
+            guard let sections = try read(try metadata.integerArray(sectionsKey)) else { throw .missing(sectionsKey) }
+            let total = sections.reduce(0) { $0 + max(0, $1) }
+            guard sections.count == 4, sections.allSatisfy({ $0 >= 0 }), total > 0, total <= headDimension else {
+                throw .invalid(key: sectionsKey, value: "\(sections)",
+                               reason: "must be four non-negative counts of rotated pairs, 1 to \(headDimension) in all")
+            }
+            ropeSections = sections
+        }
+
         let tokens = try read(try metadata.array("tokenizer.ggml.tokens"))
         let vocabularySize = try read(try metadata.integer(parameters.key("vocab_size"))) ?? tokens?.count ?? 0
         guard vocabularySize > 0, vocabularySize <= 1 << 24 else {
@@ -319,9 +396,7 @@ public struct ModelConfiguration: Sendable, Equatable {
         let feedForwardKey = parameters.key("feed_forward_length")
         let feedForwardLengths: [Int]
         if case .array? = metadata[feedForwardKey] {
-            guard let lengths = try read(try metadata.integerArray(feedForwardKey)), lengths.count == blockCount else {
-                throw .invalid(key: feedForwardKey, value: "an array", reason: "must hold one width per block (\(blockCount))")
-            }
+            let lengths = try perBlock(try read(try metadata.integerArray(feedForwardKey)), key: feedForwardKey, describing: "width")
             for length in lengths { _ = try Self.checked(length, key: feedForwardKey, limit: Self.maximumDimension) }
             feedForwardLengths = lengths
         } else {
@@ -331,6 +406,7 @@ public struct ModelConfiguration: Sendable, Equatable {
         self.architecture = architecture
         self.embeddingLength = embeddingLength
         self.blockCount = blockCount
+        self.predictionBlockCount = predictionBlockCount
         self.feedForwardLengths = feedForwardLengths
         self.feedForwardLength = feedForwardLengths.max() ?? 0
         self.headCount = headCount
@@ -344,6 +420,31 @@ public struct ModelConfiguration: Sendable, Equatable {
         self.ropeFrequencyBase = try positiveDouble("rope.freq_base", default: 10_000)
         self.vocabularySize = vocabularySize
         self.blockKinds = blockKinds
+        self.ropeSections = ropeSections
+        if traits.hasGatedDeltaNets {
+            let headWidth = try required("ssm.state_size", limit: 1024)
+            let keyHeads = try required("ssm.group_count", limit: 4096)
+            let valueHeads = try required("ssm.time_step_rank", limit: 4096)
+            let length = try required("ssm.conv_kernel", limit: 16)
+            guard length >= 2, length <= trainedContextLength else {
+                throw .invalid(key: parameters.key("ssm.conv_kernel"), value: "\(length)",
+                               reason: "must be at least 2 and at most the context length \(trainedContextLength)")
+            }
+            guard valueHeads % keyHeads == 0 else {
+                throw .invalid(key: parameters.key("ssm.time_step_rank"), value: "\(valueHeads)",
+                               reason: "must be a multiple of the key head count \(keyHeads) (ssm.group_count)")
+            }
+            let innerKey = parameters.key("ssm.inner_size")
+            let inner = try required("ssm.inner_size")
+            guard inner == valueHeads * headWidth else {
+                throw .invalid(key: innerKey, value: "\(inner)",
+                               reason: "must be the value heads times the state size (\(valueHeads) × \(headWidth) = \(valueHeads * headWidth))")
+            }
+            self.gatedDeltaNet = GatedDeltaNetConfiguration(
+                convolutionLength: length, headWidth: headWidth, keyHeadCount: keyHeads, valueHeadCount: valueHeads)
+        } else {
+            self.gatedDeltaNet = nil
+        }
         self.shortConvolutionLength = traits.hasShortConvolutions ? try required("shortconv.l_cache", limit: 64) : nil
         if traits.hasExperts || traits.mayHaveExperts && metadata.contains(key: parameters.key("expert_count")) {
             let count = try required("expert_count", limit: Self.maximumExpertCount)

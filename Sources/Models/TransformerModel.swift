@@ -103,7 +103,7 @@ public final class TransformerModel: Sendable {
         }
 
         var blocks: [BlockWeights] = []
-        var attentionSlots = 0, convolutionSlots = 0
+        var attentionSlots = 0, convolutionSlots = 0, recurrentSlots = 0
         for (block, kind) in configuration.blockKinds.enumerated() {
             let prefix = "blk.\(block)."
             let mixer: TokenMixer
@@ -112,18 +112,20 @@ public final class TransformerModel: Sendable {
             case let .attention(keyValueHeads):
                 let headWidth = configuration.headDimension(ofBlock: block)
                 let queryWidth = configuration.headCount * headWidth, keyWidth = keyValueHeads * headWidth
+                // Qwen 3.5: each head's queries, then as many gate logits.
+                let projectedQueryWidth = traits.gatesAttentionOutput ? 2 * queryWidth : queryWidth
                 // A block reading an earlier block's keys and values (Gemma 4) has neither
                 // projections nor a norm for them, and that block's cache slot.
                 let source = configuration.keyValueSource(ofBlock: block)
                 let inputs: AttentionWeights.Inputs
                 if source != block {
-                    inputs = .queries(try loader.projection(prefix + "attn_q", shape: [width, queryWidth]))
+                    inputs = .queries(try loader.projection(prefix + "attn_q", shape: [width, projectedQueryWidth]))
                 } else if file.tensorInfo(named: prefix + "attn_qkv.weight") != nil {
-                    inputs = .fused(try loader.projection(prefix + "attn_qkv", shape: [width, queryWidth + 2 * keyWidth]))
+                    inputs = .fused(try loader.projection(prefix + "attn_qkv", shape: [width, projectedQueryWidth + 2 * keyWidth]))
                 } else {
                     let valuesAreKeys = traits.normalizesValues && file.tensorInfo(named: prefix + "attn_v.weight") == nil
                     inputs = .separate(
-                        query: try loader.projection(prefix + "attn_q", shape: [width, queryWidth]),
+                        query: try loader.projection(prefix + "attn_q", shape: [width, projectedQueryWidth]),
                         key: try loader.projection(prefix + "attn_k", shape: [width, keyWidth]),
                         value: valuesAreKeys ? nil : try loader.projection(prefix + "attn_v", shape: [width, keyWidth]))
                 }
@@ -139,7 +141,8 @@ public final class TransformerModel: Sendable {
                     headWidth: headWidth,
                     rotary: traits.usesRotary(block: block) ? rotaryIndex(local: local) : nil,
                     window: local ? configuration.slidingWindow : nil,
-                    sinks: traits.hasAttentionSinks ? try loader.vector(prefix + "attn_sinks.weight", count: configuration.headCount) : nil))
+                    sinks: traits.hasAttentionSinks ? try loader.vector(prefix + "attn_sinks.weight", count: configuration.headCount) : nil,
+                    gatesOutput: traits.gatesAttentionOutput))
                 if source != block {
                     slot = blocks[source].cacheSlot
                 } else {
@@ -155,6 +158,10 @@ public final class TransformerModel: Sendable {
                     outputProjection: try loader.projection(prefix + "shortconv.out_proj", shape: [width, width])))
                 slot = convolutionSlots
                 convolutionSlots += 1
+            case .gatedDeltaNet:
+                mixer = .gatedDeltaNet(try loader.gatedDeltaNet(prefix, width: width, configuration: configuration))
+                slot = recurrentSlots
+                recurrentSlots += 1
             }
             let feedForward: FeedForward
             let hiddenWidth = configuration.feedForwardLengths[block]
@@ -215,6 +222,9 @@ public final class TransformerModel: Sendable {
         attentionScale = traits.leavesScoresUnscaled ? 1 : 1 / Float(scaleWidth).squareRoot()
 
         everyMatrixIsPacked = loader.everyMatrixIsPacked
+        // A multi-token-prediction head's blocks (Qwen 3.5) are carried, not run.
+        let predictionBlocks = configuration.blockCount ..< configuration.blockCount + configuration.predictionBlockCount
+        loader.accept { name in predictionBlocks.contains { name.hasPrefix("blk.\($0).") } }
         if let unused = loader.unusedTensorName() { throw .unusedTensor(unused) }
     }
 
@@ -273,6 +283,19 @@ public final class TransformerModel: Sendable {
         if traits.usesRotaryFrequencyFactors {
             global.frequencyFactors = try loader.optionalVector("rope_freqs.weight", count: dimensions / 2)
         }
+        // Interleaved M-RoPE (Qwen 3.5) on text: pair k's sector (k mod the sections' sum) takes
+        // the position when it falls in the first three sections' interleaved share, and the
+        // fourth position, 0 for text, otherwise: an infinite divisor gives those pairs the
+        // angle 0, as ggml computes them.
+        if let sections = configuration.ropeSections {
+            let total = sections.reduce(0, +)
+            let factors = (0 ..< dimensions / 2).map { pair -> Float in
+                let sector = pair % total
+                let takesPosition = (0 ..< 3).contains { axis in sector % 3 == axis && sector < 3 * sections[axis] }
+                return takesPosition ? 1 : .infinity
+            }
+            if factors.contains(.infinity) { global.frequencyFactors = factors }
+        }
         switch configuration.ropeScaling {
         case .none: break
         case let .linear(factor):
@@ -313,10 +336,13 @@ public final class TransformerModel: Sendable {
             headWidths.append(configuration.headDimension(ofBlock: block))
         }
         let convolutions = configuration.blockKinds.filter { $0 == .shortConvolution }.count
+        let recurrences = blocks.compactMap { block -> GatedDeltaNetRecurrence? in
+            if case let .gatedDeltaNet(deltaNet) = block.mixer { deltaNet.recurrence } else { nil }
+        }
         return KVCache(
             contextLength: max(1, min(contextLength, configuration.trainedContextLength)),
             keyValueHeads: keyValueHeads, headWidths: headWidths,
-            convolutionCount: convolutions, convolutionWidth: configuration.embeddingLength)
+            convolutionCount: convolutions, convolutionWidth: configuration.embeddingLength, recurrences: recurrences)
     }
 
     /// The rotary embeddings a cache of `contextLength` positions uses (LongRoPE switches to its
@@ -592,6 +618,27 @@ struct WeightLoader {
                              usedCount: experts.usedCount)
     }
 
+    /// A block's Gated DeltaNet (Qwen 3.5, llama.cpp's tensor names): `attn_qkv`, `attn_gate`,
+    /// `ssm_alpha` and `ssm_beta` (kept in the mapping, computed row by row), `ssm_conv1d`,
+    /// `ssm_dt.bias`, `ssm_a`, `ssm_norm` and `ssm_out`.
+    mutating func gatedDeltaNet(_ prefix: String, width: Int, configuration: ModelConfiguration) throws(ModelLoadError) -> GatedDeltaNetWeights {
+        let shape = configuration.gatedDeltaNet!
+        let heads = shape.valueHeadCount, valueWidth = heads * shape.headWidth
+        return GatedDeltaNetWeights(
+            inputs: try projection(prefix + "attn_qkv", shape: [width, shape.convolutionWidth]),
+            outputGate: try projection(prefix + "attn_gate", shape: [width, valueWidth]),
+            decayInput: Projection(weights: try matrix(prefix + "ssm_alpha.weight", shape: [width, heads], computedRowByRow: true), bias: nil),
+            updateInput: Projection(weights: try matrix(prefix + "ssm_beta.weight", shape: [width, heads], computedRowByRow: true), bias: nil),
+            recurrence: GatedDeltaNetRecurrence(
+                shape: shape,
+                kernel: try vector(prefix + "ssm_conv1d.weight", shape: [shape.convolutionLength, shape.convolutionWidth]),
+                timeStepBias: try vector(prefix + "ssm_dt.bias", count: heads),
+                decayRate: try vector(prefix + "ssm_a", count: heads),
+                epsilon: Float(configuration.rmsNormEpsilon)),
+            norm: try vector(prefix + "ssm_norm.weight", count: shape.headWidth),
+            output: try projection(prefix + "ssm_out", shape: [valueWidth, width]))
+    }
+
     mutating func vector(_ name: String, count: Int) throws(ModelLoadError) -> [Float] {
         try vector(name, shape: [count])
     }
@@ -603,6 +650,16 @@ struct WeightLoader {
 
     mutating func optionalVector(_ name: String, count: Int) throws(ModelLoadError) -> [Float]? {
         file.tensorInfo(named: name) == nil ? nil : try vector(name, count: count)
+    }
+
+    /// Marks the tensors `isCarried` picks as taken without reading them: weights of a part
+    /// of the file the forward pass does not run (a draft head).
+    mutating func accept(_ isCarried: (String) -> Bool) {
+        for info in file.tensorInfos where isCarried(info.name) {
+            used.insert(info.name)
+            if info.shape.count >= 2 { preparedBytes += info.byteCount }
+        }
+        progress?(min(1, Double(preparedBytes) / Double(matrixBytes)))
     }
 
     /// The first tensor of the file, in file order, that nothing took.

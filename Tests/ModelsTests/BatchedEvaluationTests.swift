@@ -167,28 +167,10 @@ import TypesetTestSupport
     /// fused projections; Qwen 3's per-head norms; YaRN's angles; Qwen 3 MoE's rows grouped by
     /// expert, each expert's products over however many rows chose it), on the random-weight
     /// models.
-    @Test(.enabled(if: TestModels.shouldRunSynthetic), arguments: ["lfm2", "phi3", "qwen3", "qwen2-yarn", "qwen3moe", "lfm2moe", "gpt-oss", "gemma4", "gemma4-moe"])
+    @Test(.enabled(if: TestModels.shouldRunSynthetic), arguments: ["lfm2", "phi3", "qwen3", "qwen2-yarn", "qwen3moe", "lfm2moe", "gpt-oss", "gemma4", "gemma4-moe",
+                                                                    "qwen35"])
     func syntheticSequencesGetTheirOwnLogitsInABatch(name: String) throws {
-        try Self.check(try TransformerModel(file: try Self.packable(name)))
-    }
-
-    /// The synthetic model `name` with each half-precision matrix (they mix in F16 on purpose,
-    /// a type without packed kernels) replaced by random Q8_0 weights: the model is random anyway, and
-    /// this way every product is packed, as in the real models.
-    static func packable(_ name: String) throws -> GGUFFile {
-        let file = try GGUFFile(contentsOf: TestModels.syntheticPath(of: name))
-        var writer = GGUFWriter()
-        for entry in file.metadata.entries where !entry.key.hasPrefix("GGUF.") { writer.setValue(entry.value, forKey: entry.key) }
-        var generator = SplitMix64(seed: 7)
-        for tensor in file.tensors {
-            if tensor.shape.count == 2, tensor.type == .f16 || tensor.type == .bf16 {
-                let data = SyntheticWeights.blocks(.q8_0, elements: tensor.shape[0] * tensor.shape[1], using: &generator)
-                try writer.addTensor(name: tensor.name, shape: tensor.shape, type: .q8_0, data: data)
-            } else {
-                try writer.addTensor(name: tensor.name, shape: tensor.shape, type: tensor.type, data: Array(tensor.bytes))
-            }
-        }
-        return try GGUFFile(bytes: try writer.encoded())
+        try Self.check(try TransformerModel(file: try TestModels.packableSynthetic(of: name)))
     }
 
     /// Whether a model's products are all packed (and so batch-invariant) is known: the
@@ -196,6 +178,6 @@ import TypesetTestSupport
     @Test(.enabled(if: TestModels.shouldRunSynthetic))
     func modelsSayWhetherEveryMatrixIsPacked() throws {
         #expect(!(try TransformerModel(contentsOf: TestModels.syntheticPath(of: "lfm2"))).everyMatrixIsPacked)
-        #expect(try TransformerModel(file: try Self.packable("lfm2")).everyMatrixIsPacked)
+        #expect(try TransformerModel(file: try TestModels.packableSynthetic(of: "lfm2")).everyMatrixIsPacked)
     }
 }

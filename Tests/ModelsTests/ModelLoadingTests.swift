@@ -190,6 +190,70 @@ import TypesetTestSupport
                 == .shapeMismatch("blk.0.ffn_gate_exps.weight", expected: [128, 32, 8], found: [128, 64, 8]))
     }
 
+    /// Qwen 3.5's shape, read from its keys: which blocks are Gated DeltaNets (listed, or by
+    /// the interval), their state's sizes, the M-RoPE sections; and the ways a file can get
+    /// them wrong, each a typed error naming the key or tensor.
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func qwen35RecurrentBlocksAndTheirState() throws {
+        let model = try TransformerModel(contentsOf: TestModels.syntheticPath(of: "qwen35"))
+        let configuration = model.configuration
+        #expect(configuration.blockKinds == [.gatedDeltaNet, .gatedDeltaNet, .gatedDeltaNet, .attention(keyValueHeadCount: 2),
+                                             .gatedDeltaNet, .gatedDeltaNet])
+        let shape = try #require(configuration.gatedDeltaNet)
+        #expect(shape.convolutionLength == 4 && shape.headWidth == 32 && shape.keyHeadCount == 2 && shape.valueHeadCount == 4)
+        #expect(shape.convolutionWidth == 256 && shape.stateFloatCount == 3 * 256 + 4 * 32 * 32)
+        #expect(configuration.ropeSections == [0, 3, 3, 2] && configuration.ropeDimensionCount == 16)
+        #expect(model.makeCache(contextLength: 64).hasRecurrentState)
+
+        func invalidKey(_ file: GGUFFile) -> String? {
+            if case let .configuration(.invalid(key, _, _))? = Self.loadError(file) { return key }
+            return nil
+        }
+        let flags = { (values: [Bool]) in GGUFValue.array(try GGUFArray(elementType: .bool, elements: values.map(GGUFValue.bool))) }
+        // Without the list, the interval decides: every second block attends, so block 1's
+        // fused projection is read as an attention block's (gated queries, keys and values).
+        #expect(Self.loadError(try Self.rewritten("qwen35", setting: ["qwen35.full_attention_interval": .uint32(2)],
+                                                  removing: ["qwen35.attention.recurrent_layers"]))
+                == .shapeMismatch("blk.1.attn_qkv.weight", expected: [128, 2 * 256 + 2 * 128], found: [128, 256]))
+        #expect(Self.loadError(try Self.rewritten("qwen35", removing: ["qwen35.attention.recurrent_layers"])) == nil)
+        // A list with a flag too few; state sizes that do not multiply out; value heads that are
+        // not a multiple of the key heads; a convolution of one tap, or longer than the context.
+        #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.attention.recurrent_layers": try flags([true, false])]))
+                == "qwen35.attention.recurrent_layers")
+        #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.ssm.inner_size": .uint32(96)])) == "qwen35.ssm.inner_size")
+        #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.ssm.time_step_rank": .uint32(3), "qwen35.ssm.inner_size": .uint32(96)]))
+                == "qwen35.ssm.time_step_rank")
+        #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.ssm.conv_kernel": .uint32(1)])) == "qwen35.ssm.conv_kernel")
+        #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.ssm.conv_kernel": .uint32(8), "qwen35.context_length": .uint32(6)]))
+                == "qwen35.ssm.conv_kernel")
+        #expect(Self.loadError(try Self.rewritten("qwen35", removing: ["qwen35.ssm.state_size"]))
+                == .configuration(.missing("qwen35.ssm.state_size")))
+        // Sections: four of them, not all empty, and required.
+        let sections = { (values: [Int]) in GGUFValue.array(try GGUFArray(elementType: .int32, elements: values.map { .int32(Int32($0)) })) }
+        #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.rope.dimension_sections": try sections([0, 0, 0, 0])]))
+                == "qwen35.rope.dimension_sections")
+        #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.rope.dimension_sections": try sections([4, 4])]))
+                == "qwen35.rope.dimension_sections")
+        #expect(Self.loadError(try Self.rewritten("qwen35", removing: ["qwen35.rope.dimension_sections"]))
+                == .configuration(.missing("qwen35.rope.dimension_sections")))
+        // Every tensor of a recurrent block is required, its convolution of the right shape,
+        // and a tensor it does not use is refused.
+        #expect(Self.loadError(try Self.rewritten("qwen35", droppingTensor: "blk.4.ssm_a")) == .missingTensor("blk.4.ssm_a"))
+        #expect(Self.loadError(try Self.rewritten("qwen35", droppingTensor: "blk.0.ssm_dt.bias")) == .missingTensor("blk.0.ssm_dt.bias"))
+        #expect(Self.loadError(try Self.rewritten("qwen35", setting: ["qwen35.ssm.conv_kernel": .uint32(3)]))
+                == .shapeMismatch("blk.0.ssm_conv1d.weight", expected: [3, 256], found: [4, 256]))
+        #expect(Self.loadError(try Self.rewritten("qwen35", addingTensor: ("blk.2.ssm_ba.weight", [128, 8])))
+                == .unusedTensor("blk.2.ssm_ba.weight"))
+        // The multi-token-prediction block the converter appends is carried, not run (block
+        // 6 of 7); without `nextn_predict_layers` it would be a block of the model, whose
+        // `nextn.*` tensors nothing reads.
+        #expect(configuration.blockCount == 6 && configuration.predictionBlockCount == 1)
+        #expect(Self.loadError(try Self.rewritten("qwen35", setting: ["qwen35.nextn_predict_layers": .uint32(0)]))
+                == .unusedTensor("blk.6.nextn.eh_proj.weight"))
+        #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.nextn_predict_layers": .uint32(7)]))
+                == "qwen35.nextn_predict_layers")
+    }
+
     /// Gemma 4's shape, read from its keys: which blocks attend within the window, their head
     /// widths, which blocks read whose keys and values (and so have no cache of their own), the
     /// feed-forward widths per block; and the ways a file can get them wrong.

@@ -1,4 +1,6 @@
 import Foundation
+import GGUF
+import SyntheticTensors
 
 /// Where the tests find the real models and the committed fixtures.
 ///
@@ -47,6 +49,26 @@ public enum TestModels {
     /// random-weight model `name` (`qwen3`, `lfm2`, …).
     public static func syntheticPath(of name: String) -> String {
         cacheDirectory + "/synthetic/" + name + ".gguf"
+    }
+
+    /// The synthetic model `name` with each half-precision matrix (they mix in F16 on purpose,
+    /// a type without packed kernels) replaced by random Q8_0 weights: the model is random
+    /// anyway, and this way every product is packed, as in the real models, so a row's logits
+    /// do not depend on the rows evaluated with it.
+    public static func packableSynthetic(of name: String) throws -> GGUFFile {
+        let file = try GGUFFile(contentsOf: syntheticPath(of: name))
+        var writer = GGUFWriter()
+        for entry in file.metadata.entries where !entry.key.hasPrefix("GGUF.") { writer.setValue(entry.value, forKey: entry.key) }
+        var generator = SplitMix64(seed: 7)
+        for tensor in file.tensors {
+            if tensor.shape.count == 2, tensor.type == .f16 || tensor.type == .bf16 {
+                let data = SyntheticWeights.blocks(.q8_0, elements: tensor.shape[0] * tensor.shape[1], using: &generator)
+                try writer.addTensor(name: tensor.name, shape: tensor.shape, type: .q8_0, data: data)
+            } else {
+                try writer.addTensor(name: tensor.name, shape: tensor.shape, type: tensor.type, data: Array(tensor.bytes))
+            }
+        }
+        return try GGUFFile(bytes: try writer.encoded())
     }
 
     /// Whether the synthetic-family tests should run: the files are there, or models are required.

@@ -377,6 +377,40 @@ extension Sampler {
         }
     }
 
+    /// Qwen 3.5's recurrent state through speculation: a refused draft is taken back within
+    /// the pass that evaluated it (``KVCache`` restores the state after the kept tokens), so
+    /// the drafted reply is the plain one token for token, greedy and sampled; and a second
+    /// prompt sharing the first's start reuses the cache up to the checkpoint the loop keeps
+    /// before the prompt's end. On the random-weight model with every matrix packed.
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func recurrentStateFollowsDraftsAndReuse() throws {
+        let file = try TestModels.packableSynthetic(of: "qwen35")
+        let model = try TransformerModel(file: file)
+        let generator = TextGenerator(model: model, tokenizer: try Tokenizer(metadata: file.metadata), contextLength: 256, threadCount: 2)
+        // A prompt that repeats itself, and the reply held to its tokens (the random model's
+        // own choices, among them), so the lookup finds drafts, some right and some refused.
+        let prompt = Array(repeating: [510, 2244, 3101, 87, 510, 2244, 9015], count: 6).flatMap { $0 }
+        let promptTokens = Set(prompt)
+        let hold: (inout [Float]) -> Void = { logits in
+            for index in logits.indices where !promptTokens.contains(index) { logits[index] = -.infinity }
+        }
+        for sampling in [SamplingOptions.greedy, SamplingOptions(temperature: 0.8, seed: 5)] {
+            let plain = try generator.generate(prompt: prompt, maxTokens: 48, sampling: sampling, logitsProcessor: hold)
+            let drafted = try generator.generate(prompt: prompt, maxTokens: 48, sampling: sampling, lookup: PromptLookup(),
+                                                 logitsProcessor: hold)
+            #expect(drafted.tokens == plain.tokens, "temperature \(sampling.temperature)")
+            #expect(drafted.stats.draftedTokens > drafted.stats.acceptedDraftTokens && drafted.stats.acceptedDraftTokens > 0,
+                    "kept \(drafted.stats.acceptedDraftTokens) of \(drafted.stats.draftedTokens)")
+        }
+        // The next prompt ends differently: the cache restarts at the checkpoint 4 tokens before
+        // the first one's end, and the reply is a fresh generator's.
+        let next = Array(prompt.dropLast(2)) + [4411, 77, 19]
+        let reused = try generator.generate(prompt: next, maxTokens: 16)
+        #expect(reused.stats.cachedPromptTokens == prompt.count - 4)
+        let fresh = TextGenerator(model: model, tokenizer: generator.tokenizer, contextLength: 256, threadCount: 2)
+        #expect(reused.tokens == (try fresh.generate(prompt: next, maxTokens: 16)).tokens)
+    }
+
     @Test(.enabled(if: TestModels.shouldRun(TestModels.smolLM2FileName)))
     func logitsHookMasksTokens() throws {
         let generator = try Self.generator()

@@ -27,6 +27,9 @@ final class ScriptedSource: LogitsSource {
 
     func truncate(to count: Int) { held.removeLast(max(0, held.count - count)) }
 
+    var hasRecurrentState: Bool { false }
+    func checkpoint() {}
+
     func evaluate(_ tokens: ArraySlice<Int>, logitRows: Int, into logits: inout [Float]) throws(ModelError) {
         guard held.count + tokens.count <= contextLength else {
             throw .contextOverflow(needed: held.count + tokens.count, available: contextLength)

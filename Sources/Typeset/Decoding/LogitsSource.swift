@@ -17,8 +17,16 @@ package protocol LogitsSource: AnyObject {
     /// `tokens.count - 1`, so that evaluating the rest yields the logits after `tokens`.
     func reusablePrefixLength(for tokens: [Int]) -> Int
 
-    /// Forgets every token after the first `count`.
+    /// Forgets every token after the first `count`. A source with recurrent state keeps the
+    /// longest prefix of at most `count` tokens it can restore, which ``count`` then says.
     func truncate(to count: Int)
+
+    /// Whether the source has recurrent state, which it restores only at some positions
+    /// (a checkpoint, the last pass): the loop then marks a position near each prompt's end.
+    var hasRecurrentState: Bool { get }
+
+    /// Keeps the state at the current position for a later prompt sharing this prefix.
+    func checkpoint()
 
     /// Appends `tokens` and writes the logits for the token after each of the last
     /// `logitRows` of them (1 ... `tokens.count`) into `logits`, one per vocabulary entry,
@@ -54,6 +62,8 @@ package final class ModelSequence: LogitsSource {
     package var count: Int { cache.count }
     package func reusablePrefixLength(for tokens: [Int]) -> Int { cache.reusablePrefixLength(for: tokens) }
     package func truncate(to count: Int) { cache.truncate(to: count) }
+    package var hasRecurrentState: Bool { cache.hasRecurrentState }
+    package func checkpoint() { cache.checkpoint() }
 
     package func evaluate(_ tokens: ArraySlice<Int>, logitRows: Int = 1, into logits: inout [Float]) throws(ModelError) {
         try model.evaluate(tokens, cache: cache, threadCount: threadCount, logits: logitRows == 1 ? .last : .lastRows(logitRows), into: &logits)

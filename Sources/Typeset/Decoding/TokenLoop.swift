@@ -270,13 +270,32 @@ struct TokenLoop<Source: LogitsSource> {
     mutating func nextTokens(limit: Int = .max) -> ArraySlice<Int>? {
         guard finishReason == nil else { return nil }
         if isPrefilling {
-            let end = min(computed + max(1, min(prefillChunkLength, limit)), start.count)
+            var end = min(computed + max(1, min(prefillChunkLength, limit)), start.count)
+            // A source with recurrent state stops a pass at the checkpoint before the prompt's
+            // end (``advance`` marks it there).
+            if let checkpoint = recurrentCheckpointPosition, computed < checkpoint, end > checkpoint { end = checkpoint }
             pendingCount = end - computed
             return start[computed ..< end]
         }
+        // A source that could not take back every refused draft exactly (recurrent state past
+        // the last pass's kept rows) holds fewer tokens than the loop's history: those first.
+        let held = history.count - (stepTokens.count - drafted.count)
+        if source.count < held { stepTokens.insert(contentsOf: history[source.count ..< held], at: 0) }
         pendingCount = stepTokens.count
         return stepTokens[...]
     }
+
+    /// Where a source with recurrent state keeps a checkpoint: a few tokens before the end of
+    /// the prompt, as llama-server places its own, so that a next turn rendering this reply
+    /// differently (a template dropping the reasoning) restarts there rather than from the
+    /// start. `nil` for other sources, or when the prompt computed is too short.
+    private var recurrentCheckpointPosition: Int? {
+        let position = start.count - Self.checkpointDistance
+        return source.hasRecurrentState && position > reused ? position : nil
+    }
+
+    /// Tokens between the checkpoint and the prompt's end.
+    static var checkpointDistance: Int { 4 }
 
     /// How many rows of logits the evaluation of ``nextTokens(limit:)``'s tokens must give,
     /// those of its last tokens, row after row: with drafted tokens, the row before them and
@@ -296,6 +315,7 @@ struct TokenLoop<Source: LogitsSource> {
         guard finishReason == nil else { return }
         if isPrefilling {
             computed += pendingCount
+            if computed == recurrentCheckpointPosition { source.checkpoint() }
             onPrefill?(computed - reused, start.count - reused)
             if isPrefilling { return }
             decodeStart = clock.now

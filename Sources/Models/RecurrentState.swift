@@ -1,0 +1,219 @@
+import Kernels
+
+/// The state of a cache's recurrent blocks (Qwen 3.5's Gated DeltaNet blocks), beside its keys
+/// and values: what those blocks remember of every token before, in a fixed size.
+///
+/// Unlike keys and values, such a state cannot be cut back to an earlier position: it is one
+/// value, updated by every token. So the cache keeps what it needs to restore the states a
+/// caller asks for, and nothing is ever recomputed silently wrong:
+///
+/// - **The last pass**: the state before it (the pass reads it and writes the new state
+///   elsewhere, so keeping it costs no copy) and, for a pass of at most
+///   ``replayableRowLimit`` rows, each row's inputs to the recurrence (the projections, not the
+///   state: `rowInputFloatCount` floats a row). Any position within that pass is restored by
+///   running the recurrence over the rows kept before it, which gives the state the pass
+///   computed, bit for bit. This is how rejected drafts and forced tokens are taken back.
+/// - **Checkpoints**: copies of the state at positions a caller marks (``KVCache/checkpoint()``:
+///   the decoding loop marks the position a few tokens before each prompt's end, as
+///   llama-server does, so a next turn that renders the last reply differently restarts there).
+///   At most ``checkpointLimit``, the oldest dropped first.
+/// - Position 0, whose state is zeros.
+///
+/// A position that is none of those cannot be restored: ``restore(to:)`` restores the nearest
+/// one before it, and the cache then holds fewer tokens, which its caller computes again.
+///
+/// Memory: two states (`stateFloatCount` floats each, the last pass's start and its end),
+/// ``replayableRowLimit`` rows of inputs, and one state per checkpoint; for Qwen 3.5 2B's 18
+/// Gated DeltaNet blocks a state is 19 MiB. Pages are committed as they are written.
+final class RecurrentState {
+    /// The recurrent blocks' arithmetic, in block order (a block's `cacheSlot` indexes it).
+    let recurrences: [GatedDeltaNetRecurrence]
+    /// Where each block's state starts in a whole state, and its inputs in a kept row.
+    private let stateOffsets: [Int], inputOffsets: [Int]
+    /// Floats of a whole state (every block's) and of one row's inputs (every block's).
+    let stateFloatCount: Int, rowInputFloatCount: Int
+
+    /// The most rows of a pass whose inputs are kept for restoring positions within it.
+    static let replayableRowLimit = 64
+    /// The most checkpoints kept.
+    static let checkpointLimit = 8
+
+    private let storage: MappedMemory
+    /// The state after the cache's last position.
+    private var current: UnsafeMutablePointer<Float>
+    /// The state at the start of the last pass.
+    private var passStartState: UnsafeMutablePointer<Float>
+    /// `replayableRowLimit × rowInputFloatCount`: the last pass's rows of inputs.
+    private let passInputs: UnsafeMutablePointer<Float>
+    /// Scratch of a restoration (the forward pass uses its workspace's).
+    private let scratch: UnsafeMutablePointer<Float>
+    /// Where the last pass started, `nil` when none is known (or it was truncated away), and
+    /// how many of its rows' inputs are kept (0 for a pass longer than the limit).
+    private(set) var passStart: Int?
+    private(set) var keptRowCount = 0
+    /// The checkpoints, oldest first, each with its own state.
+    private(set) var checkpoints: [(position: Int, state: UnsafeMutablePointer<Float>)] = []
+
+    init(recurrences: [GatedDeltaNetRecurrence]) {
+        self.recurrences = recurrences
+        var stateOffsets: [Int] = [], inputOffsets: [Int] = []
+        var stateCount = 0, inputCount = 0
+        for recurrence in recurrences {
+            stateOffsets.append(stateCount)
+            inputOffsets.append(inputCount)
+            stateCount += recurrence.shape.stateFloatCount
+            inputCount += recurrence.rowInputWidth
+        }
+        (self.stateOffsets, self.inputOffsets) = (stateOffsets, inputOffsets)
+        (stateFloatCount, rowInputFloatCount) = (stateCount, inputCount)
+        let scratchCount = recurrences.map { $0.shape.scratchFloatCount(rows: Self.replayableRowLimit) }.max() ?? 0
+        let floats = 2 * stateCount + Self.replayableRowLimit * inputCount + scratchCount
+        storage = MappedMemory(byteCount: max(1, floats) * MemoryLayout<Float>.size, reservingSwap: false)
+        let base = storage.bytes.bindMemory(to: Float.self, capacity: floats)
+        current = base
+        passStartState = base + stateCount
+        passInputs = base + 2 * stateCount
+        scratch = passInputs + Self.replayableRowLimit * inputCount
+    }
+
+    deinit {
+        for checkpoint in checkpoints { checkpoint.state.deallocate() }
+    }
+
+    /// Bytes of the two states, the kept inputs and the checkpoints.
+    var byteCount: Int {
+        (2 * stateFloatCount + Self.replayableRowLimit * rowInputFloatCount + checkpoints.count * stateFloatCount) * MemoryLayout<Float>.size
+    }
+
+    /// Starts a pass of `rows` rows at `position` (what the cache holds): the current state
+    /// becomes the pass's start (zeros at position 0), which the pass's blocks read, writing
+    /// the new state.
+    func beginPass(at position: Int, rows: Int) {
+        swap(&current, &passStartState)
+        if position == 0 { passStartState.update(repeating: 0, count: stateFloatCount) }
+        passStart = position
+        keptRowCount = rows <= Self.replayableRowLimit ? rows : 0
+    }
+
+    /// Takes back a pass that failed before its end: the state is the one before it again.
+    func abandonPass() {
+        swap(&current, &passStartState)
+        passStart = nil
+        keptRowCount = 0
+    }
+
+    /// Runs block `block`'s recurrence over the pass's rows (``beginPass(at:rows:)`` said how
+    /// many), from the pass's start state to the current one, keeping the rows' inputs when
+    /// the pass is short enough to restore positions within it.
+    func advance(
+        block: Int, rows: Int, inputs: GatedDeltaNetRecurrence.Inputs, outputs: UnsafeMutablePointer<Float>?,
+        scratch: UnsafeMutablePointer<Float>, threadCount: Int
+    ) {
+        let recurrence = recurrences[block]
+        if keptRowCount > 0 {
+            let width = recurrence.shape.convolutionWidth, heads = recurrence.shape.valueHeadCount
+            for row in 0 ..< rows {
+                let target = passInputs + row * rowInputFloatCount + inputOffsets[block]
+                target.update(from: inputs.convolution + row * inputs.convolutionStride, count: width)
+                (target + width).update(from: inputs.decay + row * inputs.decayStride, count: heads)
+                (target + width + heads).update(from: inputs.update + row * inputs.updateStride, count: heads)
+            }
+        }
+        recurrence.advance(rows: rows, inputs: inputs, from: passStartState + stateOffsets[block],
+                           to: current + stateOffsets[block], outputs: outputs, scratch: scratch, threadCount: threadCount)
+    }
+
+    /// Whether the state at `position` can be restored: the current one (`count`), one within
+    /// the last pass's kept rows, a checkpoint's, or 0.
+    func canRestore(_ position: Int, count: Int) -> Bool {
+        if position == count || position == 0 { return true }
+        if let start = passStart, position >= start, position - start <= keptRowCount { return true }
+        return checkpoints.contains { $0.position == position }
+    }
+
+    /// The largest position at most `position` whose state can be restored (see
+    /// ``canRestore(_:count:)``), for a cache holding `count` tokens.
+    func restorablePosition(atMost position: Int, count: Int) -> Int {
+        if position >= count { return count }
+        if let start = passStart, position >= start, position - start <= keptRowCount { return position }
+        var best = 0
+        for checkpoint in checkpoints where checkpoint.position <= position { best = max(best, checkpoint.position) }
+        if let start = passStart, start <= position { best = max(best, start) }
+        return best
+    }
+
+    /// Makes the current state the one at the largest restorable position at most `position`
+    /// (of a cache holding `count` tokens) and returns that position. Forgets the checkpoints
+    /// past it (they hold states of tokens the cache no longer holds).
+    func restore(to position: Int, count: Int) -> Int {
+        let target = restorablePosition(atMost: position, count: count)
+        defer { checkpoints.removeAll { checkpoint in
+            guard checkpoint.position > target else { return false }
+            checkpoint.state.deallocate()
+            return true
+        } }
+        guard target < count else { return count }
+        if let start = passStart, target >= start {
+            // Within the last pass: its start state, advanced over the kept rows before it.
+            let rows = target - start
+            replay(rows: rows, inputs: passInputs, from: passStartState, to: current)
+            keptRowCount = rows
+            return target
+        }
+        passStart = nil
+        keptRowCount = 0
+        if let checkpoint = checkpoints.last(where: { $0.position == target }) {
+            current.update(from: checkpoint.state, count: stateFloatCount)
+        } else {
+            current.update(repeating: 0, count: stateFloatCount)
+        }
+        return target
+    }
+
+    /// Keeps the current state as a checkpoint at `position` (what the cache holds), dropping
+    /// the oldest when there are ``checkpointLimit``.
+    func checkpoint(at position: Int) {
+        guard position > 0, !checkpoints.contains(where: { $0.position == position }) else { return }
+        if checkpoints.count >= Self.checkpointLimit { checkpoints.removeFirst().state.deallocate() }
+        let state = UnsafeMutablePointer<Float>.allocate(capacity: stateFloatCount)
+        state.initialize(from: current, count: stateFloatCount)
+        checkpoints.append((position, state))
+    }
+
+    /// Makes the current state `other`'s at `position` (restorable there), and forgets this
+    /// state's last pass and checkpoints: a cache starts from another's prefix.
+    func copy(_ position: Int, of other: RecurrentState, otherCount: Int) {
+        precondition(other.stateFloatCount == stateFloatCount, "copying between recurrent states of different shapes")
+        precondition(other.canRestore(position, count: otherCount), "position \(position) of the other cache cannot be restored")
+        if position == otherCount {
+            current.update(from: other.current, count: stateFloatCount)
+        } else if let start = other.passStart, position >= start, position - start <= other.keptRowCount {
+            other.replay(rows: position - start, inputs: other.passInputs, from: other.passStartState, to: current)
+        } else if let checkpoint = other.checkpoints.last(where: { $0.position == position }) {
+            current.update(from: checkpoint.state, count: stateFloatCount)
+        } else {
+            current.update(repeating: 0, count: stateFloatCount)
+        }
+        forgetHistory()
+    }
+
+    /// Forgets the last pass and the checkpoints (the cache was cleared).
+    func forgetHistory() {
+        passStart = nil
+        keptRowCount = 0
+        for checkpoint in checkpoints { checkpoint.state.deallocate() }
+        checkpoints.removeAll()
+    }
+
+    /// Every block's recurrence over `rows` kept rows of `inputs`, from `source` to `destination`.
+    private func replay(rows: Int, inputs: UnsafeMutablePointer<Float>, from source: UnsafeMutablePointer<Float>,
+                        to destination: UnsafeMutablePointer<Float>) {
+        for (block, recurrence) in recurrences.enumerated() {
+            let blockInputs = GatedDeltaNetRecurrence.Inputs(
+                rows: inputs + inputOffsets[block], width: rowInputFloatCount,
+                convolutionWidth: recurrence.shape.convolutionWidth, valueHeads: recurrence.shape.valueHeadCount)
+            recurrence.advance(rows: rows, inputs: blockInputs, from: source + stateOffsets[block], to: destination + stateOffsets[block],
+                               outputs: nil, scratch: scratch, threadCount: KernelThreadPool.shared.threadCount)
+        }
+    }
+}
