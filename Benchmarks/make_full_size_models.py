@@ -11,13 +11,15 @@ what decides speed: every tensor's shape and type, as in a Q4_K_M file of the re
     gpt-oss-20b.gguf        OpenAI gpt-oss-20b, architecture `gpt-oss`, about 12.1 GB
     gemma4-e2b.gguf         Google Gemma 4 E2B (text), architecture `gemma4`, about 3.5 GB
     qwen35-4b.gguf          Qwen Qwen3.5-4B (text), architecture `qwen35`, about 2.7 GB
+    qwen3-4b.gguf           Qwen Qwen3-4B, architecture `qwen3`, about 2.5 GB: Qwen3.5-4B's
+                            attention-only counterpart, for the 4,096-token prompt comparison
 
 All go to $TYPESET_CACHE/full-size/ (default ~/.cache/typeset/full-size/), never into the
 repository. Needs gguf (0.19.0) and numpy only, and the tokenizer files of Fixtures/fetch.sh:
 
     ~/.cache/typeset/python/bin/python Benchmarks/make_full_size_models.py [NAME...]
 
-NAME is a file name without .gguf (default: all five). A file is skipped when it exists with a
+NAME is a file name without .gguf (default: all six). A file is skipped when it exists with a
 sidecar NAME.gguf.stamp recording this script's sha256 and the file's size, so a run after an
 edit of this script rewrites the files and any other run does nothing. A file is written
 streaming, tensor by tensor (one tensor in memory at a time, the largest 615 MB, gpt-oss's
@@ -91,6 +93,9 @@ conversion/base.py TextModel) writes for them, and the tensors are those llama.c
                   say otherwise, which would add a 520 MB output matrix to each token's reads).
                   The multi-token-prediction block the converter appends is left out: neither
                   engine runs it.
+    Qwen3-4B      36 blocks, width 2560 (Qwen/Qwen3-4B's config.json): attention in every
+                  block (32 heads, 8 key/value heads of 128, QK norm), SwiGLU of 9728, RoPE
+                  base 10^6, RMS epsilon 1e-6, context 40960, 151936 tokens, tied output.
 
 Types. The mapping llama-quantize applies for Q4_K_M (src/llama-quant.cpp,
 llama_tensor_get_type_impl), tensors taken in the order it takes them (by block, then name):
@@ -305,6 +310,12 @@ MODELS = {
               context=262144, rope_base=1e7, rms_epsilon=1e-6, tokenizer_source="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
               attention_blocks=tuple(b for b in range(32) if b % 4 == 3), tied_output=True,
               state_width=128, linear_key_heads=16, linear_value_heads=32, convolution_taps=4, rope_dimensions=64),
+        # Qwen3.5-4B's attention-only counterpart, for the long-prompt comparison.
+        Model(name="qwen3-4b", title="Typeset random-weight Qwen3-4B (benchmark only)",
+              architecture="qwen3", blocks=36, width=2560, heads=32, key_value_heads=8, head_width=128,
+              feed_forward=9728, experts=0, experts_used=0, expert_feed_forward=0, vocabulary=151936,
+              context=40960, rope_base=1e6, rms_epsilon=1e-6, tokenizer_source="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+              attention_blocks=tuple(range(36)), tied_output=True, leading_dense_blocks=36),
     )
 }
 
@@ -534,7 +545,7 @@ def all_tensors(model: Model) -> list[Tensor]:
     elif model.architecture == "qwen35":
         tensors = qwen35_tensors(model)
     else:
-        # Experts with exactly 8 experts get other types in llama-quant.cpp; neither model has 8.
+        # Experts with exactly 8 experts get other types in llama-quant.cpp; no model here has 8.
         assert model.experts != 8
         tensors = global_tensors(model) + [t for b in range(model.blocks) for t in block_tensors(model, b)]
     return sorted(tensors, key=lambda t: (t.block, t.name))
@@ -674,9 +685,10 @@ def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
         add_qwen35_hyperparameters(writer, model)
         return
     writer.add_feed_forward_length(model.feed_forward)
-    writer.add_expert_count(model.experts)
-    writer.add_expert_used_count(model.experts_used)
-    writer.add_expert_feed_forward_length(model.expert_feed_forward)
+    if model.experts:
+        writer.add_expert_count(model.experts)
+        writer.add_expert_used_count(model.experts_used)
+        writer.add_expert_feed_forward_length(model.expert_feed_forward)
     if model.short_convolution:
         # LFM2's converter: a key/value head count per block, 0 for the convolution blocks.
         writer.add_head_count_kv([model.key_value_heads if b in model.attention_blocks else 0
@@ -689,7 +701,7 @@ def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
         writer.add_value_length(model.head_width)
     if model.sigmoid_router:
         writer.add_expert_gating_func(ExpertGatingFuncType.SIGMOID)
-    if model.leading_dense_blocks:
+    if model.experts and model.leading_dense_blocks:
         writer.add_leading_dense_block_count(model.leading_dense_blocks)
     if model.sliding_window:
         writer.add_sliding_window(model.sliding_window)

@@ -151,10 +151,61 @@ def tiny_gemma4(path):
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
 
+def tiny_qwen35(path):
+    """A whole Qwen 3.5 in 86 KB (width 32, 4 blocks: Gated DeltaNets in blocks 0-2 with
+    heads of 16, one query/key head read by two value heads, a convolution of 4 taps; gated
+    attention in block 3 with M-RoPE sections; a multi-token-prediction block after them): the
+    fuzzer reaches the recurrent blocks' keys, the sections and the prediction block's count."""
+    rng = np.random.default_rng(35)
+    width, heads, head, state, value_heads, blocks = 32, 2, 16, 16, 2, 4
+    w = GGUFWriter(path, "qwen35")
+    w.add_context_length(256); w.add_embedding_length(width); w.add_block_count(blocks + 1)
+    w.add_uint32("qwen35.nextn_predict_layers", 1)
+    w.add_feed_forward_length(32); w.add_head_count(heads); w.add_head_count_kv(1)
+    w.add_key_length(head); w.add_value_length(head); w.add_rope_dimension_count(8)
+    w.add_array("qwen35.rope.dimension_sections", [1, 1, 1, 1])
+    w.add_rope_freq_base(1e7); w.add_layer_norm_rms_eps(1e-6)
+    w.add_uint32("qwen35.ssm.conv_kernel", 4); w.add_uint32("qwen35.ssm.state_size", state)
+    w.add_uint32("qwen35.ssm.group_count", 1); w.add_uint32("qwen35.ssm.time_step_rank", value_heads)
+    w.add_uint32("qwen35.ssm.inner_size", value_heads * state)
+    w.add_array("qwen35.attention.recurrent_layers", [True, True, True, False, False])
+    w.add_uint32("qwen35.full_attention_interval", 4)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(["<|im_start|>", "<|im_end|>", "<think>", "</think>", "a", "b", "c", "ab"])
+    w.add_token_types([3, 3, 4, 4, 1, 1, 1, 1]); w.add_token_merges(["a b"]); w.add_eos_token_id(1)
+    vocab = 8
+    channels = 2 * state + value_heads * state
+
+    def f32(name, *shape, scale=0.1, offset=0.0):
+        values = (offset + rng.standard_normal(shape) * scale).astype(np.float32)
+        w.add_tensor(name, values.astype(np.float16) if len(shape) > 1 and shape[-1] % 32 == 0 else values)
+
+    f32("token_embd.weight", vocab, width); f32("output_norm.weight", width, offset=1)
+    for b in range(blocks + 1):
+        p = f"blk.{b}."
+        f32(p + "attn_norm.weight", width, offset=1); f32(p + "post_attention_norm.weight", width, offset=1)
+        f32(p + "ffn_gate.weight", 32, width); f32(p + "ffn_up.weight", 32, width); f32(p + "ffn_down.weight", width, 32)
+        if b < 3:
+            f32(p + "attn_qkv.weight", channels, width); f32(p + "attn_gate.weight", value_heads * state, width)
+            f32(p + "ssm_conv1d.weight", channels, 4, scale=0.5); f32(p + "ssm_dt.bias", value_heads, offset=-4)
+            f32(p + "ssm_a", value_heads, offset=-1); f32(p + "ssm_alpha.weight", value_heads, width)
+            f32(p + "ssm_beta.weight", value_heads, width); f32(p + "ssm_norm.weight", state, offset=1)
+            f32(p + "ssm_out.weight", width, value_heads * state)
+        else:
+            f32(p + "attn_q.weight", 2 * heads * head, width); f32(p + "attn_k.weight", head, width)
+            f32(p + "attn_v.weight", head, width); f32(p + "attn_output.weight", width, heads * head)
+            f32(p + "attn_q_norm.weight", head, offset=1); f32(p + "attn_k_norm.weight", head, offset=1)
+        if b == blocks:
+            f32(p + "nextn.eh_proj.weight", width, 2 * width); f32(p + "nextn.enorm.weight", width, offset=1)
+            f32(p + "nextn.hnorm.weight", width, offset=1)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     every_type(os.path.join(OUT, "every-type.gguf"))
     tiny_gpt_oss(os.path.join(OUT, "tiny-gpt-oss.gguf"))
     tiny_gemma4(os.path.join(OUT, "tiny-gemma4.gguf"))
+    tiny_qwen35(os.path.join(OUT, "tiny-qwen35.gguf"))
     if len(sys.argv) > 1:
         from_model(sys.argv[1], os.path.join(OUT, "model-metadata.gguf"))

@@ -13,7 +13,7 @@ import VectorIntrinsics
 ///     ------  -----------------  -----  -----------------------  -----------------------------
 ///     q8_0    Q4_0, Q5_0, Q8_0     32   fp16(amax / 127)          Σ codes (for offset weights)
 ///     q8_1    Q4_1               32   fp16(amax / 127)          s = fp16(d × Σ codes)
-///     q8_K    Q4_K, Q6_K          256   1 / (−127 / max), f32     Σ codes per 16 (ggml's bsums)
+///     q8_K    Q4_K, Q5_K, Q6_K    256   1 / (−127 / max), f32     Σ codes per 16 (ggml's bsums)
 ///     float   the others           —    —                        —
 ///
 /// q8_0 and q8_1 codes are `round(x × 127 / amax)`, ties to even (ggml's AVX path, which
@@ -36,7 +36,7 @@ public struct ActivationVector: Sendable {
             switch type {
             case .q4_0, .q5_0, .q8_0, .mxfp4: self = .q8_0
             case .q4_1: self = .q8_1
-            case .q4_K, .q6_K: self = .q8_K
+            case .q4_K, .q5_K, .q6_K: self = .q8_K
             default: self = .float
             }
         }

@@ -3,7 +3,7 @@ import GGUF
 // Dot products of one quantized weight row with an `ActivationVector`.
 //
 // Fast paths (integer SIMD products of weight codes with activation codes, scaled per block)
-// exist for Q4_0, Q4_1, Q5_0, Q8_0, MXFP4, Q4_K and Q6_K. Every other supported type goes through
+// exist for Q4_0, Q4_1, Q5_0, Q8_0, MXFP4, Q4_K, Q5_K and Q6_K. Every other supported type goes through
 // `_dotDequantizedRow`, which decodes one block at a time and multiplies with the activations'
 // `Float` values. `_dotReference` is the oracle for all of them.
 //
@@ -127,27 +127,49 @@ func _dotMXFP4(_ row: UnsafeRawPointer, _ blockCount: Int, _ x: Activations) -> 
 /// Σ scale_g × Σ q·a and Σ min_g × Σ a, then d × d_a and dmin × d_a, as ggml does. Group 2c
 /// takes the low nibbles of bytes 32c ..< 32c + 32, group 2c + 1 their high nibbles.
 func _dotQ4_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: Activations) -> Float {
+    _dotKQuantWithMinimums(row, superBlockCount, x, fifthBits: false)
+}
+
+/// Q5_K with q8_K activations: Q4_K's sums, each code with its fifth bit (bit 2c of byte l
+/// of `qh` for the low nibble of code byte 32c + l, bit 2c + 1 for the high one) worth 16.
+func _dotQ5_K(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: Activations) -> Float {
+    _dotKQuantWithMinimums(row, superBlockCount, x, fifthBits: true)
+}
+
+/// ``_dotQ4_K(_:_:_:)`` and ``_dotQ5_K(_:_:_:)``: the same header (d, dmin, the 6-bit scales
+/// and minimums) and nibbles, Q5_K's codes 16 higher where their fifth bit is set.
+@inline(__always)
+private func _dotKQuantWithMinimums(_ row: UnsafeRawPointer, _ superBlockCount: Int, _ x: Activations, fifthBits: Bool) -> Float {
+    typealias Q4 = BlockLayout.Q4_K
+    typealias Q5 = BlockLayout.Q5_K
+    let byteCount = fifthBits ? Q5.byteCount : Q4.byteCount, codesAt = fifthBits ? Q5.codes : Q4.codes
     var sum: Float = 0
     for superBlock in 0..<superBlockCount {
-        let base = row + BlockLayout.Q4_K.byteCount * superBlock
+        let base = row + byteCount * superBlock
         var products: Int32 = 0, minimums: Int32 = 0
         for chunk in 0..<4 {
-            let bytes = base + BlockLayout.Q4_K.codes + 32 * chunk
+            let bytes = base + codesAt + 32 * chunk
             let a = x.codes + 256 * superBlock + 64 * chunk
             var low: Int32 = 0, high: Int32 = 0
             for lane in 0..<32 {
                 let byte = bytes.load(fromByteOffset: lane, as: UInt8.self)
-                low &+= Int32(byte & 0x0F) &* Int32(a[lane])
-                high &+= Int32(byte >> 4) &* Int32(a[lane + 32])
+                var lowCode = Int32(byte & 0x0F), highCode = Int32(byte >> 4)
+                if fifthBits {
+                    let bits = Int32(base.load(fromByteOffset: Q5.fifthBits + lane, as: UInt8.self)) &>> Int32(2 * chunk)
+                    lowCode |= (bits & 1) &<< 4
+                    highCode |= (bits & 2) &<< 3
+                }
+                low &+= lowCode &* Int32(a[lane])
+                high &+= highCode &* Int32(a[lane + 32])
             }
-            let (scaleLow, minimumLow) = _scaleAndMinimum(base + BlockLayout.Q4_K.scales, 2 * chunk)
-            let (scaleHigh, minimumHigh) = _scaleAndMinimum(base + BlockLayout.Q4_K.scales, 2 * chunk + 1)
+            let (scaleLow, minimumLow) = _scaleAndMinimum(base + Q4.scales, 2 * chunk)
+            let (scaleHigh, minimumHigh) = _scaleAndMinimum(base + Q4.scales, 2 * chunk + 1)
             let sums = x.sums + 16 * superBlock + 4 * chunk
             products &+= Int32(scaleLow) &* low &+ Int32(scaleHigh) &* high
             minimums &+= Int32(minimumLow) &* (sums[0] &+ sums[1]) &+ Int32(minimumHigh) &* (sums[2] &+ sums[3])
         }
         let scale = x.scales[superBlock]
-        sum += (_half(base, BlockLayout.Q4_K.scale) * scale) * Float(products) - (_half(base, BlockLayout.Q4_K.minimumScale) * scale) * Float(minimums)
+        sum += (_half(base, Q4.scale) * scale) * Float(products) - (_half(base, Q4.minimumScale) * scale) * Float(minimums)
     }
     return sum
 }
@@ -315,6 +337,7 @@ func _integerFastPath(for type: GGMLType) -> RowDot? {
     case .q8_0: _dotQ8_0
     case .mxfp4: _dotMXFP4
     case .q4_K: _dotQ4_K
+    case .q5_K: _dotQ5_K
     case .q6_K: _dotQ6_K
     default: nil
     }

@@ -126,21 +126,20 @@ struct GatedDeltaNetRecurrence: Sendable {
         // both states, so `source` may be `destination`).
         let matrixCount = headWidth * headWidth
         let matrices = history * width
-        if UnsafePointer(destination) != source {
-            (destination + matrices).update(from: source + matrices, count: valueHeads * matrixCount)
-        }
         destination.update(from: series + rows * width, count: history * width)
         // Each value head over the rows in order; the heads shared out across the threads.
         let scale = 1 / Float(headWidth).squareRoot()
         let valueOffset = 2 * keyHeads * headWidth
         _forEachRowRange(valueHeads, floatsPerRow: rows * matrixCount, threadCount: threadCount) { heads in
             for head in heads {
+                // The first row reads the state before the pass and writes the new one: no copy.
                 let matrix = destination + matrices + head * matrixCount
+                let before = source + matrices + head * matrixCount
                 let keyHead = head % keyHeads
                 for row in 0 ..< rows {
                     let prepared = prepared + row * rowWidth
                     _deltaRuleStep(
-                        matrix, width: headWidth, query: prepared + keyHead * headWidth,
+                        matrix, from: row == 0 ? before : UnsafePointer(matrix), width: headWidth, query: prepared + keyHead * headWidth,
                         key: prepared + (keyHeads + keyHead) * headWidth, value: prepared + valueOffset + head * headWidth,
                         decay: expf(prepared[width + head]), update: prepared[width + valueHeads + head], scale: scale,
                         output: outputs.map { $0 + (row * valueHeads + head) * headWidth })
@@ -182,8 +181,8 @@ func _softplus(_ x: Float) -> Float {
 }
 
 /// One token of the gated delta rule on one value head's `width × width` matrix `M` (row `j`
-/// at `matrix + j × width`), row by row, with llama.cpp's arithmetic (its fused kernel on an
-/// AVX-512 build):
+/// at `matrix + j × width`; the matrix before the token read at `source`, which may be
+/// `matrix`), row by row, with llama.cpp's arithmetic (its fused kernel on an AVX-512 build):
 ///
 ///     Mⱼ ← decay · Mⱼ;   dⱼ = (vⱼ − Mⱼ·k) · update;   Mⱼ ← Mⱼ + dⱼ k (fused);   oⱼ = (Mⱼ·q) · scale
 ///
@@ -193,20 +192,21 @@ func _softplus(_ x: Float) -> Float {
 /// ``_deltaRuleStepReference`` (the same values) otherwise.
 @inline(__always)
 func _deltaRuleStep(
-    _ matrix: UnsafeMutablePointer<Float>, width: Int, query: UnsafePointer<Float>, key: UnsafePointer<Float>,
-    value: UnsafePointer<Float>, decay: Float, update: Float, scale: Float, output: UnsafeMutablePointer<Float>?
+    _ matrix: UnsafeMutablePointer<Float>, from source: UnsafePointer<Float>, width: Int, query: UnsafePointer<Float>,
+    key: UnsafePointer<Float>, value: UnsafePointer<Float>, decay: Float, update: Float, scale: Float,
+    output: UnsafeMutablePointer<Float>?
 ) {
     guard width % 16 == 0 else {
-        return _deltaRuleStepReference(matrix, width: width, query: query, key: key, value: value, decay: decay, update: update,
-                                       scale: scale, output: output)
+        return _deltaRuleStepReference(matrix, from: source, width: width, query: query, key: key, value: value, decay: decay,
+                                       update: update, scale: scale, output: output)
     }
     let keys = UnsafeRawPointer(key)
     let lanes = width / 16
     for row in 0 ..< width {
         let entries = matrix + row * width
-        let raw = UnsafeMutableRawPointer(entries)
+        let raw = UnsafeMutableRawPointer(entries), before = UnsafeRawPointer(source + row * width)
         for lane in 0 ..< lanes {
-            raw.storeBytes(of: raw.loadUnaligned(fromByteOffset: lane * 64, as: SIMD16<Float>.self) * decay,
+            raw.storeBytes(of: before.loadUnaligned(fromByteOffset: lane * 64, as: SIMD16<Float>.self) * decay,
                            toByteOffset: lane * 64, as: SIMD16<Float>.self)
         }
         let delta = (value[row] - _ggmlDotProduct(UnsafePointer(entries), key, count: width)) * update
@@ -262,16 +262,17 @@ func _ggmlDotProduct(_ x: UnsafePointer<Float>, _ y: UnsafePointer<Float>, count
     return sum
 }
 
-/// ``_deltaRuleStep(_:width:query:key:value:decay:update:scale:output:)`` one element at a
+/// ``_deltaRuleStep(_:from:width:query:key:value:decay:update:scale:output:)`` one element at a
 /// time, the dot products through ``_ggmlDotProduct(_:_:count:)`` as there: the reference the
 /// SIMD kernel is tested against, bit for bit.
 func _deltaRuleStepReference(
-    _ matrix: UnsafeMutablePointer<Float>, width: Int, query: UnsafePointer<Float>, key: UnsafePointer<Float>,
-    value: UnsafePointer<Float>, decay: Float, update: Float, scale: Float, output: UnsafeMutablePointer<Float>?
+    _ matrix: UnsafeMutablePointer<Float>, from source: UnsafePointer<Float>, width: Int, query: UnsafePointer<Float>,
+    key: UnsafePointer<Float>, value: UnsafePointer<Float>, decay: Float, update: Float, scale: Float,
+    output: UnsafeMutablePointer<Float>?
 ) {
     for row in 0 ..< width {
         let entries = matrix + row * width
-        for index in 0 ..< width { entries[index] *= decay }
+        for index in 0 ..< width { entries[index] = source[row * width + index] * decay }
         let delta = (value[row] - _ggmlDotProduct(entries, key, count: width)) * update
         for index in 0 ..< width { entries[index] = entries[index].addingProduct(delta, key[index]) }
         output?[row] = _ggmlDotProduct(entries, query, count: width) * scale

@@ -107,8 +107,9 @@ import TypesetTestSupport
                 == .missingTensor("blk.3.shortconv.conv.weight"))
     }
 
-    /// The fuzzer's tiny gpt-oss seed is a model the loader accepts, so its mutations reach the
-    /// expert keys, the 3-D tensors and MXFP4's blocks; and loading it runs (logits finite).
+    /// The fuzzer's tiny gpt-oss, Gemma 4 and Qwen 3.5 seeds are models the loader accepts, so
+    /// their mutations reach the expert keys, the 3-D tensors and MXFP4's blocks, the per-block
+    /// arrays, the recurrent blocks' keys; and each runs (logits finite).
     @Test func theFuzzersModelSeedLoads() throws {
         let model = try TransformerModel(file: try GGUFFile(bytes: Array(try Fixtures.data("fuzz-seeds/tiny-gpt-oss.gguf"))))
         let logits = try model.evaluate([5, 6, 7, 5], cache: model.makeCache(contextLength: 16), threadCount: 1)
@@ -119,6 +120,11 @@ import TypesetTestSupport
         let gemmaLogits = try gemma.evaluate(Array(repeating: [5, 9, 11, 3], count: 4).flatMap { $0 },
                                              cache: gemma.makeCache(contextLength: 32), threadCount: 1)
         #expect(gemmaLogits.count == 14 && gemmaLogits.allSatisfy { $0.isFinite && abs($0) <= 30 })
+        // The Qwen 3.5 seed: three Gated DeltaNets, gated attention, a prediction block carried.
+        let qwen = try TransformerModel(file: try GGUFFile(bytes: Array(try Fixtures.data("fuzz-seeds/tiny-qwen35.gguf"))))
+        #expect(qwen.configuration.blockCount == 4 && qwen.configuration.predictionBlockCount == 1)
+        let qwenLogits = try qwen.evaluate([4, 5, 6, 7, 4, 5], cache: qwen.makeCache(contextLength: 16), threadCount: 1)
+        #expect(qwenLogits.count == 8 && qwenLogits.allSatisfy(\.isFinite))
     }
 
     @Test(.enabled(if: TestModels.shouldRunSynthetic))

@@ -327,4 +327,41 @@ import TypesetTestSupport
         }
         #expect(mismatches == 0, "\(mismatches) of \(output.count) outputs differ from the documented order")
     }
+
+    /// The gated delta rule's 16-lane kernel gives its scalar reference's values bit for bit
+    /// (the same operations in the same order, `_ggmlDotProduct` for the dot products), over
+    /// several tokens on one state, the first read from another matrix.
+    @Test(arguments: [128, 32, 64, 48])
+    func deltaRuleKernelMatchesItsReference(width: Int) {
+        var generator = SplitMix64(seed: UInt64(width))
+        func random(_ count: Int, _ spread: Float) -> [Float] { (0 ..< count).map { _ in Float.random(in: -spread ... spread, using: &generator) } }
+        let before = random(width * width, 0.5)
+        var simd = [Float](repeating: .nan, count: width * width), scalar = simd
+        var first = true
+        for _ in 0 ..< 5 {
+            let query = random(width, 0.2), key = random(width, 0.2), value = random(width, 1)
+            let decay = Float.random(in: 0.8 ... 1, using: &generator), update = Float.random(in: 0 ... 1, using: &generator)
+            var simdOutput = [Float](repeating: 0, count: width), scalarOutput = simdOutput
+            let fromFirst = first
+            before.withUnsafeBufferPointer { before in
+                simd.withUnsafeMutableBufferPointer { matrix in
+                    _deltaRuleStep(matrix.baseAddress!, from: fromFirst ? before.baseAddress! : UnsafePointer(matrix.baseAddress!),
+                                   width: width, query: query, key: key, value: value, decay: decay, update: update, scale: 0.125,
+                                   output: &simdOutput)
+                }
+                scalar.withUnsafeMutableBufferPointer { matrix in
+                    _deltaRuleStepReference(matrix.baseAddress!, from: fromFirst ? before.baseAddress! : UnsafePointer(matrix.baseAddress!),
+                                            width: width, query: query, key: key, value: value, decay: decay, update: update,
+                                            scale: 0.125, output: &scalarOutput)
+                }
+            }
+            first = false
+            #expect(simdOutput.map(\.bitPattern) == scalarOutput.map(\.bitPattern), "width \(width)")
+        }
+        #expect(simd.map(\.bitPattern) == scalar.map(\.bitPattern), "width \(width)")
+        // ggml's dot product: its four accumulators over runs of 64, then the leftovers.
+        let x = random(200, 1), y = random(200, 1)
+        let exact = zip(x, y).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
+        #expect(abs(Double(_ggmlDotProduct(x, y, count: 200)) - exact) < 1e-4)
+    }
 }
