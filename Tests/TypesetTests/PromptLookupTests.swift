@@ -85,6 +85,33 @@ import Testing
         #expect(([1, 2] + with.tokens).starts(with: drafted.source.held) && drafted.source.held.count >= 1 + with.tokens.count)
     }
 
+    /// A source with recurrent state that cannot return to every position (here only to
+    /// multiples of 16, and to the checkpoint the loop asks for 4 tokens before the prompt's
+    /// end): a refused draft leaves it holding fewer tokens than the loop's history, and the
+    /// loop computes the missing ones again before the next step's. The tokens are the plain
+    /// run's, and the source ends holding the run's tokens.
+    @Test func aSourceThatKeepsFewerTokensIsCaughtUpWith() throws {
+        let plain = TokenLoop(source: Self.repeating(), maxTokens: 60, isEndOfGeneration: { $0 == 9 })
+        let source = Self.repeating()
+        source.restorable = Set(stride(from: 16, to: 200, by: 16))
+        var drafted = TokenLoop(source: source, maxTokens: 60, isEndOfGeneration: { $0 == 9 })
+        drafted.lookup = PromptLookup()
+        let prompt = [1, 2, 3, 4, 5, 6, 1, 2, 3]
+        let without = try plain.run(prompt: prompt, step: Self.greedy)
+        let with = try drafted.run(prompt: prompt, step: Self.greedy)
+        #expect(with.tokens == without.tokens)
+        #expect(with.stats.draftedTokens > with.stats.acceptedDraftTokens, "no draft was refused")
+        #expect(source.checkpoints == [prompt.count - 4])
+        // Passes computed again what the source had to let go of: more tokens evaluated than
+        // by the same drafted run on a source that keeps every position.
+        var everyPosition = TokenLoop(source: Self.repeating(), maxTokens: 60, isEndOfGeneration: { $0 == 9 })
+        everyPosition.lookup = PromptLookup()
+        #expect(try everyPosition.run(prompt: prompt, step: Self.greedy).tokens == with.tokens)
+        let evaluated = { (source: ScriptedSource) in source.evaluations.reduce(0) { $0 + $1.count } }
+        #expect(evaluated(source) > evaluated(everyPosition.source))
+        #expect((prompt + with.tokens).starts(with: source.held))
+    }
+
     @Test func sampledTokensAreTheSameForTheSameSeed() throws {
         for seed: UInt64 in [1, 2, 3] {
             func sampled(_ lookup: PromptLookup?) throws -> [Int] {

@@ -25,10 +25,21 @@ final class ScriptedSource: LogitsSource {
         return shared
     }
 
-    func truncate(to count: Int) { held.removeLast(max(0, held.count - count)) }
+    /// With recurrent state: the positions a truncation can return to (the checkpoints),
+    /// besides 0 and what it holds; `nil`, every position (a KV cache's).
+    var restorable: Set<Int>?
+    private(set) var checkpoints: [Int] = []
 
-    var hasRecurrentState: Bool { false }
-    func checkpoint() {}
+    func truncate(to count: Int) {
+        var kept = max(0, min(count, held.count))
+        if let restorable, kept < held.count {
+            kept = (restorable.union(checkpoints).filter { $0 <= kept } + [0]).max()!
+        }
+        held.removeLast(held.count - kept)
+    }
+
+    var hasRecurrentState: Bool { restorable != nil }
+    func checkpoint() { checkpoints.append(held.count) }
 
     func evaluate(_ tokens: ArraySlice<Int>, logitRows: Int, into logits: inout [Float]) throws(ModelError) {
         guard held.count + tokens.count <= contextLength else {
