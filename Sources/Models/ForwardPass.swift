@@ -247,7 +247,7 @@ struct ForwardPass {
         // projected here whole, the queries copied out below, the gates read after attention.
         let gatedWidth = attention.gatesOutput ? 2 * queryWidth : 0
         let gatedQueries = rows(workspace.attentionGates, 0 ..< count, width: gatedWidth)
-        let queryTarget = attention.gatesOutput ? gatedQueries : queries
+        let (queryTarget, targetWidth) = attention.gatesOutput ? (gatedQueries, gatedWidth) : (queries, queryWidth)
         normalize(from: workspace.residual, into: workspace.normalized, weight: block.mixerNorm)
         var hasKeysAndValues = true
         switch attention.inputs {
@@ -262,7 +262,6 @@ struct ForwardPass {
         case let .fused(projection):
             let fused = rows(workspace.fused, 0 ..< count, width: projection.outputWidth)
             try project((projection, fused))
-            let targetWidth = queryTarget.count / max(1, count)
             forEachRowRange(floatsPerRow: projection.outputWidth) { range in
                 for row in range {
                     let source = fused.baseAddress! + row * projection.outputWidth

@@ -45,9 +45,6 @@ struct GatedDeltaNetRecurrence: Sendable {
     /// The RMS norm's epsilon, which the L2 norms of queries and keys share (divided by `S`).
     let epsilon: Float
 
-    /// Floats of one row's inputs: the convolution's inputs, then α, then β.
-    var rowInputWidth: Int { shape.rowInputWidth }
-
     /// Where a pass's rows of inputs are: row `r`'s convolution inputs at
     /// `convolution + r × convolutionStride`, likewise α and β.
     struct Inputs {
@@ -57,20 +54,6 @@ struct GatedDeltaNetRecurrence: Sendable {
         var decayStride: Int
         var update: UnsafePointer<Float>
         var updateStride: Int
-
-        /// Rows stored whole, `width` floats each: convolution inputs, α, β.
-        init(rows base: UnsafePointer<Float>, width: Int, convolutionWidth: Int, valueHeads: Int) {
-            (convolution, convolutionStride) = (base, width)
-            (decay, decayStride) = (base + convolutionWidth, width)
-            (update, updateStride) = (base + convolutionWidth + valueHeads, width)
-        }
-
-        init(convolution: UnsafePointer<Float>, convolutionStride: Int, decay: UnsafePointer<Float>, decayStride: Int,
-             update: UnsafePointer<Float>, updateStride: Int) {
-            (self.convolution, self.convolutionStride) = (convolution, convolutionStride)
-            (self.decay, self.decayStride) = (decay, decayStride)
-            (self.update, self.updateStride) = (update, updateStride)
-        }
     }
 
     /// Advances a state over `rows` tokens: reads the state before them at `source`, writes the
@@ -93,7 +76,7 @@ struct GatedDeltaNetRecurrence: Sendable {
         }
         let width = shape.convolutionWidth, length = shape.convolutionLength, history = length - 1
         let valueHeads = shape.valueHeadCount, keyHeads = shape.keyHeadCount, headWidth = shape.headWidth
-        let rowWidth = rowInputWidth, epsilon = epsilon
+        let rowWidth = shape.rowInputWidth, epsilon = epsilon
         // The convolution's input series: the state's last inputs, then the rows'.
         let series = scratch, prepared = scratch + (history + rows) * width
         series.update(from: source, count: history * width)
@@ -146,6 +129,14 @@ struct GatedDeltaNetRecurrence: Sendable {
                 }
             }
         }
+    }
+}
+
+extension GatedDeltaNetRecurrence.Inputs {
+    /// Rows stored whole, `width` floats each: convolution inputs, α, β.
+    init(rows base: UnsafePointer<Float>, width: Int, convolutionWidth: Int, valueHeads: Int) {
+        self.init(convolution: base, convolutionStride: width, decay: base + convolutionWidth, decayStride: width,
+                  update: base + convolutionWidth + valueHeads, updateStride: width)
     }
 }
 

@@ -67,7 +67,7 @@ public final class KVCache {
     public private(set) var highWaterCount = 0
 
     /// Bytes of storage the system has committed for the cache, to within a page per head's run
-    /// of positions: ``highWaterCount`` positions of every slot.
+    /// of positions: ``highWaterCount`` positions of every slot, and the recurrent state.
     public var committedByteCount: Int { highWaterCount * positionByteCount + (recurrentState?.byteCount ?? 0) }
 
     /// Bytes of key, value and convolution storage, and of the recurrent state with its

@@ -62,7 +62,7 @@ final class RecurrentState {
             stateOffsets.append(stateCount)
             inputOffsets.append(inputCount)
             stateCount += recurrence.shape.stateFloatCount
-            inputCount += recurrence.rowInputWidth
+            inputCount += recurrence.shape.rowInputWidth
         }
         (self.stateOffsets, self.inputOffsets) = (stateOffsets, inputOffsets)
         (stateFloatCount, rowInputFloatCount) = (stateCount, inputCount)
@@ -123,23 +123,37 @@ final class RecurrentState {
                            to: current + stateOffsets[block], outputs: outputs, scratch: scratch, threadCount: threadCount)
     }
 
-    /// Whether the state at `position` can be restored: the current one (`count`), one within
-    /// the last pass's kept rows, a checkpoint's, or 0.
-    func canRestore(_ position: Int, count: Int) -> Bool {
-        if position == count || position == 0 { return true }
-        if let start = passStart, position >= start, position - start <= keptRowCount { return true }
-        return checkpoints.contains { $0.position == position }
+    /// Whether `position` is within the last pass's kept rows (its start included).
+    private func isWithinLastPass(_ position: Int) -> Bool {
+        guard let start = passStart else { return false }
+        return position >= start && position - start <= keptRowCount
     }
 
-    /// The largest position at most `position` whose state can be restored (see
-    /// ``canRestore(_:count:)``), for a cache holding `count` tokens.
+    /// The largest position at most `position` whose state can be restored, for a cache
+    /// holding `count` tokens: `count` itself, one within the last pass's kept rows, a
+    /// checkpoint's, or 0.
     func restorablePosition(atMost position: Int, count: Int) -> Int {
         if position >= count { return count }
-        if let start = passStart, position >= start, position - start <= keptRowCount { return position }
+        if isWithinLastPass(position) { return position }
         var best = 0
         for checkpoint in checkpoints where checkpoint.position <= position { best = max(best, checkpoint.position) }
         if let start = passStart, start <= position { best = max(best, start) }
         return best
+    }
+
+    /// Writes the state at `position` (restorable, see ``restorablePosition(atMost:count:)``;
+    /// the cache holds `count` tokens) into `destination`: the current state, the last pass's
+    /// start advanced over its kept rows before `position`, a checkpoint's, or zeros.
+    private func writeState(at position: Int, count: Int, into destination: UnsafeMutablePointer<Float>) {
+        if position == count {
+            if destination != current { destination.update(from: current, count: stateFloatCount) }
+        } else if isWithinLastPass(position) {
+            replay(rows: position - passStart!, inputs: passInputs, from: passStartState, to: destination)
+        } else if let checkpoint = checkpoints.last(where: { $0.position == position }) {
+            destination.update(from: checkpoint.state, count: stateFloatCount)
+        } else {
+            destination.update(repeating: 0, count: stateFloatCount)
+        }
     }
 
     /// Makes the current state the one at the largest restorable position at most `position`
@@ -153,19 +167,12 @@ final class RecurrentState {
             return true
         } }
         guard target < count else { return count }
-        if let start = passStart, target >= start {
-            // Within the last pass: its start state, advanced over the kept rows before it.
-            let rows = target - start
-            replay(rows: rows, inputs: passInputs, from: passStartState, to: current)
-            keptRowCount = rows
-            return target
-        }
-        passStart = nil
-        keptRowCount = 0
-        if let checkpoint = checkpoints.last(where: { $0.position == target }) {
-            current.update(from: checkpoint.state, count: stateFloatCount)
+        writeState(at: target, count: count, into: current)
+        if let start = passStart, isWithinLastPass(target) {
+            keptRowCount = target - start   // the rows after it are gone
         } else {
-            current.update(repeating: 0, count: stateFloatCount)
+            passStart = nil
+            keptRowCount = 0
         }
         return target
     }
@@ -184,16 +191,9 @@ final class RecurrentState {
     /// state's last pass and checkpoints: a cache starts from another's prefix.
     func copy(_ position: Int, of other: RecurrentState, otherCount: Int) {
         precondition(other.stateFloatCount == stateFloatCount, "copying between recurrent states of different shapes")
-        precondition(other.canRestore(position, count: otherCount), "position \(position) of the other cache cannot be restored")
-        if position == otherCount {
-            current.update(from: other.current, count: stateFloatCount)
-        } else if let start = other.passStart, position >= start, position - start <= other.keptRowCount {
-            other.replay(rows: position - start, inputs: other.passInputs, from: other.passStartState, to: current)
-        } else if let checkpoint = other.checkpoints.last(where: { $0.position == position }) {
-            current.update(from: checkpoint.state, count: stateFloatCount)
-        } else {
-            current.update(repeating: 0, count: stateFloatCount)
-        }
+        precondition(other.restorablePosition(atMost: position, count: otherCount) == position,
+                     "position \(position) of the other cache cannot be restored")
+        other.writeState(at: position, count: otherCount, into: current)
         forgetHistory()
     }
 
