@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Full-size random-weight GGUF files of three mixture-of-experts models, Gemma 4 E2B and
-Qwen3.5-4B, for speed benchmarks.
+"""Full-size random-weight GGUF files of three mixture-of-experts models, Gemma 4 E2B,
+Qwen3.5-4B and Granite-4.0-H-Micro, for speed benchmarks.
 
 The weights are random, so the files say nothing about correctness; what they reproduce is
 what decides speed: every tensor's shape and type, as in a Q4_K_M file of the real model
@@ -13,13 +13,14 @@ what decides speed: every tensor's shape and type, as in a Q4_K_M file of the re
     qwen35-4b.gguf          Qwen Qwen3.5-4B (text), architecture `qwen35`, about 2.7 GB
     qwen3-4b.gguf           Qwen Qwen3-4B, architecture `qwen3`, about 2.5 GB: Qwen3.5-4B's
                             attention-only counterpart, for the 4,096-token prompt comparison
+    granite-4-h-micro.gguf  IBM Granite-4.0-H-Micro, architecture `granitehybrid`, about 1.9 GB
 
 All go to $TYPESET_CACHE/full-size/ (default ~/.cache/typeset/full-size/), never into the
 repository. Needs gguf (0.19.0) and numpy only, and the tokenizer files of Fixtures/fetch.sh:
 
     ~/.cache/typeset/python/bin/python Benchmarks/make_full_size_models.py [NAME...]
 
-NAME is a file name without .gguf (default: all six). A file is skipped when it exists with a
+NAME is a file name without .gguf (default: all seven). A file is skipped when it exists with a
 sidecar NAME.gguf.stamp recording this script's sha256 and the file's size, so a run after an
 edit of this script rewrites the files and any other run does nothing. A file is written
 streaming, tensor by tensor (one tensor in memory at a time, the largest 615 MB, gpt-oss's
@@ -273,6 +274,10 @@ class Model:
     linear_value_heads: int = 0     # ssm.time_step_rank
     convolution_taps: int = 0       # ssm.conv_kernel
     rope_dimensions: int = 0        # rope.dimension_count (a quarter of the head)
+    # Granite 4: the Mamba2 blocks are those not in attention_blocks
+    mamba_heads: int = 0            # ssm.time_step_rank, heads of head_width (Mamba's own)
+    mamba_head_width: int = 0
+    mamba_groups: int = 0           # ssm.group_count
 
 
 MODELS = {
@@ -316,6 +321,13 @@ MODELS = {
               feed_forward=9728, experts=0, experts_used=0, expert_feed_forward=0, vocabulary=151936,
               context=40960, rope_base=1e6, rms_epsilon=1e-6, tokenizer_source="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
               attention_blocks=tuple(range(36)), tied_output=True, leading_dense_blocks=36),
+        # Granite-4.0-H-Micro: 40 blocks, attention (no RoPE) in blocks 5, 15, 25 and 35.
+        Model(name="granite-4-h-micro", title="Typeset random-weight Granite-4.0-H-Micro (benchmark only)",
+              architecture="granitehybrid", blocks=40, width=2048, heads=32, key_value_heads=8, head_width=64,
+              feed_forward=8192, experts=0, experts_used=0, expert_feed_forward=0, vocabulary=100352,
+              context=1 << 20, rope_base=10000.0, rms_epsilon=1e-5, tokenizer_source="SmolLM2-135M-Instruct.Q4_1.gguf",
+              attention_blocks=(5, 15, 25, 35), tied_output=True, state_width=128, convolution_taps=4,
+              mamba_heads=64, mamba_head_width=64, mamba_groups=1),
     )
 }
 
@@ -537,6 +549,35 @@ def qwen35_tensors(model: Model) -> list[Tensor]:
     return tensors
 
 
+def granite_hybrid_tensors(model: Model) -> list[Tensor]:
+    """LLM_ARCH_GRANITE_HYBRID's tensors (src/models/granite-hybrid.cpp) of a dense hybrid,
+    typed as Q4_K_M types them: attn_v and ffn_down Q6_K where use_more_bits holds, the other
+    matrices Q4_K; ssm_conv1d, ssm_dt, ssm_a, ssm_d and the norms F32."""
+    inner = model.mamba_heads * model.mamba_head_width
+    channels = inner + 2 * model.mamba_groups * model.state_width
+    tensors = global_tensors(model)
+    for block in range(model.blocks):
+        p = f"blk.{block}."
+        down_type = T.Q6_K if uses_more_bits(block, model.blocks) else T.Q4_K
+        tensors += [vector(p + "attn_norm.weight", (model.width,), "norm"),
+                    vector(p + "ffn_norm.weight", (model.width,), "norm"),
+                    matrix(p + "ffn_gate.weight", (model.width, model.feed_forward)),
+                    matrix(p + "ffn_up.weight", (model.width, model.feed_forward)),
+                    matrix(p + "ffn_down.weight", (model.feed_forward, model.width), down_type)]
+        if block in model.attention_blocks:
+            tensors += attention_tensors(model, block)[:4]   # no Q/K norms
+        else:
+            tensors += [matrix(p + "ssm_in.weight", (model.width, inner + channels + model.mamba_heads)),
+                        vector(p + "ssm_conv1d.weight", (model.convolution_taps, channels), "convolution"),
+                        vector(p + "ssm_conv1d.bias", (channels,), "bias"),
+                        vector(p + "ssm_dt.bias", (model.mamba_heads,), "time step"),
+                        vector(p + "ssm_a", (1, model.mamba_heads), "decay"),
+                        vector(p + "ssm_d", (1, model.mamba_heads), "norm"),
+                        vector(p + "ssm_norm.weight", (inner // model.mamba_groups, model.mamba_groups), "norm"),
+                        matrix(p + "ssm_out.weight", (inner, model.width))]
+    return tensors
+
+
 def all_tensors(model: Model) -> list[Tensor]:
     if model.architecture == "gpt-oss":
         tensors = gpt_oss_tensors(model)
@@ -544,6 +585,8 @@ def all_tensors(model: Model) -> list[Tensor]:
         tensors = gemma4_tensors(model)
     elif model.architecture == "qwen35":
         tensors = qwen35_tensors(model)
+    elif model.architecture == "granitehybrid":
+        tensors = granite_hybrid_tensors(model)
     else:
         # Experts with exactly 8 experts get other types in llama-quant.cpp; no model here has 8.
         assert model.experts != 8
@@ -684,6 +727,9 @@ def add_hyperparameters(writer: GGUFWriter, model: Model) -> None:
     if model.architecture == "qwen35":
         add_qwen35_hyperparameters(writer, model)
         return
+    if model.architecture == "granitehybrid":
+        add_granite_hybrid_hyperparameters(writer, model)
+        return
     writer.add_feed_forward_length(model.feed_forward)
     if model.experts:
         writer.add_expert_count(model.experts)
@@ -751,6 +797,25 @@ def add_qwen35_hyperparameters(writer: GGUFWriter, model: Model) -> None:
     writer.add_uint32(f"{arch}.ssm.inner_size", model.linear_value_heads * model.state_width)
     writer.add_array(f"{arch}.attention.recurrent_layers", [b not in model.attention_blocks for b in range(model.blocks)])
     writer.add_uint32(f"{arch}.full_attention_interval", 4)
+
+
+def add_granite_hybrid_hyperparameters(writer: GGUFWriter, model: Model) -> None:
+    """The keys conversion/granite.py's GraniteHybridModel writes for a dense hybrid without
+    RoPE (Granite's multipliers as in Granite-4.0-H-Micro's config.json)."""
+    arch = model.architecture
+    writer.add_feed_forward_length(model.feed_forward)
+    writer.add_head_count_kv([model.key_value_heads if b in model.attention_blocks else 0 for b in range(model.blocks)])
+    writer.add_vocab_size(model.vocabulary)
+    writer.add_rope_scaling_finetuned(False)
+    writer.add_embedding_scale(12.0)
+    writer.add_residual_scale(0.22)
+    writer.add_attention_scale(0.015625)
+    writer.add_logit_scale(8.0)
+    writer.add_uint32(f"{arch}.ssm.conv_kernel", model.convolution_taps)
+    writer.add_uint32(f"{arch}.ssm.state_size", model.state_width)
+    writer.add_uint32(f"{arch}.ssm.group_count", model.mamba_groups)
+    writer.add_uint32(f"{arch}.ssm.time_step_rank", model.mamba_heads)
+    writer.add_uint32(f"{arch}.ssm.inner_size", model.mamba_heads * model.mamba_head_width)
 
 
 def add_tokenizer(writer: GGUFWriter, model: Model) -> None:

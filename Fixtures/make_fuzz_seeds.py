@@ -201,11 +201,55 @@ def tiny_qwen35(path):
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
 
+def tiny_granite_hybrid(path):
+    """A whole Granite 4 hybrid in about 60 KB (width 32, 3 blocks: Mamba2 in blocks 0 and 2
+    with 4 heads of 16 in one group, states of 16, a convolution of 4 taps with its bias;
+    attention without RoPE in block 1; Granite's multipliers): the fuzzer reaches the Mamba2
+    keys, the per-block head counts and the multipliers."""
+    rng = np.random.default_rng(4)
+    width, heads, head, state, mamba_heads, blocks = 32, 2, 16, 16, 4, 3
+    inner = 2 * width
+    channels = inner + 2 * state
+    w = GGUFWriter(path, "granitehybrid")
+    w.add_context_length(256); w.add_embedding_length(width); w.add_block_count(blocks)
+    w.add_feed_forward_length(32); w.add_head_count(heads); w.add_head_count_kv([0, 1, 0])
+    w.add_layer_norm_rms_eps(1e-5); w.add_rope_scaling_finetuned(False)
+    w.add_embedding_scale(12.0); w.add_residual_scale(0.25); w.add_attention_scale(0.0625); w.add_logit_scale(4.0)
+    w.add_uint32("granitehybrid.ssm.conv_kernel", 4); w.add_uint32("granitehybrid.ssm.state_size", state)
+    w.add_uint32("granitehybrid.ssm.group_count", 1); w.add_uint32("granitehybrid.ssm.time_step_rank", mamba_heads)
+    w.add_uint32("granitehybrid.ssm.inner_size", inner)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(["<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>", "a", "b", "c", "ab", "ba"])
+    w.add_token_types([3, 3, 3, 1, 1, 1, 1, 1]); w.add_token_merges(["a b"]); w.add_eos_token_id(2)
+    vocab = 8
+
+    def f32(name, *shape, scale=0.1, offset=0.0):
+        values = (offset + rng.standard_normal(shape) * scale).astype(np.float32)
+        w.add_tensor(name, values.astype(np.float16) if len(shape) > 1 and shape[-1] % 32 == 0 else values)
+
+    f32("token_embd.weight", vocab, width); f32("output_norm.weight", width, offset=1)
+    for b in range(blocks):
+        p = f"blk.{b}."
+        f32(p + "attn_norm.weight", width, offset=1); f32(p + "ffn_norm.weight", width, offset=1)
+        f32(p + "ffn_gate.weight", 32, width); f32(p + "ffn_up.weight", 32, width); f32(p + "ffn_down.weight", width, 32)
+        if b == 1:
+            f32(p + "attn_q.weight", heads * head, width); f32(p + "attn_k.weight", head, width)
+            f32(p + "attn_v.weight", head, width); f32(p + "attn_output.weight", width, heads * head)
+        else:
+            f32(p + "ssm_in.weight", inner + channels + mamba_heads, width)
+            f32(p + "ssm_conv1d.weight", channels, 4, scale=0.5); f32(p + "ssm_conv1d.bias", channels)
+            f32(p + "ssm_dt.bias", mamba_heads, offset=-4); f32(p + "ssm_a", mamba_heads, 1, offset=-1)
+            f32(p + "ssm_d", mamba_heads, 1, offset=1); f32(p + "ssm_norm.weight", 1, inner, offset=1)
+            f32(p + "ssm_out.weight", width, inner)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     every_type(os.path.join(OUT, "every-type.gguf"))
     tiny_gpt_oss(os.path.join(OUT, "tiny-gpt-oss.gguf"))
     tiny_gemma4(os.path.join(OUT, "tiny-gemma4.gguf"))
     tiny_qwen35(os.path.join(OUT, "tiny-qwen35.gguf"))
+    tiny_granite_hybrid(os.path.join(OUT, "tiny-granite-hybrid.gguf"))
     if len(sys.argv) > 1:
         from_model(sys.argv[1], os.path.join(OUT, "model-metadata.gguf"))

@@ -83,6 +83,15 @@ What each one exercises:
                  with `nextn.*` tensors) after the six, which neither engine runs.
                  Its recurrent blocks have no flash-attention path, so its record also holds
                  llama.cpp's disagreement between a chunk evaluated at once and token by token
+    granite-hybrid
+                 Granite 4's hybrid in 6 blocks: Mamba2 in blocks 0-2, 4 and 5 (16 heads of 16
+                 in 2 groups with states of 64, a convolution of 4 taps with its bias, decays
+                 from about 0.77 to 0.999 per token), attention without RoPE in block 3 (the
+                 converter's `rope.scaling.finetuned` false), Granite's four multipliers
+                 (embeddings ×2, each block output ×0.5 before its residual add, scores ×0.09
+                 in place of 1/√32, logits ÷2: smaller than the real ones, which on random
+                 weights would let the embedding drown the blocks), an untied output matrix
+                 (Q8_0). Its record holds the token-by-token floor too
 
 The Swift tests never run Python or llama.cpp; they read the .json files and the .gguf files
 `write` produced.
@@ -217,6 +226,9 @@ MODELS = {
     # Qwen 3.5's shape: Gated DeltaNet blocks with a full-attention block every fourth.
     "qwen35": dict(arch="qwen35", blocks=6, heads=4, kv=2, head=64, ff=256, base=1e7, rope_dims=16, sections=[0, 3, 3, 2],
                    state=32, key_heads=2, value_heads=4, conv=4, interval=4),
+    # Granite 4's hybrid (Granite-4.0-H): Mamba2 blocks with attention in block 3, no RoPE.
+    "granite-hybrid": dict(arch="granitehybrid", blocks=6, heads=4, kv=2, head=32, ff=256, attention_blocks={3},
+                           state=64, groups=2, mamba_heads=16, conv=4, multipliers=(2.0, 0.5, 0.09, 2.0)),
 }
 
 
@@ -534,6 +546,73 @@ def write_qwen35(name: str, spec: dict, path: Path) -> None:
     finish(writer)
 
 
+def write_granite_hybrid(name: str, spec: dict, path: Path) -> None:
+    """Granite 4's hybrid (llama.cpp's `granitehybrid` graph): Mamba2 blocks (`ssm_in` giving z,
+    the convolution's x, B and C, and a time step per head; `ssm_conv1d` with its bias,
+    `ssm_dt.bias`, `ssm_a` = -exp(A_log), `ssm_d`, the grouped `ssm_norm`, `ssm_out`) where
+    `attention.head_count_kv` is 0, attention blocks without RoPE elsewhere, a SwiGLU network in
+    every block, and Granite's embedding, residual, attention and logit multipliers."""
+    arch = "granitehybrid"
+    weights = Weights(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little"))
+    source = GGUFReader(str(TOKENIZER_SOURCE))
+    vocabulary = len(source.fields["tokenizer.ggml.tokens"].data)
+    width, heads, kv, head, ff, blocks = WIDTH, spec["heads"], spec["kv"], spec["head"], spec["ff"], spec["blocks"]
+    state, groups, mamba_heads, conv = spec["state"], spec["groups"], spec["mamba_heads"], spec["conv"]
+    inner = 2 * width   # llama.cpp supports an expansion factor of 2 only
+    channels = inner + 2 * groups * state
+    embedding, residual, attention, logits = spec["multipliers"]
+
+    writer = GGUFWriter(str(path), arch)
+    writer.add_name(f"Typeset synthetic {name}")
+    # Without RoPE the converter writes a context length of 2^20.
+    writer.add_context_length(1 << 20)
+    writer.add_embedding_length(width)
+    writer.add_block_count(blocks)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv([kv if b in spec["attention_blocks"] else 0 for b in range(blocks)])
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_scaling_finetuned(False)
+    writer.add_embedding_scale(embedding)
+    writer.add_residual_scale(residual)
+    writer.add_attention_scale(attention)
+    writer.add_logit_scale(logits)
+    writer.add_uint32(f"{arch}.ssm.conv_kernel", conv)
+    writer.add_uint32(f"{arch}.ssm.state_size", state)
+    writer.add_uint32(f"{arch}.ssm.group_count", groups)
+    writer.add_uint32(f"{arch}.ssm.time_step_rank", mamba_heads)
+    writer.add_uint32(f"{arch}.ssm.inner_size", inner)
+    copy_tokenizer(writer, source)
+
+    add(writer, "token_embd.weight", weights.uniform((vocabulary, width), 0.3), T.Q8_0)
+    add(writer, "output_norm.weight", weights.norm(width), T.F32)
+    add(writer, "output.weight", weights.matrix(vocabulary, width), T.Q8_0)
+    for block in range(blocks):
+        p = f"blk.{block}."
+        add(writer, p + "attn_norm.weight", weights.norm(width), T.F32)
+        if block in spec["attention_blocks"]:
+            add(writer, p + "attn_q.weight", weights.matrix(heads * head, width), T.Q8_0)
+            add(writer, p + "attn_k.weight", weights.matrix(kv * head, width), T.Q5_0)
+            add(writer, p + "attn_v.weight", weights.matrix(kv * head, width), T.Q4_0)
+            add(writer, p + "attn_output.weight", weights.matrix(width, heads * head, 0.5), T.F16)
+        else:
+            # z, then x, B and C, then a time step per head (its rows at half gain).
+            projection = np.concatenate([weights.matrix(inner + channels, width), weights.matrix(mamba_heads, width, 0.5)])
+            add(writer, p + "ssm_in.weight", projection, T.Q8_0)
+            add(writer, p + "ssm_conv1d.weight", weights.uniform((channels, conv), 0.6), T.F32)
+            add(writer, p + "ssm_conv1d.bias", weights.uniform((channels,), 0.2), T.F32)
+            # softplus(dt + dt_bias) from about 0.002 to 0.2 times A in [-2, -0.5]: decays per
+            # token from 0.67 to 0.999, so some heads remember across hundreds of tokens.
+            add(writer, p + "ssm_dt.bias", (-4.0 + weights.uniform((mamba_heads,), 2.0)).astype(np.float32), T.F32)
+            add(writer, p + "ssm_a", (-1.25 + weights.uniform((mamba_heads, 1), 0.75)).astype(np.float32), T.F32)
+            add(writer, p + "ssm_d", (1.0 + weights.uniform((mamba_heads, 1), 0.5)).astype(np.float32), T.F32)
+            add(writer, p + "ssm_norm.weight", weights.norm(inner).reshape(groups, inner // groups), T.F32)
+            add(writer, p + "ssm_out.weight", weights.matrix(width, inner, 0.5), T.Q5_0)
+        add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
+        add_swiglu(writer, weights, p, ff)
+    finish(writer)
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -551,7 +630,7 @@ def write_all() -> int:
     for name, spec in MODELS.items():
         path = directory / f"{name}.gguf"
         temporary = path.with_suffix(".tmp")
-        writer = {"gemma4": write_gemma4, "qwen35": write_qwen35}.get(spec["arch"], write_model)
+        writer = {"gemma4": write_gemma4, "qwen35": write_qwen35, "granitehybrid": write_granite_hybrid}.get(spec["arch"], write_model)
         writer(name, spec, temporary)
         digest = sha256_of(temporary)
         expected_file = OUT / f"{name}.json"
@@ -645,10 +724,10 @@ def record(names: list[str]) -> int:
                            "top_logits": [[round(float(logits[p, i]), 5) for i in top[p]] for p in range(CTX - 1)]})
         L.llama_free(flash)
         # A second noise floor, for families whose arithmetic the flash path barely touches
-        # (Qwen 3.5's recurrent blocks): the first chunk again, a token at a time (llama.cpp's
+        # (Qwen 3.5's and Granite 4's recurrent blocks): the first chunk again, a token at a time (llama.cpp's
         # matrix-vector kernels instead of its batched ones).
         single_agreements, single_largest = None, None
-        if MODELS[name]["arch"] == "qwen35":
+        if MODELS[name]["arch"] in ("qwen35", "granitehybrid"):
             chunk = tokens[:CTX]
             clear()
             whole = decode(chunk, 0, True).astype(np.float64)

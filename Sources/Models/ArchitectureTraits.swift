@@ -13,6 +13,8 @@
 /// | short convolutions         |       |       |       |        |        |      | yes  |         |
 ///
 /// Qwen 3.5 (`qwen35`): halves, SiLU, Q/K norm, gated attention output, Gated DeltaNet blocks.
+/// Granite 4 hybrids (`granitehybrid`): adjacent pairs (where they rotate), SiLU, Mamba2 blocks,
+/// Granite's multipliers.
 ///
 /// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`hasExperts`); LFM2 MoE is
 /// LFM2 with one in every block after the leading dense ones. gpt-oss attends as Qwen 2 does
@@ -98,6 +100,12 @@ struct ArchitectureTraits: Sendable {
     /// The query projection gives each head its queries and then as many gate logits, and the
     /// attention's output is multiplied by their sigmoid before the output projection (Qwen 3.5).
     var gatesAttentionOutput = false
+    /// Blocks whose key/value head count is 0 are Mamba2 selective state spaces (Granite 4:
+    /// `ssm.*`).
+    var hasMamba2 = false
+    /// Granite's multipliers (``GraniteMultipliers``) and its RoPE switch
+    /// (`rope.scaling.finetuned`).
+    var hasGraniteMultipliers = false
     /// Keys under `<architecture>.` that the family reads beyond the common ones.
     var additionalKeys: Set<String> = []
 
@@ -195,6 +203,11 @@ extension ModelArchitecture {
                 rotatesPartialHeads: true, hasGatedDeltaNets: true, gatesAttentionOutput: true,
                 additionalKeys: ["ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size",
                                  "full_attention_interval", "attention.recurrent_layers", "rope.dimension_sections", "nextn_predict_layers"])
+        case .graniteHybrid:
+            ArchitectureTraits(
+                rotaryPairing: .adjacent, activation: .silu, hasMamba2: true, hasGraniteMultipliers: true,
+                additionalKeys: ["ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size",
+                                 "embedding_scale", "residual_scale", "attention.scale", "logit_scale"])
         }
     }
 }

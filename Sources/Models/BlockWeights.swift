@@ -31,7 +31,7 @@ struct BlockWeights: Sendable {
     let outputScale: Float?
     /// This block's storage in the cache: its key/value slot for attention (an earlier
     /// block's where it reads that block's keys and values), its input history for a short
-    /// convolution, its state in ``RecurrentState`` for a Gated DeltaNet.
+    /// convolution, its state in ``RecurrentState`` for a Gated DeltaNet or a Mamba2.
     let cacheSlot: Int
 }
 
@@ -68,6 +68,8 @@ enum TokenMixer: Sendable {
     case attention(AttentionWeights)
     case shortConvolution(ShortConvolutionWeights)
     case gatedDeltaNet(GatedDeltaNetWeights)
+    /// Granite 4's Mamba2 selective state space, its state in ``RecurrentState``.
+    case mamba2(Mamba2Weights)
 }
 
 /// Causal self-attention's weights and per-block parameters.

@@ -112,6 +112,9 @@ struct ForwardPass {
             case let .gatedDeltaNet(deltaNet):
                 try runGatedDeltaNet(block, deltaNet)
                 if narrows { pass = narrowedToLastRows() }
+            case let .mamba2(mamba):
+                try runMamba2(block, mamba)
+                if narrows { pass = narrowedToLastRows() }
             }
             try pass.feedForward(block)
             if let perLayerInput = block.perLayerInput { try pass.addPerLayerInput(perLayerInput, block: index) }
@@ -178,6 +181,9 @@ struct ForwardPass {
         }
         if model.traits.scalesEmbeddings {
             let factor = Float(width).squareRoot()
+            for index in 0 ..< count * width { residual[index] *= factor }
+        }
+        if let factor = model.configuration.multipliers.embedding {
             for index in 0 ..< count * width { residual[index] *= factor }
         }
         if let perLayer = model.perLayerEmbeddings { try embedPerLayer(tokens, perLayer) }
@@ -399,20 +405,20 @@ struct ForwardPass {
         let mixed = rows(workspace.fused, 0 ..< count, width: convolutionWidth)
         let gates = rows(workspace.gates, 0 ..< count, width: valueWidth)
         try project((deltaNet.inputs, mixed), (deltaNet.outputGate, gates))
-        let decays = rows(workspace.recurrentGates, 0 ..< count, width: heads)
-        let updates = rows(workspace.recurrentGates, count ..< 2 * count, width: heads)
+        // Each row's α, then its β.
+        let perHead = shape.headInputWidth
+        let gateRows = workspace.recurrentGates.baseAddress!
         for row in 0 ..< count {
-            try project((deltaNet.decayInput, rows(decays, row ..< row + 1, width: heads)),
-                        (deltaNet.updateInput, rows(updates, row ..< row + 1, width: heads)),
+            try project((deltaNet.decayInput, UnsafeMutableBufferPointer(start: gateRows + row * perHead, count: heads)),
+                        (deltaNet.updateInput, UnsafeMutableBufferPointer(start: gateRows + row * perHead + heads, count: heads)),
                         input: rows(workspace.normalized, row ..< row + 1, width: width), rows: 1)
         }
         let outputs = rows(workspace.ups, 0 ..< count, width: valueWidth)
         for sequence in sequences {
             let first = sequence.rows.lowerBound
-            let inputs = GatedDeltaNetRecurrence.Inputs(
+            let inputs = RecurrenceInputs(
                 convolution: mixed.baseAddress! + first * convolutionWidth, convolutionStride: convolutionWidth,
-                decay: decays.baseAddress! + first * heads, decayStride: heads,
-                update: updates.baseAddress! + first * heads, updateStride: heads)
+                heads: gateRows + first * perHead, headStride: perHead)
             sequence.cache.recurrentState!.advance(
                 block: block.cacheSlot, rows: sequence.rows.count, inputs: inputs, outputs: outputs.baseAddress! + first * valueWidth,
                 scratch: workspace.recurrentScratch.baseAddress!, threadCount: threadCount)
@@ -426,6 +432,45 @@ struct ForwardPass {
             }
         }
         try project((deltaNet.output, rows(workspace.projected, 0 ..< count, width: width)), input: gates)
+        addToResidual(postNorm: block.postMixerNorm)
+    }
+
+    /// Granite 4's Mamba2 (``Mamba2Weights``): norm, the input projection, each sequence's
+    /// recurrence on its own cache's state (reading the convolution's inputs and the time steps
+    /// in place), `y ⊙ SiLU(z)` normalized per group, the output projection, residual.
+    private func runMamba2(_ block: BlockWeights, _ mamba: Mamba2Weights) throws(KernelError) {
+        normalize(from: workspace.residual, into: workspace.normalized, weight: block.mixerNorm)
+        let shape = mamba.recurrence.shape
+        let projectedWidth = shape.inputProjectionWidth, inner = shape.innerSize
+        let projected = rows(workspace.fused, 0 ..< count, width: projectedWidth)
+        try project((mamba.inputs, projected))
+        let outputs = rows(workspace.ups, 0 ..< count, width: inner)
+        for sequence in sequences {
+            let first = projected.baseAddress! + sequence.rows.lowerBound * projectedWidth
+            let inputs = RecurrenceInputs(convolution: first + inner, convolutionStride: projectedWidth,
+                                          heads: first + inner + shape.convolutionWidth, headStride: projectedWidth)
+            sequence.cache.recurrentState!.advance(
+                block: block.cacheSlot, rows: sequence.rows.count, inputs: inputs,
+                outputs: outputs.baseAddress! + sequence.rows.lowerBound * inner,
+                scratch: workspace.recurrentScratch.baseAddress!, threadCount: threadCount)
+        }
+        // y ⊙ SiLU(z) (z copied out of the projection's rows), then the norm over each group.
+        let gated = rows(workspace.gates, 0 ..< count, width: inner)
+        let groupWidth = inner / shape.groupCount, epsilon = epsilon
+        mamba.norm.withUnsafeBufferPointer { norm in
+            forEachRowRange(floatsPerRow: 2 * inner) { range in
+                for row in range {
+                    let target = gated.baseAddress! + row * inner
+                    target.update(from: projected.baseAddress! + row * projectedWidth, count: inner)
+                    _swiGLU(UnsafeMutableBufferPointer(start: target, count: inner), UnsafeBufferPointer(start: outputs.baseAddress! + row * inner, count: inner))
+                    for group in 0 ..< shape.groupCount {
+                        _rmsNorm(UnsafeMutableBufferPointer(start: target + group * groupWidth, count: groupWidth), width: groupWidth,
+                                 weight: UnsafeBufferPointer(rebasing: norm[group * groupWidth ..< (group + 1) * groupWidth]), epsilon: epsilon)
+                    }
+                }
+            }
+        }
+        try project((mamba.output, rows(workspace.projected, 0 ..< count, width: width)), input: gated)
         addToResidual(postNorm: block.postMixerNorm)
     }
 
@@ -697,6 +742,11 @@ struct ForwardPass {
             try project((model.output, result), input: final, rows: rowCount)
             // Gemma 4's soft-capping, as ggml computes it: scale, tanh, scale back.
             // In runs of 4,096 logits shared out across the threads: 262,144 `tanhf`s per row.
+            // Granite's logit scale: a product by its inverse, as ggml's `scale`.
+            if let scale = model.configuration.multipliers.logits {
+                let inverse = 1 / scale
+                for index in result.indices { result[index] *= inverse }
+            }
             if let cap = model.configuration.finalLogitSoftCapping.map(Float.init) {
                 let inverse = 1 / cap, run = 4096, total = rowCount * vocabulary
                 forEachRowRange((total + run - 1) / run, floatsPerRow: run) { range in
@@ -773,14 +823,22 @@ struct ForwardPass {
         }
     }
 
-    /// `residual += postNorm(projected)` (the norm where the family has one).
+    /// `residual += postNorm(projected)` (the norm where the family has one), `projected` times
+    /// Granite's residual scale where the model has one (a product, then the sum, as ggml's
+    /// `scale` then `add`).
     private func addToResidual(postNorm: [Float]?) {
         let residual = workspace.residual, projected = workspace.projected
         let width = width, epsilon = epsilon
+        let scale = model.configuration.multipliers.residual
         (postNorm ?? []).withUnsafeBufferPointer { norm in
             forEachRowRange(floatsPerRow: 2 * width) { range in
                 if postNorm != nil { _rmsNorm(rows(projected, range, width: width), width: width, weight: norm, epsilon: epsilon) }
-                for index in range.lowerBound * width ..< range.upperBound * width { residual[index] += projected[index] }
+                let elements = range.lowerBound * width ..< range.upperBound * width
+                if let scale {
+                    for index in elements { residual[index] += projected[index] * scale }
+                } else {
+                    for index in elements { residual[index] += projected[index] }
+                }
             }
         }
     }

@@ -45,17 +45,6 @@ struct GatedDeltaNetRecurrence: Sendable {
     /// The RMS norm's epsilon, which the L2 norms of queries and keys share (divided by `S`).
     let epsilon: Float
 
-    /// Where a pass's rows of inputs are: row `r`'s convolution inputs at
-    /// `convolution + r × convolutionStride`, likewise α and β.
-    struct Inputs {
-        var convolution: UnsafePointer<Float>
-        var convolutionStride: Int
-        var decay: UnsafePointer<Float>
-        var decayStride: Int
-        var update: UnsafePointer<Float>
-        var updateStride: Int
-    }
-
     /// Advances a state over `rows` tokens: reads the state before them at `source`, writes the
     /// state after them at `destination` (which may be `source`), and, when `outputs` is given,
     /// each row's `V × S` outputs there, row after row. The state is the last `L − 1`
@@ -67,7 +56,7 @@ struct GatedDeltaNetRecurrence: Sendable {
     ///
     /// - Complexity: O(rows × (C × L + V × S²)) for `C` convolution channels.
     func advance(
-        rows: Int, inputs: Inputs, from source: UnsafePointer<Float>, to destination: UnsafeMutablePointer<Float>,
+        rows: Int, inputs: RecurrenceInputs, from source: UnsafePointer<Float>, to destination: UnsafeMutablePointer<Float>,
         outputs: UnsafeMutablePointer<Float>?, scratch: UnsafeMutablePointer<Float>, threadCount: Int
     ) {
         guard rows > 0 else {
@@ -76,13 +65,9 @@ struct GatedDeltaNetRecurrence: Sendable {
         }
         let width = shape.convolutionWidth, length = shape.convolutionLength, history = length - 1
         let valueHeads = shape.valueHeadCount, keyHeads = shape.keyHeadCount, headWidth = shape.headWidth
-        let rowWidth = shape.rowInputWidth, epsilon = epsilon
-        // The convolution's input series: the state's last inputs, then the rows'.
+        let rowWidth = shape.preparedRowWidth, epsilon = epsilon
         let series = scratch, prepared = scratch + (history + rows) * width
-        series.update(from: source, count: history * width)
-        for row in 0 ..< rows {
-            (series + (history + row) * width).update(from: inputs.convolution + row * inputs.convolutionStride, count: width)
-        }
+        inputs.writeConvolutionSeries(rows: rows, width: width, history: history, from: source, to: destination, series: series)
         // Each row: the convolution and its SiLU, the L2 norms of its query and key heads,
         // then each value head's decay exponent g and update weight σ(β).
         kernel.withUnsafeBufferPointer { kernel in
@@ -96,20 +81,17 @@ struct GatedDeltaNetRecurrence: Sendable {
                             _silu(UnsafeMutableBufferPointer(start: target, count: width))
                             for head in 0 ..< 2 * keyHeads { _l2Normalize(target + head * headWidth, width: headWidth, epsilon: epsilon) }
                             for head in 0 ..< valueHeads {
-                                let biased = inputs.decay[row * inputs.decayStride + head] + bias[head]
-                                target[width + head] = _softplus(biased) * rate[head]
-                                target[width + valueHeads + head] = 1 / (1 + expf(-inputs.update[row * inputs.updateStride + head]))
+                                let perHead = inputs.heads + row * inputs.headStride
+                                target[width + head] = _softplus(perHead[head] + bias[head]) * rate[head]
+                                target[width + valueHeads + head] = 1 / (1 + expf(-perHead[valueHeads + head]))
                             }
                         }
                     }
                 }
             }
         }
-        // The new convolution history: the series' last inputs (the scratch is apart from
-        // both states, so `source` may be `destination`).
         let matrixCount = headWidth * headWidth
         let matrices = history * width
-        destination.update(from: series + rows * width, count: history * width)
         // Each value head over the rows in order; the heads shared out across the threads.
         let scale = 1 / Float(headWidth).squareRoot()
         let valueOffset = 2 * keyHeads * headWidth
@@ -132,23 +114,11 @@ struct GatedDeltaNetRecurrence: Sendable {
     }
 }
 
-extension GatedDeltaNetRecurrence.Inputs {
-    /// Rows stored whole, `width` floats each: convolution inputs, α, β.
-    init(rows base: UnsafePointer<Float>, width: Int, convolutionWidth: Int, valueHeads: Int) {
-        self.init(convolution: base, convolutionStride: width, decay: base + convolutionWidth, decayStride: width,
-                  update: base + convolutionWidth + valueHeads, updateStride: width)
-    }
-}
-
 extension GatedDeltaNetConfiguration {
-    /// Floats of one row's inputs to the recurrence: the convolution's inputs, then α, then β.
-    var rowInputWidth: Int { convolutionWidth + 2 * valueHeadCount }
-
-    /// Floats of scratch ``GatedDeltaNetRecurrence/advance(rows:inputs:from:to:outputs:scratch:threadCount:)``
-    /// needs for `rows` rows: the convolution's input series, then each row's prepared inputs.
-    func scratchFloatCount(rows: Int) -> Int {
-        (convolutionLength - 1 + rows) * convolutionWidth + rows * rowInputWidth
-    }
+    /// Floats of one row's inputs to the recurrence per head: α, then β.
+    var headInputWidth: Int { 2 * valueHeadCount }
+    /// Floats of one prepared row: the convolution's outputs, then each value head's g and σ(β).
+    var preparedRowWidth: Int { convolutionWidth + 2 * valueHeadCount }
 }
 
 // MARK: - Kernels

@@ -89,7 +89,7 @@ public final class KVCache {
     /// - Precondition: every head width is a whole number of 16-dimension groups (every head
     ///   width Typeset loads is a multiple of 16; `TransformerModel` checks it), one per slot.
     init(contextLength: Int, keyValueHeads: [Int], headWidths: [Int], convolutionCount: Int = 0, convolutionWidth: Int = 0,
-         recurrences: [GatedDeltaNetRecurrence] = []) {
+         recurrences: [Recurrence] = []) {
         precondition(headWidths.allSatisfy { $0 % 16 == 0 }, "head widths \(headWidths) are not multiples of 16")
         precondition(headWidths.count == keyValueHeads.count, "a head width per slot")
         self.contextLength = contextLength
@@ -259,8 +259,8 @@ public final class ForwardWorkspace {
     /// `batchCapacity × 2 × queryWidth`: a gated attention block's query projection, each
     /// head's queries then its output gate logits (Qwen 3.5); empty without.
     private(set) var attentionGates: UnsafeMutableBufferPointer<Float>
-    /// `2 × batchCapacity × value heads`: the Gated DeltaNet blocks' α rows, then their β
-    /// rows; and the scratch of their recurrence (``GatedDeltaNetRecurrence/scratchFloatCount(rows:)``).
+    /// `batchCapacity × 2 × value heads`: each row's α, then its β, of a Gated DeltaNet block;
+    /// and the scratch of the recurrent blocks (``RecurrenceShape/scratchFloatCount(rows:)``).
     /// Empty without such blocks.
     private(set) var recurrentGates, recurrentScratch: UnsafeMutableBufferPointer<Float>
     /// Per row, the chosen experts and their weights (`usedCount` each), and per expert the
@@ -286,8 +286,8 @@ public final class ForwardWorkspace {
         var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, perLayerWidth = 0, fusedWidth = 0, expertCount = 0, usedExpertCount = 0
         var hasDenseAndExperts = false
         var gatedQueryWidth = 0
-        /// The Gated DeltaNet blocks' shape (one per model).
-        var recurrence: GatedDeltaNetConfiguration?
+        /// The recurrent blocks' shape (one per model).
+        var recurrence: RecurrenceShape?
     }
 
     /// An empty workspace; the first forward pass that uses it sizes it.
@@ -336,7 +336,12 @@ public final class ForwardWorkspace {
                 let shape = deltaNet.recurrence.shape
                 widths.fusedWidth = max(widths.fusedWidth, shape.convolutionWidth)
                 widths.hiddenWidth = max(widths.hiddenWidth, shape.valueHeadCount * shape.headWidth)
-                widths.recurrence = shape
+                widths.recurrence = .gatedDeltaNet(shape)
+            case let .mamba2(mamba):
+                let shape = mamba.recurrence.shape
+                widths.fusedWidth = max(widths.fusedWidth, shape.inputProjectionWidth)
+                widths.hiddenWidth = max(widths.hiddenWidth, shape.innerSize)
+                widths.recurrence = .mamba2(shape)
             }
             switch block.feedForward {
             case let .dense(feedForward): include(feedForward)
@@ -374,7 +379,7 @@ public final class ForwardWorkspace {
         perLayerInputs = buffer(capacity * widths.perLayerWidth)
         perLayerToken = buffer(widths.perLayerWidth)
         attentionGates = buffer(capacity * widths.gatedQueryWidth)
-        recurrentGates = buffer(2 * capacity * (widths.recurrence?.valueHeadCount ?? 0))
+        recurrentGates = buffer(capacity * (widths.recurrence?.headInputWidth ?? 0))
         recurrentScratch = buffer(widths.recurrence?.scratchFloatCount(rows: capacity) ?? 0)
         batchCapacity = capacity
         self.widths = widths

@@ -45,6 +45,13 @@ public enum ModelArchitecture: String, Sendable, CaseIterable {
     /// output; per-head Q/K RMSNorm, a quarter of each head rotated (interleaved M-RoPE, which
     /// for text is NeoX RoPE on the pairs its sections give a position).
     case qwen35
+    /// IBM's Granite 4 hybrids (Granite-4.0-H: 350M, 1B, Micro, Tiny, Small): Mamba2 blocks
+    /// (``Mamba2Configuration``) where `attention.head_count_kv` is 0, attention blocks without
+    /// RoPE between them (unless `rope.scaling.finetuned` says otherwise), and Granite's
+    /// multipliers: `embedding_scale` on the embeddings, `residual_scale` on each block's two
+    /// outputs before their residual adds, `attention.scale` in place of 1/√head width and
+    /// `logit_scale` dividing the logits.
+    case graniteHybrid = "granitehybrid"
 }
 
 /// Qwen 3.5's Gated DeltaNet blocks (llama.cpp's `ssm.*` keys): a linear attention whose
@@ -67,6 +74,49 @@ public struct GatedDeltaNetConfiguration: Sendable, Equatable {
     /// Floats of one block's state: the last `convolutionLength − 1` convolution inputs and a
     /// `headWidth × headWidth` matrix per value head.
     public var stateFloatCount: Int { (convolutionLength - 1) * convolutionWidth + valueHeadCount * headWidth * headWidth }
+}
+
+/// Granite 4's Mamba2 blocks (llama.cpp's `ssm.*` keys): a selective state space whose state
+/// is, per head, a `headWidth × stateSize` matrix decayed by a scalar per head and token, after
+/// a short causal convolution over the inputs `x` and the groups' `B` and `C`.
+public struct Mamba2Configuration: Sendable, Equatable {
+    /// Inputs each convolution sees, the current one included (`ssm.conv_kernel`, 2 … 16).
+    public let convolutionLength: Int
+    /// Width of each group's `B` and `C` and of each row of a head's state (`ssm.state_size`).
+    public let stateSize: Int
+    /// Groups of heads sharing a `B` and a `C` (`ssm.group_count`), a divisor of ``headCount``:
+    /// head `h` reads group `h / (headCount / groupCount)`.
+    public let groupCount: Int
+    /// Heads (`ssm.time_step_rank`), each with its own time step, decay and skip weight.
+    public let headCount: Int
+    /// Width of `x`, `z` and the output, ``headCount`` heads of ``headWidth`` (`ssm.inner_size`).
+    public let innerSize: Int
+
+    public var headWidth: Int { innerSize / headCount }
+    /// Channels of the convolution: `x`, then every group's `B`, then every group's `C`.
+    public var convolutionWidth: Int { innerSize + 2 * groupCount * stateSize }
+    /// Width of the input projection: `z`, the convolution's channels, a time step per head.
+    public var inputProjectionWidth: Int { innerSize + convolutionWidth + headCount }
+    /// Floats of one block's state: the last `convolutionLength − 1` convolution inputs and a
+    /// `headWidth × stateSize` matrix per head.
+    public var stateFloatCount: Int { (convolutionLength - 1) * convolutionWidth + innerSize * stateSize }
+}
+
+/// Granite's multipliers (`embedding_scale`, `residual_scale`, `attention.scale`,
+/// `logit_scale`), each `nil` where the file has none (or 0, which llama.cpp reads as none).
+public struct GraniteMultipliers: Sendable, Equatable {
+    /// Multiplies the token embeddings.
+    public var embedding: Float?
+    /// Multiplies each block's mixer output and feed-forward output before their residual adds.
+    public var residual: Float?
+    /// The attention's score scale, in place of 1/√head width.
+    public var attention: Float?
+    /// Divides the logits.
+    public var logits: Float?
+
+    public init(embedding: Float? = nil, residual: Float? = nil, attention: Float? = nil, logits: Float? = nil) {
+        (self.embedding, self.residual, self.attention, self.logits) = (embedding, residual, attention, logits)
+    }
 }
 
 /// A mixture of experts in place of a block's feed-forward network: a router scores the
@@ -121,6 +171,9 @@ public enum BlockKind: Sendable, Equatable {
     /// A Gated DeltaNet linear attention (Qwen 3.5), whose state is a recurrent one
     /// (``GatedDeltaNetConfiguration``).
     case gatedDeltaNet
+    /// A Mamba2 selective state space (Granite 4), whose state is a recurrent one
+    /// (``Mamba2Configuration``).
+    case mamba2
 }
 
 /// How an embedding is made of a sequence's last hidden states (the final norm's output, one
@@ -226,6 +279,13 @@ public struct ModelConfiguration: Sendable, Equatable {
     /// pairs take the text position (the first three sections' share, interleaved) and which
     /// the fourth, always 0 for text, so that those pairs do not rotate. `nil` without them.
     public let ropeSections: [Int]?
+    /// The Mamba2 blocks' shape (Granite 4), `nil` for families without them.
+    public let mamba2: Mamba2Configuration?
+    /// Granite's multipliers, all `nil` for the other families.
+    public let multipliers: GraniteMultipliers
+    /// Whether the attention blocks rotate their queries and keys: Granite 4's hybrids do not
+    /// (their converter writes `rope.scaling.finetuned` false), every other family does.
+    public let usesRotary: Bool
 
     /// Upper bounds that keep a hostile file from sizing absurd buffers.
     public static let maximumDimension = 1 << 20
@@ -309,8 +369,8 @@ public struct ModelConfiguration: Sendable, Equatable {
         }
         var blockKinds: [BlockKind] = []
         for count in keyValueHeads {
-            if count == 0, traits.hasShortConvolutions {
-                blockKinds.append(.shortConvolution)
+            if count == 0, traits.hasShortConvolutions || traits.hasMamba2 {
+                blockKinds.append(traits.hasMamba2 ? .mamba2 : .shortConvolution)
                 continue
             }
             guard count > 0, count <= headCount, headCount % count == 0 else {
@@ -421,29 +481,56 @@ public struct ModelConfiguration: Sendable, Equatable {
         self.vocabularySize = vocabularySize
         self.blockKinds = blockKinds
         self.ropeSections = ropeSections
-        if traits.hasGatedDeltaNets {
-            let headWidth = try required("ssm.state_size", limit: 1024)
-            let keyHeads = try required("ssm.group_count", limit: 4096)
-            let valueHeads = try required("ssm.time_step_rank", limit: 4096)
+        // llama.cpp's `ssm.*` keys, which Qwen 3.5's Gated DeltaNets and Granite 4's Mamba2
+        // blocks read alike: the state size (a Gated DeltaNet's head width), the groups (its
+        // query/key heads), the heads (its value heads), the convolution's taps, the inner width.
+        var gatedDeltaNet: GatedDeltaNetConfiguration?, mamba2: Mamba2Configuration?
+        if traits.hasGatedDeltaNets || traits.hasMamba2 {
+            let stateSize = try required("ssm.state_size", limit: 1024)
+            let groups = try required("ssm.group_count", limit: 4096)
+            let heads = try required("ssm.time_step_rank", limit: 4096)
             let length = try required("ssm.conv_kernel", limit: 16)
+            let innerKey = parameters.key("ssm.inner_size")
+            let inner = try required("ssm.inner_size")
             guard length >= 2, length <= trainedContextLength else {
                 throw .invalid(key: parameters.key("ssm.conv_kernel"), value: "\(length)",
                                reason: "must be at least 2 and at most the context length \(trainedContextLength)")
             }
-            guard valueHeads % keyHeads == 0 else {
-                throw .invalid(key: parameters.key("ssm.time_step_rank"), value: "\(valueHeads)",
-                               reason: "must be a multiple of the key head count \(keyHeads) (ssm.group_count)")
+            guard heads % groups == 0 else {
+                throw .invalid(key: parameters.key("ssm.time_step_rank"), value: "\(heads)",
+                               reason: "must be a multiple of the group count \(groups) (ssm.group_count)")
             }
-            let innerKey = parameters.key("ssm.inner_size")
-            let inner = try required("ssm.inner_size")
-            guard inner == valueHeads * headWidth else {
-                throw .invalid(key: innerKey, value: "\(inner)",
-                               reason: "must be the value heads times the state size (\(valueHeads) × \(headWidth) = \(valueHeads * headWidth))")
+            if traits.hasGatedDeltaNets {
+                guard inner == heads * stateSize else {
+                    throw .invalid(key: innerKey, value: "\(inner)",
+                                   reason: "must be the value heads times the state size (\(heads) × \(stateSize) = \(heads * stateSize))")
+                }
+                gatedDeltaNet = GatedDeltaNetConfiguration(
+                    convolutionLength: length, headWidth: stateSize, keyHeadCount: groups, valueHeadCount: heads)
+            } else {
+                guard inner % heads == 0 else {
+                    throw .invalid(key: innerKey, value: "\(inner)", reason: "must be a multiple of the head count \(heads) (ssm.time_step_rank)")
+                }
+                mamba2 = Mamba2Configuration(
+                    convolutionLength: length, stateSize: stateSize, groupCount: groups, headCount: heads, innerSize: inner)
             }
-            self.gatedDeltaNet = GatedDeltaNetConfiguration(
-                convolutionLength: length, headWidth: headWidth, keyHeadCount: keyHeads, valueHeadCount: valueHeads)
+        }
+        (self.gatedDeltaNet, self.mamba2) = (gatedDeltaNet, mamba2)
+        if traits.hasGraniteMultipliers {
+            /// A multiplier, `nil` when absent or 0 (llama.cpp's "none").
+            func multiplier(_ field: String) throws(ModelConfigurationError) -> Float? {
+                let key = parameters.key(field)
+                guard let value = try read(try metadata.double(key)), value != 0 else { return nil }
+                guard value.isFinite, value > 0 else { throw .invalid(key: key, value: "\(value)", reason: "must be a positive number") }
+                return Float(value)
+            }
+            self.multipliers = GraniteMultipliers(
+                embedding: try multiplier("embedding_scale"), residual: try multiplier("residual_scale"),
+                attention: try multiplier("attention.scale"), logits: try multiplier("logit_scale"))
+            self.usesRotary = try read(try metadata.bool(parameters.key("rope.scaling.finetuned"))) ?? true
         } else {
-            self.gatedDeltaNet = nil
+            self.multipliers = GraniteMultipliers()
+            self.usesRotary = true
         }
         self.shortConvolutionLength = traits.hasShortConvolutions ? try required("shortconv.l_cache", limit: 64) : nil
         if traits.hasExperts || traits.mayHaveExperts && metadata.contains(key: parameters.key("expert_count")) {

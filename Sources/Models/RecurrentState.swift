@@ -1,7 +1,8 @@
 import Kernels
 
-/// The state of a cache's recurrent blocks (Qwen 3.5's Gated DeltaNet blocks), beside its keys
-/// and values: what those blocks remember of every token before, in a fixed size.
+/// The state of a cache's recurrent blocks (Qwen 3.5's Gated DeltaNet blocks, Granite 4's
+/// Mamba2 blocks), beside its keys and values: what those blocks remember of every token
+/// before, in a fixed size.
 ///
 /// Unlike keys and values, such a state cannot be cut back to an earlier position: it is one
 /// value, updated by every token. So the cache keeps what it needs to restore the states a
@@ -27,7 +28,7 @@ import Kernels
 /// Gated DeltaNet blocks a state is 19 MiB. Pages are committed as they are written.
 final class RecurrentState {
     /// The recurrent blocks' arithmetic, in block order (a block's `cacheSlot` indexes it).
-    let recurrences: [GatedDeltaNetRecurrence]
+    let recurrences: [Recurrence]
     /// Where each block's state starts in a whole state, and its inputs in a kept row.
     private let stateOffsets: [Int], inputOffsets: [Int]
     /// Floats of a whole state (every block's) and of one row's inputs (every block's).
@@ -54,7 +55,7 @@ final class RecurrentState {
     /// The checkpoints, oldest first, each with its own state.
     private(set) var checkpoints: [(position: Int, state: UnsafeMutablePointer<Float>)] = []
 
-    init(recurrences: [GatedDeltaNetRecurrence]) {
+    init(recurrences: [Recurrence]) {
         self.recurrences = recurrences
         var stateOffsets: [Int] = [], inputOffsets: [Int] = []
         var stateCount = 0, inputCount = 0
@@ -106,17 +107,16 @@ final class RecurrentState {
     /// many), from the pass's start state to the current one, keeping the rows' inputs when
     /// the pass is short enough to restore positions within it.
     func advance(
-        block: Int, rows: Int, inputs: GatedDeltaNetRecurrence.Inputs, outputs: UnsafeMutablePointer<Float>?,
+        block: Int, rows: Int, inputs: RecurrenceInputs, outputs: UnsafeMutablePointer<Float>?,
         scratch: UnsafeMutablePointer<Float>, threadCount: Int
     ) {
         let recurrence = recurrences[block]
         if keptRowCount > 0 {
-            let width = recurrence.shape.convolutionWidth, heads = recurrence.shape.valueHeadCount
+            let width = recurrence.shape.convolutionWidth, headWidth = recurrence.shape.headInputWidth
             for row in 0 ..< rows {
                 let target = passInputs + row * rowInputFloatCount + inputOffsets[block]
                 target.update(from: inputs.convolution + row * inputs.convolutionStride, count: width)
-                (target + width).update(from: inputs.decay + row * inputs.decayStride, count: heads)
-                (target + width + heads).update(from: inputs.update + row * inputs.updateStride, count: heads)
+                (target + width).update(from: inputs.heads + row * inputs.headStride, count: headWidth)
             }
         }
         recurrence.advance(rows: rows, inputs: inputs, from: passStartState + stateOffsets[block],
@@ -209,11 +209,113 @@ final class RecurrentState {
     private func replay(rows: Int, inputs: UnsafeMutablePointer<Float>, from source: UnsafeMutablePointer<Float>,
                         to destination: UnsafeMutablePointer<Float>) {
         for (block, recurrence) in recurrences.enumerated() {
-            let blockInputs = GatedDeltaNetRecurrence.Inputs(
-                rows: inputs + inputOffsets[block], width: rowInputFloatCount,
-                convolutionWidth: recurrence.shape.convolutionWidth, valueHeads: recurrence.shape.valueHeadCount)
+            let blockInputs = RecurrenceInputs(
+                rows: inputs + inputOffsets[block], width: rowInputFloatCount, convolutionWidth: recurrence.shape.convolutionWidth)
             recurrence.advance(rows: rows, inputs: blockInputs, from: source + stateOffsets[block], to: destination + stateOffsets[block],
                                outputs: nil, scratch: scratch, threadCount: KernelThreadPool.shared.threadCount)
         }
+    }
+}
+
+/// A recurrent block's arithmetic: what ``RecurrentState`` runs to advance or restore a state.
+enum Recurrence: Sendable {
+    case gatedDeltaNet(GatedDeltaNetRecurrence)
+    case mamba2(Mamba2Recurrence)
+
+    var shape: RecurrenceShape {
+        switch self {
+        case let .gatedDeltaNet(recurrence): .gatedDeltaNet(recurrence.shape)
+        case let .mamba2(recurrence): .mamba2(recurrence.shape)
+        }
+    }
+
+    /// Advances a state over `rows` rows of `inputs` (see
+    /// ``GatedDeltaNetRecurrence/advance(rows:inputs:from:to:outputs:scratch:threadCount:)``).
+    func advance(
+        rows: Int, inputs: RecurrenceInputs, from source: UnsafePointer<Float>, to destination: UnsafeMutablePointer<Float>,
+        outputs: UnsafeMutablePointer<Float>?, scratch: UnsafeMutablePointer<Float>, threadCount: Int
+    ) {
+        switch self {
+        case let .gatedDeltaNet(recurrence):
+            recurrence.advance(rows: rows, inputs: inputs, from: source, to: destination, outputs: outputs, scratch: scratch,
+                               threadCount: threadCount)
+        case let .mamba2(recurrence):
+            recurrence.advance(rows: rows, inputs: inputs, from: source, to: destination, outputs: outputs, scratch: scratch,
+                               threadCount: threadCount)
+        }
+    }
+}
+
+/// A recurrent block's shape: its state's size and its rows' inputs.
+enum RecurrenceShape: Sendable, Equatable {
+    case gatedDeltaNet(GatedDeltaNetConfiguration)
+    case mamba2(Mamba2Configuration)
+
+    /// Channels of the block's causal convolution (the first inputs of each row).
+    var convolutionWidth: Int {
+        switch self {
+        case let .gatedDeltaNet(shape): shape.convolutionWidth
+        case let .mamba2(shape): shape.convolutionWidth
+        }
+    }
+
+    /// Floats of each row's inputs after the convolution's: α and β per value head (Gated
+    /// DeltaNet), Δ per head (Mamba2).
+    var headInputWidth: Int {
+        switch self {
+        case let .gatedDeltaNet(shape): shape.headInputWidth
+        case let .mamba2(shape): shape.headCount
+        }
+    }
+
+    /// Floats of one row's inputs to the recurrence: the convolution's, then the heads'.
+    var rowInputWidth: Int { convolutionWidth + headInputWidth }
+
+    /// Floats of one block's state.
+    var stateFloatCount: Int {
+        switch self {
+        case let .gatedDeltaNet(shape): shape.stateFloatCount
+        case let .mamba2(shape): shape.stateFloatCount
+        }
+    }
+
+    /// Floats of scratch an advance over `rows` rows needs: the convolution's input series,
+    /// then each row's prepared inputs.
+    func scratchFloatCount(rows: Int) -> Int {
+        let (length, prepared) = switch self {
+        case let .gatedDeltaNet(shape): (shape.convolutionLength, shape.preparedRowWidth)
+        case let .mamba2(shape): (shape.convolutionLength, shape.preparedRowWidth)
+        }
+        return (length - 1 + rows) * convolutionWidth + rows * prepared
+    }
+}
+
+/// Where a pass's rows of inputs to a recurrence are: row `r`'s convolution inputs at
+/// `convolution + r × convolutionStride`, its per-head inputs (``RecurrenceShape/headInputWidth``
+/// floats) at `heads + r × headStride`.
+struct RecurrenceInputs {
+    var convolution: UnsafePointer<Float>
+    var convolutionStride: Int
+    var heads: UnsafePointer<Float>
+    var headStride: Int
+}
+
+extension RecurrenceInputs {
+    /// The first step of an advance over `rows` rows whose convolution has `width` channels and
+    /// looks `history` inputs back: the convolution's input series at `series` (the state's
+    /// last inputs, read at `source`, then each row's) and the new state's last inputs (the
+    /// series' last ones) at `destination`, which may be `source` (the series is apart from both).
+    func writeConvolutionSeries(rows: Int, width: Int, history: Int, from source: UnsafePointer<Float>,
+                                to destination: UnsafeMutablePointer<Float>, series: UnsafeMutablePointer<Float>) {
+        series.update(from: source, count: history * width)
+        for row in 0 ..< rows {
+            (series + (history + row) * width).update(from: convolution + row * convolutionStride, count: width)
+        }
+        destination.update(from: series + rows * width, count: history * width)
+    }
+
+    /// Rows stored whole, `width` floats each: the convolution's inputs, then the heads'.
+    init(rows base: UnsafePointer<Float>, width: Int, convolutionWidth: Int) {
+        self.init(convolution: base, convolutionStride: width, heads: base + convolutionWidth, headStride: width)
     }
 }

@@ -139,7 +139,7 @@ public final class TransformerModel: Sendable {
                     valueNorm: traits.normalizesValues && source == block ? Array(repeating: 1, count: headWidth) : nil,
                     keyValueHeadCount: keyValueHeads,
                     headWidth: headWidth,
-                    rotary: traits.usesRotary(block: block) ? rotaryIndex(local: local) : nil,
+                    rotary: configuration.usesRotary && traits.usesRotary(block: block) ? rotaryIndex(local: local) : nil,
                     window: local ? configuration.slidingWindow : nil,
                     sinks: traits.hasAttentionSinks ? try loader.vector(prefix + "attn_sinks.weight", count: configuration.headCount) : nil,
                     gatesOutput: traits.gatesAttentionOutput))
@@ -160,6 +160,10 @@ public final class TransformerModel: Sendable {
                 convolutionSlots += 1
             case .gatedDeltaNet:
                 mixer = .gatedDeltaNet(try loader.gatedDeltaNet(prefix, width: width, configuration: configuration))
+                slot = recurrentSlots
+                recurrentSlots += 1
+            case .mamba2:
+                mixer = .mamba2(try loader.mamba2(prefix, width: width, configuration: configuration))
                 slot = recurrentSlots
                 recurrentSlots += 1
             }
@@ -219,7 +223,7 @@ public final class TransformerModel: Sendable {
         // for the 27B model (62 blocks), as llama.cpp's loader has it.
         let scaleWidth = configuration.architecture == .gemma3 && configuration.blockCount == 62
             ? configuration.embeddingLength / configuration.headCount : configuration.headDimension
-        attentionScale = traits.leavesScoresUnscaled ? 1 : 1 / Float(scaleWidth).squareRoot()
+        attentionScale = configuration.multipliers.attention ?? (traits.leavesScoresUnscaled ? 1 : 1 / Float(scaleWidth).squareRoot())
 
         everyMatrixIsPacked = loader.everyMatrixIsPacked
         // A multi-token-prediction head's blocks (Qwen 3.5) are carried, not run.
@@ -336,8 +340,12 @@ public final class TransformerModel: Sendable {
             headWidths.append(configuration.headDimension(ofBlock: block))
         }
         let convolutions = configuration.blockKinds.filter { $0 == .shortConvolution }.count
-        let recurrences = blocks.compactMap { block -> GatedDeltaNetRecurrence? in
-            if case let .gatedDeltaNet(deltaNet) = block.mixer { deltaNet.recurrence } else { nil }
+        let recurrences = blocks.compactMap { block -> Recurrence? in
+            switch block.mixer {
+            case let .gatedDeltaNet(deltaNet): .gatedDeltaNet(deltaNet.recurrence)
+            case let .mamba2(mamba): .mamba2(mamba.recurrence)
+            case .attention, .shortConvolution: nil
+            }
         }
         return KVCache(
             contextLength: max(1, min(contextLength, configuration.trainedContextLength)),
@@ -637,6 +645,25 @@ struct WeightLoader {
                 epsilon: Float(configuration.rmsNormEpsilon)),
             norm: try vector(prefix + "ssm_norm.weight", count: shape.headWidth),
             output: try projection(prefix + "ssm_out", shape: [valueWidth, width]))
+    }
+
+    /// A block's Mamba2 (Granite 4, llama.cpp's tensor names): `ssm_in`, `ssm_conv1d` (its bias
+    /// where the file has one), `ssm_dt.bias`, `ssm_a`, `ssm_d`, `ssm_norm` (one weight per
+    /// output, `[inner / groups, groups]`) and `ssm_out`.
+    mutating func mamba2(_ prefix: String, width: Int, configuration: ModelConfiguration) throws(ModelLoadError) -> Mamba2Weights {
+        let shape = configuration.mamba2!
+        let heads = shape.headCount, inner = shape.innerSize
+        return Mamba2Weights(
+            inputs: try projection(prefix + "ssm_in", shape: [width, shape.inputProjectionWidth]),
+            recurrence: Mamba2Recurrence(
+                shape: shape,
+                kernel: try vector(prefix + "ssm_conv1d.weight", shape: [shape.convolutionLength, shape.convolutionWidth]),
+                convolutionBias: try optionalVector(prefix + "ssm_conv1d.bias", count: shape.convolutionWidth),
+                timeStepBias: try vector(prefix + "ssm_dt.bias", count: heads),
+                decayRate: try vector(prefix + "ssm_a", shape: [1, heads]),
+                skip: try vector(prefix + "ssm_d", shape: [1, heads])),
+            norm: try vector(prefix + "ssm_norm.weight", shape: [inner / shape.groupCount, shape.groupCount]),
+            output: try projection(prefix + "ssm_out", shape: [inner, width]))
     }
 
     mutating func vector(_ name: String, count: Int) throws(ModelLoadError) -> [Float] {

@@ -61,8 +61,8 @@ import Testing
     }
 
     @Test func invalidConfigurationsAreTypedErrors() throws {
-        #expect(throws: ModelConfigurationError.unsupportedArchitecture("granitehybrid")) {
-            try ModelConfiguration(metadata: try Self.llama(["general.architecture": .string("granitehybrid")]))
+        #expect(throws: ModelConfigurationError.unsupportedArchitecture("falcon-h1")) {
+            try ModelConfiguration(metadata: try Self.llama(["general.architecture": .string("falcon-h1")]))
         }
         #expect(throws: ModelConfigurationError.missing("general.architecture")) {
             try ModelConfiguration(metadata: try Self.llama(removing: ["general.architecture"]))

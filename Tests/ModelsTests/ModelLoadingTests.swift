@@ -107,7 +107,7 @@ import TypesetTestSupport
                 == .missingTensor("blk.3.shortconv.conv.weight"))
     }
 
-    /// The fuzzer's tiny gpt-oss, Gemma 4 and Qwen 3.5 seeds are models the loader accepts, so
+    /// The fuzzer's tiny gpt-oss, Gemma 4, Qwen 3.5 and Granite 4 seeds are models the loader accepts, so
     /// their mutations reach the expert keys, the 3-D tensors and MXFP4's blocks, the per-block
     /// arrays, the recurrent blocks' keys; and each runs (logits finite).
     @Test func theFuzzersModelSeedLoads() throws {
@@ -125,6 +125,11 @@ import TypesetTestSupport
         #expect(qwen.configuration.blockCount == 4 && qwen.configuration.predictionBlockCount == 1)
         let qwenLogits = try qwen.evaluate([4, 5, 6, 7, 4, 5], cache: qwen.makeCache(contextLength: 16), threadCount: 1)
         #expect(qwenLogits.count == 8 && qwenLogits.allSatisfy(\.isFinite))
+        // The Granite 4 seed: two Mamba2 blocks around an attention block, the multipliers.
+        let granite = try TransformerModel(file: try GGUFFile(bytes: Array(try Fixtures.data("fuzz-seeds/tiny-granite-hybrid.gguf"))))
+        #expect(granite.configuration.blockKinds == [.mamba2, .attention(keyValueHeadCount: 1), .mamba2])
+        let graniteLogits = try granite.evaluate([3, 4, 5, 6, 3, 4], cache: granite.makeCache(contextLength: 16), threadCount: 1)
+        #expect(graniteLogits.count == 8 && graniteLogits.allSatisfy(\.isFinite))
     }
 
     @Test(.enabled(if: TestModels.shouldRunSynthetic))
@@ -258,6 +263,52 @@ import TypesetTestSupport
                 == .unusedTensor("blk.6.nextn.eh_proj.weight"))
         #expect(invalidKey(try Self.rewritten("qwen35", setting: ["qwen35.nextn_predict_layers": .uint32(7)]))
                 == "qwen35.nextn_predict_layers")
+    }
+
+    /// Granite 4's hybrid, read from its keys: Mamba2 blocks where the key/value head count is
+    /// 0, their shape, Granite's multipliers, attention without RoPE; and the ways a file can
+    /// get them wrong.
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func graniteHybridMamba2BlocksAndMultipliers() throws {
+        let name = "granite-hybrid"
+        let model = try TransformerModel(contentsOf: TestModels.syntheticPath(of: name))
+        let configuration = model.configuration
+        #expect(configuration.architecture == .graniteHybrid)
+        #expect(configuration.blockKinds == [.mamba2, .mamba2, .mamba2, .attention(keyValueHeadCount: 2), .mamba2, .mamba2])
+        let shape = try #require(configuration.mamba2)
+        #expect(shape.convolutionLength == 4 && shape.stateSize == 64 && shape.groupCount == 2 && shape.headCount == 16)
+        #expect(shape.innerSize == 256 && shape.headWidth == 16 && shape.convolutionWidth == 512 && shape.inputProjectionWidth == 784)
+        #expect(configuration.multipliers == GraniteMultipliers(embedding: 2, residual: 0.5, attention: 0.09, logits: 2))
+        #expect(!configuration.usesRotary && model.makeCache(contextLength: 64).hasRecurrentState)
+
+        func invalidKey(_ file: GGUFFile) -> String? {
+            if case let .configuration(.invalid(key, _, _))? = Self.loadError(file) { return key }
+            return nil
+        }
+        // Heads not a multiple of the groups; an inner width not a multiple of the heads; a
+        // convolution of one tap, or longer than the context; a negative multiplier.
+        #expect(invalidKey(try Self.rewritten(name, setting: ["granitehybrid.ssm.group_count": .uint32(3)])) == "granitehybrid.ssm.time_step_rank")
+        #expect(invalidKey(try Self.rewritten(name, setting: ["granitehybrid.ssm.time_step_rank": .uint32(24)])) == "granitehybrid.ssm.inner_size")
+        #expect(invalidKey(try Self.rewritten(name, setting: ["granitehybrid.ssm.conv_kernel": .uint32(1)])) == "granitehybrid.ssm.conv_kernel")
+        #expect(invalidKey(try Self.rewritten(name, setting: ["granitehybrid.ssm.conv_kernel": .uint32(8), "granitehybrid.context_length": .uint32(6)]))
+                == "granitehybrid.ssm.conv_kernel")
+        #expect(invalidKey(try Self.rewritten(name, setting: ["granitehybrid.residual_scale": .float32(-1)])) == "granitehybrid.residual_scale")
+        #expect(Self.loadError(try Self.rewritten(name, removing: ["granitehybrid.ssm.state_size"]))
+                == .configuration(.missing("granitehybrid.ssm.state_size")))
+        // A state size the tensors do not have; every tensor of a Mamba2 block required but the
+        // convolution's bias; a tensor the block does not use refused.
+        #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.ssm.state_size": .uint32(32)]))
+                == .shapeMismatch("blk.0.ssm_in.weight", expected: [128, 656], found: [128, 784]))
+        #expect(Self.loadError(try Self.rewritten(name, droppingTensor: "blk.4.ssm_d")) == .missingTensor("blk.4.ssm_d"))
+        #expect(Self.loadError(try Self.rewritten(name, droppingTensor: "blk.1.ssm_norm.weight")) == .missingTensor("blk.1.ssm_norm.weight"))
+        #expect(Self.loadError(try Self.rewritten(name, droppingTensor: "blk.0.ssm_conv1d.bias")) == nil)
+        #expect(Self.loadError(try Self.rewritten(name, addingTensor: ("blk.2.ssm_dt.weight", [16, 16]))) == .unusedTensor("blk.2.ssm_dt.weight"))
+        // Granite 4's mixtures of experts (H-Tiny, H-Small) are not implemented: refused by name.
+        #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.expert_count": .uint32(8)]))
+                == .configuration(.unsupportedKey("granitehybrid.expert_count", value: "8")))
+        // RoPE where the file says so: the attention block then rotates.
+        let rotating = try TransformerModel(file: try Self.rewritten(name, setting: ["granitehybrid.rope.scaling.finetuned": .bool(true)]))
+        #expect(rotating.configuration.usesRotary)
     }
 
     /// Gemma 4's shape, read from its keys: which blocks attend within the window, their head

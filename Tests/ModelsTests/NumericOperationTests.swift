@@ -364,4 +364,42 @@ import TypesetTestSupport
         let exact = zip(x, y).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
         #expect(abs(Double(_ggmlDotProduct(x, y, count: 200)) - exact) < 1e-4)
     }
+
+    /// Mamba2's state row kernel (16 lanes) gives its scalar reference's values bit for bit over
+    /// several tokens on one row, the first read from another row, at state sizes with and
+    /// without leftovers; and the outputs are the state's dot products with `C`, to rounding.
+    @Test(arguments: [128, 64, 16, 40])
+    func selectiveScanKernelMatchesItsReference(count: Int) {
+        var generator = SplitMix64(seed: UInt64(count))
+        func random(_ count: Int, _ spread: Float) -> [Float] { (0 ..< count).map { _ in Float.random(in: -spread ... spread, using: &generator) } }
+        let before = random(count, 0.5)
+        var simd = [Float](repeating: .nan, count: count), scalar = simd
+        for token in 0 ..< 5 {
+            let b = random(count, 1), c = random(count, 1)
+            let decay = Float.random(in: 0.7 ... 1, using: &generator), input = Float.random(in: -0.3 ... 0.3, using: &generator)
+            let previous = token == 0 ? before : scalar
+            var simdOutput: Float = 0, scalarOutput: Float = 0
+            before.withUnsafeBufferPointer { before in
+                simd.withUnsafeMutableBufferPointer { row in
+                    simdOutput = _selectiveScanStep(row.baseAddress!, from: token == 0 ? before.baseAddress! : UnsafePointer(row.baseAddress!),
+                                                    count: count, decay: decay, input: input, inputWeights: b, outputWeights: c)
+                }
+                scalar.withUnsafeMutableBufferPointer { row in
+                    scalarOutput = _selectiveScanStepReference(
+                        row.baseAddress!, from: token == 0 ? before.baseAddress! : UnsafePointer(row.baseAddress!),
+                        count: count, decay: decay, input: input, inputWeights: b, outputWeights: c)
+                }
+            }
+            #expect(simdOutput.bitPattern == scalarOutput.bitPattern, "count \(count), token \(token)")
+            #expect(simd.map(\.bitPattern) == scalar.map(\.bitPattern), "count \(count), token \(token)")
+            // The update and the output, in double precision from the row before.
+            var exact = 0.0
+            for index in 0 ..< count {
+                let state = Double(previous[index]) * Double(decay) + Double(b[index]) * Double(input)
+                #expect(abs(state - Double(scalar[index])) < 1e-5)
+                exact += state * Double(c[index])
+            }
+            #expect(abs(exact - Double(scalarOutput)) < 1e-4)
+        }
+    }
 }

@@ -4,19 +4,25 @@ import Models
 import Testing
 import TypesetTestSupport
 
-/// Qwen 3.5's recurrent state (``KVCache``'s Gated DeltaNet state) through every path that
-/// returns a cache to an earlier position, each compared bit for bit with a fresh evaluation of
-/// the same tokens: a position within the last pass (refused drafts), a checkpoint, position 0,
-/// a prefix copied from another cache. On the random-weight model with every matrix packed, so
-/// a row's logits do not depend on the rows evaluated with it.
+/// The recurrent state (``KVCache``'s state of Qwen 3.5's Gated DeltaNet blocks and of
+/// Granite 4's Mamba2 blocks) through every path that returns a cache to an earlier position,
+/// each compared bit for bit with a fresh evaluation of the same tokens: a position within the
+/// last pass (refused drafts), a checkpoint, position 0, a prefix copied from another cache.
+/// On the random-weight models with every matrix packed, so a row's logits do not depend on
+/// the rows evaluated with it.
 @Suite(.enabled(if: TestModels.shouldRunSynthetic)) struct RecurrentStateTests {
-    static let model: TransformerModel? = try? TransformerModel(file: try TestModels.packableSynthetic(of: "qwen35"))
+    static let models = ["qwen35", "granite-hybrid"]
+    static let qwen35: TransformerModel? = try? TransformerModel(file: try TestModels.packableSynthetic(of: "qwen35"))
+    static let graniteHybrid: TransformerModel? = try? TransformerModel(file: try TestModels.packableSynthetic(of: "granite-hybrid"))
+
+    static func model(_ name: String) throws -> TransformerModel {
+        try #require(name == "qwen35" ? qwen35 : graniteHybrid, "\(name) does not load")
+    }
     static let tokens = (0 ..< 48).map { ($0 * 7919 + 13) % 49_152 }
     static let branch = (0 ..< 12).map { ($0 * 104_729 + 5) % 49_152 }
 
     /// Logits of every position of `tokens` from an empty cache, and the vocabulary size.
-    static func whole() throws -> (logits: [Float], vocabulary: Int) {
-        let model = try #require(model)
+    static func whole(_ model: TransformerModel) throws -> (logits: [Float], vocabulary: Int) {
         #expect(model.everyMatrixIsPacked)
         return (try model.evaluate(tokens, cache: model.makeCache(contextLength: 64), threadCount: 2, logits: .all),
                 model.configuration.vocabularySize)
@@ -36,9 +42,9 @@ import TypesetTestSupport
     /// Drafted tokens the model refused are taken back within the pass that evaluated them:
     /// the cache restores the state after the kept ones, and goes on as if it had never seen
     /// the others.
-    @Test func aPositionWithinTheLastPassIsRestoredExactly() throws {
-        let model = try #require(Self.model)
-        let (whole, vocabulary) = try Self.whole()
+    @Test(arguments: models) func aPositionWithinTheLastPassIsRestoredExactly(name: String) throws {
+        let model = try Self.model(name)
+        let (whole, vocabulary) = try Self.whole(model)
         let cache = model.makeCache(contextLength: 64)
         _ = try model.evaluate(Array(Self.tokens[..<20]), cache: cache, threadCount: 2)
         // Five right tokens, then three wrong ones, in one pass.
@@ -54,9 +60,9 @@ import TypesetTestSupport
     /// A position before the last pass that is not a checkpoint cannot be restored: the cache
     /// keeps the longest prefix it can restore (a checkpoint, else nothing), says so in its
     /// count, and the tokens after it computed again give the fresh logits.
-    @Test func anEarlierPositionFallsBackToACheckpoint() throws {
-        let model = try #require(Self.model)
-        let (whole, vocabulary) = try Self.whole()
+    @Test(arguments: models) func anEarlierPositionFallsBackToACheckpoint(name: String) throws {
+        let model = try Self.model(name)
+        let (whole, vocabulary) = try Self.whole(model)
         let cache = model.makeCache(contextLength: 64)
         _ = try model.evaluate(Array(Self.tokens[..<16]), cache: cache, threadCount: 2)
         cache.checkpoint()
@@ -79,9 +85,9 @@ import TypesetTestSupport
 
     /// A token at a time, the recurrence gives the states a whole pass gives (the matrix-vector
     /// kernels sum in another order than the batched ones, so the logits differ in the last bits).
-    @Test func tokenByTokenFollowsTheWholePass() throws {
-        let model = try #require(Self.model)
-        let (whole, vocabulary) = try Self.whole()
+    @Test(arguments: models) func tokenByTokenFollowsTheWholePass(name: String) throws {
+        let model = try Self.model(name)
+        let (whole, vocabulary) = try Self.whole(model)
         let cache = model.makeCache(contextLength: 64)
         var worst: Float = 0
         for (position, token) in Self.tokens.enumerated() {
@@ -94,9 +100,9 @@ import TypesetTestSupport
 
     /// A cache given another's prefix starts from the state there: within the other's last
     /// pass, at its checkpoint, at its end. The other cache is left as it was.
-    @Test func aCopiedPrefixCarriesTheStateThere() throws {
-        let model = try #require(Self.model)
-        let (whole, vocabulary) = try Self.whole()
+    @Test(arguments: models) func aCopiedPrefixCarriesTheStateThere(name: String) throws {
+        let model = try Self.model(name)
+        let (whole, vocabulary) = try Self.whole(model)
         let original = model.makeCache(contextLength: 64)
         _ = try model.evaluate(Array(Self.tokens[..<18]), cache: original, threadCount: 2)
         original.checkpoint()
@@ -117,9 +123,9 @@ import TypesetTestSupport
     }
 
     /// Sequences batched together each advance their own cache's state.
-    @Test func batchedSequencesKeepTheirOwnStates() throws {
-        let model = try #require(Self.model)
-        let (whole, vocabulary) = try Self.whole()
+    @Test(arguments: models) func batchedSequencesKeepTheirOwnStates(name: String) throws {
+        let model = try Self.model(name)
+        let (whole, vocabulary) = try Self.whole(model)
         let first = model.makeCache(contextLength: 64), second = model.makeCache(contextLength: 64)
         _ = try model.evaluate(Array(Self.tokens[..<10]), cache: first, threadCount: 2)
         _ = try model.evaluate(Array(Self.branch), cache: second, threadCount: 2)
@@ -133,12 +139,14 @@ import TypesetTestSupport
     }
 
     /// The recurrent state and its checkpoints count in the cache's memory.
-    @Test func theStateCountsInTheCachesMemory() throws {
-        let model = try #require(Self.model)
+    @Test(arguments: models) func theStateCountsInTheCachesMemory(name: String) throws {
+        let model = try Self.model(name)
         let cache = model.makeCache(contextLength: 64)
         let before = cache.byteCount
-        // 5 blocks, each a convolution history of 3 × 256 and 4 heads of 32 × 32.
-        let state = 5 * (3 * 256 + 4 * 32 * 32) * 4
+        // 5 blocks, each a convolution history of 3 × its channels and its heads' matrices:
+        // Qwen 3.5's 256 channels and 4 heads of 32 × 32, Granite's 512 channels (x 256, B and
+        // C 2 × 2 × 64) and 16 heads of 16 × 64.
+        let state = name == "qwen35" ? 5 * (3 * 256 + 4 * 32 * 32) * 4 : 5 * (3 * 512 + 16 * 16 * 64) * 4
         #expect(before > 2 * state)
         _ = try model.evaluate(Array(Self.tokens[..<8]), cache: cache, threadCount: 2)
         cache.checkpoint()

@@ -17,13 +17,13 @@ import TypesetTestSupport
 /// attention sharp and every rounding difference travels), and the largest logit difference
 /// between the two (0.16–0.28). Our agreement must be within two points of that, and every
 /// position where our best token is not llama.cpp's must be a near-tie: llama.cpp's choice
-/// within that largest difference of ours. Qwen 3.5's recurrent blocks have no flash path, so
-/// its fixture also records llama.cpp's disagreement between a chunk evaluated at once and
+/// within that largest difference of ours. Qwen 3.5's and Granite 4's recurrent blocks have no
+/// flash path, so their fixtures also record llama.cpp's disagreement between a chunk evaluated at once and
 /// token by token (its matrix-vector kernels in place of the batched ones): the noise floor is
 /// the larger of the two.
 @Suite struct SyntheticFamilyParityTests {
     static let names = ["qwen2", "qwen2-yarn", "qwen3", "llama3", "phi3", "lfm2", "smollm3", "qwen3moe", "lfm2moe", "gpt-oss", "gemma4",
-                        "gemma4-moe", "qwen35"]
+                        "gemma4-moe", "qwen35", "granite-hybrid"]
 
     static func expected(_ name: String) throws -> [String: Any] {
         try JSONSerialization.jsonObject(with: Fixtures.data("synthetic/\(name).json")) as! [String: Any]
