@@ -740,13 +740,13 @@ struct ForwardPass {
         }
         try result.withUnsafeMutableBufferPointer { (result) throws(KernelError) in
             try project((model.output, result), input: final, rows: rowCount)
-            // Gemma 4's soft-capping, as ggml computes it: scale, tanh, scale back.
-            // In runs of 4,096 logits shared out across the threads: 262,144 `tanhf`s per row.
             // Granite's logit scale: a product by its inverse, as ggml's `scale`.
             if let scale = model.configuration.multipliers.logits {
                 let inverse = 1 / scale
                 for index in result.indices { result[index] *= inverse }
             }
+            // Gemma 4's soft-capping, as ggml computes it: scale, tanh, scale back.
+            // In runs of 4,096 logits shared out across the threads: 262,144 `tanhf`s per row.
             if let cap = model.configuration.finalLogitSoftCapping.map(Float.init) {
                 let inverse = 1 / cap, run = 4096, total = rowCount * vocabulary
                 forEachRowRange((total + run - 1) / run, floatsPerRow: run) { range in

@@ -379,7 +379,12 @@ public final class ForwardWorkspace {
         perLayerInputs = buffer(capacity * widths.perLayerWidth)
         perLayerToken = buffer(widths.perLayerWidth)
         attentionGates = buffer(capacity * widths.gatedQueryWidth)
-        recurrentGates = buffer(capacity * (widths.recurrence?.headInputWidth ?? 0))
+        // Mamba2 reads its per-head inputs in place from its projection's rows.
+        if case let .gatedDeltaNet(shape)? = widths.recurrence {
+            recurrentGates = buffer(capacity * shape.headInputWidth)
+        } else {
+            recurrentGates = buffer(0)
+        }
         recurrentScratch = buffer(widths.recurrence?.scratchFloatCount(rows: capacity) ?? 0)
         batchCapacity = capacity
         self.widths = widths

@@ -29,7 +29,7 @@ struct Mamba2Weights: Sendable {
 struct Mamba2Recurrence: Sendable {
     let shape: Mamba2Configuration
     /// `ssm_conv1d.weight`: `L` taps per channel, channel after channel, tap 0 for the oldest
-    /// input; `ssm_conv1d.bias`, one per channel (zeros where the file has none).
+    /// input; `ssm_conv1d.bias`, one per channel (`nil` where the file has none).
     let kernel: [Float]
     let convolutionBias: [Float]?
     /// `ssm_dt.bias`, `ssm_a` and `ssm_d`, one per head.
