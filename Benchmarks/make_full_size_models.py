@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Full-size random-weight GGUF files of three mixture-of-experts models, Gemma 4 E2B,
-Qwen3.5-4B and Granite-4.0-H-Micro, for speed benchmarks.
+"""Full-size random-weight GGUF files of four mixture-of-experts models, Gemma 4 E2B,
+Qwen3.5-4B (and Qwen3-4B beside it) and Granite-4.0-H-Micro, for speed benchmarks.
 
 The weights are random, so the files say nothing about correctness; what they reproduce is
 what decides speed: every tensor's shape and type, as in a Q4_K_M file of the real model
@@ -14,13 +14,15 @@ what decides speed: every tensor's shape and type, as in a Q4_K_M file of the re
     qwen3-4b.gguf           Qwen Qwen3-4B, architecture `qwen3`, about 2.5 GB: Qwen3.5-4B's
                             attention-only counterpart, for the 4,096-token prompt comparison
     granite-4-h-micro.gguf  IBM Granite-4.0-H-Micro, architecture `granitehybrid`, about 1.9 GB
+    granite-4-h-tiny.gguf   IBM Granite-4.0-H-Tiny, architecture `granitehybrid` with experts,
+                            about 4.0 GB
 
 All go to $TYPESET_CACHE/full-size/ (default ~/.cache/typeset/full-size/), never into the
 repository. Needs gguf (0.19.0) and numpy only, and the tokenizer files of Fixtures/fetch.sh:
 
     ~/.cache/typeset/python/bin/python Benchmarks/make_full_size_models.py [NAME...]
 
-NAME is a file name without .gguf (default: all seven). A file is skipped when it exists with a
+NAME is a file name without .gguf (default: all eight). A file is skipped when it exists with a
 sidecar NAME.gguf.stamp recording this script's sha256 and the file's size, so a run after an
 edit of this script rewrites the files and any other run does nothing. A file is written
 streaming, tensor by tensor (one tensor in memory at a time, the largest 615 MB, gpt-oss's
@@ -278,6 +280,7 @@ class Model:
     mamba_heads: int = 0            # ssm.time_step_rank, heads of head_width (Mamba's own)
     mamba_head_width: int = 0
     mamba_groups: int = 0           # ssm.group_count
+    shared_feed_forward: int = 0    # expert_shared_feed_forward_length; 0: no shared expert
 
 
 MODELS = {
@@ -328,6 +331,14 @@ MODELS = {
               context=1 << 20, rope_base=10000.0, rms_epsilon=1e-5, tokenizer_source="SmolLM2-135M-Instruct.Q4_1.gguf",
               attention_blocks=(5, 15, 25, 35), tied_output=True, state_width=128, convolution_taps=4,
               mamba_heads=64, mamba_head_width=64, mamba_groups=1),
+        # Granite-4.0-H-Tiny: H-Micro's layout at width 1536, a mixture of 64 experts of 512 (6
+        # used) and a shared expert of 1024 in every block; the experts are feed_forward wide.
+        Model(name="granite-4-h-tiny", title="Typeset random-weight Granite-4.0-H-Tiny (benchmark only)",
+              architecture="granitehybrid", blocks=40, width=1536, heads=12, key_value_heads=4, head_width=128,
+              feed_forward=512, experts=64, experts_used=6, expert_feed_forward=512, vocabulary=100352,
+              context=1 << 20, rope_base=10000.0, rms_epsilon=1e-5, tokenizer_source="SmolLM2-135M-Instruct.Q4_1.gguf",
+              attention_blocks=(5, 15, 25, 35), tied_output=True, state_width=128, convolution_taps=4,
+              mamba_heads=48, mamba_head_width=64, mamba_groups=1, shared_feed_forward=1024),
     )
 }
 
@@ -550,9 +561,10 @@ def qwen35_tensors(model: Model) -> list[Tensor]:
 
 
 def granite_hybrid_tensors(model: Model) -> list[Tensor]:
-    """LLM_ARCH_GRANITE_HYBRID's tensors (src/models/granite-hybrid.cpp) of a dense hybrid,
-    typed as Q4_K_M types them: attn_v and ffn_down Q6_K where use_more_bits holds, the other
-    matrices Q4_K; ssm_conv1d, ssm_dt, ssm_a, ssm_d and the norms F32."""
+    """LLM_ARCH_GRANITE_HYBRID's tensors (src/models/granite-hybrid.cpp), typed as Q4_K_M
+    types them: attn_v and ffn_down (its _exps and _shexp too) Q6_K where use_more_bits holds,
+    the other matrices Q4_K; the router, ssm_conv1d, ssm_dt, ssm_a, ssm_d and the norms F32.
+    With experts, every block's network is the mixture and its shared expert."""
     inner = model.mamba_heads * model.mamba_head_width
     channels = inner + 2 * model.mamba_groups * model.state_width
     tensors = global_tensors(model)
@@ -560,10 +572,16 @@ def granite_hybrid_tensors(model: Model) -> list[Tensor]:
         p = f"blk.{block}."
         down_type = T.Q6_K if uses_more_bits(block, model.blocks) else T.Q4_K
         tensors += [vector(p + "attn_norm.weight", (model.width,), "norm"),
-                    vector(p + "ffn_norm.weight", (model.width,), "norm"),
-                    matrix(p + "ffn_gate.weight", (model.width, model.feed_forward)),
-                    matrix(p + "ffn_up.weight", (model.width, model.feed_forward)),
-                    matrix(p + "ffn_down.weight", (model.feed_forward, model.width), down_type)]
+                    vector(p + "ffn_norm.weight", (model.width,), "norm")]
+        if model.experts:
+            tensors += feed_forward_tensors(model, block)
+            tensors += [matrix(p + "ffn_gate_shexp.weight", (model.width, model.shared_feed_forward)),
+                        matrix(p + "ffn_up_shexp.weight", (model.width, model.shared_feed_forward)),
+                        matrix(p + "ffn_down_shexp.weight", (model.shared_feed_forward, model.width), down_type)]
+        else:
+            tensors += [matrix(p + "ffn_gate.weight", (model.width, model.feed_forward)),
+                        matrix(p + "ffn_up.weight", (model.width, model.feed_forward)),
+                        matrix(p + "ffn_down.weight", (model.feed_forward, model.width), down_type)]
         if block in model.attention_blocks:
             tensors += attention_tensors(model, block)[:4]   # no Q/K norms
         else:
@@ -800,8 +818,10 @@ def add_qwen35_hyperparameters(writer: GGUFWriter, model: Model) -> None:
 
 
 def add_granite_hybrid_hyperparameters(writer: GGUFWriter, model: Model) -> None:
-    """The keys conversion/granite.py's GraniteHybridModel writes for a dense hybrid without
-    RoPE (Granite's multipliers as in Granite-4.0-H-Micro's config.json)."""
+    """The keys conversion/granite.py's GraniteHybridModel writes for a hybrid without RoPE
+    (Granite's multipliers as in Granite-4.0-H-Micro's config.json), with its experts' count and
+    shared expert width where it has them (no expert_feed_forward_length: it is the
+    feed_forward_length)."""
     arch = model.architecture
     writer.add_feed_forward_length(model.feed_forward)
     writer.add_head_count_kv([model.key_value_heads if b in model.attention_blocks else 0 for b in range(model.blocks)])
@@ -816,6 +836,10 @@ def add_granite_hybrid_hyperparameters(writer: GGUFWriter, model: Model) -> None
     writer.add_uint32(f"{arch}.ssm.group_count", model.mamba_groups)
     writer.add_uint32(f"{arch}.ssm.time_step_rank", model.mamba_heads)
     writer.add_uint32(f"{arch}.ssm.inner_size", model.mamba_heads * model.mamba_head_width)
+    if model.experts:
+        writer.add_expert_count(model.experts)
+        writer.add_expert_used_count(model.experts_used)
+        writer.add_expert_shared_feed_forward_length(model.shared_feed_forward)
 
 
 def add_tokenizer(writer: GGUFWriter, model: Model) -> None:

@@ -92,6 +92,13 @@ What each one exercises:
                  in place of 1/√32, logits ÷2: smaller than the real ones, which on random
                  weights would let the embedding drown the blocks), an untied output matrix
                  (Q8_0). Its record holds the token-by-token floor too
+    granite-hybrid-moe
+                 Granite-4.0-H-Tiny's shape at the size of granite-hybrid: the same blocks, with
+                 a mixture of experts in place of every feed-forward network (8 experts of 64,
+                 the feed-forward length, 2 used; a softmax router renormalized over the
+                 chosen two) and beside it a shared expert, a SwiGLU network of 128
+                 (`ffn_{gate,up,down}_shexp`, `expert_shared_feed_forward_length`), added to
+                 the mixture's output
 
 The Swift tests never run Python or llama.cpp; they read the .json files and the .gguf files
 `write` produced.
@@ -229,6 +236,11 @@ MODELS = {
     # Granite 4's hybrid (Granite-4.0-H): Mamba2 blocks with attention in block 3, no RoPE.
     "granite-hybrid": dict(arch="granitehybrid", blocks=6, heads=4, kv=2, head=32, ff=256, attention_blocks={3},
                            state=64, groups=2, mamba_heads=16, conv=4, multipliers=(2.0, 0.5, 0.09, 2.0)),
+    # Granite-4.0-H-Tiny's shape: every block's network a mixture of experts as wide as
+    # feed_forward_length, and a shared expert beside it.
+    "granite-hybrid-moe": dict(arch="granitehybrid", blocks=6, heads=4, kv=2, head=32, ff=64, attention_blocks={3},
+                               state=64, groups=2, mamba_heads=16, conv=4, multipliers=(2.0, 0.5, 0.09, 2.0),
+                               experts=(8, 2), shared_ff=128),
 }
 
 
@@ -551,7 +563,9 @@ def write_granite_hybrid(name: str, spec: dict, path: Path) -> None:
     the convolution's x, B and C, and a time step per head; `ssm_conv1d` with its bias,
     `ssm_dt.bias`, `ssm_a` = -exp(A_log), `ssm_d`, the grouped `ssm_norm`, `ssm_out`) where
     `attention.head_count_kv` is 0, attention blocks without RoPE elsewhere, a SwiGLU network in
-    every block, and Granite's embedding, residual, attention and logit multipliers."""
+    every block (or, with `experts`, a mixture of experts as wide as `feed_forward_length` and a
+    shared expert beside it, as the converter splits Granite MoE's `input_linear` tensors), and
+    Granite's embedding, residual, attention and logit multipliers."""
     arch = "granitehybrid"
     weights = Weights(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little"))
     source = GGUFReader(str(TOKENIZER_SOURCE))
@@ -582,6 +596,11 @@ def write_granite_hybrid(name: str, spec: dict, path: Path) -> None:
     writer.add_uint32(f"{arch}.ssm.group_count", groups)
     writer.add_uint32(f"{arch}.ssm.time_step_rank", mamba_heads)
     writer.add_uint32(f"{arch}.ssm.inner_size", inner)
+    if "experts" in spec:
+        # The converter writes no expert_feed_forward_length: the experts are feed_forward_length wide.
+        writer.add_expert_count(spec["experts"][0])
+        writer.add_expert_used_count(spec["experts"][1])
+        writer.add_expert_shared_feed_forward_length(spec["shared_ff"])
     copy_tokenizer(writer, source)
 
     add(writer, "token_embd.weight", weights.uniform((vocabulary, width), 0.3), T.Q8_0)
@@ -609,7 +628,18 @@ def write_granite_hybrid(name: str, spec: dict, path: Path) -> None:
             add(writer, p + "ssm_norm.weight", weights.norm(inner).reshape(groups, inner // groups), T.F32)
             add(writer, p + "ssm_out.weight", weights.matrix(width, inner, 0.5), T.Q5_0)
         add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
-        add_swiglu(writer, weights, p, ff)
+        if "experts" in spec:
+            count = spec["experts"][0]
+            add(writer, p + "ffn_gate_inp.weight", weights.matrix(count, width, 4.0), T.F32)
+            add(writer, p + "ffn_gate_exps.weight", weights.uniform((count, ff, width), math.sqrt(3.0 / width)), T.Q4_0)
+            add(writer, p + "ffn_up_exps.weight", weights.uniform((count, ff, width), math.sqrt(3.0 / width)), T.Q8_0)
+            add(writer, p + "ffn_down_exps.weight", weights.uniform((count, width, ff), 0.5 * math.sqrt(3.0 / ff)), T.Q5_0)
+            shared = spec["shared_ff"]
+            add(writer, p + "ffn_gate_shexp.weight", weights.matrix(shared, width), T.Q4_1)
+            add(writer, p + "ffn_up_shexp.weight", weights.matrix(shared, width), T.Q8_0)
+            add(writer, p + "ffn_down_shexp.weight", weights.matrix(width, shared, 0.5), T.Q5_0)
+        else:
+            add_swiglu(writer, weights, p, ff)
     finish(writer)
 
 

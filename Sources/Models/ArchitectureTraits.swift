@@ -14,9 +14,10 @@
 ///
 /// Qwen 3.5 (`qwen35`): halves, SiLU, Q/K norm, gated attention output, Gated DeltaNet blocks.
 /// Granite 4 hybrids (`granitehybrid`): adjacent pairs (where they rotate), SiLU, Mamba2 blocks,
-/// Granite's multipliers.
+/// Granite's multipliers; H-Tiny and H-Small a mixture of experts in every block with a shared
+/// expert beside it.
 ///
-/// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`hasExperts`); LFM2 MoE is
+/// Qwen 3 MoE is Qwen 3 with a mixture of experts in every block (`experts`); LFM2 MoE is
 /// LFM2 with one in every block after the leading dense ones. gpt-oss attends as Qwen 2 does
 /// (NeoX RoPE, biases) with a sink logit per head (`hasAttentionSinks`) and a sliding window in
 /// its even blocks, and runs a mixture of experts with biases and OpenAI's clamped SwiGLU
@@ -51,9 +52,8 @@ struct ArchitectureTraits: Sendable {
     var blockWithoutRotaryPeriod: Int?
     /// Blocks whose key/value head count is 0 are short convolutions (LFM2).
     var hasShortConvolutions = false
-    /// Feed-forward networks are mixtures of experts, after `leading_dense_block_count` dense
-    /// ones (Qwen 3 MoE, LFM2 MoE).
-    var hasExperts = false
+    /// Where the feed-forward networks are mixtures of experts.
+    var experts = ExpertPlacement.none
     /// The gating function of a family that fixes it: `expert_gating_func` may be absent or
     /// must name this one (Qwen 3 MoE: softmax). `nil`: the key is required.
     var fixedExpertGating: ExpertGating?
@@ -89,9 +89,6 @@ struct ArchitectureTraits: Sendable {
     var normalizesValues = false
     /// The scores are not scaled (Gemma 4: 1, where the others multiply by 1/√head width).
     var leavesScoresUnscaled = false
-    /// A mixture of experts where the file has `expert_count` (Gemma 4 26B-A4B, beside each
-    /// block's dense network), none otherwise.
-    var mayHaveExperts = false
     /// `final_logit_softcapping` is applied (Gemma 4); elsewhere a non-zero value is refused.
     var capsFinalLogits = false
     /// Gated DeltaNet blocks between the attention ones (Qwen 3.5: `ssm.*`, the recurrent
@@ -108,6 +105,22 @@ struct ArchitectureTraits: Sendable {
     var hasGraniteMultipliers = false
     /// Keys under `<architecture>.` that the family reads beyond the common ones.
     var additionalKeys: Set<String> = []
+
+    enum ExpertPlacement: Sendable, Equatable {
+        /// Dense networks only: `expert_count` is refused.
+        case none
+        /// A mixture in every block after `leading_dense_block_count` dense ones, each expert
+        /// `expert_feed_forward_length` wide (Qwen 3 MoE, LFM2 MoE, gpt-oss).
+        case always
+        /// Where the file has `expert_count`, a mixture in place of every block's network,
+        /// each expert `feed_forward_length` wide, with a shared expert (an ungated SwiGLU
+        /// network `expert_shared_feed_forward_length` wide) added where that length is given
+        /// (Granite 4 H-Tiny and H-Small); dense networks otherwise.
+        case replacingDenseWhereCounted
+        /// Where the file has `expert_count`, a mixture beside every block's dense network
+        /// (Gemma 4 26B-A4B); dense networks alone otherwise.
+        case besideDenseWhereCounted
+    }
 
     enum SlidingWindowUse: Sendable {
         /// The key must be present (Gemma 3).
@@ -173,26 +186,27 @@ extension ModelArchitecture {
             ArchitectureTraits(rotaryPairing: .adjacent, activation: .silu, blockWithoutRotaryPeriod: 4)
         case .qwen3moe:
             ArchitectureTraits(
-                rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, hasExperts: true,
+                rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, experts: .always,
                 fixedExpertGating: .softmax, additionalKeys: ["expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func"])
         case .lfm2moe:
             ArchitectureTraits(
                 rotaryPairing: .halves, activation: .silu, normalizesQueriesAndKeys: true, hasShortConvolutions: true,
-                hasExperts: true, hasExpertSelectionBias: true, outputNormName: "token_embd_norm",
+                experts: .always, hasExpertSelectionBias: true, outputNormName: "token_embd_norm",
                 additionalKeys: ["shortconv.l_cache", "expert_count", "expert_used_count", "expert_feed_forward_length",
                                  "expert_gating_func", "leading_dense_block_count"])
         case .gptOSS:
             ArchitectureTraits(
-                rotaryPairing: .halves, activation: .clampedSiLU, globalBlockPeriod: 2, hasExperts: true,
+                rotaryPairing: .halves, activation: .clampedSiLU, globalBlockPeriod: 2, experts: .always,
                 fixedExpertGating: .softmaxOfChosen, hasExpertBiases: true, hasAttentionSinks: true, feedForwardNormName: "post_attention_norm",
                 slidingWindow: .required,
                 additionalKeys: ["attention.sliding_window", "expert_count", "expert_used_count", "expert_feed_forward_length"])
         case .gemma4:
             ArchitectureTraits(
                 rotaryPairing: .halves, activation: .gelu, scalesEmbeddings: true, normalizesQueriesAndKeys: true,
-                hasPostNorms: true, localRopeBase: 10_000, fixedExpertGating: .softmax, slidingWindow: .required,
+                hasPostNorms: true, localRopeBase: 10_000, experts: .besideDenseWhereCounted, fixedExpertGating: .softmax,
+                slidingWindow: .required,
                 usesRotaryFrequencyFactors: true, listsLocalBlocks: true, hasLocalAttentionShapes: true, normalizesValues: true,
-                leavesScoresUnscaled: true, mayHaveExperts: true, capsFinalLogits: true,
+                leavesScoresUnscaled: true, capsFinalLogits: true,
                 additionalKeys: ["attention.sliding_window", "attention.sliding_window_pattern", "attention.key_length_swa",
                                  "attention.value_length_swa", "rope.dimension_count_swa", "rope.freq_base_swa",
                                  "attention.shared_kv_layers", "embedding_length_per_layer_input", "final_logit_softcapping",
@@ -205,9 +219,11 @@ extension ModelArchitecture {
                                  "full_attention_interval", "attention.recurrent_layers", "rope.dimension_sections", "nextn_predict_layers"])
         case .graniteHybrid:
             ArchitectureTraits(
-                rotaryPairing: .adjacent, activation: .silu, hasMamba2: true, hasGraniteMultipliers: true,
+                rotaryPairing: .adjacent, activation: .silu, experts: .replacingDenseWhereCounted, fixedExpertGating: .softmax,
+                hasMamba2: true, hasGraniteMultipliers: true,
                 additionalKeys: ["ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size",
-                                 "embedding_scale", "residual_scale", "attention.scale", "logit_scale"])
+                                 "embedding_scale", "residual_scale", "attention.scale", "logit_scale",
+                                 "expert_count", "expert_used_count", "expert_shared_feed_forward_length", "expert_gating_func"])
         }
     }
 }

@@ -127,6 +127,9 @@ struct ShortConvolutionWeights: Sendable {
 enum FeedForward: Sendable {
     case dense(FeedForwardWeights)
     case experts(ExpertWeights)
+    /// Granite 4's MoE blocks (H-Tiny, H-Small): the mixture and a shared expert on the same
+    /// normalized input, their outputs added (`experts(x) + shared(x)`, as llama.cpp adds them).
+    case expertsAndSharedExpert(ExpertWeights, shared: FeedForwardWeights)
     case denseAndExperts(DenseAndExpertWeights)
 }
 

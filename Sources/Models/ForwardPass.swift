@@ -518,6 +518,18 @@ struct ForwardPass {
         case let .experts(experts):
             try chooseExperts(experts)
             try runExperts(experts)
+        case let .expertsAndSharedExpert(experts, shared):
+            // The shared expert first, kept aside, then the mixture on the same input; the
+            // mixture's output plus the shared one's.
+            try chooseExperts(experts)
+            try feedForward(shared)
+            let sharedOutputs = rows(workspace.denseOutputs, 0 ..< count, width: width)
+            sharedOutputs.baseAddress!.update(from: workspace.projected.baseAddress!, count: count * width)
+            try runExperts(experts)
+            let projected = workspace.projected, width = width
+            forEachRowRange(floatsPerRow: width) { range in
+                for index in range.lowerBound * width ..< range.upperBound * width { projected[index] += sharedOutputs[index] }
+            }
         case let .denseAndExperts(both):
             // The router first (it reads its own norm of the residual), then the dense network,
             // kept aside, then the experts on their input; the sum goes on as one network's.

@@ -249,8 +249,8 @@ public final class ForwardWorkspace {
     /// `batchCapacity × width`: the rows routed to one expert; `max(batchCapacity, experts used
     /// per token) × width`: its outputs for them, or a decode row's chosen experts' outputs.
     private(set) var expertInputs, expertOutputs: UnsafeMutableBufferPointer<Float>
-    /// `batchCapacity × width`: the dense network's output beside a mixture (Gemma 4), empty
-    /// for a model without both.
+    /// `batchCapacity × width`: the dense network's output beside a mixture (Gemma 4's dense
+    /// network, Granite 4's shared expert), empty for a model without both.
     private(set) var denseOutputs: UnsafeMutableBufferPointer<Float>
     /// `batchCapacity × blocks × per-layer width`: each row's per-layer inputs (Gemma 4 E2B,
     /// ``PerLayerEmbeddings``), and one row of `blocks × per-layer width` for a token's
@@ -284,7 +284,8 @@ public final class ForwardWorkspace {
 
     struct Widths: Equatable {
         var width = 0, queryWidth = 0, keyWidth = 0, hiddenWidth = 0, perLayerWidth = 0, fusedWidth = 0, expertCount = 0, usedExpertCount = 0
-        var hasDenseAndExperts = false
+        /// A block runs a dense network beside its mixture (``denseOutputs`` is needed).
+        var keepsDenseOutputs = false
         var gatedQueryWidth = 0
         /// The recurrent blocks' shape (one per model).
         var recurrence: RecurrenceShape?
@@ -317,6 +318,7 @@ public final class ForwardWorkspace {
             hiddenWidth: max(configuration.feedForwardLength, configuration.perLayerEmbeddingLength),
             perLayerWidth: configuration.perLayerEmbeddingLength * configuration.blockCount)
         func include(_ feedForward: FeedForwardWeights) {
+            widths.hiddenWidth = max(widths.hiddenWidth, feedForward.hiddenWidth)
             if case let .fused(projection) = feedForward.inputs { widths.fusedWidth = max(widths.fusedWidth, projection.outputWidth) }
         }
         func include(_ experts: ExpertWeights) {
@@ -346,10 +348,14 @@ public final class ForwardWorkspace {
             switch block.feedForward {
             case let .dense(feedForward): include(feedForward)
             case let .experts(experts): include(experts)
+            case let .expertsAndSharedExpert(experts, shared):
+                include(experts)
+                include(shared)
+                widths.keepsDenseOutputs = true
             case let .denseAndExperts(both):
                 include(both.dense)
                 include(both.experts)
-                widths.hasDenseAndExperts = true
+                widths.keepsDenseOutputs = true
             }
         }
         guard rows > batchCapacity || widths != self.widths else { return }
@@ -375,7 +381,7 @@ public final class ForwardWorkspace {
         expertScores = buffer(capacity * widths.expertCount)
         expertInputs = buffer(hasExperts ? capacity * widths.width : 0)
         expertOutputs = buffer(hasExperts ? max(capacity, widths.usedExpertCount) * widths.width : 0)
-        denseOutputs = buffer(widths.hasDenseAndExperts ? capacity * widths.width : 0)
+        denseOutputs = buffer(widths.keepsDenseOutputs ? capacity * widths.width : 0)
         perLayerInputs = buffer(capacity * widths.perLayerWidth)
         perLayerToken = buffer(widths.perLayerWidth)
         attentionGates = buffer(capacity * widths.gatedQueryWidth)

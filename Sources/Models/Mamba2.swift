@@ -49,10 +49,7 @@ struct Mamba2Recurrence: Sendable {
         rows: Int, inputs: RecurrenceInputs, from source: UnsafePointer<Float>, to destination: UnsafeMutablePointer<Float>,
         outputs: UnsafeMutablePointer<Float>?, scratch: UnsafeMutablePointer<Float>, threadCount: Int
     ) {
-        guard rows > 0 else {
-            if UnsafePointer(destination) != source { destination.update(from: source, count: shape.stateFloatCount) }
-            return
-        }
+        precondition(rows > 0, "Recurrence.advance copies a state over no rows")
         let width = shape.convolutionWidth, length = shape.convolutionLength, history = length - 1
         let heads = shape.headCount, headWidth = shape.headWidth, stateSize = shape.stateSize, inner = shape.innerSize
         let preparedWidth = shape.preparedRowWidth

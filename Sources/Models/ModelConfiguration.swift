@@ -50,7 +50,8 @@ public enum ModelArchitecture: String, Sendable, CaseIterable {
     /// RoPE between them (unless `rope.scaling.finetuned` says otherwise), and Granite's
     /// multipliers: `embedding_scale` on the embeddings, `residual_scale` on each block's two
     /// outputs before their residual adds, `attention.scale` in place of 1/√head width and
-    /// `logit_scale` dividing the logits.
+    /// `logit_scale` dividing the logits; in H-Tiny and H-Small a mixture of experts in every
+    /// block with a shared expert beside it.
     case graniteHybrid = "granitehybrid"
 }
 
@@ -121,19 +122,24 @@ public struct GraniteMultipliers: Sendable, Equatable {
 
 /// A mixture of experts in place of a block's feed-forward network: a router scores the
 /// experts for each token, the `usedCount` best compute their SwiGLU network, and their outputs
-/// are summed, weighted by their scores (renormalized over the chosen ones).
+/// are summed, weighted by their scores (renormalized over the chosen ones); in some families
+/// with a shared expert's output added, a network every token runs.
 public struct ExpertConfiguration: Sendable, Equatable {
     /// Experts per block (`expert_count`), at most ``ModelConfiguration/maximumExpertCount``.
     public let count: Int
     /// Experts each token uses (`expert_used_count`, 1 … `count`).
     public let usedCount: Int
-    /// Hidden width of each expert's network (`expert_feed_forward_length`).
+    /// Hidden width of each expert's network (`expert_feed_forward_length`; Granite 4's
+    /// `feed_forward_length`).
     public let feedForwardLength: Int
     /// How the router's outputs become scores (`expert_gating_func`).
     public let gating: ExpertGating
     /// Blocks at the start whose feed-forward network is dense, of `feed_forward_length`
     /// (`leading_dense_block_count`, 0 when absent).
     public let leadingDenseBlockCount: Int
+    /// Hidden width of the shared expert, an ungated SwiGLU network beside the mixture whose
+    /// output is added to it (`expert_shared_feed_forward_length`, Granite 4); 0 for none.
+    public let sharedFeedForwardLength: Int
 }
 
 /// How a mixture's router outputs become the scores experts are chosen and weighted by
@@ -533,7 +539,7 @@ public struct ModelConfiguration: Sendable, Equatable {
             self.usesRotary = true
         }
         self.shortConvolutionLength = traits.hasShortConvolutions ? try required("shortconv.l_cache", limit: 64) : nil
-        if traits.hasExperts || traits.mayHaveExperts && metadata.contains(key: parameters.key("expert_count")) {
+        if traits.experts == .always || traits.experts != .none && metadata.contains(key: parameters.key("expert_count")) {
             let count = try required("expert_count", limit: Self.maximumExpertCount)
             let used = try required("expert_used_count", limit: count)
             let gatingKey = parameters.key("expert_gating_func")
@@ -548,9 +554,12 @@ public struct ModelConfiguration: Sendable, Equatable {
                 }
                 gating = named
             }
+            let replacesDense = traits.experts == .replacingDenseWhereCounted
             self.experts = ExpertConfiguration(
-                count: count, usedCount: used, feedForwardLength: try required("expert_feed_forward_length"), gating: gating,
-                leadingDenseBlockCount: try countAllowingZero("leading_dense_block_count", limit: blockCount) ?? 0)
+                count: count, usedCount: used,
+                feedForwardLength: replacesDense ? feedForwardLength : try required("expert_feed_forward_length"), gating: gating,
+                leadingDenseBlockCount: try countAllowingZero("leading_dense_block_count", limit: blockCount) ?? 0,
+                sharedFeedForwardLength: try countAllowingZero("expert_shared_feed_forward_length", limit: Self.maximumDimension) ?? 0)
         } else {
             self.experts = nil
         }

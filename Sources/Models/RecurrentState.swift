@@ -230,11 +230,16 @@ enum Recurrence: Sendable {
     }
 
     /// Advances a state over `rows` rows of `inputs` (see
-    /// ``GatedDeltaNetRecurrence/advance(rows:inputs:from:to:outputs:scratch:threadCount:)``).
+    /// ``GatedDeltaNetRecurrence/advance(rows:inputs:from:to:outputs:scratch:threadCount:)``);
+    /// over no rows, the state is copied as it is.
     func advance(
         rows: Int, inputs: RecurrenceInputs, from source: UnsafePointer<Float>, to destination: UnsafeMutablePointer<Float>,
         outputs: UnsafeMutablePointer<Float>?, scratch: UnsafeMutablePointer<Float>, threadCount: Int
     ) {
+        guard rows > 0 else {
+            if UnsafePointer(destination) != source { destination.update(from: source, count: shape.stateFloatCount) }
+            return
+        }
         switch self {
         case let .gatedDeltaNet(recurrence):
             recurrence.advance(rows: rows, inputs: inputs, from: source, to: destination, outputs: outputs, scratch: scratch,

@@ -182,7 +182,7 @@ public final class TransformerModel: Sendable {
                         up: try loader.projection(prefix + "ffn_up", shape: [width, hiddenWidth])),
                     down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width]))
             }
-            if let experts = configuration.experts, traits.mayHaveExperts {
+            if let experts = configuration.experts, traits.experts == .besideDenseWhereCounted {
                 // Gemma 4: the dense network and the mixture side by side.
                 feedForward = .denseAndExperts(DenseAndExpertWeights(
                     dense: try dense(),
@@ -193,8 +193,14 @@ public final class TransformerModel: Sendable {
                                                 outputScales: true),
                     expertsPostNorm: try loader.vector(prefix + "post_ffw_norm_2.weight", count: width)))
             } else if let experts = configuration.experts, block >= experts.leadingDenseBlockCount {
-                feedForward = .experts(try loader.experts(prefix, width: width, experts: experts,
-                                                           selectionBias: traits.hasExpertSelectionBias, biases: traits.hasExpertBiases))
+                let mixture = try loader.experts(prefix, width: width, experts: experts,
+                                                 selectionBias: traits.hasExpertSelectionBias, biases: traits.hasExpertBiases)
+                let sharedWidth = experts.sharedFeedForwardLength
+                feedForward = sharedWidth == 0 ? .experts(mixture) : .expertsAndSharedExpert(mixture, shared: FeedForwardWeights(
+                    inputs: .separate(
+                        gate: try loader.projection(prefix + "ffn_gate_shexp", shape: [width, sharedWidth]),
+                        up: try loader.projection(prefix + "ffn_up_shexp", shape: [width, sharedWidth])),
+                    down: try loader.projection(prefix + "ffn_down_shexp", shape: [sharedWidth, width])))
             } else {
                 feedForward = .dense(try dense())
             }

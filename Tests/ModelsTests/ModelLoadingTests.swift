@@ -303,12 +303,48 @@ import TypesetTestSupport
         #expect(Self.loadError(try Self.rewritten(name, droppingTensor: "blk.1.ssm_norm.weight")) == .missingTensor("blk.1.ssm_norm.weight"))
         #expect(Self.loadError(try Self.rewritten(name, droppingTensor: "blk.0.ssm_conv1d.bias")) == nil)
         #expect(Self.loadError(try Self.rewritten(name, addingTensor: ("blk.2.ssm_dt.weight", [16, 16]))) == .unusedTensor("blk.2.ssm_dt.weight"))
-        // Granite 4's mixtures of experts (H-Tiny, H-Small) are not implemented: refused by name.
+        // An expert count makes every block's network a mixture, which needs its other keys.
         #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.expert_count": .uint32(8)]))
-                == .configuration(.unsupportedKey("granitehybrid.expert_count", value: "8")))
+                == .configuration(.missing("granitehybrid.expert_used_count")))
         // RoPE where the file says so: the attention block then rotates.
         let rotating = try TransformerModel(file: try Self.rewritten(name, setting: ["granitehybrid.rope.scaling.finetuned": .bool(true)]))
         #expect(rotating.configuration.usesRotary)
+    }
+
+    /// Granite 4's mixtures of experts (H-Tiny, H-Small): a mixture in every block, its experts
+    /// as wide as `feed_forward_length`, a softmax router, and a shared expert where
+    /// `expert_shared_feed_forward_length` is given; and the ways a file can get them wrong.
+    @Test(.enabled(if: TestModels.shouldRunSynthetic))
+    func graniteHybridMixtureOfExpertsWithSharedExpert() throws {
+        let name = "granite-hybrid-moe"
+        let model = try TransformerModel(contentsOf: TestModels.syntheticPath(of: name))
+        let experts = try #require(model.configuration.experts)
+        #expect(experts.count == 8 && experts.usedCount == 2 && experts.gating == .softmax)
+        #expect(experts.feedForwardLength == 64 && experts.sharedFeedForwardLength == 128 && experts.leadingDenseBlockCount == 0)
+        // The shared expert's tensors are required where its width is given, refused where not.
+        #expect(Self.loadError(try Self.rewritten(name, droppingTensor: "blk.5.ffn_down_shexp.weight"))
+                == .missingTensor("blk.5.ffn_down_shexp.weight"))
+        let withoutWidth = Self.loadError(try Self.rewritten(name, removing: ["granitehybrid.expert_shared_feed_forward_length"]))
+        if case let .unusedTensor(tensor)? = withoutWidth {
+            #expect(tensor.hasSuffix("_shexp.weight"))
+        } else {
+            Issue.record("a shared expert without its width loaded as \(String(describing: withoutWidth)), not an unused tensor")
+        }
+        #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.expert_shared_feed_forward_length": .uint32(96)]))
+                == .shapeMismatch("blk.0.ffn_gate_shexp.weight", expected: [128, 96], found: [128, 128]))
+        // The experts' width is the feed-forward length: a file saying otherwise does not load.
+        #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.feed_forward_length": .uint32(32)]))
+                == .shapeMismatch("blk.0.ffn_gate_exps.weight", expected: [128, 32, 8], found: [128, 64, 8]))
+        // llama.cpp's Granite graph fixes the softmax router and reads no expert width or weight
+        // scale: another gating function, or either key, is refused by name.
+        #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.expert_gating_func": .uint32(2)]))
+                == .configuration(.unsupportedKey("granitehybrid.expert_gating_func", value: "2")))
+        #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.expert_gating_func": .uint32(1)])) == nil)
+        #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.expert_weights_scale": .float32(2.5)]))
+                == .configuration(.unsupportedKey("granitehybrid.expert_weights_scale", value: "2.5")))
+        #expect(Self.loadError(try Self.rewritten(name, setting: ["granitehybrid.expert_feed_forward_length": .uint32(64)]))
+                == .configuration(.unsupportedKey("granitehybrid.expert_feed_forward_length", value: "64")))
+        #expect(Self.loadError(try Self.rewritten(name, droppingTensor: "blk.3.ffn_gate_inp.weight")) == .missingTensor("blk.3.ffn_gate_inp.weight"))
     }
 
     /// Gemma 4's shape, read from its keys: which blocks attend within the window, their head

@@ -11,12 +11,14 @@ import TypesetTestSupport
 /// On the random-weight models with every matrix packed, so a row's logits do not depend on
 /// the rows evaluated with it.
 @Suite(.enabled(if: TestModels.shouldRunSynthetic)) struct RecurrentStateTests {
-    static let models = ["qwen35", "granite-hybrid"]
-    static let qwen35: TransformerModel? = try? TransformerModel(file: try TestModels.packableSynthetic(of: "qwen35"))
-    static let graniteHybrid: TransformerModel? = try? TransformerModel(file: try TestModels.packableSynthetic(of: "granite-hybrid"))
+    static let models = ["qwen35", "granite-hybrid", "granite-hybrid-moe"]
+    /// Each model, loaded once for every test.
+    static let loaded: [String: TransformerModel] = models.reduce(into: [:]) { loaded, name in
+        loaded[name] = try? TransformerModel(file: try TestModels.packableSynthetic(of: name))
+    }
 
     static func model(_ name: String) throws -> TransformerModel {
-        try #require(name == "qwen35" ? qwen35 : graniteHybrid, "\(name) does not load")
+        try #require(loaded[name], "\(name) does not load")
     }
     static let tokens = (0 ..< 48).map { ($0 * 7919 + 13) % 49_152 }
     static let branch = (0 ..< 12).map { ($0 * 104_729 + 5) % 49_152 }

@@ -5,7 +5,8 @@ import Testing
 import TypesetTestSupport
 
 /// The families without real weights here (Qwen 2 with YaRN, Qwen 3, Llama 3's RoPE factors,
-/// Phi-3, LFM2, SmolLM3, Qwen 3 MoE, LFM2 MoE, gpt-oss, Gemma 4 and its MoE, Qwen 3.5), on tiny random-weight GGUFs written with gguf-py by
+/// Phi-3, LFM2, SmolLM3, Qwen 3 MoE, LFM2 MoE, gpt-oss, Gemma 4 and its MoE, Qwen 3.5, Granite 4 and its MoE), on tiny
+/// random-weight GGUFs written with gguf-py by
 /// `Fixtures/make_synthetic_models.py write` (run by `Fixtures/fetch.sh`), against llama.cpp's
 /// outputs on the same files, recorded by `make_synthetic_models.py record` in
 /// `Fixtures/synthetic/<name>.json` (llama.cpp 0.3.36's CPU backend, flash attention off).
@@ -23,7 +24,7 @@ import TypesetTestSupport
 /// the larger of the two.
 @Suite struct SyntheticFamilyParityTests {
     static let names = ["qwen2", "qwen2-yarn", "qwen3", "llama3", "phi3", "lfm2", "smollm3", "qwen3moe", "lfm2moe", "gpt-oss", "gemma4",
-                        "gemma4-moe", "qwen35", "granite-hybrid"]
+                        "gemma4-moe", "qwen35", "granite-hybrid", "granite-hybrid-moe"]
 
     static func expected(_ name: String) throws -> [String: Any] {
         try JSONSerialization.jsonObject(with: Fixtures.data("synthetic/\(name).json")) as! [String: Any]
