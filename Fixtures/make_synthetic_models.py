@@ -355,14 +355,7 @@ def write_model(name: str, spec: dict, path: Path) -> None:
         add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
         if "experts" in spec and block >= spec.get("dense_lead", 0):
             count, _, expert_ff = spec["experts"]
-            # The router spread wide enough that the choice of experts varies from token to token.
-            add(writer, p + "ffn_gate_inp.weight", weights.matrix(count, width, 4.0), T.F32)
-            if spec.get("sigmoid_router"):
-                # A bias of the order of the sigmoid's spread, so it changes some choices.
-                add(writer, p + "exp_probs_b.bias", weights.uniform((count,), 0.3), T.F32)
-            add(writer, p + "ffn_gate_exps.weight", weights.uniform((count, expert_ff, width), math.sqrt(3.0 / width)), T.Q4_0)
-            add(writer, p + "ffn_up_exps.weight", weights.uniform((count, expert_ff, width), math.sqrt(3.0 / width)), T.Q8_0)
-            add(writer, p + "ffn_down_exps.weight", weights.uniform((count, width, expert_ff), 0.5 * math.sqrt(3.0 / expert_ff)), T.Q5_0)
+            add_experts(writer, weights, p, count, expert_ff, selection_bias=spec.get("sigmoid_router", False))
             continue
         if spec.get("fused"):
             add(writer, p + "ffn_up.weight", weights.matrix(2 * ff, width), T.Q8_0)
@@ -372,11 +365,26 @@ def write_model(name: str, spec: dict, path: Path) -> None:
     finish(writer)
 
 
-def add_swiglu(writer: GGUFWriter, weights: Weights, prefix: str, hidden: int) -> None:
-    """A block's SwiGLU network: gate Q4_1, up Q8_0, down Q5_0."""
-    add(writer, prefix + "ffn_gate.weight", weights.matrix(hidden, WIDTH), T.Q4_1)
-    add(writer, prefix + "ffn_up.weight", weights.matrix(hidden, WIDTH), T.Q8_0)
-    add(writer, prefix + "ffn_down.weight", weights.matrix(WIDTH, hidden, 0.5), T.Q5_0)
+def add_swiglu(writer: GGUFWriter, weights: Weights, prefix: str, hidden: int, suffix: str = "") -> None:
+    """A block's SwiGLU network: gate Q4_1, up Q8_0, down Q5_0 (`ffn_gate{suffix}`, ...: a
+    shared expert's are `_shexp`)."""
+    add(writer, prefix + f"ffn_gate{suffix}.weight", weights.matrix(hidden, WIDTH), T.Q4_1)
+    add(writer, prefix + f"ffn_up{suffix}.weight", weights.matrix(hidden, WIDTH), T.Q8_0)
+    add(writer, prefix + f"ffn_down{suffix}.weight", weights.matrix(WIDTH, hidden, 0.5), T.Q5_0)
+
+
+def add_experts(writer: GGUFWriter, weights: Weights, prefix: str, count: int, expert_ff: int,
+                selection_bias: bool = False) -> None:
+    """A block's mixture of `count` experts of `expert_ff`: an F32 router, the selection bias
+    where asked, gate Q4_0, up Q8_0, down Q5_0 as 3-D tensors."""
+    # The router spread wide enough that the choice of experts varies from token to token.
+    add(writer, prefix + "ffn_gate_inp.weight", weights.matrix(count, WIDTH, 4.0), T.F32)
+    if selection_bias:
+        # A bias of the order of the sigmoid's spread, so it changes some choices.
+        add(writer, prefix + "exp_probs_b.bias", weights.uniform((count,), 0.3), T.F32)
+    add(writer, prefix + "ffn_gate_exps.weight", weights.uniform((count, expert_ff, WIDTH), math.sqrt(3.0 / WIDTH)), T.Q4_0)
+    add(writer, prefix + "ffn_up_exps.weight", weights.uniform((count, expert_ff, WIDTH), math.sqrt(3.0 / WIDTH)), T.Q8_0)
+    add(writer, prefix + "ffn_down_exps.weight", weights.uniform((count, WIDTH, expert_ff), 0.5 * math.sqrt(3.0 / expert_ff)), T.Q5_0)
 
 
 def finish(writer: GGUFWriter) -> None:
@@ -629,15 +637,8 @@ def write_granite_hybrid(name: str, spec: dict, path: Path) -> None:
             add(writer, p + "ssm_out.weight", weights.matrix(width, inner, 0.5), T.Q5_0)
         add(writer, p + "ffn_norm.weight", weights.norm(width), T.F32)
         if "experts" in spec:
-            count = spec["experts"][0]
-            add(writer, p + "ffn_gate_inp.weight", weights.matrix(count, width, 4.0), T.F32)
-            add(writer, p + "ffn_gate_exps.weight", weights.uniform((count, ff, width), math.sqrt(3.0 / width)), T.Q4_0)
-            add(writer, p + "ffn_up_exps.weight", weights.uniform((count, ff, width), math.sqrt(3.0 / width)), T.Q8_0)
-            add(writer, p + "ffn_down_exps.weight", weights.uniform((count, width, ff), 0.5 * math.sqrt(3.0 / ff)), T.Q5_0)
-            shared = spec["shared_ff"]
-            add(writer, p + "ffn_gate_shexp.weight", weights.matrix(shared, width), T.Q4_1)
-            add(writer, p + "ffn_up_shexp.weight", weights.matrix(shared, width), T.Q8_0)
-            add(writer, p + "ffn_down_shexp.weight", weights.matrix(width, shared, 0.5), T.Q5_0)
+            add_experts(writer, weights, p, spec["experts"][0], ff)
+            add_swiglu(writer, weights, p, spec["shared_ff"], suffix="_shexp")
         else:
             add_swiglu(writer, weights, p, ff)
     finish(writer)

@@ -169,6 +169,14 @@ public final class TransformerModel: Sendable {
             }
             let feedForward: FeedForward
             let hiddenWidth = configuration.feedForwardLengths[block]
+            /// A SwiGLU network of separate `ffn_gate{suffix}`, `ffn_up{suffix}` and `ffn_down{suffix}`.
+            func separate(_ suffix: String, hiddenWidth: Int) throws(ModelLoadError) -> FeedForwardWeights {
+                FeedForwardWeights(
+                    inputs: .separate(
+                        gate: try loader.projection(prefix + "ffn_gate" + suffix, shape: [width, hiddenWidth]),
+                        up: try loader.projection(prefix + "ffn_up" + suffix, shape: [width, hiddenWidth])),
+                    down: try loader.projection(prefix + "ffn_down" + suffix, shape: [hiddenWidth, width]))
+            }
             func dense() throws(ModelLoadError) -> FeedForwardWeights {
                 if file.tensorInfo(named: prefix + "ffn_gate.weight") == nil,
                    file.tensorInfo(named: prefix + "ffn_up.weight")?.shape == [width, 2 * hiddenWidth] {
@@ -176,11 +184,7 @@ public final class TransformerModel: Sendable {
                         inputs: .fused(try loader.projection(prefix + "ffn_up", shape: [width, 2 * hiddenWidth])),
                         down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width]))
                 }
-                return FeedForwardWeights(
-                    inputs: .separate(
-                        gate: try loader.projection(prefix + "ffn_gate", shape: [width, hiddenWidth]),
-                        up: try loader.projection(prefix + "ffn_up", shape: [width, hiddenWidth])),
-                    down: try loader.projection(prefix + "ffn_down", shape: [hiddenWidth, width]))
+                return try separate("", hiddenWidth: hiddenWidth)
             }
             if let experts = configuration.experts, traits.experts == .besideDenseWhereCounted {
                 // Gemma 4: the dense network and the mixture side by side.
@@ -196,11 +200,8 @@ public final class TransformerModel: Sendable {
                 let mixture = try loader.experts(prefix, width: width, experts: experts,
                                                  selectionBias: traits.hasExpertSelectionBias, biases: traits.hasExpertBiases)
                 let sharedWidth = experts.sharedFeedForwardLength
-                feedForward = sharedWidth == 0 ? .experts(mixture) : .expertsAndSharedExpert(mixture, shared: FeedForwardWeights(
-                    inputs: .separate(
-                        gate: try loader.projection(prefix + "ffn_gate_shexp", shape: [width, sharedWidth]),
-                        up: try loader.projection(prefix + "ffn_up_shexp", shape: [width, sharedWidth])),
-                    down: try loader.projection(prefix + "ffn_down_shexp", shape: [sharedWidth, width])))
+                feedForward = sharedWidth == 0 ? .experts(mixture)
+                    : .expertsAndSharedExpert(mixture, shared: try separate("_shexp", hiddenWidth: sharedWidth))
             } else {
                 feedForward = .dense(try dense())
             }
